@@ -1,0 +1,22 @@
+//! # mcp-proto: the sans-IO core of MCP's Streamable HTTP transport
+//!
+//! This crate holds every protocol decision of the Model Context Protocol's Streamable HTTP
+//! transport and none of the I/O. It reads no clock, opens no socket and spawns nothing: bytes
+//! and events go in, HTTP intents, JSON-RPC messages and timer deadlines come out, and time is
+//! passed in as an [`std::time::Instant`]. Runtime adapters (`mcp-tokio`, `mcp-smol`) move the
+//! bytes and sleep; they never decide what a status code or a header means.
+//!
+//! ## Modules
+//!
+//! - [`sse`]: the WHATWG `text/event-stream` decoder and encoder, incremental over arbitrary
+//!   chunk boundaries, bounded, and linear in the bytes fed.
+//! - [`jsonrpc`]: JSON-RPC 2.0 envelopes (request, notification, response, error, the
+//!   2025-03-26 batch) with `params`/`result` kept as raw JSON, so the transport never
+//!   re-parses what it only forwards.
+//!
+//! ## The run loop (for the state machines built on these pieces)
+//!
+//! **After any command or input, call `poll_output` until it returns `None`, then sleep until
+//! `poll_timeout` or the next input.** An early `handle_timeout` is a harmless no-op.
+#![forbid(unsafe_code)]
+#![cfg_attr(not(fuzzing), warn(missing_docs))]
