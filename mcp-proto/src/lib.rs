@@ -14,9 +14,17 @@
 //!   2025-03-26 batch) with `params`/`result` kept as raw JSON, so the transport never
 //!   re-parses what it only forwards.
 //!
+//! - [`http`]: header names, media types, and the header grammars the transport reads.
+//! - [`version`]: the protocol revisions and the behaviours each one selects.
+//!
 //! ## The run loop (for the state machines built on these pieces)
 //!
 //! **After any command or input, call `poll_output` until it returns `None`, then sleep until
 //! `poll_timeout` or the next input.** An early `handle_timeout` is a harmless no-op.
 #![forbid(unsafe_code)]
 #![cfg_attr(not(fuzzing), warn(missing_docs))]
+
+pub mod http;
+pub mod version;
+
+pub use version::{Era, ProtocolVersion};

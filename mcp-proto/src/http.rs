@@ -1,0 +1,266 @@
+//! HTTP vocabulary shared by the client and server state machines: header names, media types,
+//! and the few header grammars the transport must read (`Accept`, `Content-Type`,
+//! `WWW-Authenticate`).
+//!
+//! The core speaks the [`http`] crate's types (`Method`, `StatusCode`, `HeaderMap`), so an
+//! adapter on hyper hands them over without conversion; only the *meaning* of a header lives
+//! here.
+
+use http::HeaderMap;
+
+/// Header names the transport reads or writes, lower-case as HTTP/2 and `http` want them.
+pub mod header {
+    /// `Mcp-Session-Id` (S-SESS-1; 2025-11-25 spells it `MCP-Session-Id`: names are
+    /// case-insensitive).
+    pub const MCP_SESSION_ID: &str = "mcp-session-id";
+    /// `MCP-Protocol-Version` (S-VER-1).
+    pub const MCP_PROTOCOL_VERSION: &str = "mcp-protocol-version";
+    /// `Last-Event-ID`, sent on a resuming GET (S-RES-5).
+    pub const LAST_EVENT_ID: &str = "last-event-id";
+    /// `Mcp-Method`, mirrored from the body in the modern era (S-NEW-8).
+    pub const MCP_METHOD: &str = "mcp-method";
+    /// `Mcp-Name`, mirrored from the body in the modern era (S-NEW-8).
+    pub const MCP_NAME: &str = "mcp-name";
+    /// `X-Accel-Buffering`: `no` keeps nginx-style proxies from buffering SSE.
+    pub const X_ACCEL_BUFFERING: &str = "x-accel-buffering";
+}
+
+/// Media types of the transport.
+pub mod mime {
+    /// `application/json`: one JSON-RPC message (or a 2025-03-26 batch).
+    pub const APPLICATION_JSON: &str = "application/json";
+    /// `text/event-stream`: an SSE stream (S-SSE-1).
+    pub const TEXT_EVENT_STREAM: &str = "text/event-stream";
+    /// The `Accept` value a client sends on every POST (S-POST-3).
+    pub const POST_ACCEPT: &str = "application/json, text/event-stream";
+}
+
+/// The media type of a `Content-Type` value, lower-cased, without parameters or spaces.
+pub fn media_type(value: &[u8]) -> Option<String> {
+    let s = std::str::from_utf8(value).ok()?;
+    let essence = s.split(';').next()?.trim();
+    if essence.is_empty() {
+        return None;
+    }
+    Some(essence.to_ascii_lowercase())
+}
+
+/// Whether the `Content-Type` header of `headers` names `wanted` (parameters such as
+/// `charset=utf-8` are allowed; comparison is case-insensitive).
+pub fn content_type_is(headers: &HeaderMap, wanted: &str) -> bool {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| media_type(v.as_bytes()))
+        .is_some_and(|m| m == wanted)
+}
+
+/// Whether the `Accept` headers allow `wanted` (`type/subtype`): an exact match, `type/*` or
+/// `*/*`, with a quality above zero. A request with no `Accept` header at all accepts
+/// anything (RFC 9110 §12.5.1).
+pub fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
+    let mut values = headers.get_all(http::header::ACCEPT).iter().peekable();
+    if values.peek().is_none() {
+        return true;
+    }
+    let (want_type, _) = wanted.split_once('/').unwrap_or((wanted, ""));
+    for value in values {
+        let Ok(s) = value.to_str() else { continue };
+        for range in s.split(',') {
+            let mut parts = range.split(';');
+            let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
+            let q_zero = parts.any(|p| {
+                let p = p.trim();
+                p.len() >= 2
+                    && p[..2].eq_ignore_ascii_case("q=")
+                    && p[2..].trim().parse::<f32>().is_ok_and(|q| q <= 0.0)
+            });
+            if q_zero {
+                continue;
+            }
+            let matches = media == wanted
+                || media == "*/*"
+                || media
+                    .strip_suffix("/*")
+                    .is_some_and(|t| t.eq_ignore_ascii_case(want_type));
+            if matches {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// The parameters of a `Bearer` challenge in `WWW-Authenticate` (RFC 6750 §3, RFC 9728 §5.1):
+/// what a client needs to start its authorization flow (S-AUTH-10, S-AUTH-12).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BearerChallenge {
+    /// `resource_metadata`: the URL of the protected resource metadata document.
+    pub resource_metadata: Option<String>,
+    /// `scope`: the scopes the server requires, space-separated.
+    pub scope: Option<String>,
+    /// `error`, e.g. `invalid_token` or `insufficient_scope`.
+    pub error: Option<String>,
+    /// `error_description`.
+    pub error_description: Option<String>,
+}
+
+/// Reads the first `Bearer` challenge of the `WWW-Authenticate` headers, if any.
+///
+/// Tolerant by design: quoted and token values, any parameter order, several challenges in
+/// one header or several headers; unknown parameters are ignored.
+pub fn bearer_challenge(headers: &HeaderMap) -> Option<BearerChallenge> {
+    for value in headers.get_all(http::header::WWW_AUTHENTICATE) {
+        let Ok(s) = value.to_str() else { continue };
+        if let Some(ch) = parse_bearer(s) {
+            return Some(ch);
+        }
+    }
+    None
+}
+
+fn parse_bearer(s: &str) -> Option<BearerChallenge> {
+    let lower = s.to_ascii_lowercase();
+    let start = find_scheme(&lower, "bearer")?;
+    let mut rest = &s[start + "bearer".len()..];
+    let mut out = BearerChallenge::default();
+    loop {
+        rest = rest.trim_start_matches([' ', '\t', ',']);
+        let Some(eq) = rest.find('=') else { break };
+        let name = rest[..eq].trim();
+        if name.contains(' ') {
+            // The next challenge's scheme: this one is over.
+            break;
+        }
+        rest = rest[eq + 1..].trim_start();
+        let value;
+        if let Some(stripped) = rest.strip_prefix('"') {
+            let mut v = String::new();
+            let mut chars = stripped.char_indices();
+            let mut end = stripped.len();
+            while let Some((i, c)) = chars.next() {
+                match c {
+                    '\\' => {
+                        if let Some((_, n)) = chars.next() {
+                            v.push(n);
+                        }
+                    }
+                    '"' => {
+                        end = i + 1;
+                        break;
+                    }
+                    _ => v.push(c),
+                }
+            }
+            value = v;
+            rest = &stripped[end.min(stripped.len())..];
+        } else {
+            let end = rest.find([',', ' ']).unwrap_or(rest.len());
+            value = rest[..end].to_string();
+            rest = &rest[end..];
+        }
+        match name.to_ascii_lowercase().as_str() {
+            "resource_metadata" => out.resource_metadata = Some(value),
+            "scope" => out.scope = Some(value),
+            "error" => out.error = Some(value),
+            "error_description" => out.error_description = Some(value),
+            _ => {}
+        }
+    }
+    Some(out)
+}
+
+/// Position of `scheme` as an auth-scheme token (at the start or after a comma/space).
+fn find_scheme(lower: &str, scheme: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(pos) = lower[from..].find(scheme) {
+        let at = from + pos;
+        let before_ok = at == 0 || matches!(lower.as_bytes()[at - 1], b' ' | b',' | b'\t');
+        let after = lower.as_bytes().get(at + scheme.len());
+        let after_ok = matches!(after, None | Some(b' ') | Some(b'\t') | Some(b','));
+        if before_ok && after_ok {
+            return Some(at);
+        }
+        from = at + scheme.len();
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http::HeaderValue;
+
+    fn h(name: http::header::HeaderName, values: &[&str]) -> HeaderMap {
+        let mut m = HeaderMap::new();
+        for v in values {
+            m.append(name.clone(), HeaderValue::from_str(v).unwrap());
+        }
+        m
+    }
+
+    #[test]
+    fn s_post_3_accept_lists_and_wildcards() {
+        let both = h(http::header::ACCEPT, &[mime::POST_ACCEPT]);
+        assert!(accepts(&both, mime::APPLICATION_JSON));
+        assert!(accepts(&both, mime::TEXT_EVENT_STREAM));
+        let json_only = h(http::header::ACCEPT, &["application/json"]);
+        assert!(!accepts(&json_only, mime::TEXT_EVENT_STREAM));
+        let star = h(http::header::ACCEPT, &["*/*"]);
+        assert!(accepts(&star, mime::TEXT_EVENT_STREAM));
+        let text_star = h(http::header::ACCEPT, &["text/*;q=0.5"]);
+        assert!(accepts(&text_star, mime::TEXT_EVENT_STREAM));
+        assert!(!accepts(&text_star, mime::APPLICATION_JSON));
+        let refused = h(
+            http::header::ACCEPT,
+            &["application/json", "text/event-stream;q=0"],
+        );
+        assert!(!accepts(&refused, mime::TEXT_EVENT_STREAM));
+        assert!(accepts(&HeaderMap::new(), mime::TEXT_EVENT_STREAM));
+        let upper = h(http::header::ACCEPT, &["Application/JSON"]);
+        assert!(accepts(&upper, mime::APPLICATION_JSON));
+    }
+
+    #[test]
+    fn content_type_ignores_parameters_and_case() {
+        let ct = h(
+            http::header::CONTENT_TYPE,
+            &["Application/Json; charset=utf-8"],
+        );
+        assert!(content_type_is(&ct, mime::APPLICATION_JSON));
+        assert!(!content_type_is(&ct, mime::TEXT_EVENT_STREAM));
+        assert!(!content_type_is(&HeaderMap::new(), mime::APPLICATION_JSON));
+        assert_eq!(media_type(b"  ;x"), None);
+    }
+
+    #[test]
+    fn s_auth_10_bearer_challenge_parameters() {
+        let m = h(
+            http::header::WWW_AUTHENTICATE,
+            &[
+                r#"Bearer resource_metadata="https://x.example/.well-known/oauth-protected-resource", scope="files:read files:write", error="insufficient_scope""#,
+            ],
+        );
+        let c = bearer_challenge(&m).unwrap();
+        assert_eq!(
+            c.resource_metadata.as_deref(),
+            Some("https://x.example/.well-known/oauth-protected-resource")
+        );
+        assert_eq!(c.scope.as_deref(), Some("files:read files:write"));
+        assert_eq!(c.error.as_deref(), Some("insufficient_scope"));
+    }
+
+    #[test]
+    fn bearer_challenge_among_others_and_token_values() {
+        let m = h(
+            http::header::WWW_AUTHENTICATE,
+            &[r#"Basic realm="x", Bearer scope=read, error_description="a \"q\"""#],
+        );
+        let c = bearer_challenge(&m).unwrap();
+        assert_eq!(c.scope.as_deref(), Some("read"));
+        assert_eq!(c.error_description.as_deref(), Some(r#"a "q""#));
+        let none = h(http::header::WWW_AUTHENTICATE, &[r#"Basic realm="x""#]);
+        assert_eq!(bearer_challenge(&none), None);
+        let bare = h(http::header::WWW_AUTHENTICATE, &["Bearer"]);
+        assert_eq!(bearer_challenge(&bare), Some(BearerChallenge::default()));
+    }
+}
