@@ -20,3 +20,9 @@
 //! `poll_timeout` or the next input.** An early `handle_timeout` is a harmless no-op.
 #![forbid(unsafe_code)]
 #![cfg_attr(not(fuzzing), warn(missing_docs))]
+
+pub mod jsonrpc;
+
+#[cfg(any(fuzzing, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
