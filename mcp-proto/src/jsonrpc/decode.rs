@@ -61,6 +61,23 @@ use super::{
 /// The transport decides whether a batch is allowed (only 2025-03-26, G-8); use
 /// [`parse_message`] where it is not.
 pub fn parse_body(bytes: &[u8]) -> Result<Body, ParseFailure> {
+    parse(bytes, true)
+}
+
+/// Parses a body that must hold exactly one message (revisions 2025-06-18 and later,
+/// S-POST-6).
+///
+/// Same rules as [`parse_body`]; a well-formed JSON array, `[]` included, is refused as
+/// [`InvalidReason::BatchNotAllowed`] (`-32600`) without its elements being looked at.
+pub fn parse_message(bytes: &[u8]) -> Result<Message, ParseFailure> {
+    match parse(bytes, false)? {
+        Body::Single(m) => Ok(m),
+        // `parse` refuses arrays when batches are not allowed.
+        Body::Batch(_) => Err(invalid(InvalidReason::BatchNotAllowed).into()),
+    }
+}
+
+fn parse(bytes: &[u8], allow_batch: bool) -> Result<Body, ParseFailure> {
     let text = std::str::from_utf8(bytes).map_err(|e| {
         ParseError::new(format!(
             "invalid UTF-8 at byte {} (JSON-RPC messages must be UTF-8, S-POST-4)",
@@ -76,7 +93,7 @@ pub fn parse_body(bytes: &[u8]) -> Result<Body, ParseFailure> {
             let members = complete(text, |de| de.deserialize_map(MembersVisitor(&ENVELOPE)))?;
             Ok(Body::Single(classify(members)??))
         }
-        Some(b'[') => {
+        Some(b'[') if allow_batch => {
             let elements = complete(text, |de| Vec::<&RawValue>::deserialize(de))?;
             if elements.is_empty() {
                 return Err(invalid(InvalidReason::EmptyBatch).into());
@@ -87,26 +104,14 @@ pub fn parse_body(bytes: &[u8]) -> Result<Body, ParseFailure> {
                 .collect::<Result<Vec<_>, ParseError>>()?;
             Ok(Body::Batch(items))
         }
+        Some(b'[') => {
+            complete(text, |de| IgnoredAny::deserialize(de))?;
+            Err(invalid(InvalidReason::BatchNotAllowed).into())
+        }
         _ => {
             complete(text, |de| IgnoredAny::deserialize(de))?;
             Err(invalid(InvalidReason::NotAnObject).into())
         }
-    }
-}
-
-/// Parses a body that must hold exactly one message (revisions 2025-06-18 and later,
-/// S-POST-6).
-///
-/// Same rules as [`parse_body`]; a well-formed JSON array is refused as
-/// [`InvalidReason::BatchNotAllowed`] (`-32600`).
-pub fn parse_message(bytes: &[u8]) -> Result<Message, ParseFailure> {
-    match parse_body(bytes) {
-        Ok(Body::Single(m)) => Ok(m),
-        Ok(Body::Batch(_)) => Err(invalid(InvalidReason::BatchNotAllowed).into()),
-        Err(ParseFailure::Invalid(e)) if e.reason() == InvalidReason::EmptyBatch => {
-            Err(invalid(InvalidReason::BatchNotAllowed).into())
-        }
-        Err(e) => Err(e),
     }
 }
 

@@ -625,6 +625,13 @@ fn s_post_6_parse_message_refuses_batches() {
         parse_message(b"[{]").map_err(|e| e.code()),
         Err(PARSE_ERROR)
     );
+    // parse_message does not look inside arrays: what is wrong in an element does not matter.
+    let body = br#"[{"\ud800":1}]"#;
+    assert_eq!(failure(body).code(), PARSE_ERROR);
+    assert!(matches!(
+        parse_message(body),
+        Err(ParseFailure::Invalid(e)) if e.reason() == InvalidReason::BatchNotAllowed
+    ));
 }
 
 // --- S-RPC-12: kinds and accessors ----------------------------------------------------------
