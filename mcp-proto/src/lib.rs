@@ -13,7 +13,6 @@
 //! - [`jsonrpc`]: JSON-RPC 2.0 envelopes (request, notification, response, error, the
 //!   2025-03-26 batch) with `params`/`result` kept as raw JSON, so the transport never
 //!   re-parses what it only forwards.
-//!
 //! - [`http`]: header names, media types, and the header grammars the transport reads.
 //! - [`version`]: the protocol revisions and the behaviours each one selects.
 //!
@@ -25,6 +24,11 @@
 #![cfg_attr(not(fuzzing), warn(missing_docs))]
 
 pub mod http;
+pub mod jsonrpc;
 pub mod version;
+
+#[cfg(any(fuzzing, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 
 pub use version::{Era, ProtocolVersion};
