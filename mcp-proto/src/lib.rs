@@ -13,6 +13,9 @@
 //! - [`jsonrpc`]: JSON-RPC 2.0 envelopes (request, notification, response, error, the
 //!   2025-03-26 batch) with `params`/`result` kept as raw JSON, so the transport never
 //!   re-parses what it only forwards.
+//! - [`schema`]: the MCP schema types (params, results, notifications, content, capabilities)
+//!   of the legacy revisions and of 2026-07-28, the method names, and the [`schema::Request`]
+//!   trait tying a method to its params and result types.
 //!
 //! ## The run loop (for the state machines built on these pieces)
 //!
@@ -20,3 +23,5 @@
 //! `poll_timeout` or the next input.** An early `handle_timeout` is a harmless no-op.
 #![forbid(unsafe_code)]
 #![cfg_attr(not(fuzzing), warn(missing_docs))]
+
+pub mod schema;
