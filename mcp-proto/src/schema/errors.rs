@@ -48,6 +48,9 @@ pub struct ErrorObject<D = serde_json::Value> {
     /// More about the error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<D>,
+    /// Members JSON-RPC does not define, kept for a lossless round trip.
+    #[serde(flatten)]
+    pub extra: JsonObject,
 }
 
 impl<D> ErrorObject<D> {
@@ -57,6 +60,7 @@ impl<D> ErrorObject<D> {
             code,
             message: message.into(),
             data: None,
+            extra: JsonObject::new(),
         }
     }
 
