@@ -38,6 +38,27 @@
 //! `<CallTool as Request>::Result == CallToolResult`. [`JsonRpcRequest<CallTool>`] (alias
 //! [`CallToolRequest`]) is the framed message.
 //!
+//! ```
+//! use mcp_proto::schema::{CallTool, CallToolRequest, CallToolRequestParams, CallToolResult, Request};
+//! use serde_json::json;
+//!
+//! let request = CallToolRequest::new(1, CallToolRequestParams {
+//!     name: "get_weather".into(),
+//!     arguments: Some(json!({ "city": "Paris" }).as_object().cloned().unwrap_or_default()),
+//!     ..Default::default()
+//! });
+//! assert_eq!(
+//!     serde_json::to_value(&request).unwrap(),
+//!     json!({ "jsonrpc": "2.0", "id": 1, "method": "tools/call",
+//!             "params": { "name": "get_weather", "arguments": { "city": "Paris" } } })
+//! );
+//!
+//! // The result type follows from the method.
+//! let result: <CallTool as Request>::Result =
+//!     serde_json::from_value(json!({ "content": [{ "type": "text", "text": "18°C" }] })).unwrap();
+//! assert_eq!(result, CallToolResult::text("18°C"));
+//! ```
+//!
 //! ## Decisions
 //!
 //! - **Unknown fields are tolerated and kept.** No type denies unknown fields. The objects a
