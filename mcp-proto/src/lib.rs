@@ -15,6 +15,9 @@
 //!   re-parses what it only forwards.
 //! - [`http`]: header names, media types, and the header grammars the transport reads.
 //! - [`version`]: the protocol revisions and the behaviours each one selects.
+//! - [`schema`]: the MCP schema types (params, results, notifications, content, capabilities)
+//!   of the legacy revisions and of 2026-07-28, the method names, and the [`schema::Request`]
+//!   trait tying a method to its params and result types.
 //!
 //! ## The run loop (for the state machines built on these pieces)
 //!
@@ -25,6 +28,7 @@
 
 pub mod http;
 pub mod jsonrpc;
+pub mod schema;
 pub mod version;
 
 #[cfg(any(fuzzing, feature = "fuzzing"))]
