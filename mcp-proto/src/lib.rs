@@ -20,3 +20,5 @@
 //! `poll_timeout` or the next input.** An early `handle_timeout` is a harmless no-op.
 #![forbid(unsafe_code)]
 #![cfg_attr(not(fuzzing), warn(missing_docs))]
+
+pub mod sse;

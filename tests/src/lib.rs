@@ -27,10 +27,10 @@ pub fn fuzz_inputs(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
         };
         for entry in entries.flatten() {
             let path = entry.path();
-            if path.is_file() {
-                if let Ok(bytes) = std::fs::read(&path) {
-                    out.push((path, bytes));
-                }
+            if path.is_file()
+                && let Ok(bytes) = std::fs::read(&path)
+            {
+                out.push((path, bytes));
             }
         }
     }
@@ -47,13 +47,19 @@ pub fn replay_fuzz_target(target: &str, body: fn(&[u8])) -> usize {
         .iter()
         .filter(|(p, _)| p.components().any(|c| c.as_os_str() == "seeds"))
         .count();
-    assert!(seeds > 0, "fuzz target `{target}` has no committed seed in fuzz/seeds/{target}");
+    assert!(
+        seeds > 0,
+        "fuzz target `{target}` has no committed seed in fuzz/seeds/{target}"
+    );
     let mut failed = Vec::new();
     for (path, bytes) in &inputs {
         if std::panic::catch_unwind(|| body(bytes)).is_err() {
             failed.push(path.display().to_string());
         }
     }
-    assert!(failed.is_empty(), "fuzz target `{target}` panicked on: {failed:#?}");
+    assert!(
+        failed.is_empty(),
+        "fuzz target `{target}` panicked on: {failed:#?}"
+    );
     inputs.len()
 }
