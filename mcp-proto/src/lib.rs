@@ -22,3 +22,7 @@
 #![cfg_attr(not(fuzzing), warn(missing_docs))]
 
 pub mod sse;
+
+#[cfg(any(fuzzing, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;

@@ -295,11 +295,15 @@ impl SseDecoder {
                 && self.queue.is_empty())
     }
 
-    /// How many bytes the decoder currently holds: unparsed input plus the assembled
-    /// event's data, type and id buffers. After `next_event` returned `Ok(None)` this is at
-    /// most about one line ([`SseLimits::max_line_bytes`]) of unparsed input, plus the
-    /// event's data ([`SseLimits::max_event_bytes`]), plus the type and id buffers and the
-    /// last event ID string (each a line at most, grown up to 3× by U+FFFD replacement).
+    /// How many bytes of input and of the event being assembled the decoder holds:
+    /// unparsed input, plus the event's data and event type buffers. (The last event ID and
+    /// its buffer, stream-wide state of at most one line each, are not counted.)
+    ///
+    /// Whenever [`next_event`](Self::next_event) has just returned `Ok(None)`, this is at
+    /// most [`SseLimits::max_line_bytes`] (the incomplete last line) plus
+    /// [`SseLimits::max_event_bytes`] (the data) plus three times `max_line_bytes` (the event
+    /// type, which U+FFFD replacement can grow up to threefold). It is 0 after an error and
+    /// once [`is_finished`](Self::is_finished).
     pub fn buffered_len(&self) -> usize {
         self.buf.len()
             + self.cur.len()
@@ -307,8 +311,6 @@ impl SseDecoder {
             + self.data_first.len()
             + self.data_buf.len()
             + self.event_type.len()
-            + self.id_buffer.len()
-            + self.last_event_id.len()
     }
 
     // ------------------------------------------------------------------------------------

@@ -77,9 +77,9 @@ fn drain(dec: &mut SseDecoder, items: &mut Vec<Result<SseEvent, SseError>>) -> b
                 let l = dec.limits();
                 let bound = l
                     .max_event_bytes
-                    .saturating_add(l.max_line_bytes.saturating_mul(10));
+                    .saturating_add(l.max_line_bytes.saturating_mul(4));
                 assert!(
-                    dec.buffered_len() <= bound.saturating_add(64),
+                    dec.buffered_len() <= bound,
                     "buffered {} > bound {bound}",
                     dec.buffered_len()
                 );
@@ -89,6 +89,7 @@ fn drain(dec: &mut SseDecoder, items: &mut Vec<Result<SseEvent, SseError>>) -> b
                 // Sticky.
                 assert_eq!(dec.next_event(), Err(e.clone()));
                 assert!(dec.is_finished());
+                assert_eq!(dec.buffered_len(), 0);
                 items.push(Err(e));
                 return false;
             }
@@ -114,6 +115,7 @@ fn run(limits: SseLimits, chunks: &[&[u8]], mode: Mode) -> Outcome {
     if ok && drain(&mut dec, &mut items) {
         assert!(dec.is_finished());
         assert_eq!(dec.next_event(), Ok(None));
+        assert_eq!(dec.buffered_len(), 0);
     }
     let failed = !ok || matches!(items.last(), Some(Err(_)));
     Outcome {
