@@ -93,14 +93,25 @@ const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
 #[derive(Debug)]
 pub struct SseDecoder {
     limits: SseLimits,
+    input: Input,
+    ev: EventState,
+    /// [`finish`](Self::finish) was called.
+    finished: bool,
+    /// Sticky error.
+    error: Option<SseError>,
+}
 
-    // ---- input, in stream order: buf, cur, queue ----
+/// Unparsed input, in stream order: `buf`, then `cur[pos..]`, then `queue`.
+#[derive(Debug, Default)]
+struct Input {
     /// Copied, not yet parsed bytes. Empty whenever `cur` is being parsed.
     buf: BytesMut,
     /// `buf[..scanned]` contains no CR and no LF.
     scanned: usize,
-    /// The owned chunk being parsed.
+    /// The owned chunk being parsed; `cur[..pos]` is done.
     cur: Bytes,
+    /// Parse position in `cur`.
+    pos: usize,
     /// Owned chunks waiting behind `cur`.
     queue: VecDeque<Bytes>,
     /// How many bytes of a leading BOM were matched (and held back) so far.
@@ -109,12 +120,11 @@ pub struct SseDecoder {
     bom_done: bool,
     /// A CR ended the input seen so far: an LF coming next is part of that line end.
     skip_lf: bool,
-    /// [`finish`](Self::finish) was called.
-    finished: bool,
-    /// Sticky error.
-    error: Option<SseError>,
+}
 
-    // ---- the event being assembled (S-SSE-4) ----
+/// The event being assembled (S-SSE-4) and the stream-wide results.
+#[derive(Debug, Default)]
+struct EventState {
     /// The first `data` value: a zero-copy slice while the event has only one data line.
     data_first: Bytes,
     /// The joined data, once a second `data` line arrived.
@@ -125,15 +135,14 @@ pub struct SseDecoder {
     data_len: usize,
     /// Event type buffer.
     event_type: String,
-    /// Last event ID buffer.
+    /// The last event ID buffer, *if* an `id` field changed it since the last blank line
+    /// (`id_dirty`); otherwise the buffer equals `last_event_id` and this is stale scratch.
     id_buffer: String,
-    /// `id_buffer` changed since the last blank line.
+    /// `id_buffer` holds the buffer's value.
     id_dirty: bool,
     /// A valid `retry` seen since the last blank line.
     event_retry: Option<Duration>,
-
-    // ---- stream-wide results ----
-    /// The last event ID string, set from `id_buffer` at each blank line.
+    /// The last event ID string, set from the buffer at each blank line.
     last_event_id: String,
     /// The reconnection time, from the last valid `retry` field.
     retry: Option<Duration>,
@@ -155,25 +164,10 @@ impl SseDecoder {
     pub fn with_limits(limits: SseLimits) -> Self {
         SseDecoder {
             limits,
-            buf: BytesMut::new(),
-            scanned: 0,
-            cur: Bytes::new(),
-            queue: VecDeque::new(),
-            bom_matched: 0,
-            bom_done: false,
-            skip_lf: false,
+            input: Input::default(),
+            ev: EventState::default(),
             finished: false,
             error: None,
-            data_first: Bytes::new(),
-            data_buf: BytesMut::new(),
-            data_lines: 0,
-            data_len: 0,
-            event_type: String::new(),
-            id_buffer: String::new(),
-            id_dirty: false,
-            event_retry: None,
-            last_event_id: String::new(),
-            retry: None,
         }
     }
 
@@ -190,19 +184,20 @@ impl SseDecoder {
     /// buffer, or into an owned chunk if earlier owned chunks are still unparsed).
     ///
     /// Ignored after [`finish`](Self::finish) or an error. Empty chunks are no-ops.
+    #[inline]
     pub fn feed(&mut self, chunk: &[u8]) {
         if chunk.is_empty() || self.finished || self.error.is_some() {
             return;
         }
         let mut chunk = chunk;
-        if !self.bom_done {
-            let skip = self.match_bom(chunk);
-            if !self.bom_done {
+        if !self.input.bom_done {
+            let skip = self.input.match_bom(chunk);
+            if !self.input.bom_done {
                 return;
             }
             chunk = &chunk[skip..];
         }
-        self.push_slice(chunk);
+        self.input.push_slice(chunk);
     }
 
     /// Stores an owned chunk of the body without copying it: complete lines inside the chunk
@@ -214,9 +209,10 @@ impl SseDecoder {
         if chunk.is_empty() || self.finished || self.error.is_some() {
             return;
         }
-        if !self.bom_done {
-            let skip = self.match_bom(&chunk);
-            if !self.bom_done {
+        let input = &mut self.input;
+        if !input.bom_done {
+            let skip = input.match_bom(&chunk);
+            if !input.bom_done {
                 return;
             }
             chunk.advance(skip);
@@ -224,10 +220,11 @@ impl SseDecoder {
                 return;
             }
         }
-        if self.cur.is_empty() && self.queue.is_empty() {
-            self.cur = chunk;
+        if input.cur_is_empty() && input.queue.is_empty() {
+            input.cur = chunk;
+            input.pos = 0;
         } else {
-            self.queue.push_back(chunk);
+            input.queue.push_back(chunk);
         }
     }
 
@@ -235,10 +232,10 @@ impl SseDecoder {
     /// [`next_event`](Self::next_event); an incomplete last line and an event without its
     /// closing blank line are discarded (S-SSE-13). Idempotent.
     pub fn finish(&mut self) {
-        if !self.bom_done {
+        if !self.input.bom_done {
             // A partial BOM at the very end is an incomplete line: discarded.
-            self.bom_done = true;
-            self.bom_matched = 0;
+            self.input.bom_done = true;
+            self.input.bom_matched = 0;
         }
         self.finished = true;
     }
@@ -253,6 +250,7 @@ impl SseDecoder {
     /// - `Ok(None)`: every complete line has been parsed; feed more input. After
     ///   [`finish`](Self::finish), `Ok(None)` means the stream is over.
     /// - `Err(e)`: a limit was exceeded. Sticky: every later call returns the same error.
+    #[inline]
     pub fn next_event(&mut self) -> Result<Option<SseEvent>, SseError> {
         if let Some(err) = &self.error {
             return Err(err.clone());
@@ -275,13 +273,13 @@ impl SseDecoder {
     /// `id` field and a blank line were seen, and after an empty `id:` (S-SSE-10). This is
     /// the value to send as `Last-Event-ID` when non-empty (S-SSE-15).
     pub fn last_event_id(&self) -> &str {
-        &self.last_event_id
+        &self.ev.last_event_id
     }
 
     /// The reconnection time of the last valid `retry` field seen (S-SSE-11), applied as soon
     /// as its line is parsed. `None` if there was none.
     pub fn retry(&self) -> Option<Duration> {
-        self.retry
+        self.ev.retry
     }
 
     /// Whether the stream is over: [`finish`](Self::finish) was called and
@@ -290,9 +288,9 @@ impl SseDecoder {
     pub fn is_finished(&self) -> bool {
         self.error.is_some()
             || (self.finished
-                && self.buf.is_empty()
-                && self.cur.is_empty()
-                && self.queue.is_empty())
+                && self.input.buf.is_empty()
+                && self.input.cur_is_empty()
+                && self.input.queue.is_empty())
     }
 
     /// How many bytes of input and of the event being assembled the decoder holds:
@@ -305,23 +303,239 @@ impl SseDecoder {
     /// type, which U+FFFD replacement can grow up to threefold). It is 0 after an error and
     /// once [`is_finished`](Self::is_finished).
     pub fn buffered_len(&self) -> usize {
-        self.buf.len()
-            + self.cur.len()
-            + self.queue.iter().map(Bytes::len).sum::<usize>()
-            + self.data_first.len()
-            + self.data_buf.len()
-            + self.event_type.len()
+        let input = &self.input;
+        input.buf.len()
+            + (input.cur.len() - input.pos)
+            + input.queue.iter().map(Bytes::len).sum::<usize>()
+            + self.ev.data_first.len()
+            + self.ev.data_buf.len()
+            + self.ev.event_type.len()
     }
 
     // ------------------------------------------------------------------------------------
-    // Input plumbing
+    // Plumbing
     // ------------------------------------------------------------------------------------
+
+    /// Drops all buffers and records the sticky error.
+    #[cold]
+    fn fail(&mut self, err: SseError) {
+        self.error = Some(err);
+        self.input.buf = BytesMut::new();
+        self.input.scanned = 0;
+        self.input.cur = Bytes::new();
+        self.input.pos = 0;
+        self.input.queue = VecDeque::new();
+        self.ev.reset_event();
+        self.ev.data_buf = BytesMut::new();
+        self.ev.event_type = String::new();
+        self.ev.id_buffer = String::new();
+        self.ev.id_dirty = false;
+    }
+
+    /// Out of complete lines. At end of stream, discards the incomplete line and the
+    /// undispatched event (S-SSE-13).
+    fn need_more(&mut self) -> Option<SseEvent> {
+        if self.finished {
+            self.input.buf.clear();
+            self.input.scanned = 0;
+            self.input.skip_lf = false;
+            self.ev.reset_event();
+            // The id buffer of an undispatched event never reached the last event ID string.
+            self.ev.id_dirty = false;
+        }
+        None
+    }
+
+    // ------------------------------------------------------------------------------------
+    // Parsing
+    // ------------------------------------------------------------------------------------
+
+    /// The body of [`next_event`](Self::next_event), without the sticky-error wrapper.
+    #[inline(always)]
+    fn advance(&mut self) -> Result<Option<SseEvent>, SseError> {
+        let max_line = self.limits.max_line_bytes;
+        loop {
+            let input = &mut self.input;
+            let hint = if input.buf.is_empty() {
+                if input.cur_is_empty() && !input.next_chunk() {
+                    return Ok(self.need_more());
+                }
+                0
+            } else {
+                if input.skip_lf {
+                    // `buf` only fills after the CR was consumed, so this is the next byte.
+                    input.skip_lf = false;
+                    if input.buf[0] == b'\n' {
+                        debug_assert_eq!(input.scanned, 0);
+                        input.buf.advance(1);
+                        continue;
+                    }
+                }
+                if let Some(i) = find_eol(&input.buf[input.scanned..]) {
+                    // `buf` holds at least one complete line: parse it like an owned chunk.
+                    let first_end = input.scanned + i;
+                    let chunk = input.buf.split().freeze();
+                    input.scanned = 0;
+                    if !input.cur_is_empty() {
+                        let mut behind = std::mem::take(&mut input.cur);
+                        behind.advance(input.pos);
+                        input.queue.push_front(behind);
+                    }
+                    input.cur = chunk;
+                    input.pos = 0;
+                    first_end
+                } else {
+                    // `buf` is one incomplete line; extend it from the owned chunks.
+                    input.scanned = input.buf.len();
+                    if input.scanned > max_line {
+                        return Err(SseError::LineTooLong { limit: max_line });
+                    }
+                    if input.cur_is_empty() && !input.next_chunk() {
+                        return Ok(self.need_more());
+                    }
+                    let rest = &input.cur[input.pos..];
+                    match memchr2(b'\n', b'\r', rest) {
+                        Some(j) => {
+                            if input.buf.len() + j > max_line {
+                                return Err(SseError::LineTooLong { limit: max_line });
+                            }
+                            // Take the line end along, both bytes of a CRLF if present.
+                            let take = if rest[j] == b'\r' && rest.get(j + 1) == Some(&b'\n') {
+                                j + 2
+                            } else {
+                                j + 1
+                            };
+                            buf_extend(&mut input.buf, &rest[..take]);
+                            input.pos += take;
+                            // The line end is at `scanned + j`: no rescan before it.
+                            input.scanned += j;
+                        }
+                        None => {
+                            if input.buf.len() + rest.len() > max_line {
+                                return Err(SseError::LineTooLong { limit: max_line });
+                            }
+                            buf_extend(&mut input.buf, rest);
+                            input.cur = Bytes::new();
+                            input.pos = 0;
+                            input.scanned = input.buf.len();
+                        }
+                    }
+                    continue;
+                }
+            };
+            if let Some(event) = self.parse_cur(hint)? {
+                return Ok(Some(event));
+            }
+        }
+    }
+
+    /// The line loop: parses complete lines of `cur[pos..]` (with `buf` empty) until an
+    /// event is dispatched or the chunk is used up; an incomplete last line moves into `buf`.
+    /// `hint`: the first line holds no line end before this offset of `cur`.
+    #[inline(always)]
+    fn parse_cur(&mut self, hint: usize) -> Result<Option<SseEvent>, SseError> {
+        let limits = self.limits;
+        let input = &mut self.input;
+        let ev = &mut self.ev;
+        debug_assert!(input.buf.is_empty());
+        let chunk = &input.cur;
+        let s: &[u8] = chunk;
+        let mut pos = input.pos;
+        if input.skip_lf && pos < s.len() {
+            input.skip_lf = false;
+            if s[pos] == b'\n' {
+                pos += 1;
+            }
+        }
+        let mut scan_from = hint.max(pos);
+        while pos < s.len() {
+            // Find the line end; empty lines (the event ends) are common enough for a
+            // shortcut before the search.
+            let end = match s[scan_from] {
+                b'\n' | b'\r' => scan_from,
+                _ => match find_eol(&s[scan_from..]) {
+                    Some(i) => scan_from + i,
+                    None => {
+                        // Incomplete last line: keep it for the next chunk.
+                        let tail = &s[pos..];
+                        if tail.len() > limits.max_line_bytes {
+                            return Err(SseError::LineTooLong {
+                                limit: limits.max_line_bytes,
+                            });
+                        }
+                        buf_extend(&mut input.buf, tail);
+                        input.scanned = input.buf.len();
+                        input.cur = Bytes::new();
+                        input.pos = 0;
+                        return Ok(None);
+                    }
+                },
+            };
+            if end - pos > limits.max_line_bytes {
+                return Err(SseError::LineTooLong {
+                    limit: limits.max_line_bytes,
+                });
+            }
+            // S-SSE-3: CRLF, LF, or CR; a CR ending the chunk may still be followed by LF.
+            let mut next = end + 1;
+            if s[end] == b'\r' {
+                match s.get(next) {
+                    Some(b'\n') => next += 1,
+                    Some(_) => {}
+                    None => input.skip_lf = true,
+                }
+            }
+            if end == pos {
+                // S-SSE-5: an empty line dispatches. The event is built right here, in the
+                // return expression, which spares a copy of it.
+                pos = next;
+                scan_from = next;
+                if ev.has_data() {
+                    if pos < s.len() {
+                        input.pos = pos;
+                    } else {
+                        input.cur = Bytes::new();
+                        input.pos = 0;
+                    }
+                    return Ok(Some(ev.dispatch()));
+                }
+                ev.dispatch_nothing();
+                continue;
+            }
+            ev.process_line(chunk, pos, end, limits.max_event_bytes)?;
+            pos = next;
+            scan_from = next;
+        }
+        input.cur = Bytes::new();
+        input.pos = 0;
+        Ok(None)
+    }
+}
+
+impl Input {
+    #[inline]
+    fn cur_is_empty(&self) -> bool {
+        self.pos >= self.cur.len()
+    }
+
+    /// Makes the next queued chunk current; false if there is none.
+    fn next_chunk(&mut self) -> bool {
+        match self.queue.pop_front() {
+            Some(chunk) => {
+                self.cur = chunk;
+                self.pos = 0;
+                true
+            }
+            None => false,
+        }
+    }
 
     /// Runs the stream-start BOM matcher (S-SSE-2) over the start of `chunk`. Returns how
     /// many bytes of `chunk` belong to a complete BOM (to be dropped). While the question is
     /// open (`!self.bom_done`), the matched bytes are held back; when a byte breaks the match,
     /// the bytes held from *earlier* chunks are released as content before `chunk`, which is
     /// then content from its first byte.
+    #[cold]
     fn match_bom(&mut self, chunk: &[u8]) -> usize {
         let mut i = 0;
         while usize::from(self.bom_matched) < BOM.len() {
@@ -345,41 +559,20 @@ impl SseDecoder {
     }
 
     /// Appends borrowed content behind everything already stored.
+    #[inline]
     fn push_slice(&mut self, s: &[u8]) {
         if s.is_empty() {
             return;
         }
-        if self.cur.is_empty() && self.queue.is_empty() {
-            self.buf_extend(s);
+        if self.cur_is_empty() && self.queue.is_empty() {
+            buf_extend(&mut self.buf, s);
         } else {
             self.queue.push_back(Bytes::copy_from_slice(s));
         }
     }
+}
 
-    /// Appends to `buf`, growing it by at least [`BUF_GROWTH`] at a time: `buf` is split off
-    /// and frozen at every complete line, and this keeps the allocations that follow large
-    /// enough to amortize.
-    #[inline]
-    fn buf_extend(&mut self, s: &[u8]) {
-        if self.buf.capacity() - self.buf.len() < s.len() {
-            self.buf.reserve(s.len().max(BUF_GROWTH));
-        }
-        self.buf.extend_from_slice(s);
-    }
-
-    /// Drops all buffers and records the sticky error.
-    fn fail(&mut self, err: SseError) {
-        self.error = Some(err);
-        self.buf = BytesMut::new();
-        self.scanned = 0;
-        self.cur = Bytes::new();
-        self.queue = VecDeque::new();
-        self.reset_event();
-        self.data_buf = BytesMut::new();
-        self.event_type = String::new();
-        self.id_buffer = String::new();
-    }
-
+impl EventState {
     /// Forgets the event being assembled (not the id buffer, which outlives events).
     fn reset_event(&mut self) {
         self.data_first = Bytes::new();
@@ -390,285 +583,159 @@ impl SseDecoder {
         self.event_retry = None;
     }
 
-    /// Out of complete lines. At end of stream, discards the incomplete line and the
-    /// undispatched event (S-SSE-13).
-    fn need_more(&mut self) -> Option<SseEvent> {
-        if self.finished {
-            self.buf.clear();
-            self.scanned = 0;
-            self.skip_lf = false;
-            self.reset_event();
-            // The id buffer of an undispatched event never reached the last event ID string.
-            if self.id_dirty {
-                self.id_buffer.clone_from(&self.last_event_id);
-                self.id_dirty = false;
-            }
-        }
-        None
-    }
-
-    // ------------------------------------------------------------------------------------
-    // Parsing
-    // ------------------------------------------------------------------------------------
-
-    /// The body of [`next_event`](Self::next_event), without the sticky-error wrapper.
-    fn advance(&mut self) -> Result<Option<SseEvent>, SseError> {
-        let max_line = self.limits.max_line_bytes;
-        loop {
-            if !self.buf.is_empty() {
-                if self.skip_lf {
-                    // `buf` only fills after the CR was consumed, so this is the next byte.
-                    self.skip_lf = false;
-                    if self.buf[0] == b'\n' {
-                        debug_assert_eq!(self.scanned, 0);
-                        self.buf.advance(1);
-                        continue;
-                    }
-                }
-                if let Some(i) = memchr2(b'\n', b'\r', &self.buf[self.scanned..]) {
-                    // `buf` holds at least one complete line: parse it like an owned chunk.
-                    let first_end = self.scanned + i;
-                    let chunk = self.buf.split().freeze();
-                    self.scanned = 0;
-                    let behind = std::mem::replace(&mut self.cur, chunk);
-                    if !behind.is_empty() {
-                        self.queue.push_front(behind);
-                    }
-                    if let Some(event) = self.parse_cur(first_end)? {
-                        return Ok(Some(event));
-                    }
-                    continue;
-                }
-                // `buf` is one incomplete line; extend it from the owned chunks.
-                self.scanned = self.buf.len();
-                if self.scanned > max_line {
-                    return Err(SseError::LineTooLong { limit: max_line });
-                }
-                if self.cur.is_empty() {
-                    match self.queue.pop_front() {
-                        Some(chunk) => self.cur = chunk,
-                        None => return Ok(self.need_more()),
-                    }
-                }
-                match memchr2(b'\n', b'\r', &self.cur) {
-                    Some(j) => {
-                        if self.buf.len() + j > max_line {
-                            return Err(SseError::LineTooLong { limit: max_line });
-                        }
-                        // Take the line end along, both bytes of a CRLF if present.
-                        let take = if self.cur[j] == b'\r' && self.cur.get(j + 1) == Some(&b'\n') {
-                            j + 2
-                        } else {
-                            j + 1
-                        };
-                        let cur = std::mem::take(&mut self.cur);
-                        self.buf_extend(&cur[..take]);
-                        self.cur = cur;
-                        self.cur.advance(take);
-                        // The line end is at `scanned + j`: nothing before it needs a rescan.
-                        self.scanned += j;
-                    }
-                    None => {
-                        if self.buf.len() + self.cur.len() > max_line {
-                            return Err(SseError::LineTooLong { limit: max_line });
-                        }
-                        let cur = std::mem::take(&mut self.cur);
-                        self.buf_extend(&cur);
-                        self.scanned = self.buf.len();
-                    }
-                }
-                continue;
-            }
-
-            if self.cur.is_empty() {
-                match self.queue.pop_front() {
-                    Some(chunk) => self.cur = chunk,
-                    None => return Ok(self.need_more()),
-                }
-            }
-            if let Some(event) = self.parse_cur(0)? {
-                return Ok(Some(event));
-            }
-        }
-    }
-
-    /// Parses complete lines of `cur` (with `buf` empty) until an event is dispatched or the
-    /// chunk is used up; an incomplete last line moves into `buf`. `hint`: the first line
-    /// holds no line end before this offset.
-    fn parse_cur(&mut self, hint: usize) -> Result<Option<SseEvent>, SseError> {
-        debug_assert!(self.buf.is_empty());
-        let mut chunk = std::mem::take(&mut self.cur);
-        let (consumed, event) = self.parse_chunk(&chunk, hint)?;
-        if consumed < chunk.len() {
-            chunk.advance(consumed);
-            self.cur = chunk;
-        }
-        Ok(event)
-    }
-
-    /// The line loop over one contiguous owned chunk. Returns how many bytes were consumed
-    /// and the event, if one was dispatched (then parsing stops right after its blank line).
-    fn parse_chunk(
-        &mut self,
-        chunk: &Bytes,
-        hint: usize,
-    ) -> Result<(usize, Option<SseEvent>), SseError> {
-        let s: &[u8] = chunk;
-        let max_line = self.limits.max_line_bytes;
-        let mut pos = 0;
-        if self.skip_lf && !s.is_empty() {
-            self.skip_lf = false;
-            if s[0] == b'\n' {
-                pos = 1;
-            }
-        }
-        let mut scan_from = hint.max(pos);
-        while pos < s.len() {
-            // Find the line end; empty lines (the event ends) are common enough for a
-            // shortcut before calling into memchr.
-            let end = match s.get(scan_from) {
-                Some(b'\n' | b'\r') => scan_from,
-                _ => match memchr2(b'\n', b'\r', &s[scan_from..]) {
-                    Some(i) => scan_from + i,
-                    None => {
-                        // Incomplete last line: keep it for the next chunk.
-                        let tail = &s[pos..];
-                        if tail.len() > max_line {
-                            return Err(SseError::LineTooLong { limit: max_line });
-                        }
-                        self.buf_extend(tail);
-                        self.scanned = self.buf.len();
-                        return Ok((s.len(), None));
-                    }
-                },
-            };
-            if end - pos > max_line {
-                return Err(SseError::LineTooLong { limit: max_line });
-            }
-            // S-SSE-3: CRLF, LF, or CR; a CR ending the chunk may still be followed by LF.
-            let mut next = end + 1;
-            if s[end] == b'\r' {
-                match s.get(next) {
-                    Some(b'\n') => next += 1,
-                    Some(_) => {}
-                    None => self.skip_lf = true,
-                }
-            }
-            let event = self.process_line(chunk, pos, end)?;
-            pos = next;
-            scan_from = next;
-            if event.is_some() {
-                return Ok((pos, event));
-            }
-        }
-        Ok((s.len(), None))
-    }
-
-    /// Interprets one line, `chunk[start..end]` (S-SSE-5 … S-SSE-11).
-    #[inline]
+    /// Interprets one non-empty line, `chunk[start..end]` (S-SSE-6 … S-SSE-11).
+    #[inline(always)]
     fn process_line(
         &mut self,
         chunk: &Bytes,
         start: usize,
         end: usize,
-    ) -> Result<Option<SseEvent>, SseError> {
+        max_event: usize,
+    ) -> Result<(), SseError> {
         let line = &chunk[start..end];
-        let Some(&first) = line.first() else {
-            // S-SSE-5: an empty line dispatches.
-            return Ok(self.dispatch());
-        };
-        if first == b':' {
+        // Shortcuts for comments and the four known fields written the usual way; anything
+        // else takes the general path.
+        match line.first() {
             // S-SSE-6: comment.
-            return Ok(None);
-        }
-        if line.starts_with(b"data:") {
-            // Fast path for the most common field.
-            let value_start = start + 5 + usize::from(line.get(5) == Some(&b' '));
-            self.push_data(chunk, value_start, end)?;
-            return Ok(None);
-        }
-        // S-SSE-7 / S-SSE-8: field name up to the first colon, else the whole line.
-        let (name, value_start) = match memchr(b':', line) {
-            Some(colon) => {
-                let skip = usize::from(line.get(colon + 1) == Some(&b' '));
-                (&line[..colon], start + colon + 1 + skip)
+            Some(b':') => Ok(()),
+            Some(b'd') if line.starts_with(b"data:") => {
+                self.push_data(chunk, value_start(line, start, 5), end, max_event)
             }
+            Some(b'i') if line.starts_with(b"id:") => {
+                self.set_id(&chunk[value_start(line, start, 3)..end]);
+                Ok(())
+            }
+            Some(b'e') if line.starts_with(b"event:") => {
+                self.set_event(&chunk[value_start(line, start, 6)..end]);
+                Ok(())
+            }
+            Some(b'r') if line.starts_with(b"retry:") => {
+                self.set_retry(&chunk[value_start(line, start, 6)..end]);
+                Ok(())
+            }
+            _ => self.process_other_line(chunk, start, end, max_event),
+        }
+    }
+
+    /// The general field path (S-SSE-7 … S-SSE-11): field name up to the first colon, or
+    /// the whole line; names are case-sensitive and unknown ones ignored.
+    #[inline(never)]
+    fn process_other_line(
+        &mut self,
+        chunk: &Bytes,
+        start: usize,
+        end: usize,
+        max_event: usize,
+    ) -> Result<(), SseError> {
+        let line = &chunk[start..end];
+        let (name, value_start) = match memchr(b':', line) {
+            Some(colon) => (&line[..colon], value_start(line, start, colon + 1)),
             None => (line, end),
         };
         let value = &chunk[value_start..end];
-        // S-SSE-9 / S-SSE-10 / S-SSE-11: case-sensitive names; unknown ones are ignored.
         match name {
-            b"data" => self.push_data(chunk, value_start, end)?,
-            b"event" => {
-                self.event_type.clear();
-                self.event_type.push_str(&String::from_utf8_lossy(value));
-            }
-            b"id" if memchr(0, value).is_none() => {
-                self.id_buffer.clear();
-                self.id_buffer.push_str(&String::from_utf8_lossy(value));
-                self.id_dirty = true;
-            }
-            b"retry" => {
-                if let Some(ms) = parse_retry(value) {
-                    let retry = Duration::from_millis(ms);
-                    self.retry = Some(retry);
-                    self.event_retry = Some(retry);
-                }
-            }
+            b"data" => self.push_data(chunk, value_start, end, max_event)?,
+            b"event" => self.set_event(value),
+            b"id" => self.set_id(value),
+            b"retry" => self.set_retry(value),
             _ => {}
         }
-        Ok(None)
+        Ok(())
     }
 
-    /// Appends the value `chunk[start..end]` to the data buffer (S-SSE-9), keeping the first
-    /// line as a zero-copy slice.
+    /// `event` (S-SSE-9): the event type buffer takes the value.
     #[inline]
-    fn push_data(&mut self, chunk: &Bytes, start: usize, end: usize) -> Result<(), SseError> {
-        let limit = self.limits.max_event_bytes;
+    fn set_event(&mut self, value: &[u8]) {
+        self.event_type.clear();
+        push_lossy(&mut self.event_type, value);
+    }
+
+    /// `id` (S-SSE-10): the last event ID buffer takes the value, unless it holds a NUL.
+    #[inline]
+    fn set_id(&mut self, value: &[u8]) {
+        if !value.contains(&0) {
+            self.id_buffer.clear();
+            push_lossy(&mut self.id_buffer, value);
+            self.id_dirty = true;
+        }
+    }
+
+    /// `retry` (S-SSE-11): digits only, else ignored.
+    #[inline]
+    fn set_retry(&mut self, value: &[u8]) {
+        if let Some(ms) = parse_retry(value) {
+            let retry = Duration::from_millis(ms);
+            self.retry = Some(retry);
+            self.event_retry = Some(retry);
+        }
+    }
+
+    /// `data` (S-SSE-9): appends the value `chunk[start..end]` to the data buffer, keeping
+    /// the first line as a zero-copy slice.
+    #[inline]
+    fn push_data(
+        &mut self,
+        chunk: &Bytes,
+        start: usize,
+        end: usize,
+        limit: usize,
+    ) -> Result<(), SseError> {
         let add = end - start;
-        match self.data_lines {
-            0 => {
-                if add > limit {
-                    return Err(SseError::EventTooLarge { limit });
-                }
-                if add > 0 {
-                    self.data_first = chunk.slice(start..end);
-                }
-                self.data_len = add;
+        if self.data_lines == 0 {
+            if add > limit {
+                return Err(SseError::EventTooLarge { limit });
             }
-            n => {
-                let new_len = self.data_len + 1 + add;
-                if new_len > limit {
-                    return Err(SseError::EventTooLarge { limit });
-                }
-                if n == 1 {
-                    // Second line: now the data must be copied together.
-                    self.data_buf.reserve(new_len);
-                    self.data_buf.extend_from_slice(&self.data_first);
-                    self.data_first = Bytes::new();
-                }
-                self.data_buf.put_u8(b'\n');
-                self.data_buf.extend_from_slice(&chunk[start..end]);
-                self.data_len = new_len;
+            if add > 0 {
+                self.data_first = chunk.slice(start..end);
             }
+            self.data_len = add;
+        } else {
+            let new_len = self.data_len + 1 + add;
+            if new_len > limit {
+                return Err(SseError::EventTooLarge { limit });
+            }
+            if self.data_lines == 1 {
+                // Second line: now the data must be copied together.
+                self.data_buf.reserve(new_len);
+                self.data_buf.extend_from_slice(&self.data_first);
+                self.data_first = Bytes::new();
+            }
+            self.data_buf.put_u8(b'\n');
+            self.data_buf.extend_from_slice(&chunk[start..end]);
+            self.data_len = new_len;
         }
         self.data_lines = self.data_lines.saturating_add(1);
         Ok(())
     }
 
-    /// The blank-line step (S-SSE-12).
-    fn dispatch(&mut self) -> Option<SseEvent> {
-        // Step 1: the last event ID string takes the buffer's value, dispatch or not.
+    /// Whether the data buffer is non-empty, i.e. the next blank line dispatches.
+    #[inline(always)]
+    fn has_data(&self) -> bool {
+        self.data_lines > 0
+    }
+
+    /// S-SSE-12 step 1: the last event ID string takes the buffer's value, dispatch or not.
+    #[inline(always)]
+    fn commit_id(&mut self) {
         if self.id_dirty {
-            self.last_event_id.clone_from(&self.id_buffer);
+            std::mem::swap(&mut self.last_event_id, &mut self.id_buffer);
             self.id_dirty = false;
         }
-        let retry = self.event_retry.take();
-        // Step 2: an empty data buffer fires nothing.
-        if self.data_lines == 0 {
-            self.event_type.clear();
-            return None;
-        }
+    }
+
+    /// The blank-line step (S-SSE-12) when the data buffer is empty (step 2): nothing fires.
+    #[inline(always)]
+    fn dispatch_nothing(&mut self) {
+        self.commit_id();
+        self.event_retry = None;
+        self.event_type.clear();
+    }
+
+    /// The blank-line step (S-SSE-12) when the data buffer is not empty: the event.
+    #[inline(always)]
+    fn dispatch(&mut self) -> SseEvent {
+        debug_assert!(self.has_data());
+        self.commit_id();
         // Step 3: the buffer holds the values joined with LF, so no trailing LF to remove.
         let data = if self.data_lines == 1 {
             std::mem::take(&mut self.data_first)
@@ -690,13 +757,73 @@ impl SseDecoder {
         } else {
             Some(Box::from(self.last_event_id.as_str()))
         };
-        Some(SseEvent {
+        SseEvent {
             event,
             data,
             id,
-            retry,
-        })
+            retry: self.event_retry.take(),
+        }
     }
+}
+
+/// Where the value starts in `line` (at offset `start` of its chunk), given that the field
+/// name and colon take `after_colon` bytes: after one optional space (S-SSE-7).
+#[inline(always)]
+fn value_start(line: &[u8], start: usize, after_colon: usize) -> usize {
+    start + after_colon + usize::from(line.get(after_colon) == Some(&b' '))
+}
+
+/// Appends `value` to `out`, replacing invalid UTF-8 with U+FFFD (S-SSE-2).
+#[inline]
+fn push_lossy(out: &mut String, value: &[u8]) {
+    match std::str::from_utf8(value) {
+        Ok(text) => out.push_str(text),
+        Err(_) => out.push_str(&String::from_utf8_lossy(value)),
+    }
+}
+
+/// Appends to `buf`, growing it by at least [`BUF_GROWTH`] at a time: `buf` is split off and
+/// frozen at every complete line, and this keeps the allocations that follow large enough to
+/// amortize.
+#[inline]
+fn buf_extend(buf: &mut BytesMut, s: &[u8]) {
+    if buf.capacity() - buf.len() < s.len() {
+        buf.reserve(s.len().max(BUF_GROWTH));
+    }
+    buf.extend_from_slice(s);
+}
+
+/// Index of the first CR or LF in `hay`. Short lines (ids, small fields) usually end
+/// within the first 16 bytes, which two word-at-a-time checks find without the call and
+/// setup of a vectorized search; longer ones go to `memchr2`.
+#[inline(always)]
+fn find_eol(hay: &[u8]) -> Option<usize> {
+    if let Some((head, rest)) = hay.split_first_chunk::<16>() {
+        let (a, b) = head.split_at(8);
+        if let Some(i) = eol_in_word(a) {
+            return Some(i);
+        }
+        if let Some(i) = eol_in_word(b) {
+            return Some(8 + i);
+        }
+        return memchr2(b'\n', b'\r', rest).map(|i| i + 16);
+    }
+    hay.iter().position(|&b| b == b'\n' || b == b'\r')
+}
+
+/// Index of the first CR or LF in an 8-byte slice, by the "has zero byte" bit trick. The
+/// lowest flagged byte is exact (false positives can only appear above a true match).
+#[inline(always)]
+fn eol_in_word(word: &[u8]) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let mut bytes = [0u8; 8];
+    bytes.copy_from_slice(word);
+    let w = u64::from_le_bytes(bytes);
+    let lf = w ^ (LO * u64::from(b'\n'));
+    let cr = w ^ (LO * u64::from(b'\r'));
+    let hits = ((lf.wrapping_sub(LO) & !lf) | (cr.wrapping_sub(LO) & !cr)) & HI;
+    (hits != 0).then(|| (hits.trailing_zeros() / 8) as usize)
 }
 
 /// S-SSE-11: a non-empty run of ASCII digits, base 10, in milliseconds. Anything else, and
@@ -713,4 +840,45 @@ fn parse_retry(value: &[u8]) -> Option<u64> {
         ms = ms.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
     }
     Some(ms)
+}
+
+#[cfg(test)]
+mod find_eol_tests {
+    use super::find_eol;
+
+    #[test]
+    fn s_sse_3_find_eol_matches_naive_search() {
+        let mut hay = [b'a'; 40];
+        assert_eq!(find_eol(&hay), None);
+        for len in 0..=40 {
+            assert_eq!(find_eol(&hay[..len]), None);
+        }
+        for at in 0..40 {
+            for eol in [b'\n', b'\r'] {
+                hay[at] = eol;
+                // A later second line end must not win.
+                if at + 1 < 40 {
+                    hay[at + 1] = b'\r';
+                }
+                for len in 0..=40 {
+                    let want = hay[..len].iter().position(|&b| b == b'\n' || b == b'\r');
+                    assert_eq!(find_eol(&hay[..len]), want, "at {at} len {len}");
+                }
+                hay = [b'a'; 40];
+            }
+        }
+        // Bytes near CR and LF in value (0x09, 0x0B, 0x0C, 0x0E, 0x8A, 0x8D) are not line ends.
+        let tricky = [0x09, 0x0B, 0x0C, 0x0E, 0x8A, 0x8D, 0x00, 0xFF, 0x0A];
+        assert_eq!(find_eol(&tricky), Some(8));
+        let mut word = [0x8Du8; 24];
+        word[..9].copy_from_slice(&tricky);
+        assert_eq!(find_eol(&word), Some(8));
+        word[8] = 0x8A;
+        assert_eq!(find_eol(&word), None);
+        word[15] = b'\r';
+        assert_eq!(find_eol(&word), Some(15));
+        let mut long = vec![0x8Du8; 20];
+        long.extend_from_slice(&[0x0B, 0x0D]);
+        assert_eq!(find_eol(&long), Some(21));
+    }
 }
