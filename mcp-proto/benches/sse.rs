@@ -3,8 +3,10 @@
 //! `cargo bench -p mcp-proto --bench sse` (release profile). Everything runs in one process
 //! over the same buffers:
 //!
-//! - workloads: 64 MiB of MCP-like events (`id:` + `data:` with about 200 B of JSON), and
-//!   64 MiB of events with 64 KiB of data each;
+//! - workloads: 64 MiB of MCP-like events (`id:` + `data:` with about 200 B of JSON);
+//!   64 MiB of 64 KiB events (64 KiB on the wire, so 64 KiB chunks hold one event each);
+//!   and 64 MiB of events with 64 KiB of *data* (64 KiB + 8 B on the wire, so every event
+//!   straddles a 64 KiB chunk boundary and must be copied together);
 //! - chunkings: 64 KiB chunks and 7-byte chunks;
 //! - parsers: ours through `feed_bytes` (owned `Bytes` chunks, sliced off one buffer: the
 //!   zero-copy path) and through `feed` (borrowed slices, copied in); `sse-stream` 0.3 fed
@@ -49,9 +51,10 @@ fn mcp_workload(total: usize) -> (Bytes, usize) {
     (Bytes::from(out), n)
 }
 
-/// Builds about `total` bytes of events carrying 64 KiB of (JSON-string-like) data each.
-fn big_workload(total: usize) -> (Bytes, usize) {
-    let payload: Vec<u8> = (0..64 * 1024)
+/// Builds about `total` bytes of events carrying `data_len` bytes of (JSON-string-like)
+/// data each, framed as `data: <data>\n\n`.
+fn big_workload(total: usize, data_len: usize) -> (Bytes, usize) {
+    let payload: Vec<u8> = (0..data_len)
         .map(|i| match i % 64 {
             0 => b'"',
             63 => b',',
@@ -232,7 +235,12 @@ fn main() {
 
     let workloads = [
         ("MCP ~200 B events", mcp_workload(total)),
-        ("64 KiB events", big_workload(total)),
+        // Exactly 64 KiB on the wire: with 64 KiB chunks, every event is one chunk.
+        ("64 KiB events", big_workload(total, 64 * 1024 - 8)),
+        // 64 KiB of data, 8 bytes of framing: every event straddles a chunk boundary, so
+        // each data line must be copied together (any parser that hands out contiguous
+        // data has to).
+        ("64 KiB data (straddling)", big_workload(total, 64 * 1024)),
     ];
 
     let mut cpu_table = Vec::new();

@@ -108,6 +108,8 @@ struct Input {
     buf: BytesMut,
     /// `buf[..scanned]` contains no CR and no LF.
     scanned: usize,
+    /// `buf[scanned]` is known to be a CR or LF (found while copying the bytes in).
+    eol_known: bool,
     /// The owned chunk being parsed; `cur[..pos]` is done.
     cur: Bytes,
     /// Parse position in `cur`.
@@ -322,6 +324,7 @@ impl SseDecoder {
         self.error = Some(err);
         self.input.buf = BytesMut::new();
         self.input.scanned = 0;
+        self.input.eol_known = false;
         self.input.cur = Bytes::new();
         self.input.pos = 0;
         self.input.queue = VecDeque::new();
@@ -334,16 +337,23 @@ impl SseDecoder {
 
     /// Out of complete lines. At end of stream, discards the incomplete line and the
     /// undispatched event (S-SSE-13).
-    fn need_more(&mut self) -> Option<SseEvent> {
+    #[inline(always)]
+    fn need_more(&mut self) {
         if self.finished {
-            self.input.buf.clear();
-            self.input.scanned = 0;
-            self.input.skip_lf = false;
-            self.ev.reset_event();
-            // The id buffer of an undispatched event never reached the last event ID string.
-            self.ev.id_dirty = false;
+            self.end_of_stream();
         }
-        None
+    }
+
+    /// See [`need_more`](Self::need_more).
+    #[cold]
+    fn end_of_stream(&mut self) {
+        self.input.buf.clear();
+        self.input.scanned = 0;
+        self.input.eol_known = false;
+        self.input.skip_lf = false;
+        self.ev.reset_event();
+        // The id buffer of an undispatched event never reached the last event ID string.
+        self.ev.id_dirty = false;
     }
 
     // ------------------------------------------------------------------------------------
@@ -358,7 +368,8 @@ impl SseDecoder {
             let input = &mut self.input;
             let hint = if input.buf.is_empty() {
                 if input.cur_is_empty() && !input.next_chunk() {
-                    return Ok(self.need_more());
+                    self.need_more();
+                    return Ok(None);
                 }
                 0
             } else {
@@ -371,11 +382,17 @@ impl SseDecoder {
                         continue;
                     }
                 }
-                if let Some(i) = find_eol(&input.buf[input.scanned..]) {
+                let eol = if input.eol_known {
+                    Some(0)
+                } else {
+                    find_eol(&input.buf[input.scanned..])
+                };
+                if let Some(i) = eol {
                     // `buf` holds at least one complete line: parse it like an owned chunk.
                     let first_end = input.scanned + i;
                     let chunk = input.buf.split().freeze();
                     input.scanned = 0;
+                    input.eol_known = false;
                     if !input.cur_is_empty() {
                         let mut behind = std::mem::take(&mut input.cur);
                         behind.advance(input.pos);
@@ -391,7 +408,8 @@ impl SseDecoder {
                         return Err(SseError::LineTooLong { limit: max_line });
                     }
                     if input.cur_is_empty() && !input.next_chunk() {
-                        return Ok(self.need_more());
+                        self.need_more();
+                        return Ok(None);
                     }
                     let rest = &input.cur[input.pos..];
                     match memchr2(b'\n', b'\r', rest) {
@@ -409,6 +427,7 @@ impl SseDecoder {
                             input.pos += take;
                             // The line end is at `scanned + j`: no rescan before it.
                             input.scanned += j;
+                            input.eol_known = true;
                         }
                         None => {
                             if input.buf.len() + rest.len() > max_line {
@@ -519,6 +538,7 @@ impl Input {
     }
 
     /// Makes the next queued chunk current; false if there is none.
+    #[inline(always)]
     fn next_chunk(&mut self) -> bool {
         match self.queue.pop_front() {
             Some(chunk) => {
@@ -559,12 +579,25 @@ impl Input {
     }
 
     /// Appends borrowed content behind everything already stored.
+    ///
+    /// When everything in `buf` has been scanned already, `s` is scanned here, in the
+    /// caller's memory, before the copy: reading freshly copied bytes back right away
+    /// stalls on store forwarding, which dominated the cost of tiny chunks.
     #[inline]
     fn push_slice(&mut self, s: &[u8]) {
         if s.is_empty() {
             return;
         }
         if self.cur_is_empty() && self.queue.is_empty() {
+            if !self.skip_lf && !self.eol_known && self.scanned == self.buf.len() {
+                match find_eol(s) {
+                    Some(i) => {
+                        self.scanned += i;
+                        self.eol_known = true;
+                    }
+                    None => self.scanned += s.len(),
+                }
+            }
             buf_extend(&mut self.buf, s);
         } else {
             self.queue.push_back(Bytes::copy_from_slice(s));
@@ -793,9 +826,10 @@ fn buf_extend(buf: &mut BytesMut, s: &[u8]) {
     buf.extend_from_slice(s);
 }
 
-/// Index of the first CR or LF in `hay`. Short lines (ids, small fields) usually end
-/// within the first 16 bytes, which two word-at-a-time checks find without the call and
-/// setup of a vectorized search; longer ones go to `memchr2`.
+/// Index of the first CR or LF in `hay`. Short lines (ids, small fields) and the small
+/// slices of tiny chunks are searched word-at-a-time (two possibly overlapping words), which
+/// avoids the call and setup of a vectorized search; longer ones go to `memchr2` after a
+/// 16-byte head check.
 #[inline(always)]
 fn find_eol(hay: &[u8]) -> Option<usize> {
     if let Some((head, rest)) = hay.split_first_chunk::<16>() {
@@ -808,7 +842,28 @@ fn find_eol(hay: &[u8]) -> Option<usize> {
         }
         return memchr2(b'\n', b'\r', rest).map(|i| i + 16);
     }
-    hay.iter().position(|&b| b == b'\n' || b == b'\r')
+    let n = hay.len();
+    // Two words covering the slice; the second may overlap the first, and a hit in the
+    // overlap cannot come second (the first word would have had it).
+    if n >= 8 {
+        if let Some(i) = eol_in_word(&hay[..8]) {
+            return Some(i);
+        }
+        match eol_in_word(&hay[n - 8..]) {
+            Some(i) => Some(i + n - 8),
+            None => None,
+        }
+    } else if n >= 4 {
+        if let Some(i) = eol_in_half(&hay[..4]) {
+            return Some(i);
+        }
+        match eol_in_half(&hay[n - 4..]) {
+            Some(i) => Some(i + n - 4),
+            None => None,
+        }
+    } else {
+        hay.iter().position(|&b| b == b'\n' || b == b'\r')
+    }
 }
 
 /// Index of the first CR or LF in an 8-byte slice, by the "has zero byte" bit trick. The
@@ -823,7 +878,29 @@ fn eol_in_word(word: &[u8]) -> Option<usize> {
     let lf = w ^ (LO * u64::from(b'\n'));
     let cr = w ^ (LO * u64::from(b'\r'));
     let hits = ((lf.wrapping_sub(LO) & !lf) | (cr.wrapping_sub(LO) & !cr)) & HI;
-    (hits != 0).then(|| (hits.trailing_zeros() / 8) as usize)
+    if hits == 0 {
+        None
+    } else {
+        Some((hits.trailing_zeros() / 8) as usize)
+    }
+}
+
+/// [`eol_in_word`] for a 4-byte slice.
+#[inline(always)]
+fn eol_in_half(word: &[u8]) -> Option<usize> {
+    const LO: u32 = 0x0101_0101;
+    const HI: u32 = 0x8080_8080;
+    let mut bytes = [0u8; 4];
+    bytes.copy_from_slice(word);
+    let w = u32::from_le_bytes(bytes);
+    let lf = w ^ (LO * u32::from(b'\n'));
+    let cr = w ^ (LO * u32::from(b'\r'));
+    let hits = ((lf.wrapping_sub(LO) & !lf) | (cr.wrapping_sub(LO) & !cr)) & HI;
+    if hits == 0 {
+        None
+    } else {
+        Some((hits.trailing_zeros() / 8) as usize)
+    }
 }
 
 /// S-SSE-11: a non-empty run of ASCII digits, base 10, in milliseconds. Anything else, and
@@ -865,6 +942,21 @@ mod find_eol_tests {
                     assert_eq!(find_eol(&hay[..len]), want, "at {at} len {len}");
                 }
                 hay = [b'a'; 40];
+            }
+        }
+        // Every position pair in every short length, with near-miss filler bytes.
+        for len in 0..=20usize {
+            for a in 0..len {
+                for b in a..len {
+                    let mut h: Vec<u8> =
+                        (0..len).map(|i| [0x8D, 0x0B, 0x8A, 0x00][i % 4]).collect();
+                    h[a] = b'\r';
+                    h[b] = b'\n';
+                    assert_eq!(find_eol(&h), Some(a), "len {len} a {a} b {b}");
+                    h[a] = 0x0E;
+                    let want = h.iter().position(|&x| x == b'\n' || x == b'\r');
+                    assert_eq!(find_eol(&h), want, "len {len} b {b}");
+                }
             }
         }
         // Bytes near CR and LF in value (0x09, 0x0B, 0x0C, 0x0E, 0x8A, 0x8D) are not line ends.
