@@ -849,18 +849,12 @@ fn find_eol(hay: &[u8]) -> Option<usize> {
         if let Some(i) = eol_in_word(&hay[..8]) {
             return Some(i);
         }
-        match eol_in_word(&hay[n - 8..]) {
-            Some(i) => Some(i + n - 8),
-            None => None,
-        }
+        eol_in_word(&hay[n - 8..]).map(|i| i + n - 8)
     } else if n >= 4 {
         if let Some(i) = eol_in_half(&hay[..4]) {
             return Some(i);
         }
-        match eol_in_half(&hay[n - 4..]) {
-            Some(i) => Some(i + n - 4),
-            None => None,
-        }
+        eol_in_half(&hay[n - 4..]).map(|i| i + n - 4)
     } else {
         hay.iter().position(|&b| b == b'\n' || b == b'\r')
     }
