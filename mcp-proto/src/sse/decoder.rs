@@ -71,6 +71,9 @@ use memchr::{memchr, memchr2};
 
 use super::{SseError, SseEvent, SseLimits};
 
+/// Owned chunks up to this size are copied like borrowed ones.
+const SMALL_CHUNK: usize = 32;
+
 /// Smallest growth step of the line buffer.
 const BUF_GROWTH: usize = 8 * 1024;
 
@@ -93,6 +96,9 @@ const BOM: [u8; 3] = [0xEF, 0xBB, 0xBF];
 #[derive(Debug)]
 pub struct SseDecoder {
     limits: SseLimits,
+    /// Owned chunks up to this size are copied ([`SMALL_CHUNK`]; tests lower it to reach the
+    /// in-place path with short vectors).
+    small_chunk: usize,
     input: Input,
     ev: EventState,
     /// [`finish`](Self::finish) was called.
@@ -166,11 +172,20 @@ impl SseDecoder {
     pub fn with_limits(limits: SseLimits) -> Self {
         SseDecoder {
             limits,
+            small_chunk: SMALL_CHUNK,
             input: Input::default(),
             ev: EventState::default(),
             finished: false,
             error: None,
         }
+    }
+
+    /// Sets the size up to which owned chunks are copied (tests and fuzzing: 0 sends every
+    /// owned chunk through the in-place path).
+    #[cfg(any(test, fuzzing, feature = "fuzzing"))]
+    pub(crate) fn with_small_chunk(mut self, max: usize) -> Self {
+        self.small_chunk = max;
+        self
     }
 
     /// The limits this decoder enforces.
@@ -204,7 +219,8 @@ impl SseDecoder {
 
     /// Stores an owned chunk of the body without copying it: complete lines inside the chunk
     /// are parsed in place, and a single-line event's data is a slice of `chunk`. Only a line
-    /// that continues into the next chunk is copied.
+    /// that continues into the next chunk is copied, and chunks of at most 32 bytes, for
+    /// which a copy is cheaper than reference counting.
     ///
     /// Ignored after [`finish`](Self::finish) or an error. Empty chunks are no-ops.
     pub fn feed_bytes(&mut self, mut chunk: Bytes) {
@@ -223,8 +239,12 @@ impl SseDecoder {
             }
         }
         if input.cur_is_empty() && input.queue.is_empty() {
-            input.cur = chunk;
-            input.pos = 0;
+            if chunk.len() <= self.small_chunk {
+                input.push_slice(&chunk);
+            } else {
+                input.cur = chunk;
+                input.pos = 0;
+            }
         } else {
             input.queue.push_back(chunk);
         }
@@ -412,7 +432,7 @@ impl SseDecoder {
                         return Ok(None);
                     }
                     let rest = &input.cur[input.pos..];
-                    match memchr2(b'\n', b'\r', rest) {
+                    match find_eol(rest) {
                         Some(j) => {
                             if input.buf.len() + j > max_line {
                                 return Err(SseError::LineTooLong { limit: max_line });

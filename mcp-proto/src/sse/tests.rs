@@ -45,25 +45,42 @@ impl Outcome {
 
 #[derive(Debug, Clone, Copy)]
 struct Mode {
+    /// `feed_bytes` rather than `feed`.
     owned: bool,
+    /// Owned chunks up to this size are copied (default 32; 0 forces the in-place path).
+    small_chunk: usize,
     drain_each: bool,
 }
 
-const MODES: [Mode; 4] = [
+const MODES: [Mode; 6] = [
     Mode {
         owned: false,
+        small_chunk: 32,
         drain_each: true,
     },
     Mode {
         owned: true,
+        small_chunk: 0,
+        drain_each: true,
+    },
+    Mode {
+        owned: true,
+        small_chunk: 32,
         drain_each: true,
     },
     Mode {
         owned: false,
+        small_chunk: 32,
         drain_each: false,
     },
     Mode {
         owned: true,
+        small_chunk: 0,
+        drain_each: false,
+    },
+    Mode {
+        owned: true,
+        small_chunk: 32,
         drain_each: false,
     },
 ];
@@ -98,7 +115,7 @@ fn drain(dec: &mut SseDecoder, items: &mut Vec<Result<SseEvent, SseError>>) -> b
 }
 
 fn run(limits: SseLimits, chunks: &[&[u8]], mode: Mode) -> Outcome {
-    let mut dec = SseDecoder::with_limits(limits);
+    let mut dec = SseDecoder::with_limits(limits).with_small_chunk(mode.small_chunk);
     let mut items = Vec::new();
     let mut ok = true;
     for chunk in chunks {
