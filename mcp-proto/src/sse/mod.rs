@@ -13,13 +13,13 @@
 //!
 //! - [`SseDecoder`] takes body bytes exactly as the transport read them —
 //!   [`feed`](SseDecoder::feed) for borrowed slices, [`feed_bytes`](SseDecoder::feed_bytes)
-//!   for owned [`Bytes`](bytes::Bytes) chunks (zero-copy), [`finish`](SseDecoder::finish) at
+//!   for owned [`Bytes`] chunks (zero-copy), [`finish`](SseDecoder::finish) at
 //!   end of body — and hands out complete [`SseEvent`]s from
 //!   [`next_event`](SseDecoder::next_event), `Ok(None)` meaning "need more data". Chunk
 //!   boundaries never change the result: a CR at the end of one chunk followed by an LF at
 //!   the start of the next is one line end (S-SSE-3), and a byte-order mark split over chunks
 //!   is still stripped (S-SSE-2).
-//! - [`SseFrame`] / [`SseEncoder`] turn an event into one [`Bytes`](bytes::Bytes) frame, with
+//! - [`SseFrame`] / [`SseEncoder`] turn an event into one [`Bytes`] frame, with
 //!   multi-line data split into several `data:` lines (S-SSE-17); [`encode_comment`] makes the
 //!   keep-alive comment frames of S-SSE-16 and [`encode_priming`] the MCP priming event of
 //!   S-SSE-18.
