@@ -14,7 +14,10 @@
 //!   a no-op waker; and `memchr2` over CR/LF on the same chunks, the floor any line-based
 //!   parser has to pay.
 //!
-//! Each cell is the median of `SSE_BENCH_RUNS` runs (default 7) in MB/s (10^6 bytes/s).
+//! Each cell is the median of `SSE_BENCH_RUNS` samples (default 7) in MB/s (10^6 bytes/s);
+//! a sample repeats the workload until it lasts at least 0.3 s, and samples of all parsers
+//! are interleaved. Rates are given by thread CPU time (robust on a shared machine) and by
+//! wall-clock time.
 //! Event counts are checked to be equal across parsers, so nobody skips work.
 //! `SSE_BENCH_MIB` shrinks or grows the workloads (default 64); `SSE_BENCH_ONLY=<text>` runs
 //! only the cells whose `parser | workload | chunk` name contains `<text>` (for profiling),
@@ -159,16 +162,23 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// CPU time of this thread in nanoseconds (Linux `/proc/thread-self/schedstat`), so that a
-/// shared, overloaded machine does not charge other processes' time to the parser.
+/// shared, overloaded machine does not charge other processes' time to the parser. The
+/// kernel updates this figure at scheduler ticks, so samples are made long enough (see
+/// [`SAMPLE_SECS`]) for a tick or two of error not to matter.
 fn thread_cpu_ns() -> Option<u64> {
     let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
     stat.split_whitespace().next()?.parse().ok()
 }
 
+/// Shortest sample when benchmarking: fast cells repeat their workload until a sample
+/// lasts this long.
+const SAMPLE_SECS: f64 = 0.3;
+
 /// One parser on one workload and chunking.
 struct Cell<'a> {
     run: Box<dyn FnMut() -> usize + 'a>,
     expect: usize,
+    reps: usize,
     cpu: Vec<f64>,
     wall: Vec<f64>,
 }
@@ -178,31 +188,44 @@ impl<'a> Cell<'a> {
         enabled.then(|| Cell {
             run: Box::new(run),
             expect,
+            reps: 1,
             cpu: Vec::new(),
             wall: Vec::new(),
         })
     }
 }
 
-/// Runs every cell once as a warm-up (checking its result), then `runs` rounds of all cells
-/// in turn, so that noise hits all parsers alike. Returns (CPU-time, wall-clock) median MB/s.
-fn measure(runs: usize, bytes: usize, cells: &mut [Option<Cell<'_>>]) -> Vec<(f64, f64)> {
+/// Runs every cell once as a warm-up (checking its result and choosing its repetitions),
+/// then `runs` rounds of all cells in turn, so that noise hits all parsers alike. Returns
+/// (CPU-time, wall-clock) median MB/s per cell.
+fn measure(
+    runs: usize,
+    sample_secs: f64,
+    bytes: usize,
+    cells: &mut [Option<Cell<'_>>],
+) -> Vec<(f64, f64)> {
     for cell in cells.iter_mut().flatten() {
+        let t = Instant::now();
         assert_eq!((cell.run)(), cell.expect, "warm-up result");
+        let secs = t.elapsed().as_secs_f64().max(1e-6);
+        cell.reps = ((sample_secs / secs).ceil() as usize).clamp(1, 1000);
     }
     for _ in 0..runs {
         for cell in cells.iter_mut().flatten() {
             let cpu0 = thread_cpu_ns();
             let wall0 = Instant::now();
-            let got = black_box((cell.run)());
+            for _ in 0..cell.reps {
+                let got = black_box((cell.run)());
+                assert_eq!(got, cell.expect);
+            }
             let wall = wall0.elapsed().as_secs_f64();
             let cpu = match (cpu0, thread_cpu_ns()) {
                 (Some(a), Some(b)) if b > a => (b - a) as f64 / 1e9,
                 _ => wall,
             };
-            assert_eq!(got, cell.expect);
-            cell.cpu.push(bytes as f64 / cpu / 1e6);
-            cell.wall.push(bytes as f64 / wall / 1e6);
+            let total = (bytes * cell.reps) as f64;
+            cell.cpu.push(total / cpu / 1e6);
+            cell.wall.push(total / wall / 1e6);
         }
     }
     cells
@@ -229,6 +252,7 @@ fn main() {
     let benching = std::env::args().any(|a| a == "--bench");
     let mib = env_usize("SSE_BENCH_MIB", if benching { 64 } else { 1 });
     let runs = env_usize("SSE_BENCH_RUNS", if benching { 7 } else { 1 }).max(1);
+    let sample_secs = if benching { SAMPLE_SECS } else { 0.0 };
     let total = mib * 1024 * 1024;
     // `SSE_BENCH_ONLY=<text>` runs only the matching cells, for profiling.
     let only = std::env::var("SSE_BENCH_ONLY").unwrap_or_default();
@@ -262,7 +286,7 @@ fn main() {
                 Cell::new(on("sse-stream"), *events, move || sse_stream(data, chunk)),
                 Cell::new(on("memchr"), line_ends, move || memchr_scan(data, chunk)),
             ];
-            let r = measure(runs, data.len(), &mut cells);
+            let r = measure(runs, sample_secs, data.len(), &mut cells);
             for (table, pick) in [
                 (
                     &mut cpu_table,
