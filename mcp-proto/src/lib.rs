@@ -29,6 +29,7 @@
 pub mod http;
 pub mod jsonrpc;
 pub mod schema;
+pub mod sse;
 pub mod version;
 
 #[cfg(any(fuzzing, feature = "fuzzing"))]
