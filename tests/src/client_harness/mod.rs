@@ -150,15 +150,15 @@ impl Harness {
                     Seen::Abort(s)
                 }
                 Output::Message(m) => {
-                    if self.auto_answer {
-                        if let mcp_proto::client::Message::Request(r) = &m.message {
-                            let id = match &r.id {
-                                mcp_proto::client::RequestId::Number(n) => json!(n),
-                                mcp_proto::client::RequestId::String(s) => json!(&**s),
-                            };
-                            let reply = json!({"jsonrpc":"2.0","id":id,"result":{"ok":true}});
-                            let _ = self.client.send(self.now, Bytes::from(reply.to_string()));
-                        }
+                    if self.auto_answer
+                        && let mcp_proto::client::Message::Request(r) = &m.message
+                    {
+                        let id = match &r.id {
+                            mcp_proto::client::RequestId::Number(n) => json!(n),
+                            mcp_proto::client::RequestId::String(s) => json!(&**s),
+                        };
+                        let reply = json!({"jsonrpc":"2.0","id":id,"result":{"ok":true}});
+                        let _ = self.client.send(self.now, Bytes::from(reply.to_string()));
                     }
                     Seen::Message(m)
                 }

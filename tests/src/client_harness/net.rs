@@ -56,7 +56,7 @@ impl Rng {
         Rng(seed.max(1))
     }
     /// Next 64 bits.
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         let mut x = self.0;
         x ^= x >> 12;
         x ^= x << 25;
@@ -66,7 +66,7 @@ impl Rng {
     }
     /// Uniform in `0..n` (`0` when `n == 0`).
     pub fn below(&mut self, n: u64) -> u64 {
-        if n == 0 { 0 } else { self.next() % n }
+        if n == 0 { 0 } else { self.next_u64() % n }
     }
 }
 
@@ -111,10 +111,10 @@ impl Net {
         }
         let at = now + self.cfg.latency;
         for part in parts {
-            if let Part::Head(_, h) = &part {
-                if mcp_proto::http::content_type_is(h, mcp_proto::http::mime::TEXT_EVENT_STREAM) {
-                    self.sse.insert(stream);
-                }
+            if let Part::Head(_, h) = &part
+                && mcp_proto::http::content_type_is(h, mcp_proto::http::mime::TEXT_EVENT_STREAM)
+            {
+                self.sse.insert(stream);
             }
             match part {
                 Part::Chunk(b) if self.cfg.split && b.len() > 1 => {
@@ -167,20 +167,21 @@ impl Net {
             return None;
         }
         let (stream, part) = self.queue.remove(&key)?;
-        if let Part::Chunk(b) = &part {
-            if self.sse.contains(&stream) && self.cfg.drop_per_mille > 0 {
-                let seen = self.chunks_seen.entry(stream).or_insert(0);
-                *seen += 1;
-                if *seen > 1 && self.rng.below(1000) < u64::from(self.cfg.drop_per_mille) {
-                    // Cut this chunk somewhere inside and break the stream there.
-                    let cut = self.rng.below(b.len() as u64) as usize;
-                    let head = b.slice(..cut);
-                    self.queue.retain(|_, (s, _)| *s != stream);
-                    self.drops += 1;
-                    self.push(now, stream, Part::Fail);
-                    self.dead.insert(stream);
-                    return Some((stream, Part::Chunk(head)));
-                }
+        if let Part::Chunk(b) = &part
+            && self.sse.contains(&stream)
+            && self.cfg.drop_per_mille > 0
+        {
+            let seen = self.chunks_seen.entry(stream).or_insert(0);
+            *seen += 1;
+            if *seen > 1 && self.rng.below(1000) < u64::from(self.cfg.drop_per_mille) {
+                // Cut this chunk somewhere inside and break the stream there.
+                let cut = self.rng.below(b.len() as u64) as usize;
+                let head = b.slice(..cut);
+                self.queue.retain(|_, (s, _)| *s != stream);
+                self.drops += 1;
+                self.push(now, stream, Part::Fail);
+                self.dead.insert(stream);
+                return Some((stream, Part::Chunk(head)));
             }
         }
         if matches!(part, Part::End | Part::Fail) {

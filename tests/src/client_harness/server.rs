@@ -263,12 +263,11 @@ impl FakeServer {
 
     /// The client dropped an exchange.
     pub fn abort(&mut self, stream: StreamId) {
-        if let Some(l) = self.carrying.remove(&stream) {
-            if let Some(lg) = self.logical.get_mut(&l) {
-                if lg.attached == Some(stream) {
-                    lg.attached = None;
-                }
-            }
+        if let Some(l) = self.carrying.remove(&stream)
+            && let Some(lg) = self.logical.get_mut(&l)
+            && lg.attached == Some(stream)
+        {
+            lg.attached = None;
         }
     }
 
