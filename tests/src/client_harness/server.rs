@@ -148,6 +148,8 @@ struct Logical {
     finished: bool,
     /// The exchange currently carrying it, if open.
     attached: Option<StreamId>,
+    /// Opened by a POST (a request's stream), not a GET.
+    is_post: bool,
 }
 
 /// The fake server.
@@ -239,6 +241,11 @@ impl FakeServer {
         self.scripts.push_back((m, reply));
     }
 
+    /// Drops every scripted reply not used yet.
+    pub fn clear_scripts(&mut self) {
+        self.scripts.clear();
+    }
+
     /// Whether a session id is live.
     pub fn has_session(&self, id: &str) -> bool {
         self.sessions.contains(id)
@@ -313,6 +320,7 @@ impl FakeServer {
                 events: Vec::new(),
                 finished: false,
                 attached: Some(stream),
+                is_post: true,
             },
         );
         self.carrying.insert(stream, l);
@@ -354,7 +362,7 @@ impl FakeServer {
         let resumes_post = last_event_id
             .as_deref()
             .and_then(|id| id.split('-').next()?.parse::<u64>().ok())
-            .is_some_and(|l| !self.listen.values().any(|v| *v == l));
+            .is_some_and(|l| self.logical.get(&l).is_some_and(|lg| lg.is_post));
         let pos = self.scripts.iter().position(|(m, _)| match m {
             Match::Method(name) => {
                 req.method == Method::POST && rpc_method.as_deref() == Some(*name)
@@ -366,7 +374,8 @@ impl FakeServer {
         });
         if let Some(pos) = pos {
             let (_, reply) = self.scripts.remove(pos).unwrap();
-            return self.scripted(s, sid, reply);
+            let is_get = req.method == Method::GET;
+            return self.scripted(s, sid, reply, is_get);
         }
 
         if req.method == Method::DELETE {
@@ -420,6 +429,9 @@ impl FakeServer {
             }
             let l = self.new_logical(s, sid.clone());
             self.listen.insert(sid.unwrap_or_default(), l);
+            if let Some(lg) = self.logical.get_mut(&l) {
+                lg.is_post = false;
+            }
             out.extend(self.priming(l));
             return out;
         }
@@ -521,7 +533,7 @@ impl FakeServer {
         out
     }
 
-    fn scripted(&mut self, s: StreamId, sid: Option<String>, reply: Reply) -> Out {
+    fn scripted(&mut self, s: StreamId, sid: Option<String>, reply: Reply, is_get: bool) -> Out {
         match reply {
             Reply::Status(st, h, body) => {
                 let mut out = vec![(s, head(st, None, &h))];
@@ -543,7 +555,13 @@ impl FakeServer {
             ],
             Reply::Sse(frames, end) => {
                 let mut out = vec![(s, head(200, Some("text/event-stream"), &[]))];
-                let l = self.new_logical(s, sid);
+                let l = self.new_logical(s, sid.clone());
+                if is_get {
+                    self.listen.insert(sid.unwrap_or_default(), l);
+                    if let Some(lg) = self.logical.get_mut(&l) {
+                        lg.is_post = false;
+                    }
+                }
                 for f in frames {
                     out.extend(self.emit(l, f));
                 }
