@@ -276,6 +276,7 @@ pub mod sse {
         has_data: bool,
         event: Option<String>,
         last_id: String,
+        id_buf: String,
         retry: Option<Duration>,
         ev_retry: Option<Duration>,
         ready: VecDeque<SseEvent>,
@@ -292,6 +293,7 @@ pub mod sse {
                 has_data: false,
                 event: None,
                 last_id: String::new(),
+                id_buf: String::new(),
                 retry: None,
                 ev_retry: None,
                 ready: VecDeque::new(),
@@ -331,6 +333,7 @@ pub mod sse {
 
         fn line(&mut self, line: &[u8]) {
             if line.is_empty() {
+                self.last_id = self.id_buf.clone();
                 if self.has_data {
                     let data = Bytes::copy_from_slice(&self.data);
                     self.ready.push_back(SseEvent {
@@ -371,7 +374,7 @@ pub mod sse {
                 }
                 b"event" => self.event = Some(String::from_utf8_lossy(value).into_owned()),
                 b"id" if !value.contains(&0) => {
-                    self.last_id = String::from_utf8_lossy(value).into_owned();
+                    self.id_buf = String::from_utf8_lossy(value).into_owned();
                 }
                 b"retry" => {
                     if !value.is_empty()

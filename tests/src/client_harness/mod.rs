@@ -191,6 +191,9 @@ impl Harness {
             assert!(steps < 200_000, "livelock: {:?}", self.client);
             self.drain();
             while let Some((s, part)) = self.net.pop_due(self.now) {
+                if std::env::var_os("HARNESS_TRACE").is_some() {
+                    eprintln!("{:?} net {s} {part:?}", self.now - self.start);
+                }
                 let input = match &part {
                     Part::Head(st, h) => {
                         self.client.handle_input(

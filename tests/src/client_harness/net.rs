@@ -29,7 +29,8 @@ pub struct NetConfig {
     /// Split every body chunk at random offsets.
     pub split: bool,
     /// Per-mille chance that a body chunk of an SSE response is cut at a random offset and the
-    /// stream broken there (after its first chunk).
+    /// stream broken there (once the stream delivered its first complete event, so that a
+    /// resumable stream stays resumable).
     pub drop_per_mille: u16,
     /// Seed of the network's generator.
     pub seed: u64,
@@ -79,7 +80,8 @@ pub struct Net {
     queue: BTreeMap<(Instant, u64), (StreamId, Part)>,
     dead: BTreeSet<StreamId>,
     sse: BTreeSet<StreamId>,
-    chunks_seen: BTreeMap<StreamId, u32>,
+    /// Per SSE stream: last byte delivered, and whether a blank line was delivered.
+    first_event: BTreeMap<StreamId, (u8, bool)>,
     /// How many streams the network broke on purpose.
     pub drops: u32,
 }
@@ -94,7 +96,7 @@ impl Net {
             queue: BTreeMap::new(),
             dead: BTreeSet::new(),
             sse: BTreeSet::new(),
-            chunks_seen: BTreeMap::new(),
+            first_event: BTreeMap::new(),
             drops: 0,
         }
     }
@@ -171,9 +173,17 @@ impl Net {
             && self.sse.contains(&stream)
             && self.cfg.drop_per_mille > 0
         {
-            let seen = self.chunks_seen.entry(stream).or_insert(0);
-            *seen += 1;
-            if *seen > 1 && self.rng.below(1000) < u64::from(self.cfg.drop_per_mille) {
+            let st = self.first_event.entry(stream).or_insert((0, false));
+            let ready = st.1;
+            let mut last = st.0;
+            for &c in b.iter() {
+                if c == b'\n' && last == b'\n' {
+                    st.1 = true;
+                }
+                last = c;
+            }
+            st.0 = last;
+            if ready && self.rng.below(1000) < u64::from(self.cfg.drop_per_mille) {
                 // Cut this chunk somewhere inside and break the stream there.
                 let cut = self.rng.below(b.len() as u64) as usize;
                 let head = b.slice(..cut);
