@@ -107,9 +107,16 @@ pub(crate) enum ListenEffect {
 #[derive(Debug)]
 enum ListenState {
     Idle,
-    Opening { stream: StreamId },
-    Open { stream: StreamId, reader: SseReader },
-    Backoff { at: Instant },
+    Opening {
+        stream: StreamId,
+    },
+    Open {
+        stream: StreamId,
+        reader: Box<SseReader>,
+    },
+    Backoff {
+        at: Instant,
+    },
     Unsupported,
     Stopped,
 }
@@ -306,7 +313,7 @@ impl Listen {
             }));
             return ListenState::Open {
                 stream,
-                reader: SseReader::new(ctx.max_sse_event_bytes),
+                reader: Box::new(SseReader::new(ctx.max_sse_event_bytes)),
             };
         }
         fx.push(ListenEffect::Abort(stream));

@@ -138,7 +138,7 @@ pub(crate) enum PostEffect {
 enum PostState {
     AwaitHead,
     Json { buf: BytesMut },
-    Sse(SseReader),
+    Sse(Box<SseReader>),
     Discard { seen: usize },
     ErrorBody { status: StatusCode, buf: BytesMut },
     Backoff { at: Instant },
@@ -413,7 +413,7 @@ impl PostStream {
         if self.resuming {
             return if status.is_success() && is_sse {
                 fx.push(PostEffect::Resumed);
-                PostState::Sse(SseReader::new(ctx.limits.max_sse_event_bytes))
+                PostState::Sse(Box::new(SseReader::new(ctx.limits.max_sse_event_bytes)))
             } else if status == StatusCode::METHOD_NOT_ALLOWED {
                 // The server has no GET at all: this stream can never be resumed.
                 fx.push(PostEffect::Failed(
@@ -453,7 +453,7 @@ impl PostStream {
                 buf: BytesMut::new(),
             }
         } else if is_sse {
-            PostState::Sse(SseReader::new(ctx.limits.max_sse_event_bytes))
+            PostState::Sse(Box::new(SseReader::new(ctx.limits.max_sse_event_bytes)))
         } else {
             fx.push(PostEffect::Failed(
                 ProtocolError::UnexpectedContentType {
