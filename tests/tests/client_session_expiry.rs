@@ -40,7 +40,7 @@ fn s_sess_7_restart_expires_the_session_reinitializes_and_retries_once() {
             _ => None,
         })
         .collect();
-    assert_eq!(exp, [old.clone()]);
+    assert_eq!(exp, std::slice::from_ref(&old));
     assert!(
         ev.iter()
             .any(|e| matches!(e, ClientEvent::Reinitialized { .. }))
