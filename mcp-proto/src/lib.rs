@@ -28,6 +28,9 @@
 #![cfg_attr(not(fuzzing), warn(missing_docs))]
 
 pub mod client;
+#[cfg(any(fuzzing, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod http;
 pub mod version;
 
