@@ -16,9 +16,11 @@
 //! - [`client`]: `ClientSession`, the whole client side of the transport as one state machine
 //!   (POST replies as JSON or SSE, the GET listening stream with bounded jittered reconnects,
 //!   session expiry and re-initialization, resumption with `Last-Event-ID`, cancel and close).
-//!
 //! - [`http`]: header names, media types, and the header grammars the transport reads.
 //! - [`version`]: the protocol revisions and the behaviours each one selects.
+//! - [`schema`]: the MCP schema types (params, results, notifications, content, capabilities)
+//!   of the legacy revisions and of 2026-07-28, the method names, and the [`schema::Request`]
+//!   trait tying a method to its params and result types.
 //!
 //! ## The run loop (for the state machines built on these pieces)
 //!
@@ -28,10 +30,13 @@
 #![cfg_attr(not(fuzzing), warn(missing_docs))]
 
 pub mod client;
+pub mod http;
+pub mod jsonrpc;
+pub mod schema;
+pub mod version;
+
 #[cfg(any(fuzzing, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod http;
-pub mod version;
 
 pub use version::{Era, ProtocolVersion};

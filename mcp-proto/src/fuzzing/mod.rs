@@ -1,5 +1,6 @@
-//! Bodies of the cargo-fuzz targets (`fuzz/fuzz_targets/*.rs` call them in one line), compiled
-//! with the normal build so that `tests/` replays the committed seeds on every `cargo test`.
-//! Not part of the stable API.
+//! Bodies of the cargo-fuzz targets (`fuzz/fuzz_targets/*.rs` call one function each), built
+//! with `--cfg fuzzing` or the `fuzzing` feature so that plain tests can replay the committed
+//! seeds (`mcp_tests::replay_fuzz_target`). Not part of the stable API.
 
 pub mod client;
+pub mod jsonrpc;
