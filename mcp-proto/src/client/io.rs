@@ -45,7 +45,7 @@ pub enum HttpRequestKind {
 
 /// An HTTP request the adapter must perform against the MCP endpoint (the adapter knows the
 /// URL). Its response is fed back with [`Input`]s carrying the same `stream`.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpRequest {
     /// The exchange this request starts.
     pub stream: StreamId,
@@ -119,7 +119,7 @@ pub enum Input<'a> {
 }
 
 /// A JSON-RPC message from the server, with the stream it came on.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Delivered {
     /// The exchange that carried it (a POST stream, the listening stream or a resume).
     pub stream: StreamId,
@@ -129,7 +129,7 @@ pub struct Delivered {
 }
 
 /// How a request ended. Every request the app sent ends with exactly one.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RequestResult {
     /// The server's response (a result or a JSON-RPC error), and the stream it came on.
     Response {
@@ -145,7 +145,7 @@ pub enum RequestResult {
 }
 
 /// The outcome of one request, keyed by its JSON-RPC id.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestOutcome {
     /// The request's id.
     pub id: RequestId,
@@ -154,7 +154,7 @@ pub struct RequestOutcome {
 }
 
 /// What the session asks of its caller. Drain with [`super::ClientSession::poll_output`].
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Output {
     /// Perform this HTTP request (adapter).

@@ -8,9 +8,9 @@ use bytes::Bytes;
 use serde::Deserialize;
 
 use super::error::{ApiMisuse, ClientError, Limit, ProtocolError};
-use super::shim::jsonrpc::{self, Body, Outcome};
-pub use super::shim::jsonrpc::{Message, RequestId, Response};
 use super::shim::sse::{SseDecoder, SseLimits};
+use crate::jsonrpc::{self, Body, Outcome};
+pub use crate::jsonrpc::{Message, RequestId, Response};
 use crate::version::ProtocolVersion;
 
 /// The JSON-RPC method the session watches for.
