@@ -197,3 +197,22 @@ fn a_server_without_sessions_works_and_gets_no_session_header() {
     assert!(h.intents_of(HttpRequestKind::Delete).is_empty());
     assert!(h.client.is_closed());
 }
+
+#[test]
+fn an_unanswered_initialized_notification_does_not_wedge_either() {
+    let mut h = Harness::default_pair();
+    h.server
+        .script(Match::Method("notifications/initialized"), Reply::Hang);
+    h.send(initialize_request(1, "2025-11-25")).unwrap();
+    let id = h.request("tools/list");
+    h.run_for(Duration::from_secs(29));
+    assert!(!h.client.is_ready());
+    assert!(h.outcomes_of(id).is_empty(), "queued until the gate opens");
+    h.run_for(Duration::from_secs(2));
+    assert!(h.client.is_ready());
+    assert!(h.events().contains(&ClientEvent::Ready {
+        acknowledged: Err(ClientError::TimedOut)
+    }));
+    h.run_for(Duration::from_millis(50));
+    assert!(h.result_of(id).is_some());
+}

@@ -176,3 +176,26 @@ fn a_server_that_404s_every_initialized_does_not_loop_forever() {
         .count();
     assert!(inits <= 1 + 3, "{inits}");
 }
+
+#[test]
+fn a_reinitialization_that_never_answers_fails_the_waiting_requests() {
+    let mut h = Harness::default_pair();
+    h.initialize();
+    h.restart_server();
+    h.server.script(Match::Method("initialize"), Reply::Hang);
+    let a = h.request("tools/list");
+    h.run_for(Duration::from_secs(29));
+    assert!(h.outcomes_of(a).is_empty());
+    h.run_for(Duration::from_secs(2));
+    assert!(matches!(
+        h.outcomes_of(a)[..],
+        [RequestResult::Failed(ClientError::SessionExpired)]
+    ));
+    assert!(h.events().iter().any(|e| matches!(
+        e,
+        ClientEvent::ReinitializeFailed {
+            error: ClientError::TimedOut
+        }
+    )));
+    assert!(!h.client.is_ready());
+}

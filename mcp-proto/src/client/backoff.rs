@@ -144,6 +144,14 @@ impl Backoff {
     }
 }
 
+/// `now + d`, saturating far in the future instead of panicking on overflow (a configuration
+/// may hold `Duration::MAX`).
+pub(crate) fn after(now: Instant, d: Duration) -> Instant {
+    now.checked_add(d)
+        .or_else(|| now.checked_add(Duration::from_secs(100 * 365 * 86_400)))
+        .unwrap_or(now)
+}
+
 fn nanos(n: u128) -> Duration {
     let secs = u64::try_from(n / 1_000_000_000).unwrap_or(u64::MAX);
     // The remainder of a division by 10^9 fits in u32.

@@ -28,7 +28,7 @@
 //! ------------+------------------------------------------+--------------+---------------------------------
 //! Idle        | Start, GET exists in the era             | Opening      | Open(GET [+ Last-Event-ID])
 //! Idle        | Start, no GET in the era                 | Unsupported  | ListenUnsupported
-//! Opening     | 2xx text/event-stream                    | Open         | ListenOpened
+//! Opening     | 2xx text/event-stream                    | Open         | ListenOpened [, Resumed]
 //! Opening     | 405                                      | Unsupported  | ListenUnsupported
 //! Opening     | 401, or 403 with a Bearer challenge      | Stopped      | Abort, AuthRequired, ListenGaveUp(Auth)
 //! Opening     | 404 and a session id was carried         | Idle         | Abort, SessionNotFound
@@ -53,7 +53,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
 
-use super::backoff::{Backoff, FailureWindow};
+use super::backoff::{Backoff, FailureWindow, after};
 use super::error::Limit;
 use super::event::{ClientEvent, ListenStop, StreamRole};
 use super::io::StreamId;
@@ -311,6 +311,13 @@ impl Listen {
                 stream,
                 resumed_from: self.last_event_id.clone(),
             }));
+            if let Some(last_event_id) = self.last_event_id.clone() {
+                fx.push(ListenEffect::Event(ClientEvent::Resumed {
+                    role: StreamRole::Listen,
+                    stream,
+                    last_event_id,
+                }));
+            }
             return ListenState::Open {
                 stream,
                 reader: Box::new(SseReader::new(ctx.max_sse_event_bytes)),
@@ -369,7 +376,7 @@ impl Listen {
             (a, b) => a.or(b),
         };
         let delay = ctx.backoff.delay(self.attempt, floor);
-        let at = ctx.now + delay;
+        let at = after(ctx.now, delay);
         fx.push(ListenEffect::Event(ClientEvent::Reconnecting {
             role: StreamRole::Listen,
             at,

@@ -131,7 +131,7 @@ pub use io::{
 };
 pub use wire::{Message, RequestId, Response};
 
-use backoff::{Backoff, FailureWindow};
+use backoff::{Backoff, FailureWindow, after};
 use config::Start;
 use listen::{Listen, ListenCtx, ListenEffect, ListenInput};
 use post::{PostCtx, PostEffect, PostInput, PostStream, Purpose};
@@ -197,6 +197,8 @@ pub struct ClientSession {
     version: Option<ProtocolVersion>,
     epoch: u64,
     saved_init: Option<Bytes>,
+    /// When the answer to `notifications/initialized` stops being waited for.
+    ack_deadline: Option<Instant>,
     reinit_streak: u32,
     reinit_seq: u64,
     requests: BTreeMap<RequestId, Req>,
@@ -265,6 +267,7 @@ impl ClientSession {
             version,
             epoch: 1,
             saved_init: None,
+            ack_deadline: None,
             reinit_streak: 0,
             reinit_seq: 0,
             requests: BTreeMap::new(),
@@ -361,7 +364,7 @@ impl ClientSession {
                         bytes: message.clone(),
                         state: ReqState::Queued,
                         retried: false,
-                        deadline: self.request_timeout.map(|t| now + t),
+                        deadline: self.request_timeout.map(|t| after(now, t)),
                         internal: false,
                         epoch: self.epoch,
                     },
@@ -472,7 +475,7 @@ impl ClientSession {
             }));
             self.phase = Phase::Closing {
                 stream,
-                deadline: now + self.close_timeout,
+                deadline: after(now, self.close_timeout),
             };
         } else {
             self.finish_close(CloseReason::NoSession);
@@ -533,6 +536,7 @@ impl ClientSession {
         if self.phase == Phase::Closed {
             return;
         }
+        self.handshake_timeouts(now);
         let due: Vec<RequestId> = self
             .requests
             .iter()
@@ -589,7 +593,13 @@ impl ClientSession {
         }
         let reqs = self.requests.values().filter_map(|r| r.deadline);
         let posts = self.posts.values().filter_map(PostStream::deadline);
-        reqs.chain(posts).chain(self.listen.deadline()).min()
+        let ack = self
+            .ack_deadline
+            .filter(|_| self.phase == Phase::Acknowledging);
+        reqs.chain(posts)
+            .chain(self.listen.deadline())
+            .chain(ack)
+            .min()
     }
 }
 

@@ -62,7 +62,7 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use http::{HeaderMap, StatusCode};
 
-use super::backoff::Backoff;
+use super::backoff::{Backoff, after};
 use super::config::Limits;
 use super::error::{ClientError, Limit, ProtocolError};
 use super::io::TransportFailure;
@@ -487,7 +487,7 @@ impl PostStream {
             }
             if self.resume_failures <= ctx.max_resume_failures {
                 let delay = ctx.backoff.delay(self.resume_failures, self.retry);
-                let at = ctx.now + delay;
+                let at = after(ctx.now, delay);
                 fx.push(PostEffect::ScheduleResume {
                     at,
                     delay,

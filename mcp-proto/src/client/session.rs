@@ -2,7 +2,7 @@
 //! effects, routing server messages, and the session's lifecycle (initialize, expiry,
 //! re-initialization, close). The phase table is in the parent module's docs.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
@@ -511,7 +511,7 @@ impl ClientSession {
                             .values()
                             .filter(|r| r.retried && r.state == ReqState::Queued)
                             .count();
-                        self.begin_session(session, version, Some(retried));
+                        self.begin_session(now, session, version, Some(retried));
                     }
                     Ok(None) => self.reinit_failed(
                         ProtocolError::InvalidJsonRpc {
@@ -526,7 +526,7 @@ impl ClientSession {
             match accepted {
                 Ok(Some((session, version))) => {
                     self.outcome(id, RequestResult::Response { stream, response });
-                    self.begin_session(session, version, None);
+                    self.begin_session(now, session, version, None);
                 }
                 Ok(None) => {
                     self.phase = Phase::Uninitialized;
@@ -537,7 +537,6 @@ impl ClientSession {
                     self.outcome(id, RequestResult::Failed(e.into()));
                 }
             }
-            let _ = now;
             return;
         }
         self.outcome(id, RequestResult::Response { stream, response });
@@ -618,6 +617,7 @@ impl ClientSession {
 
     fn begin_session(
         &mut self,
+        now: Instant,
         session: Option<Box<str>>,
         version: ProtocolVersion,
         reinit: Option<usize>,
@@ -637,6 +637,7 @@ impl ClientSession {
             },
         });
         self.phase = Phase::Acknowledging;
+        self.ack_deadline = Some(after(now, self.handshake_timeout()));
         self.post_message(
             wire::initialized_notification(),
             Purpose::Initialized,
@@ -649,6 +650,7 @@ impl ClientSession {
             return;
         }
         self.phase = Phase::Ready;
+        self.ack_deadline = None;
         self.reinit_streak = 0;
         self.event(ClientEvent::Ready { acknowledged });
         while let Some(p) = self.pending.pop_front() {
@@ -669,13 +671,13 @@ impl ClientSession {
             return;
         }
         if self.auto_reinit && self.saved_init.is_some() && self.reinit_streak < MAX_REINIT_STREAK {
-            self.start_reinit();
+            self.start_reinit(now);
         } else {
             self.phase = Phase::Uninitialized;
         }
     }
 
-    fn start_reinit(&mut self) {
+    fn start_reinit(&mut self, now: Instant) {
         let Some(saved) = self.saved_init.clone() else {
             self.phase = Phase::Uninitialized;
             return;
@@ -699,7 +701,7 @@ impl ClientSession {
                 bytes: bytes.clone(),
                 state: ReqState::Queued,
                 retried: false,
-                deadline: None,
+                deadline: Some(after(now, self.handshake_timeout())),
                 internal: true,
                 epoch: self.epoch,
             },
@@ -727,6 +729,40 @@ impl ClientSession {
                 RequestResult::Failed(ClientError::SessionExpired),
                 false,
             );
+        }
+    }
+
+    /// How long the session's own steps (re-initialization, the answer to
+    /// `notifications/initialized`) may take: the request timeout, or 30 s.
+    pub(super) fn handshake_timeout(&self) -> Duration {
+        self.request_timeout.unwrap_or(Duration::from_secs(30))
+    }
+
+    /// The session's own steps that took too long.
+    pub(super) fn handshake_timeouts(&mut self, now: Instant) {
+        let due: Vec<RequestId> = self
+            .requests
+            .iter()
+            .filter(|(_, r)| r.internal && r.deadline.is_some_and(|d| d <= now))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in due {
+            self.end_request(&id, RequestResult::Failed(ClientError::TimedOut), true);
+            self.reinit_failed(ClientError::TimedOut);
+        }
+        if self.phase == Phase::Acknowledging && self.ack_deadline.is_some_and(|d| d <= now) {
+            let acks: Vec<StreamId> = self
+                .posts
+                .iter()
+                .filter(|(_, p)| p.purpose == Purpose::Initialized)
+                .map(|(s, _)| *s)
+                .collect();
+            for s in acks {
+                if self.posts.remove(&s).is_some_and(|p| p.is_live()) {
+                    self.out.push_back(Output::Abort(s));
+                }
+            }
+            self.on_initialized_ack(now, Err(ClientError::TimedOut));
         }
     }
 

@@ -94,6 +94,8 @@ pub enum Reply {
     Sse(Vec<Frame>, SseEnd),
     /// The connection fails before any head.
     Fail,
+    /// No answer at all, ever.
+    Hang,
 }
 
 /// What a script matches.
@@ -579,6 +581,7 @@ impl FakeServer {
                 out
             }
             Reply::Fail => vec![(s, Part::Fail)],
+            Reply::Hang => Vec::new(),
         }
     }
 
