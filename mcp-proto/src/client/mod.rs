@@ -51,7 +51,7 @@
 //! text/event-stream` (S-POST-3) and `Content-Type: application/json` (G-1); once a session
 //! is established, `Mcp-Session-Id` (if the server issued one, S-SESS-4) and
 //! `MCP-Protocol-Version` (S-VER-1) go on every request, GET and DELETE included (S-GET-10).
-//! Each POST is followed by a [`post`] sub-machine, the listening GET by the [`listen`]
+//! Each POST is followed by a `post.rs` sub-machine, the listening GET by the `listen.rs`
 //! sub-machine; this facade owns the session phase, the table of requests in flight, the queue
 //! of messages waiting for the session, and the routing of every server message.
 //!
@@ -85,30 +85,33 @@
 //! `notifications/cancelled` only where `has_sessions` (the modern era cancels by dropping the
 //! stream, S-NEW-6, and has no GET, S-NEW-1). Nothing assumes a session id exists.
 //!
-//! ```text
-//! phase           | event                                             | next
-//! ----------------+---------------------------------------------------+------------------------------
-//! Uninitialized   | send(initialize)                                  | Initializing (POST, no session headers)
-//! Uninitialized   | send(other)                                       | Uninitialized (queued)
-//! Initializing    | initialize result, version we speak               | Acknowledging (Initialized; POST initialized)
-//! Initializing    | error response / bad version / HTTP or transport  | Uninitialized (outcome to the app)
-//! Acknowledging   | answer to notifications/initialized (any)         | Ready (Ready; flush queue; open GET)
-//! Acknowledging   | 404 carrying the current session id               | → expiry
-//! Ready           | 404 carrying the current session id               | → expiry
-//! expiry          | auto re-init, saved initialize, streak < 3        | Reinitializing (SessionExpired; POST initialize)
-//! expiry          | otherwise                                         | Uninitialized (SessionExpired)
-//! Reinitializing  | initialize result                                 | Acknowledging (Reinitialized; POST initialized)
-//! Reinitializing  | failure                                           | Uninitialized (ReinitializeFailed; retries fail)
-//! any but Closing | close()                                           | Closing (DELETE) | Closed (no session)
-//! Closing         | DELETE answered / failed / timed out              | Closed (Closed)
-//! Closed          | anything                                          | Closed (commands: ApiMisuse::Closed)
-//! ```
+//! **Other decisions**:
+//! - Messages sent before the session is ready — even before `initialize` is sent — are
+//!   queued (bounded by `max_queued_messages`), not refused; `close` fails them.
+//! - The session's own steps never wedge it: a replayed `initialize` or an unanswered
+//!   `notifications/initialized` is given up on after the request timeout (30 s without one).
+//! - A POST that fails below HTTP is not retried (it may have been processed); only a 404
+//!   with a session id is retried, once, after re-initialization.
+//! - Static and callback headers cannot override the protocol's own headers.
+//! - A 404 to a request that carried no session id (a server without sessions) is an
+//!   ordinary [`ClientError::HttpStatus`].
+//!
+//! # Layout
+//!
+//! Three state machines, each in its own file with a theory of operation, an ASCII state
+//! table and one exhaustive `match`: the session phase (`lifecycle.rs`: Uninitialized →
+//! Initializing → Acknowledging → Ready, Reinitializing on expiry, Closing → Closed), one
+//! POST exchange and its resumes (`post.rs`), and the GET listening stream (`listen.rs`).
+//! `session.rs` builds intents, runs the sub-machines and routes what they yield; `wire.rs`
+//! is the seam to `jsonrpc` and `sse`; `backoff.rs` the deterministic jittered backoff;
+//! `config.rs`, `io.rs`, `event.rs` and `error.rs` the public vocabulary.
 
 mod backoff;
 mod config;
 mod error;
 mod event;
 mod io;
+mod lifecycle;
 mod listen;
 mod post;
 mod shim;
@@ -133,6 +136,7 @@ pub use wire::{Message, RequestId, Response};
 
 use backoff::{Backoff, FailureWindow, after};
 use config::Start;
+use lifecycle::PhaseEvent;
 use listen::{Listen, ListenCtx, ListenEffect, ListenInput};
 use post::{PostCtx, PostEffect, PostInput, PostStream, Purpose};
 use wire::{INITIALIZE, INITIALIZED, Outgoing};
@@ -371,7 +375,7 @@ impl ClientSession {
                 );
                 if is_init {
                     self.saved_init = Some(message.clone());
-                    self.phase = Phase::Initializing;
+                    self.step(now, PhaseEvent::InitializeSent);
                     let s = self.post_message(message, Purpose::Request(id), Some(method));
                     return Ok(SendReceipt::Posted(s));
                 }
@@ -473,12 +477,15 @@ impl ClientSession {
                 headers,
                 body: Bytes::new(),
             }));
-            self.phase = Phase::Closing {
-                stream,
-                deadline: after(now, self.close_timeout),
-            };
+            let deadline = after(now, self.close_timeout);
+            self.step(
+                now,
+                PhaseEvent::CloseRequested {
+                    delete: Some((stream, deadline)),
+                },
+            );
         } else {
-            self.finish_close(CloseReason::NoSession);
+            self.step(now, PhaseEvent::CloseRequested { delete: None });
         }
     }
 
@@ -500,9 +507,9 @@ impl ClientSession {
             if d == stream {
                 match post_input {
                     PostInput::Head { status, .. } => {
-                        self.finish_close(CloseReason::Deleted { status })
+                        self.step(now, PhaseEvent::DeleteDone(CloseReason::Deleted { status }))
                     }
-                    _ => self.finish_close(CloseReason::DeleteFailed),
+                    _ => self.step(now, PhaseEvent::DeleteDone(CloseReason::DeleteFailed)),
                 }
             }
             return;
@@ -529,7 +536,7 @@ impl ClientSession {
         if let Phase::Closing { stream, deadline } = self.phase {
             if now >= deadline {
                 self.out.push_back(Output::Abort(stream));
-                self.finish_close(CloseReason::DeleteTimedOut);
+                self.step(now, PhaseEvent::DeleteDone(CloseReason::DeleteTimedOut));
             }
             return;
         }
@@ -551,9 +558,7 @@ impl ClientSession {
             if is_init {
                 // S-CANCEL-2: never cancelled; it just stops being waited for.
                 self.end_request(&id, RequestResult::Failed(ClientError::TimedOut), true);
-                if self.phase == Phase::Initializing {
-                    self.phase = Phase::Uninitialized;
-                }
+                self.step(now, PhaseEvent::InitializeFailed);
             } else {
                 self.abandon(
                     &id,

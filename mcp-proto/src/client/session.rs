@@ -2,11 +2,12 @@
 //! effects, routing server messages, and the session's lifecycle (initialize, expiry,
 //! re-initialization, close). The phase table is in the parent module's docs.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
 
+use super::lifecycle::PhaseEvent;
 use super::*;
 
 impl ClientSession {
@@ -196,7 +197,7 @@ impl ClientSession {
         match effect {
             PostEffect::Accepted => {
                 if self.posts.get(&stream).map(|p| &p.purpose) == Some(&Purpose::Initialized) {
-                    self.on_initialized_ack(now, Ok(()));
+                    self.step(now, PhaseEvent::Acknowledged(Ok(())));
                 }
             }
             PostEffect::Payloads(list) => {
@@ -244,7 +245,7 @@ impl ClientSession {
                     });
                 }
             }
-            PostEffect::Resume => self.resume_post(stream),
+            PostEffect::Resume => self.resume_post(now, stream),
             PostEffect::Resumed => {
                 if let Some(p) = self.posts.get(&stream)
                     && let (Some(id), Some(last)) = (p.request_id(), p.last_event_id.as_ref())
@@ -277,7 +278,7 @@ impl ClientSession {
     /// exchange's end).
     fn fail_from_stream(
         &mut self,
-        _now: Instant,
+        now: Instant,
         stream: StreamId,
         id: &RequestId,
         err: ClientError,
@@ -290,13 +291,14 @@ impl ClientSession {
         }
         if req.internal {
             self.requests.remove(id);
-            self.reinit_failed(err);
+            self.step(now, PhaseEvent::ReinitFailed(err));
             return;
         }
-        if &*req.method == INITIALIZE && self.phase == Phase::Initializing {
-            self.phase = Phase::Uninitialized;
-        }
+        let was_init = &*req.method == INITIALIZE;
         self.end_request(id, RequestResult::Failed(err), false);
+        if was_init {
+            self.step(now, PhaseEvent::InitializeFailed);
+        }
     }
 
     fn on_post_failed(&mut self, now: Instant, stream: StreamId, err: ClientError) {
@@ -324,7 +326,7 @@ impl ClientSession {
                 method: Some("notifications/cancelled".into()),
                 error: err,
             }),
-            Purpose::Initialized => self.on_initialized_ack(now, Err(err)),
+            Purpose::Initialized => self.step(now, PhaseEvent::Acknowledged(Err(err))),
         }
     }
 
@@ -336,7 +338,7 @@ impl ClientSession {
         let resuming = p.is_resuming();
         let current = p.carried_session.is_some() && p.carried_session == self.session;
         if current {
-            self.expire(now);
+            self.step(now, PhaseEvent::Expired);
         }
         match purpose {
             Purpose::Request(id) => {
@@ -382,7 +384,7 @@ impl ClientSession {
         }
     }
 
-    fn resume_post(&mut self, old: StreamId) {
+    fn resume_post(&mut self, now: Instant, old: StreamId) {
         let Some(mut p) = self.posts.remove(&old) else {
             return;
         };
@@ -398,7 +400,7 @@ impl ClientSession {
         }
         if p.epoch != self.epoch {
             // The session this stream belonged to is gone: its events cannot be resumed.
-            self.fail_from_stream_at(&id, old, ClientError::SessionExpired);
+            self.fail_from_stream_at(now, &id, old, ClientError::SessionExpired);
             return;
         }
         let stream = self.alloc();
@@ -423,14 +425,20 @@ impl ClientSession {
         self.posts.insert(stream, p);
     }
 
-    fn fail_from_stream_at(&mut self, id: &RequestId, stream: StreamId, err: ClientError) {
+    fn fail_from_stream_at(
+        &mut self,
+        now: Instant,
+        id: &RequestId,
+        stream: StreamId,
+        err: ClientError,
+    ) {
         // The machine was already removed; fail as if it were still there.
         if let Some(r) = self.requests.get(id)
             && r.state == (ReqState::Sent { stream })
         {
             if r.internal {
                 self.requests.remove(id);
-                self.reinit_failed(err);
+                self.step(now, PhaseEvent::ReinitFailed(err));
             } else {
                 self.end_request(id, RequestResult::Failed(err), false);
             }
@@ -503,40 +511,32 @@ impl ClientSession {
         }
         if &*req.method == INITIALIZE {
             let accepted = self.accept_initialize(&response, head_session);
-            if req.internal {
-                match accepted {
-                    Ok(Some((session, version))) => {
-                        let retried = self
-                            .requests
-                            .values()
-                            .filter(|r| r.retried && r.state == ReqState::Queued)
-                            .count();
-                        self.begin_session(now, session, version, Some(retried));
+            let replay = req.internal;
+            let ev = match accepted {
+                Ok(Some((session, version))) => PhaseEvent::InitializeAccepted {
+                    session,
+                    version,
+                    replay,
+                },
+                Ok(None) if replay => PhaseEvent::ReinitFailed(
+                    ProtocolError::InvalidJsonRpc {
+                        detail: "initialize answered with an error".into(),
                     }
-                    Ok(None) => self.reinit_failed(
-                        ProtocolError::InvalidJsonRpc {
-                            detail: "initialize answered with an error".into(),
-                        }
-                        .into(),
-                    ),
-                    Err(e) => self.reinit_failed(e.into()),
-                }
-                return;
-            }
-            match accepted {
-                Ok(Some((session, version))) => {
-                    self.outcome(id, RequestResult::Response { stream, response });
-                    self.begin_session(now, session, version, None);
-                }
-                Ok(None) => {
-                    self.phase = Phase::Uninitialized;
-                    self.outcome(id, RequestResult::Response { stream, response });
-                }
+                    .into(),
+                ),
+                Ok(None) => PhaseEvent::InitializeFailed,
+                Err(e) if replay => PhaseEvent::ReinitFailed(e.into()),
                 Err(e) => {
-                    self.phase = Phase::Uninitialized;
                     self.outcome(id, RequestResult::Failed(e.into()));
+                    self.step(now, PhaseEvent::InitializeFailed);
+                    return;
                 }
+            };
+            if !replay {
+                // The app's initialize: it gets the response (a result or a JSON-RPC error).
+                self.outcome(id, RequestResult::Response { stream, response });
             }
+            self.step(now, ev);
             return;
         }
         self.outcome(id, RequestResult::Response { stream, response });
@@ -589,186 +589,6 @@ impl ClientSession {
                 Some("notifications/cancelled".into()),
             );
         }
-    }
-
-    // ------------------------------------------------------------------ lifecycle
-
-    #[allow(clippy::type_complexity)]
-    fn accept_initialize(
-        &self,
-        response: &Response,
-        head_session: Option<HeaderValue>,
-    ) -> Result<Option<(Option<Box<str>>, ProtocolVersion)>, ProtocolError> {
-        let Some(version) = wire::initialize_version(response)? else {
-            return Ok(None);
-        };
-        let session = match head_session {
-            None => None,
-            Some(v) => {
-                if !wire::valid_session_id(v.as_bytes(), self.limits.max_session_id_bytes) {
-                    return Err(ProtocolError::InvalidSessionId);
-                }
-                // Visible ASCII is valid UTF-8.
-                Some(String::from_utf8_lossy(v.as_bytes()).into())
-            }
-        };
-        Ok(Some((session, version)))
-    }
-
-    fn begin_session(
-        &mut self,
-        now: Instant,
-        session: Option<Box<str>>,
-        version: ProtocolVersion,
-        reinit: Option<usize>,
-    ) {
-        self.session = session.clone();
-        self.version = Some(version);
-        self.epoch += 1;
-        self.event(match reinit {
-            None => ClientEvent::Initialized {
-                session_id: session,
-                version,
-            },
-            Some(retried) => ClientEvent::Reinitialized {
-                session_id: session,
-                version,
-                retried,
-            },
-        });
-        self.phase = Phase::Acknowledging;
-        self.ack_deadline = Some(after(now, self.handshake_timeout()));
-        self.post_message(
-            wire::initialized_notification(),
-            Purpose::Initialized,
-            Some(INITIALIZED.into()),
-        );
-    }
-
-    fn on_initialized_ack(&mut self, now: Instant, acknowledged: Result<(), ClientError>) {
-        if self.phase != Phase::Acknowledging {
-            return;
-        }
-        self.phase = Phase::Ready;
-        self.ack_deadline = None;
-        self.reinit_streak = 0;
-        self.event(ClientEvent::Ready { acknowledged });
-        while let Some(p) = self.pending.pop_front() {
-            self.post_message(p.bytes, p.purpose, p.rpc_method);
-        }
-        self.maybe_start_listen(now);
-    }
-
-    /// The current session id met a 404.
-    fn expire(&mut self, now: Instant) {
-        let Some(id) = self.session.take() else {
-            return;
-        };
-        self.epoch += 1;
-        self.event(ClientEvent::SessionExpired { session_id: id });
-        self.run_listen(now, ListenInput::Suspend);
-        if !matches!(self.phase, Phase::Ready | Phase::Acknowledging) {
-            return;
-        }
-        if self.auto_reinit && self.saved_init.is_some() && self.reinit_streak < MAX_REINIT_STREAK {
-            self.start_reinit(now);
-        } else {
-            self.phase = Phase::Uninitialized;
-        }
-    }
-
-    fn start_reinit(&mut self, now: Instant) {
-        let Some(saved) = self.saved_init.clone() else {
-            self.phase = Phase::Uninitialized;
-            return;
-        };
-        self.reinit_streak += 1;
-        let id = loop {
-            self.reinit_seq += 1;
-            let id = RequestId::String(format!("mcp-proto-reinit-{}", self.reinit_seq).into());
-            if !self.requests.contains_key(&id) {
-                break id;
-            }
-        };
-        let Some(bytes) = wire::with_id(&saved, id.clone()) else {
-            self.phase = Phase::Uninitialized;
-            return;
-        };
-        self.requests.insert(
-            id.clone(),
-            Req {
-                method: INITIALIZE.into(),
-                bytes: bytes.clone(),
-                state: ReqState::Queued,
-                retried: false,
-                deadline: Some(after(now, self.handshake_timeout())),
-                internal: true,
-                epoch: self.epoch,
-            },
-        );
-        self.phase = Phase::Reinitializing;
-        self.post_message(bytes, Purpose::Request(id), Some(INITIALIZE.into()));
-    }
-
-    fn reinit_failed(&mut self, error: ClientError) {
-        self.requests
-            .retain(|_, r| !(r.internal && &*r.method == INITIALIZE));
-        if self.phase == Phase::Reinitializing {
-            self.phase = Phase::Uninitialized;
-        }
-        self.event(ClientEvent::ReinitializeFailed { error });
-        let waiting: Vec<RequestId> = self
-            .requests
-            .iter()
-            .filter(|(_, r)| r.retried && r.state == ReqState::Queued)
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in waiting {
-            self.end_request(
-                &id,
-                RequestResult::Failed(ClientError::SessionExpired),
-                false,
-            );
-        }
-    }
-
-    /// How long the session's own steps (re-initialization, the answer to
-    /// `notifications/initialized`) may take: the request timeout, or 30 s.
-    pub(super) fn handshake_timeout(&self) -> Duration {
-        self.request_timeout.unwrap_or(Duration::from_secs(30))
-    }
-
-    /// The session's own steps that took too long.
-    pub(super) fn handshake_timeouts(&mut self, now: Instant) {
-        let due: Vec<RequestId> = self
-            .requests
-            .iter()
-            .filter(|(_, r)| r.internal && r.deadline.is_some_and(|d| d <= now))
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in due {
-            self.end_request(&id, RequestResult::Failed(ClientError::TimedOut), true);
-            self.reinit_failed(ClientError::TimedOut);
-        }
-        if self.phase == Phase::Acknowledging && self.ack_deadline.is_some_and(|d| d <= now) {
-            let acks: Vec<StreamId> = self
-                .posts
-                .iter()
-                .filter(|(_, p)| p.purpose == Purpose::Initialized)
-                .map(|(s, _)| *s)
-                .collect();
-            for s in acks {
-                if self.posts.remove(&s).is_some_and(|p| p.is_live()) {
-                    self.out.push_back(Output::Abort(s));
-                }
-            }
-            self.on_initialized_ack(now, Err(ClientError::TimedOut));
-        }
-    }
-
-    pub(super) fn finish_close(&mut self, reason: CloseReason) {
-        self.phase = Phase::Closed;
-        self.event(ClientEvent::Closed { reason });
     }
 
     // ------------------------------------------------------------------ listening
@@ -827,7 +647,7 @@ impl ClientSession {
                 if self.listen.carried_session.is_some()
                     && self.listen.carried_session == self.session
                 {
-                    self.expire(now);
+                    self.step(now, PhaseEvent::Expired);
                 } else {
                     self.maybe_start_listen(now);
                 }
