@@ -231,3 +231,88 @@ impl SseReader {
         self.decoder.finish();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn s_post_6_the_app_sends_one_message_at_a_time() {
+        assert_eq!(
+            classify(br#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#),
+            Ok(Outgoing::Request {
+                id: RequestId::Number(7),
+                method: "tools/list".into()
+            })
+        );
+        assert_eq!(
+            classify(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+            Ok(Outgoing::Notification {
+                method: INITIALIZED.into()
+            })
+        );
+        assert_eq!(
+            classify(br#"{"jsonrpc":"2.0","id":"s","result":{}}"#),
+            Ok(Outgoing::Response)
+        );
+        assert!(classify(br#"[{"jsonrpc":"2.0","method":"x"}]"#).is_err());
+        assert!(classify(b"{").is_err());
+    }
+
+    #[test]
+    fn g_8_batches_only_where_the_version_allows_them() {
+        let batch = br#"[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","method":"n"}]"#;
+        assert_eq!(
+            parse_incoming(batch, Some(ProtocolVersion::V2025_03_26))
+                .unwrap()
+                .len(),
+            2
+        );
+        assert_eq!(parse_incoming(batch, None).unwrap().len(), 2);
+        assert_eq!(
+            parse_incoming(batch, Some(ProtocolVersion::V2025_06_18)),
+            Err(ProtocolError::BatchNotAllowed {
+                version: ProtocolVersion::V2025_06_18
+            })
+        );
+    }
+
+    #[test]
+    fn s_life_9_initialize_versions() {
+        let ok = |v: &str| {
+            let m = crate::jsonrpc::parse_message(
+                format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"protocolVersion":"{v}"}}}}"#)
+                    .as_bytes(),
+            )
+            .unwrap();
+            let Message::Response(r) = m else { panic!() };
+            initialize_version(&r)
+        };
+        assert_eq!(ok("2025-06-18"), Ok(Some(ProtocolVersion::V2025_06_18)));
+        assert!(ok("2026-07-28").is_err(), "not negotiated by initialize");
+        assert!(ok("2024-11-05").is_err());
+    }
+
+    #[test]
+    fn s_post_17_cancelled_notification_and_reinit_id() {
+        let b = cancelled_notification(&RequestId::String("a\"b".into()), Some("why"));
+        let v: serde_json::Value = serde_json::from_slice(&b).unwrap();
+        assert_eq!(v["method"], "notifications/cancelled");
+        assert_eq!(v["params"]["requestId"], "a\"b");
+        assert_eq!(v["params"]["reason"], "why");
+        let saved = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"x":1}}"#;
+        let re = with_id(saved, RequestId::String("r-1".into())).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&re).unwrap();
+        assert_eq!(v["id"], "r-1");
+        assert_eq!(v["params"]["x"], 1);
+    }
+
+    #[test]
+    fn s_sess_3_session_ids_are_visible_ascii() {
+        assert!(valid_session_id(b"abc-123_~", 64));
+        assert!(!valid_session_id(b"a b", 64));
+        assert!(!valid_session_id(b"", 64));
+        assert!(!valid_session_id(b"abcdef", 3));
+        assert!(!valid_session_id("é".as_bytes(), 64));
+    }
+}

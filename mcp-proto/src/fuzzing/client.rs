@@ -168,6 +168,8 @@ pub enum StartKind {
 struct Live {
     req: HttpRequest,
     head: bool,
+    /// Whether the bytes fed so far end a line (a structured event then parses as written).
+    at_line_start: bool,
 }
 
 /// The adapter, the app and the checker.
@@ -186,6 +188,8 @@ pub struct Driver {
     expired: BTreeSet<String>,
     met_404: BTreeSet<String>,
     listen_405: bool,
+    /// The last `retry` surely parsed on the listening stream since the session began.
+    listen_retry: Option<Duration>,
     last_listen_get: Option<Instant>,
     listen_reset: bool,
     outstanding: BTreeMap<RequestId, u32>,
@@ -255,6 +259,7 @@ impl Driver {
             expired: BTreeSet::new(),
             met_404: BTreeSet::new(),
             listen_405: false,
+            listen_retry: None,
             last_listen_get: None,
             listen_reset: true,
             outstanding: BTreeMap::new(),
@@ -327,6 +332,9 @@ impl Driver {
                 }
             }
             FeedKind::Chunk(b) => {
+                if let Some(&last) = b.last() {
+                    self.live[i].at_line_start = last == b'\n' || last == b'\r';
+                }
                 self.session
                     .handle_input(self.now, Input::Body { stream, chunk: b });
                 self.drain();
@@ -467,6 +475,10 @@ impl Driver {
                 }
                 if *retry > 0 {
                     s.push_str(&format!("retry: {retry}\n"));
+                }
+                let live = &self.live[i];
+                if *retry > 0 && live.at_line_start && live.req.kind == HttpRequestKind::Listen {
+                    self.listen_retry = Some(Duration::from_millis(u64::from(*retry)));
                 }
                 let payload = payload(*data, *msg_id);
                 if payload.is_empty() {
@@ -682,7 +694,11 @@ impl Driver {
             self.last_listen_get = Some(self.now);
             self.listen_reset = false;
         }
-        self.live.push(Live { req, head: false });
+        self.live.push(Live {
+            req,
+            head: false,
+            at_line_start: true,
+        });
     }
 
     fn check_event(&mut self, e: ClientEvent) {
@@ -699,6 +715,7 @@ impl Driver {
                 self.current = session_id.map(|s| s.to_string());
                 self.version = Some(version.as_str().to_string());
                 self.listen_reset = true;
+                self.listen_retry = None;
             }
             ClientEvent::SessionExpired { session_id } => {
                 let id = session_id.to_string();
@@ -711,13 +728,23 @@ impl Driver {
                 assert!(self.expired.insert(id), "invariant 3: expired twice");
                 self.current = None;
                 self.listen_reset = true;
+                self.listen_retry = None;
             }
             ClientEvent::Ready { .. } => self.listen_reset = true,
             ClientEvent::Reconnecting {
+                role,
                 delay,
                 server_retry,
                 ..
             } => {
+                if role == crate::client::StreamRole::Listen
+                    && let Some(fed) = self.listen_retry
+                {
+                    assert!(
+                        server_retry >= Some(fed),
+                        "invariant 5: the server's retry {fed:?} was not honoured ({server_retry:?})"
+                    );
+                }
                 let floor = server_retry.map(|r| r.min(self.backoff.max_server_retry));
                 assert!(
                     delay >= floor.unwrap_or_default(),
