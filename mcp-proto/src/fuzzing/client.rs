@@ -477,8 +477,12 @@ impl Driver {
                     s.push_str(&format!("retry: {retry}\n"));
                 }
                 let live = &self.live[i];
-                if *retry > 0 && live.at_line_start && live.req.kind == HttpRequestKind::Listen {
-                    self.listen_retry = Some(Duration::from_millis(u64::from(*retry)));
+                if *retry > 0 && live.req.kind == HttpRequestKind::Listen {
+                    // Parsed as written only at a line start; otherwise it may or may not
+                    // become a `retry` field, so the expected floor is unknown.
+                    self.listen_retry = live
+                        .at_line_start
+                        .then(|| Duration::from_millis(u64::from(*retry)));
                 }
                 let payload = payload(*data, *msg_id);
                 if payload.is_empty() {
@@ -499,6 +503,10 @@ impl Driver {
                 let Some(i) = self.pick(*pick, Some(true)) else {
                     return;
                 };
+                if self.live[i].req.kind == HttpRequestKind::Listen {
+                    // Raw bytes may hold (part of) a `retry` field.
+                    self.listen_retry = None;
+                }
                 self.feed(i, FeedKind::Chunk(Bytes::from(bytes.clone())));
             }
             Op::End { pick } => {
