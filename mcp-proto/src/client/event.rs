@@ -32,8 +32,6 @@ pub enum ListenStop {
     },
     /// 401/403: the app must authorize, then call `listen` again.
     AuthorizationRequired,
-    /// The session could not be repaired (expired without re-initialization).
-    SessionGone,
 }
 
 /// How the DELETE of `close` went.
