@@ -28,10 +28,8 @@ pub enum Limit {
     InFlightRequests,
     /// `max_queued_messages`.
     QueuedMessages,
-    /// `max_error_body_bytes`.
+    /// `max_error_body_bytes` (the body is truncated and the exchange dropped).
     ErrorBody,
-    /// `max_session_id_bytes`.
-    SessionId,
     /// The listening stream's failure budget.
     ListenFailures,
     /// `max_resume_failures` of a POST stream.

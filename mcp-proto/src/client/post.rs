@@ -27,14 +27,16 @@
 //! AwaitHead   | 2xx, no response expected                    | Discard     | Accepted
 //! AwaitHead   | 2xx application/json (not a resume)          | Json        |
 //! AwaitHead   | 2xx text/event-stream                        | Sse         | Resumed (if a resume)
-//! AwaitHead   | 202 / other media type, response expected    | Discard     | Failed(UnexpectedStatus|ContentType)
+//! AwaitHead   | 202 / 204, response expected                 | Discard     | Failed(UnexpectedStatus)
+//! AwaitHead   | 2xx other media type, response expected      | Done        | Failed(UnexpectedContentType), Abort, Finished
 //! AwaitHead   | 401, or 403 with a Bearer challenge          | Discard     | AuthRequired, Failed(AuthorizationRequired)
 //! AwaitHead   | 404 and a session id was carried             | Discard     | SessionNotFound
 //! AwaitHead   | 404, no session id, `initialize`             | Discard     | Failed(EndpointNotFound)
 //! AwaitHead   | 405 to a resume                              | Discard     | Failed(UnexpectedStatus)
-//! AwaitHead   | other status to a resume                     | Discard     | → broken (below)
+//! AwaitHead   | other status / media type to a resume        | Backoff|Done| Abort, → broken (below)
 //! AwaitHead   | other status                                 | ErrorBody   |
 //! AwaitHead   | Failed(kind)                                 | Done        | Failed(Transport) | → broken if a resume
+//! AwaitHead   | Chunk / End before any head (adapter bug)    | Done        | Failed(Transport), Abort, Finished
 //! Json        | Chunk (within max_json_body_bytes)           | Json        |
 //! Json        | Chunk (over the limit)                       | Done        | Limit, Failed(LimitExceeded), Abort, Finished
 //! Json        | End                                          | Done        | JsonBody, Finished
@@ -44,9 +46,10 @@
 //! Sse         | End / Failed, answered or nothing expected   | Done        | Finished
 //! Sse         | End / Failed, not answered                   | → broken    |
 //! ErrorBody   | Chunk (within max_error_body_bytes)          | ErrorBody   |
-//! ErrorBody   | Chunk (over) / End / Failed                  | Done        | Failed(HttpStatus), [Abort], Finished
+//! ErrorBody   | Chunk (over the limit)                       | Done        | Limit, Failed(HttpStatus), Abort, Finished
+//! ErrorBody   | End / Failed                                 | Done        | Failed(HttpStatus), Finished
 //! Discard     | Chunk (within max_error_body_bytes)          | Discard     |
-//! Discard     | Chunk (over)                                 | Done        | Abort, Finished
+//! Discard     | Chunk (over)                                 | Done        | Limit, Abort, Finished
 //! Discard     | End / Failed                                 | Done        | Finished
 //! Backoff{at} | Timer, now ≥ at                              | AwaitHead   | Resume (facade sends the GET)
 //! Backoff     | Chunk / End / Failed (stale input)           | Backoff     |
@@ -315,6 +318,7 @@ impl PostStream {
                 let room = ctx.limits.max_error_body_bytes.saturating_sub(buf.len());
                 if chunk.len() > room {
                     buf.extend_from_slice(&chunk[..room]);
+                    fx.push(PostEffect::Limit(Limit::ErrorBody));
                     fx.push(PostEffect::Failed(ClientError::HttpStatus {
                         status,
                         body: buf.freeze(),
@@ -338,6 +342,7 @@ impl PostStream {
             (PostState::Discard { seen }, PostInput::Chunk(chunk)) => {
                 let seen = seen.saturating_add(chunk.len());
                 if seen > ctx.limits.max_error_body_bytes {
+                    fx.push(PostEffect::Limit(Limit::ErrorBody));
                     fx.push(PostEffect::Abort);
                     fx.push(PostEffect::Finished);
                     PostState::Done
