@@ -184,3 +184,25 @@ fn an_overlong_or_invisible_session_id_is_refused() {
     ));
     assert!(!h.client.is_ready());
 }
+
+#[test]
+fn an_error_body_is_kept_only_up_to_its_limit() {
+    let mut h = small(Limits {
+        max_error_body_bytes: 100,
+        ..Limits::default()
+    });
+    h.server.script(
+        Match::Method("bad"),
+        Reply::Status(500, vec![], "x".repeat(1000).into()),
+    );
+    let id = h.request("bad");
+    h.run_for(Duration::from_secs(1));
+    match &h.outcomes_of(id)[..] {
+        [RequestResult::Failed(ClientError::HttpStatus { status, body })] => {
+            assert_eq!(status.as_u16(), 500);
+            assert_eq!(body.len(), 100);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(limit_events(&h, Limit::ErrorBody), 1);
+}
