@@ -114,7 +114,6 @@ mod io;
 mod lifecycle;
 mod listen;
 mod post;
-mod shim;
 mod wire;
 
 use std::collections::{BTreeMap, VecDeque};

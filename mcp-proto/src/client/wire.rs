@@ -8,9 +8,9 @@ use bytes::Bytes;
 use serde::Deserialize;
 
 use super::error::{ApiMisuse, ClientError, Limit, ProtocolError};
-use super::shim::sse::{SseDecoder, SseLimits};
 use crate::jsonrpc::{self, Body, Outcome};
 pub use crate::jsonrpc::{Message, RequestId, Response};
+use crate::sse::{SseDecoder, SseLimits};
 use crate::version::ProtocolVersion;
 
 /// The JSON-RPC method the session watches for.
