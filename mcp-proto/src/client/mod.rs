@@ -641,3 +641,15 @@ impl ClientSession {
 }
 
 mod session;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_can_move_to_a_driver_task() {
+        fn assert_send<T: Send + 'static>() {}
+        assert_send::<ClientSession>();
+        assert_send::<Output>();
+    }
+}
