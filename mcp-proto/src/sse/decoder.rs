@@ -25,6 +25,9 @@
 //! that crosses a chunk boundary is assembled in `buf` (one copy of its bytes); once `buf`
 //! holds a line end, `buf` is split off and frozen into a [`Bytes`] and parsed exactly like
 //! an owned chunk, so there is one line parser, and data lines from `buf` are zero-copy too.
+//! (A first line that needs no slice, i.e. an empty line, a comment or an `id:` / `event:` /
+//! `retry:` field, is interpreted directly in `buf`, which spares the split for the many
+//! short lines that tiny chunks deliver one at a time.)
 //!
 //! **Linearity.** Every byte is searched for CR/LF once. `scanned` records how much of
 //! `buf` is known to hold no line end, and `eol_known` that `buf[scanned]` is one (both are
