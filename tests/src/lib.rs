@@ -3,6 +3,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod server_harness;
+
 use std::path::{Path, PathBuf};
 
 /// The workspace root (the parent of this package's directory).
