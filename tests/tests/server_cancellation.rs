@@ -4,7 +4,9 @@
 use std::time::Duration;
 
 use mcp_proto::jsonrpc::Outcome;
-use mcp_proto::server::{CancelReason, ResponseMode, SendError, ServerConfig, ServerOutput, Target};
+use mcp_proto::server::{
+    CancelReason, ResponseMode, SendError, ServerConfig, ServerOutput, Target,
+};
 use mcp_tests::server_harness::{Harness, raw};
 
 const V: &str = "2025-11-25";
@@ -30,17 +32,33 @@ fn s_cancel_3_notifications_cancelled_cancels_the_handler() {
     assert!(h.take_notifications().is_empty(), "handled by the router");
     let r = h.response(s);
     assert!(r.ended, "the exchange ends");
-    assert!(r.messages().iter().all(|m| m.get("result").is_none()), "and carries no response");
-    assert_eq!(h.router.respond(h.now, handle, Outcome::Result(raw("{}"))), Err(SendError::UnknownHandle));
+    assert!(
+        r.messages().iter().all(|m| m.get("result").is_none()),
+        "and carries no response"
+    );
+    assert_eq!(
+        h.router.respond(h.now, handle, Outcome::Result(raw("{}"))),
+        Err(SendError::UnknownHandle)
+    );
 }
 
 #[test]
 fn s_cancel_2_initialize_cannot_be_cancelled() {
     let mut h = Harness::new(ServerConfig::default());
-    let s = h.send(mcp_tests::server_harness::Req::post(&mcp_tests::server_harness::init_body(1, V)));
+    let s = h.send(mcp_tests::server_harness::Req::post(
+        &mcp_tests::server_harness::init_body(1, V),
+    ));
     let (handle, _, _) = h.expect_request();
-    let id = h.router.session_id(h.router.session_by_id("insecure-test-session-1").unwrap()).unwrap().to_owned();
-    h.post_in(&id, V, r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#);
+    let id = h
+        .router
+        .session_id(h.router.session_by_id("insecure-test-session-1").unwrap())
+        .unwrap()
+        .to_owned();
+    h.post_in(
+        &id,
+        V,
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
+    );
     assert!(cancelled(&mut h).is_empty());
     h.reply(handle, &mcp_tests::server_harness::init_result(V));
     assert!(h.response(s).header("mcp-session-id").is_some());
@@ -50,8 +68,16 @@ fn s_cancel_2_initialize_cannot_be_cancelled() {
 fn unknown_cancellations_are_ignored() {
     let mut h = Harness::new(ServerConfig::default());
     let (id, _) = h.initialize(V);
-    h.post_in(&id, V, r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"nope"}}"#);
-    h.post_in(&id, V, r#"{"jsonrpc":"2.0","method":"notifications/cancelled"}"#);
+    h.post_in(
+        &id,
+        V,
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"nope"}}"#,
+    );
+    h.post_in(
+        &id,
+        V,
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled"}"#,
+    );
     assert!(cancelled(&mut h).is_empty());
 }
 

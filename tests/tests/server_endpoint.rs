@@ -24,7 +24,12 @@ fn seed_with_endpoint_path() {
     assert!(h.response(s).status.is_none());
     let s = h.send(Req::post(&init_body(1, "2025-11-25")));
     assert_eq!(h.response(s).status(), StatusCode::NOT_FOUND);
-    assert_eq!(ServerConfig::default().with_endpoint_path("x").endpoint_path, "/x");
+    assert_eq!(
+        ServerConfig::default()
+            .with_endpoint_path("x")
+            .endpoint_path,
+        "/x"
+    );
 }
 
 #[test]

@@ -28,7 +28,9 @@ fn default_heartbeat_every_15_seconds_on_idle_streams() {
 
 #[test]
 fn traffic_resets_the_heartbeat() {
-    let mut h = Harness::new(ServerConfig::default().with_heartbeat_interval(Some(Duration::from_secs(10))));
+    let mut h = Harness::new(
+        ServerConfig::default().with_heartbeat_interval(Some(Duration::from_secs(10))),
+    );
     let (id, session) = h.initialize(V);
     let g = h.send(Req::get(&id));
     for _ in 0..5 {

@@ -33,7 +33,11 @@ fn seed_with_session_idle_ttl_evicts_after_not_before() {
     let (_s, handle) = h.call(&id, V, 2, "ping");
     h.reply(handle, "{}");
     h.advance(TTL - Duration::from_secs(1));
-    assert_eq!(h.router.session_count(), 1, "not before the TTL since the last request");
+    assert_eq!(
+        h.router.session_count(),
+        1,
+        "not before the TTL since the last request"
+    );
     h.advance(Duration::from_secs(2));
     assert_eq!(h.router.session_count(), 0);
     assert_eq!(closed(&mut h), [CloseReason::IdleExpired]);
@@ -61,7 +65,11 @@ fn ttl_can_be_disabled() {
 
 #[test]
 fn an_open_get_stream_or_running_handler_keeps_a_session() {
-    let mut h = Harness::new(ServerConfig::default().with_session_idle_ttl(Some(TTL)).with_heartbeat_interval(None));
+    let mut h = Harness::new(
+        ServerConfig::default()
+            .with_session_idle_ttl(Some(TTL))
+            .with_heartbeat_interval(None),
+    );
     let (id, _) = h.initialize(V);
     let g = h.send(Req::get(&id));
     h.advance(TTL * 3);
@@ -69,7 +77,11 @@ fn an_open_get_stream_or_running_handler_keeps_a_session() {
     h.router.handle_disconnect(h.now, g);
     h.pump();
     h.advance(TTL - Duration::from_secs(1));
-    assert_eq!(h.router.session_count(), 1, "the TTL counts from the stream's end");
+    assert_eq!(
+        h.router.session_count(),
+        1,
+        "the TTL counts from the stream's end"
+    );
     let (_s, _handle) = h.call(&id, V, 2, "slow");
     h.advance(TTL * 2);
     assert_eq!(h.router.session_count(), 1, "a running handler keeps it");

@@ -18,7 +18,11 @@ fn peers_20_duplicate_in_flight_id_gets_an_error() {
     assert_eq!(r.json()["id"], 1);
     assert_eq!(r.json()["error"]["code"], -32600);
     assert!(h.next_request().is_none(), "not handed to the app");
-    assert!(h.events.iter().any(|e| matches!(e, ServerEvent::DuplicateRequestId { .. })));
+    assert!(
+        h.events
+            .iter()
+            .any(|e| matches!(e, ServerEvent::DuplicateRequestId { .. }))
+    );
     h.reply(first, r#"{"who":"first"}"#);
     assert_eq!(h.response(s1).json()["result"]["who"], "first");
     // Once answered, the id may be reused.

@@ -16,19 +16,36 @@ fn ready() -> (Harness, String) {
 #[test]
 fn g_1_accept_without_json_or_sse_is_406() {
     let (mut h, id) = ready();
-    let s = h.send(Req::post(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).session(&id).header("accept", "text/html"));
+    let s = h.send(
+        Req::post(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+            .session(&id)
+            .header("accept", "text/html"),
+    );
     let r = h.response(s);
     assert_eq!(r.status(), StatusCode::NOT_ACCEPTABLE);
-    assert!(r.json()["error"]["message"].as_str().unwrap().contains("Accept"));
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Accept")
+    );
     assert!(r.json()["id"].is_null());
 }
 
 #[test]
 fn g_1_wrong_content_type_is_415() {
     let (mut h, id) = ready();
-    let s = h.send(Req::post("{}").session(&id).header("content-type", "text/plain"));
+    let s = h.send(
+        Req::post("{}")
+            .session(&id)
+            .header("content-type", "text/plain"),
+    );
     assert_eq!(h.response(s).status(), StatusCode::UNSUPPORTED_MEDIA_TYPE);
-    let s = h.send(Req::post(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).session(&id).header("content-type", "application/json; charset=utf-8"));
+    let s = h.send(
+        Req::post(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+            .session(&id)
+            .header("content-type", "application/json; charset=utf-8"),
+    );
     assert_eq!(h.response(s).status, None, "accepted and handed to the app");
     assert!(h.next_request().is_some());
 }
@@ -73,7 +90,12 @@ fn unparsable_json_is_400_with_32700() {
 #[test]
 fn json_that_is_not_jsonrpc_is_400_with_32600() {
     let (mut h, id) = ready();
-    for body in [r#"{"hello":1}"#, r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#, "42", "[]"] {
+    for body in [
+        r#"{"hello":1}"#,
+        r#"{"jsonrpc":"1.0","id":1,"method":"x"}"#,
+        "42",
+        "[]",
+    ] {
         let s = h.post_in(&id, V, body);
         let r = h.response(s);
         assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{body}");
@@ -84,7 +106,11 @@ fn json_that_is_not_jsonrpc_is_400_with_32600() {
 #[test]
 fn s_post_7_notifications_and_responses_get_202_without_body() {
     let (mut h, id) = ready();
-    let s = h.post_in(&id, V, r#"{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}"#);
+    let s = h.post_in(
+        &id,
+        V,
+        r#"{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}"#,
+    );
     let r = h.response(s);
     assert_eq!(r.status(), StatusCode::ACCEPTED);
     assert!(r.body.is_empty() && r.ended);
@@ -111,7 +137,11 @@ fn s_post_9_auto_mode_answers_plain_replies_with_one_json_body() {
 fn s_post_12_auto_mode_upgrades_to_sse_when_a_notification_precedes_the_reply() {
     let (mut h, id) = ready();
     let (s, handle) = h.call(&id, V, 8, "tools/call");
-    let d = h.notify(Target::Request(handle), "notifications/progress", r#"{"progressToken":1,"progress":1}"#);
+    let d = h.notify(
+        Target::Request(handle),
+        "notifications/progress",
+        r#"{"progressToken":1,"progress":1}"#,
+    );
     assert_eq!(d, Delivery::RequestStream);
     let r = h.response(s);
     assert_eq!(r.status(), StatusCode::OK);
@@ -155,22 +185,43 @@ fn peers_25_json_mode_reports_what_it_reroutes_instead_of_dropping() {
     let (s, handle) = h.call(&id, V, 2, "tools/call");
     let d = h.notify(Target::Request(handle), "notifications/progress", "{}");
     assert_eq!(d, Delivery::Rerouted);
-    assert!(h.events.iter().any(|e| matches!(e, mcp_proto::server::ServerEvent::Rerouted { session: s } if *s == session)));
+    assert!(h.events.iter().any(
+        |e| matches!(e, mcp_proto::server::ServerEvent::Rerouted { session: s } if *s == session)
+    ));
     h.reply(handle, "{}");
-    assert_eq!(h.response(s).header("content-type"), Some("application/json"));
+    assert_eq!(
+        h.response(s).header("content-type"),
+        Some("application/json")
+    );
     // The rerouted notification waits for the GET stream and arrives there.
     let g = h.send(Req::get(&id).version(V));
-    assert_eq!(h.response(g).sse_messages()[0]["method"], "notifications/progress");
+    assert_eq!(
+        h.response(g).sse_messages()[0]["method"],
+        "notifications/progress"
+    );
 }
 
 #[test]
 fn peers_25_json_mode_without_sessions_refuses_with_an_error() {
-    let mut h = Harness::new(ServerConfig::default().with_response_mode(ResponseMode::Json).with_stateless(true));
-    let _s = h.send(Req::post(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#));
+    let mut h = Harness::new(
+        ServerConfig::default()
+            .with_response_mode(ResponseMode::Json)
+            .with_stateless(true),
+    );
+    let _s = h.send(Req::post(
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#,
+    ));
     let (handle, _, _) = h.expect_request();
     let err = h
         .router
-        .notify(h.now, Target::Request(handle), mcp_proto::jsonrpc::Notification { method: "notifications/progress".into(), params: None })
+        .notify(
+            h.now,
+            Target::Request(handle),
+            mcp_proto::jsonrpc::Notification {
+                method: "notifications/progress".into(),
+                params: None,
+            },
+        )
         .unwrap_err();
     assert_eq!(err, mcp_proto::server::SendError::JsonModeUndeliverable);
 }
@@ -178,17 +229,33 @@ fn peers_25_json_mode_without_sessions_refuses_with_an_error() {
 #[test]
 fn auto_mode_with_a_json_only_client_reroutes_instead_of_upgrading() {
     let (mut h, id) = ready();
-    let s = h.send(Req::post(r#"{"jsonrpc":"2.0","id":3,"method":"x"}"#).session(&id).version(V).header("accept", "application/json"));
+    let s = h.send(
+        Req::post(r#"{"jsonrpc":"2.0","id":3,"method":"x"}"#)
+            .session(&id)
+            .version(V)
+            .header("accept", "application/json"),
+    );
     let (handle, _, _) = h.expect_request();
-    assert_eq!(h.notify(Target::Request(handle), "notifications/message", "{}"), Delivery::Rerouted);
+    assert_eq!(
+        h.notify(Target::Request(handle), "notifications/message", "{}"),
+        Delivery::Rerouted
+    );
     h.reply(handle, "{}");
-    assert_eq!(h.response(s).header("content-type"), Some("application/json"));
+    assert_eq!(
+        h.response(s).header("content-type"),
+        Some("application/json")
+    );
 }
 
 #[test]
 fn auto_mode_with_an_sse_only_client_streams() {
     let (mut h, id) = ready();
-    let s = h.send(Req::post(r#"{"jsonrpc":"2.0","id":3,"method":"x"}"#).session(&id).version(V).header("accept", "text/event-stream"));
+    let s = h.send(
+        Req::post(r#"{"jsonrpc":"2.0","id":3,"method":"x"}"#)
+            .session(&id)
+            .version(V)
+            .header("accept", "text/event-stream"),
+    );
     assert!(h.response(s).is_sse());
 }
 
@@ -228,7 +295,11 @@ fn s_post_6_batches_refused_after_2025_03_26() {
 fn s_lif_2_initialize_in_a_batch_is_refused() {
     let mut h = Harness::new(ServerConfig::default());
     let (id, _) = h.initialize("2025-03-26");
-    let s = h.post_in(&id, "2025-03-26", &format!("[{}]", init_body(5, "2025-03-26")));
+    let s = h.post_in(
+        &id,
+        "2025-03-26",
+        &format!("[{}]", init_body(5, "2025-03-26")),
+    );
     assert_eq!(h.response(s).status(), StatusCode::BAD_REQUEST);
     assert!(h.next_request().is_none());
 }
@@ -237,7 +308,11 @@ fn s_lif_2_initialize_in_a_batch_is_refused() {
 fn batch_of_notifications_only_is_202() {
     let mut h = Harness::new(ServerConfig::default());
     let (id, _) = h.initialize("2025-03-26");
-    let s = h.post_in(&id, "2025-03-26", r#"[{"jsonrpc":"2.0","method":"n1"},{"jsonrpc":"2.0","method":"n2"}]"#);
+    let s = h.post_in(
+        &id,
+        "2025-03-26",
+        r#"[{"jsonrpc":"2.0","method":"n1"},{"jsonrpc":"2.0","method":"n2"}]"#,
+    );
     assert_eq!(h.response(s).status(), StatusCode::ACCEPTED);
     assert_eq!(h.take_notifications().len(), 2);
 }

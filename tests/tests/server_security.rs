@@ -17,8 +17,17 @@ fn init() -> Req {
 #[test]
 fn s_sec_5_loopback_hosts_with_any_port_are_accepted() {
     let mut h = Harness::new(ServerConfig::default());
-    for host in ["localhost:3000", "127.0.0.1:1234", "[::1]:8080", "localhost"] {
-        let s = h.send(init().header("host", host).header("origin", &format!("http://{host}")));
+    for host in [
+        "localhost:3000",
+        "127.0.0.1:1234",
+        "[::1]:8080",
+        "localhost",
+    ] {
+        let s = h.send(
+            init()
+                .header("host", host)
+                .header("origin", &format!("http://{host}")),
+        );
         assert_eq!(h.response(s).status, None, "{host}: accepted");
         assert!(h.next_request().is_some());
     }
@@ -32,7 +41,12 @@ fn s_sec_5_dns_rebinding_host_and_origin_are_403() {
     let s = h.send(init().header("origin", "http://evil.example.com"));
     let r = h.response(s);
     assert_eq!(r.status(), StatusCode::FORBIDDEN);
-    assert!(r.json()["error"]["message"].as_str().unwrap().contains("Origin"));
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Origin")
+    );
     let s = h.send(init().without("host"));
     assert_eq!(h.response(s).status(), StatusCode::FORBIDDEN);
     assert!(h.next_request().is_none());
@@ -54,9 +68,17 @@ fn allow_lists() {
         origins: vec!["https://app.example.com".into()],
     };
     let mut h = Harness::new(ServerConfig::default().with_host_validation(v));
-    let s = h.send(init().header("host", "mcp.example.com:443").header("origin", "https://app.example.com"));
+    let s = h.send(
+        init()
+            .header("host", "mcp.example.com:443")
+            .header("origin", "https://app.example.com"),
+    );
     assert_eq!(h.response(s).status, None);
-    let s = h.send(init().header("host", "mcp.example.com").header("origin", "https://other.example.com"));
+    let s = h.send(
+        init()
+            .header("host", "mcp.example.com")
+            .header("origin", "https://other.example.com"),
+    );
     assert_eq!(h.response(s).status(), StatusCode::FORBIDDEN);
     let s = h.send(init().header("host", "localhost"));
     assert_eq!(h.response(s).status(), StatusCode::FORBIDDEN);
@@ -73,16 +95,31 @@ fn seed_cors_preflight_and_exposed_session_header() {
     );
     let r = h.response(s);
     assert_eq!(r.status(), StatusCode::NO_CONTENT);
-    assert_eq!(r.header("access-control-allow-origin"), Some("https://app.example.com"));
-    assert!(r.header("access-control-allow-headers").unwrap().contains("mcp-session-id"));
-    assert!(r.header("access-control-allow-methods").unwrap().contains("DELETE"));
+    assert_eq!(
+        r.header("access-control-allow-origin"),
+        Some("https://app.example.com")
+    );
+    assert!(
+        r.header("access-control-allow-headers")
+            .unwrap()
+            .contains("mcp-session-id")
+    );
+    assert!(
+        r.header("access-control-allow-methods")
+            .unwrap()
+            .contains("DELETE")
+    );
     // The CORS-allowed origin passes Origin validation and sees Mcp-Session-Id.
     let s = h.send(init().header("origin", "https://app.example.com"));
     let (handle, _, _) = h.expect_request();
     h.reply(handle, &mcp_tests::server_harness::init_result(V));
     let r = h.response(s);
     assert_eq!(r.status(), StatusCode::OK);
-    assert!(r.header("access-control-expose-headers").unwrap().contains("mcp-session-id"));
+    assert!(
+        r.header("access-control-expose-headers")
+            .unwrap()
+            .contains("mcp-session-id")
+    );
     // A foreign origin's preflight is refused.
     let s = h.send(Req::new(Method::OPTIONS, "/mcp").header("origin", "https://evil.example.com"));
     assert_eq!(h.response(s).status(), StatusCode::FORBIDDEN);
@@ -106,7 +143,10 @@ fn prm() -> ProtectedResourceMetadata {
 #[test]
 fn seed_protected_resource_metadata_document() {
     let mut h = Harness::new(ServerConfig::default().with_protected_resource(prm()));
-    for path in ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"] {
+    for path in [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+    ] {
         assert!(h.router.owns_path(path));
         let s = h.send(Req::new(Method::GET, path));
         let r = h.response(s);
@@ -125,22 +165,26 @@ fn seed_protected_resource_metadata_document() {
 fn s_auth_9_401_carries_www_authenticate_with_resource_metadata() {
     let cfg = ServerConfig::default()
         .with_protected_resource(prm())
-        .with_authenticator(|head: &RequestHead<'_>| match head.headers.get("authorization") {
-            Some(v) if v == "Bearer good" => AuthDecision::allow("alice"),
-            Some(_) => AuthDecision::Unauthorized {
-                error: Some("invalid_token".into()),
-                description: None,
-                scope: Some("mcp:read".into()),
+        .with_authenticator(
+            |head: &RequestHead<'_>| match head.headers.get("authorization") {
+                Some(v) if v == "Bearer good" => AuthDecision::allow("alice"),
+                Some(_) => AuthDecision::Unauthorized {
+                    error: Some("invalid_token".into()),
+                    description: None,
+                    scope: Some("mcp:read".into()),
+                },
+                None => AuthDecision::unauthorized(),
             },
-            None => AuthDecision::unauthorized(),
-        });
+        );
     let mut h = Harness::new(cfg);
     let s = h.send(init());
     let r = h.response(s);
     assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
     let www = r.header("www-authenticate").unwrap();
     assert!(www.starts_with("Bearer "));
-    assert!(www.contains(r#"resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp""#));
+    assert!(www.contains(
+        r#"resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp""#
+    ));
     let back = mcp_proto::http::bearer_challenge(&r.headers).unwrap();
     assert!(back.resource_metadata.is_some());
     let s = h.send(init().header("authorization", "Bearer bad"));
@@ -149,15 +193,20 @@ fn s_auth_9_401_carries_www_authenticate_with_resource_metadata() {
     let s = h.send(init().header("authorization", "Bearer good"));
     assert_eq!(h.response(s).status, None);
     // The metadata document itself needs no credentials.
-    let s = h.send(Req::new(Method::GET, "/.well-known/oauth-protected-resource"));
+    let s = h.send(Req::new(
+        Method::GET,
+        "/.well-known/oauth-protected-resource",
+    ));
     assert_eq!(h.response(s).status(), StatusCode::OK);
 }
 
 #[test]
 fn s_auth_13_insufficient_scope_is_403_with_a_challenge() {
-    let cfg = ServerConfig::default().with_authenticator(|_: &RequestHead<'_>| AuthDecision::InsufficientScope {
-        scope: "mcp:write".into(),
-        description: None,
+    let cfg = ServerConfig::default().with_authenticator(|_: &RequestHead<'_>| {
+        AuthDecision::InsufficientScope {
+            scope: "mcp:write".into(),
+            description: None,
+        }
     });
     let mut h = Harness::new(cfg);
     let s = h.send(init());
@@ -171,7 +220,11 @@ fn s_auth_13_insufficient_scope_is_403_with_a_challenge() {
 #[test]
 fn s_sess_12_a_session_is_bound_to_its_principal() {
     let cfg = ServerConfig::default().with_authenticator(|head: &RequestHead<'_>| {
-        match head.headers.get("authorization").and_then(|v| v.to_str().ok()) {
+        match head
+            .headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+        {
             Some(t) => AuthDecision::allow(t.trim_start_matches("Bearer ")),
             None => AuthDecision::unauthorized(),
         }
@@ -183,14 +236,22 @@ fn s_sess_12_a_session_is_bound_to_its_principal() {
     let id = h.response(s).header("mcp-session-id").unwrap().to_owned();
     assert_eq!(h.router.session_principal(session.unwrap()), Some("alice"));
     let ping = r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
-    let s = h.send(Req::post(ping).session(&id).header("authorization", "Bearer mallory"));
+    let s = h.send(
+        Req::post(ping)
+            .session(&id)
+            .header("authorization", "Bearer mallory"),
+    );
     assert_eq!(h.response(s).status(), StatusCode::NOT_FOUND);
     let s = h.send(Req::get(&id).header("authorization", "Bearer mallory"));
     assert_eq!(h.response(s).status(), StatusCode::NOT_FOUND);
     let s = h.send(Req::delete(&id).header("authorization", "Bearer mallory"));
     assert_eq!(h.response(s).status(), StatusCode::NOT_FOUND);
     assert_eq!(h.router.session_count(), 1);
-    let s = h.send(Req::post(ping).session(&id).header("authorization", "Bearer alice"));
+    let s = h.send(
+        Req::post(ping)
+            .session(&id)
+            .header("authorization", "Bearer alice"),
+    );
     assert_eq!(h.response(s).status, None);
 }
 
@@ -204,5 +265,9 @@ fn adapter_established_principal_binds_too() {
     let s = h.send(Req::get(&id).principal("cert:bob"));
     assert_eq!(h.response(s).status(), StatusCode::NOT_FOUND);
     let s = h.send(Req::get(&id));
-    assert_eq!(h.response(s).status(), StatusCode::NOT_FOUND, "no principal is another principal");
+    assert_eq!(
+        h.response(s).status(),
+        StatusCode::NOT_FOUND,
+        "no principal is another principal"
+    );
 }

@@ -46,10 +46,17 @@ fn s_sess_1_only_the_initialize_answer_carries_the_id() {
 fn s_sess_5_request_without_session_id_is_400() {
     let mut h = Harness::new(ServerConfig::default());
     let _ = h.initialize(V);
-    let s = h.send(Req::post(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#));
+    let s = h.send(Req::post(
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+    ));
     let r = h.response(s);
     assert_eq!(r.status(), StatusCode::BAD_REQUEST);
-    assert!(r.json()["error"]["message"].as_str().unwrap().contains("Mcp-Session-Id"));
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Mcp-Session-Id")
+    );
     assert!(h.next_request().is_none());
 }
 
@@ -90,10 +97,25 @@ fn s_sess_6_delete_cancels_handlers_and_ends_streams() {
     assert!(h.response(g).ended);
     let r = h.response(s);
     assert!(r.ended);
-    assert_eq!(r.status(), StatusCode::NOT_FOUND, "a pending JSON answer still ends well-formed");
+    assert_eq!(
+        r.status(),
+        StatusCode::NOT_FOUND,
+        "a pending JSON answer still ends well-formed"
+    );
     let other = h.take_other();
-    assert!(other.iter().any(|o| matches!(o, ServerOutput::Cancelled { handle: x, .. } if *x == handle)));
-    assert_eq!(h.router.respond(h.now, handle, mcp_proto::jsonrpc::Outcome::Result(mcp_tests::server_harness::raw("{}"))), Err(SendError::UnknownHandle));
+    assert!(
+        other
+            .iter()
+            .any(|o| matches!(o, ServerOutput::Cancelled { handle: x, .. } if *x == handle))
+    );
+    assert_eq!(
+        h.router.respond(
+            h.now,
+            handle,
+            mcp_proto::jsonrpc::Outcome::Result(mcp_tests::server_harness::raw("{}"))
+        ),
+        Err(SendError::UnknownHandle)
+    );
 }
 
 #[test]
@@ -117,11 +139,16 @@ fn seed_with_stateless_no_ids_get_and_delete_405() {
     assert_eq!(h.response(s).header("mcp-session-id"), None);
     assert_eq!(h.router.session_count(), 0);
     // Any request works without a session id.
-    let s = h.send(Req::post(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#));
+    let s = h.send(Req::post(
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+    ));
     let (handle, _, _) = h.expect_request();
     h.reply(handle, "{}");
     assert_eq!(h.response(s).status(), StatusCode::OK);
-    for req in [Req::new(Method::GET, "/mcp").header("accept", "text/event-stream"), Req::new(Method::DELETE, "/mcp")] {
+    for req in [
+        Req::new(Method::GET, "/mcp").header("accept", "text/event-stream"),
+        Req::new(Method::DELETE, "/mcp"),
+    ] {
         let s = h.send(req);
         assert_eq!(h.response(s).status(), StatusCode::METHOD_NOT_ALLOWED);
     }
@@ -130,11 +157,19 @@ fn seed_with_stateless_no_ids_get_and_delete_405() {
 #[test]
 fn peers_11_stateless_server_to_client_requests_fail_at_once() {
     let mut h = Harness::new(ServerConfig::default().with_stateless(true));
-    h.send(Req::post(r#"{"jsonrpc":"2.0","id":2,"method":"tools/call"}"#));
+    h.send(Req::post(
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call"}"#,
+    ));
     let (handle, _, _) = h.expect_request();
     let err = h
         .router
-        .send_request(h.now, Target::Request(handle), "sampling/createMessage", None, None)
+        .send_request(
+            h.now,
+            Target::Request(handle),
+            "sampling/createMessage",
+            None,
+            None,
+        )
         .unwrap_err();
     assert_eq!(err, SendError::Stateless);
 }
@@ -157,7 +192,10 @@ fn max_sessions_cap_is_503_and_frees_up() {
 fn default_session_limits() {
     let c = ServerConfig::default();
     assert_eq!(c.max_sessions, 10_000);
-    assert_eq!(c.session_idle_ttl, Some(std::time::Duration::from_secs(1800)));
+    assert_eq!(
+        c.session_idle_ttl,
+        Some(std::time::Duration::from_secs(1800))
+    );
 }
 
 #[test]
@@ -166,7 +204,15 @@ fn initialize_answered_with_an_error_ends_the_session_without_an_id() {
     let s = h.send(Req::post(&init_body(1, V)));
     let (handle, session, _) = h.expect_request();
     h.router
-        .respond(h.now, handle, mcp_proto::jsonrpc::Outcome::Error(mcp_proto::jsonrpc::ErrorObject { code: -32602, message: "Unsupported protocol version".into(), data: None }))
+        .respond(
+            h.now,
+            handle,
+            mcp_proto::jsonrpc::Outcome::Error(mcp_proto::jsonrpc::ErrorObject {
+                code: -32602,
+                message: "Unsupported protocol version".into(),
+                data: None,
+            }),
+        )
         .unwrap();
     h.pump();
     let r = h.response(s);

@@ -14,7 +14,12 @@ fn s_ver_4_unsupported_version_is_400() {
         let r = h.response(s);
         assert_eq!(r.status(), StatusCode::BAD_REQUEST, "{bad}");
         assert_eq!(r.json()["error"]["code"], -32000);
-        assert!(r.json()["error"]["message"].as_str().unwrap().contains("protocol version"));
+        assert!(
+            r.json()["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("protocol version")
+        );
         let g = h.send(Req::get(&id).version(bad));
         assert_eq!(h.response(g).status(), StatusCode::BAD_REQUEST, "{bad}");
     }
@@ -43,7 +48,10 @@ fn any_supported_version_is_accepted_after_negotiating_another() {
         assert_eq!(h.response(s).status(), StatusCode::OK, "{v}");
     }
     // Behaviour follows the negotiated revision, not the header.
-    assert_eq!(h.router.session_version(session), Some(ProtocolVersion::V2025_11_25));
+    assert_eq!(
+        h.router.session_version(session),
+        Some(ProtocolVersion::V2025_11_25)
+    );
 }
 
 #[test]
@@ -61,9 +69,15 @@ fn s_life_8_negotiated_version_comes_from_the_reply() {
     let s = h.send(Req::post(&init_body(1, "2025-11-25")));
     let (handle, session, _) = h.expect_request();
     let session = session.unwrap();
-    assert_eq!(h.router.session_version(session), Some(ProtocolVersion::V2025_11_25));
+    assert_eq!(
+        h.router.session_version(session),
+        Some(ProtocolVersion::V2025_11_25)
+    );
     h.reply(handle, &init_result("2025-06-18"));
-    assert_eq!(h.router.session_version(session), Some(ProtocolVersion::V2025_06_18));
+    assert_eq!(
+        h.router.session_version(session),
+        Some(ProtocolVersion::V2025_06_18)
+    );
     assert!(h.response(s).header("mcp-session-id").is_some());
 }
 
@@ -72,5 +86,8 @@ fn s_life_8_unknown_requested_version_starts_at_the_newest_supported() {
     let mut h = Harness::new(ServerConfig::default());
     h.send(Req::post(&init_body(1, "2030-01-01")));
     let (_, session, _) = h.expect_request();
-    assert_eq!(h.router.session_version(session.unwrap()), Some(ProtocolVersion::V2025_11_25));
+    assert_eq!(
+        h.router.session_version(session.unwrap()),
+        Some(ProtocolVersion::V2025_11_25)
+    );
 }

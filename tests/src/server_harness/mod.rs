@@ -410,7 +410,12 @@ impl Harness {
     }
 
     /// Sends a notification.
-    pub fn notify(&mut self, target: Target, method: &str, params: &str) -> mcp_proto::server::Delivery {
+    pub fn notify(
+        &mut self,
+        target: Target,
+        method: &str,
+        params: &str,
+    ) -> mcp_proto::server::Delivery {
         let d = self
             .router
             .notify(
@@ -466,7 +471,13 @@ impl Harness {
     }
 
     /// POSTs a request `{"method": method, "id": id}` and returns the stream and handle.
-    pub fn call(&mut self, session: &str, version: &str, id: i64, method: &str) -> (StreamId, RequestHandle) {
+    pub fn call(
+        &mut self,
+        session: &str,
+        version: &str,
+        id: i64,
+        method: &str,
+    ) -> (StreamId, RequestHandle) {
         let s = self.post_in(
             session,
             version,
