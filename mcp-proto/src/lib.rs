@@ -27,6 +27,9 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(not(fuzzing), warn(missing_docs))]
 
+#[cfg(any(fuzzing, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod http;
 // TEMPORARY: stands in for the `jsonrpc` module of the jsonrpc branch until it is merged.
 #[path = "jsonrpc_shim.rs"]

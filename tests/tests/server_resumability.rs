@@ -248,3 +248,19 @@ fn resumability_off_means_no_ids() {
     h.pump();
     assert!(h.take_other().iter().any(|o| matches!(o, ServerOutput::Cancelled { handle: x, reason: CancelReason::Disconnected } if *x == handle)));
 }
+
+#[test]
+fn a_guessed_id_cannot_hijack_a_pending_json_answer() {
+    let mut h = Harness::new(ServerConfig::default());
+    let (id, _) = h.initialize(NEW);
+    let (s, handle) = h.call(&id, NEW, 2, "x");
+    // Stream numbers are small integers; try the neighbours of every plausible one.
+    for n in 0..64 {
+        let g = h.send(Req::get(&id).header("last-event-id", &format!("{n}-0")));
+        assert_eq!(h.response(g).status(), StatusCode::BAD_REQUEST);
+    }
+    h.reply(handle, "{}");
+    let r = h.response(s);
+    assert_eq!(r.header("content-type"), Some("application/json"));
+    assert_eq!(r.json()["id"], 2);
+}

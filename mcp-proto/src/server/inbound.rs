@@ -454,10 +454,13 @@ impl Router {
                     .ok()
                     .and_then(parse_event_id)
                     .ok_or(ProtocolError::UnknownLastEventId)?;
-                let owned = self
-                    .streams
-                    .get(&lsid)
-                    .is_some_and(|s| s.session == Some(session) && s.resumable);
+                let owned = self.streams.get(&lsid).is_some_and(|s| {
+                    // Only streams whose ids reached the wire can be resumed: a pending
+                    // JSON answer has no ids, and a guessed id must not hijack it.
+                    s.session == Some(session)
+                        && s.resumable
+                        && matches!(s.phase, Phase::Open | Phase::Detached | Phase::Finished)
+                });
                 if !owned {
                     return Err(ProtocolError::UnknownLastEventId);
                 }
