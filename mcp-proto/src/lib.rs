@@ -13,12 +13,14 @@
 //! - [`jsonrpc`]: JSON-RPC 2.0 envelopes (request, notification, response, error, the
 //!   2025-03-26 batch) with `params`/`result` kept as raw JSON, so the transport never
 //!   re-parses what it only forwards.
-//!
 //! - [`server`]: the [`server::Router`], the server half of the transport: sessions, POST /
 //!   GET / DELETE answers, SSE streams with resumability, heartbeats, idle eviction, `Host`
 //!   and `Origin` validation, CORS, RFC 9728 metadata.
 //! - [`http`]: header names, media types, and the header grammars the transport reads.
 //! - [`version`]: the protocol revisions and the behaviours each one selects.
+//! - [`schema`]: the MCP schema types (params, results, notifications, content, capabilities)
+//!   of the legacy revisions and of 2026-07-28, the method names, and the [`schema::Request`]
+//!   trait tying a method to its params and result types.
 //!
 //! ## The run loop (for the state machines built on these pieces)
 //!
@@ -27,14 +29,14 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(not(fuzzing), warn(missing_docs))]
 
+pub mod http;
+pub mod jsonrpc;
+pub mod schema;
+pub mod server;
+pub mod version;
+
 #[cfg(any(fuzzing, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod http;
-// TEMPORARY: stands in for the `jsonrpc` module of the jsonrpc branch until it is merged.
-#[path = "jsonrpc_shim.rs"]
-pub mod jsonrpc;
-pub mod server;
-pub mod version;
 
 pub use version::{Era, ProtocolVersion};

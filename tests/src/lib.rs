@@ -29,10 +29,10 @@ pub fn fuzz_inputs(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
         };
         for entry in entries.flatten() {
             let path = entry.path();
-            if path.is_file() {
-                if let Ok(bytes) = std::fs::read(&path) {
-                    out.push((path, bytes));
-                }
+            if path.is_file()
+                && let Ok(bytes) = std::fs::read(&path)
+            {
+                out.push((path, bytes));
             }
         }
     }

@@ -92,7 +92,7 @@ fn idle_session_costs_at_most_2_kb_in_the_router() {
     // Warm up one session so lazily created router-wide structures are not charged to the
     // measured ones, then measure.
     let mut ids = Vec::with_capacity(SESSIONS + 1);
-    let mut open = |router: &mut Router| {
+    let open = |router: &mut Router| {
         let head = RequestHead::new(&Method::POST, &uri, &fresh);
         router.handle_request_with_body(now, head, init.as_bytes());
         let (_, handle) = drain(router);

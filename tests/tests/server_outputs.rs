@@ -38,7 +38,9 @@ fn every_error_body_is_a_json_rpc_error_with_a_message() {
         Req::post("{}").session(&id),
         Req::post(r#"{"jsonrpc":"2.0","id":1,"method":"x"}"#),
         Req::post(r#"{"jsonrpc":"2.0","id":1,"method":"x"}"#).session("gone"),
-        Req::post(r#"{"jsonrpc":"2.0","id":1,"method":"x"}"#).session(&id).version("1.0"),
+        Req::post(r#"{"jsonrpc":"2.0","id":1,"method":"x"}"#)
+            .session(&id)
+            .version("1.0"),
         Req::post("{}").header("host", "evil.example"),
         Req::get(&id).header("last-event-id", "nope"),
     ];
@@ -52,7 +54,10 @@ fn every_error_body_is_a_json_rpc_error_with_a_message() {
         assert_eq!(v["jsonrpc"], "2.0", "{desc}");
         assert!(v["id"].is_null(), "{desc}");
         assert!(v["error"]["code"].is_i64(), "{desc}");
-        assert!(!v["error"]["message"].as_str().unwrap().is_empty(), "{desc}");
+        assert!(
+            !v["error"]["message"].as_str().unwrap().is_empty(),
+            "{desc}"
+        );
         assert!(r.ended, "{desc}");
     }
 }
@@ -76,5 +81,9 @@ fn sse_events_are_one_chunk_each() {
     h.reply(handle, "{\n  \"pretty\": true\n}");
     let r = h.response(s);
     assert_eq!(r.chunks.len(), 2, "priming, response");
-    assert_eq!(r.sse_messages()[0]["result"]["pretty"], true, "multi-line data split and rejoined");
+    assert_eq!(
+        r.sse_messages()[0]["result"]["pretty"],
+        true,
+        "multi-line data split and rejoined"
+    );
 }

@@ -500,7 +500,8 @@ impl Router {
                 } else {
                     ProtocolError::InvalidRequest("the body is not a JSON-RPC 2.0 message")
                 };
-                let body = error_body(failure.id().cloned(), error.code(), &error.to_string());
+                // "Parse error" / "Invalid Request", the detail in `data`, the id if readable.
+                let body = Message::Response(failure.to_error_response()).to_bytes();
                 self.refuse(stream, error, origin, HeaderMap::new(), Some(body), false);
                 return;
             }
@@ -583,11 +584,9 @@ impl Router {
         let mut batch_ids = Vec::new();
         for item in items {
             match item {
-                Err(invalid) => kept.push(error_body(
-                    invalid.id,
-                    error_codes::INVALID_REQUEST,
-                    "invalid request: not a JSON-RPC 2.0 message",
-                )),
+                Err(invalid) => {
+                    kept.push(Message::Response(invalid.to_error_response()).to_bytes())
+                }
                 Ok(Message::Request(r)) => {
                     if batch && &*r.method == "initialize" {
                         kept.push(error_body(
