@@ -127,4 +127,19 @@ fn idle_session_costs_at_most_2_kb_in_the_router() {
         per_session <= 2048.0,
         "{per_session} bytes per idle session"
     );
+
+    // Eviction frees everything: after the idle TTL the router is back near its baseline.
+    drop(ids);
+    let later = now + std::time::Duration::from_secs(31 * 60);
+    while let Some(at) = router.poll_timeout() {
+        if at > later {
+            break;
+        }
+        router.handle_timeout(at);
+        drain(&mut router);
+    }
+    assert_eq!(router.session_count(), 0);
+    let residue = LIVE.load(Ordering::Relaxed) - before;
+    println!("router heap left after evicting them all: {residue} bytes");
+    assert!(residue < 64 * 1024, "{residue} bytes left after eviction");
 }

@@ -229,3 +229,35 @@ fn s_sess_7_reinitialize_after_404_gets_a_new_session() {
     let (b, _) = h.initialize(V);
     assert_ne!(a, b);
 }
+
+#[test]
+fn shutdown_ends_everything_well_formed() {
+    let mut h = Harness::new(ServerConfig::default());
+    let (id, _) = h.initialize(V);
+    let (pending, handle) = h.call(&id, V, 2, "slow");
+    let g = h.send(Req::get(&id));
+    let reading = h.send_head(&Req::post("{").session(&id));
+    h.router.shutdown(h.now);
+    h.pump();
+    assert_eq!(h.response(pending).status(), StatusCode::NOT_FOUND);
+    assert!(h.response(pending).ended && h.response(g).ended);
+    assert_eq!(
+        h.response(reading).status(),
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    let other = h.take_other();
+    assert!(
+        other
+            .iter()
+            .any(|o| matches!(o, ServerOutput::Cancelled { handle: x, .. } if *x == handle))
+    );
+    assert!(other.iter().any(|o| matches!(
+        o,
+        ServerOutput::SessionClosed {
+            reason: CloseReason::Shutdown,
+            ..
+        }
+    )));
+    assert_eq!(h.router.session_count(), 0);
+    assert_eq!(h.router.poll_timeout(), None);
+}

@@ -169,6 +169,8 @@ pub enum CloseReason {
     ClosedByApp,
     /// The app answered `initialize` with an error.
     InitializeFailed,
+    /// [`Router::shutdown`](super::Router::shutdown).
+    Shutdown,
 }
 
 /// Why the app must stop handling a request.
@@ -182,4 +184,6 @@ pub enum CancelReason {
     Disconnected,
     /// The session ended.
     SessionClosed,
+    /// [`Router::shutdown`](super::Router::shutdown).
+    Shutdown,
 }

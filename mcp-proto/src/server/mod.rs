@@ -443,7 +443,12 @@ impl Router {
     /// The next output, or `None` when there is nothing to do until the next input or
     /// timeout. See the run loop in the module docs.
     pub fn poll_output(&mut self) -> Option<ServerOutput> {
-        self.out.pop_front()
+        let out = self.out.pop_front();
+        if out.is_none() && self.out.capacity() > 256 {
+            // A burst (thousands of sessions expiring at once) must not pin its peak.
+            self.out = VecDeque::new();
+        }
+        out
     }
 
     /// The earliest instant at which [`handle_timeout`](Router::handle_timeout) has work.

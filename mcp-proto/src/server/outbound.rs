@@ -223,6 +223,87 @@ impl Router {
         Ok(())
     }
 
+    /// Command: a graceful stop. Every session ends ([`CloseReason::Shutdown`]), every
+    /// handler is cancelled, every open exchange is finished (an SSE stream ends; an exchange
+    /// that has not answered yet gets 503), and the router is left empty.
+    pub fn shutdown(&mut self, now: Instant) {
+        self.advance(now);
+        let sessions: Vec<SessionHandle> = self.sessions.keys().copied().collect();
+        for s in sessions {
+            self.end_session(s, CloseReason::Shutdown);
+        }
+        let handles: Vec<RequestHandle> = self.inflight.keys().copied().collect();
+        for h in handles {
+            if let Some(f) = self.inflight.remove(&h) {
+                if let Some(StreamKind::Request { pending, .. }) =
+                    self.streams.get_mut(&f.stream).map(|l| &mut l.kind)
+                {
+                    pending.retain(|x| *x != h);
+                }
+                self.out.push_back(ServerOutput::Cancelled {
+                    handle: h,
+                    reason: CancelReason::Shutdown,
+                });
+            }
+        }
+        let conns: Vec<StreamId> = self.exchanges.keys().copied().collect();
+        for conn in conns {
+            let head_sent = match self.exchanges.get(&conn).map(|e| &e.state) {
+                Some(ExchangeState::Attached(l)) => self
+                    .streams
+                    .get(l)
+                    .is_some_and(|l| l.phase != Phase::Pending),
+                _ => false,
+            };
+            self.remove_exchange(conn);
+            if head_sent {
+                self.out
+                    .push_back(ServerOutput::ResponseEnd { stream: conn });
+            } else {
+                let mut headers = HeaderMap::new();
+                headers.insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static(mime::APPLICATION_JSON),
+                );
+                let body = error_body(None, -32000, "the server is shutting down");
+                self.answer(conn, StatusCode::SERVICE_UNAVAILABLE, headers, Some(body));
+            }
+        }
+        let streams: Vec<u64> = self.streams.keys().copied().collect();
+        for l in streams {
+            if let Some(ls) = self.streams.get_mut(&l) {
+                ls.connection = None;
+            }
+            self.drop_stream(l);
+        }
+        let outbound: Vec<OutboundId> = self.outbound.keys().copied().collect();
+        for id in outbound {
+            self.forget_outbound(id);
+            self.out.push_back(ServerOutput::ServerRequestFailed {
+                request: id,
+                error: ServerRequestError::SessionClosed,
+            });
+        }
+        self.shrink_tables();
+    }
+
+    /// Gives back table capacity once most of it is unused (after a burst of sessions).
+    fn shrink_tables(&mut self) {
+        if self.sessions.capacity() > 64 && self.sessions.len() * 4 < self.sessions.capacity() {
+            self.sessions.shrink_to_fit();
+            self.by_id.shrink_to_fit();
+        }
+        if self.streams.capacity() > 64 && self.streams.len() * 4 < self.streams.capacity() {
+            self.streams.shrink_to_fit();
+        }
+        if self.exchanges.capacity() > 64 && self.exchanges.len() * 4 < self.exchanges.capacity() {
+            self.exchanges.shrink_to_fit();
+        }
+        if self.inflight.capacity() > 64 && self.inflight.len() * 4 < self.inflight.capacity() {
+            self.inflight.shrink_to_fit();
+        }
+    }
+
     /// Input: time passed. Fires every timer due at `now`; early calls do nothing.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.advance(now);
@@ -921,6 +1002,7 @@ impl Router {
             session: handle,
             reason,
         });
+        self.shrink_tables();
     }
 
     /// Ends a connection whose session just closed: a pending JSON answer still gets a
