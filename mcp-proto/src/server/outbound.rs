@@ -22,7 +22,7 @@ use super::{
     ServerEvent, ServerOutput, SessionHandle, StreamId, Target,
 };
 use crate::http::{header as mcp_header, mime};
-use crate::jsonrpc::{Message, Notification, Outcome, Request, RequestId, Response};
+use crate::jsonrpc::{ErrorObject, Message, Notification, Outcome, Request, RequestId, Response};
 
 impl Router {
     /// Command: answers a client request, exactly once. The router restores the client's id
@@ -83,6 +83,26 @@ impl Router {
             }
         }
         Ok(())
+    }
+
+    /// Command: [`respond`](Router::respond) with a result.
+    pub fn respond_result(
+        &mut self,
+        now: Instant,
+        handle: RequestHandle,
+        result: Box<RawValue>,
+    ) -> Result<(), SendError> {
+        self.respond(now, handle, Outcome::Result(result))
+    }
+
+    /// Command: [`respond`](Router::respond) with an error.
+    pub fn respond_error(
+        &mut self,
+        now: Instant,
+        handle: RequestHandle,
+        error: ErrorObject,
+    ) -> Result<(), SendError> {
+        self.respond(now, handle, Outcome::Error(error))
     }
 
     /// Command: sends a notification, related to a request or not (see [`Target`]).
