@@ -336,7 +336,9 @@ pub fn router(data: &[u8]) {
                 }
             }
             _ => {
-                now += Duration::from_secs(b.byte() as u64 * (1 + b.byte() as u64));
+                // Mostly short jumps (heartbeats, deadlines); sometimes far past every TTL.
+                let unit = if b.byte().is_multiple_of(16) { 256 } else { 4 };
+                now += Duration::from_secs(b.byte() as u64 * unit);
                 // Fire every timer in order, as a driver would.
                 while let Some(at) = router.poll_timeout() {
                     if at > now {
