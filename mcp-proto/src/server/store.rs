@@ -136,9 +136,11 @@ impl InMemoryEventStore {
         if self.order.len() > 2 * self.live_events + 64 {
             let streams = &self.streams;
             self.order.retain(|(s, seq)| {
-                streams
-                    .get(s)
-                    .is_some_and(|l| l.events.iter().any(|e| e.seq == *seq))
+                // Events of a stream are kept in increasing `seq` order and only leave from
+                // the front, so "still held" is a range check.
+                streams.get(s).is_some_and(|l| {
+                    matches!((l.events.front(), l.events.back()), (Some(f), Some(b)) if f.seq <= *seq && *seq <= b.seq)
+                })
             });
             self.order.shrink_to_fit();
         }
