@@ -47,7 +47,7 @@ fn peers_15_a_new_get_replaces_a_stale_one_instead_of_409() {
     let g2 = h.send(Req::get(&id));
     assert_eq!(h.response(g2).status(), StatusCode::OK);
     assert!(h.response(g1).ended, "the stale GET is closed");
-    assert!(h.events.iter().any(|e| matches!(e, ServerEvent::ListenTakenOver { session: s, old, new } if *s == session && *old == g1 && *new == g2)));
+    assert!(h.events.iter().any(|e| matches!(e, ServerEvent::ConnectionReplaced { session: s, old, new } if *s == session && *old == g1 && *new == g2)));
     assert_eq!(
         h.notify(
             Target::Session(session),

@@ -301,8 +301,9 @@ pub enum ServerEvent {
         /// The session.
         session: SessionHandle,
     },
-    /// A new GET replaced the session's GET stream; the old connection was ended.
-    ListenTakenOver {
+    /// A new GET took over a stream (the session's GET stream, or a stream resumed with
+    /// `Last-Event-ID`) whose connection still looked open; the old connection was ended.
+    ConnectionReplaced {
         /// The session.
         session: SessionHandle,
         /// The connection that was ended.

@@ -810,7 +810,7 @@ impl Router {
                 .push_back(ServerOutput::ResponseEnd { stream: old });
             self.remove_exchange(old);
             self.out
-                .push_back(ServerOutput::Event(ServerEvent::ListenTakenOver {
+                .push_back(ServerOutput::Event(ServerEvent::ConnectionReplaced {
                     session,
                     old,
                     new: conn,
