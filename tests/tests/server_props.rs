@@ -93,11 +93,12 @@ struct World {
 
 impl World {
     fn new(mode: ResponseMode) -> Self {
+        // An endless grace window: a handler stays busy until answered, so the model knows
+        // exactly when a session is idle.
         let cfg = ServerConfig::default()
             .with_session_idle_ttl(Some(TTL))
-            .with_response_mode(mode);
-        let mut cfg = cfg;
-        cfg.resume_grace = Duration::from_secs(1_000_000_000);
+            .with_response_mode(mode)
+            .with_resume_grace(Duration::from_secs(1_000_000_000));
         World {
             h: Harness::new(cfg),
             sessions: Vec::new(),

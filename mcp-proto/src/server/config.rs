@@ -293,6 +293,33 @@ impl ServerConfig {
         self
     }
 
+    /// How long a resumable stream whose client went away keeps its handlers running.
+    pub fn with_resume_grace(mut self, grace: Duration) -> Self {
+        self.resume_grace = grace;
+        self
+    }
+
+    /// How long a finished request stream stays replayable.
+    pub fn with_finished_stream_retention(mut self, retention: Duration) -> Self {
+        self.finished_stream_retention = retention;
+        self
+    }
+
+    /// The most messages in one 2025-03-26 batch.
+    pub fn with_max_batch_len(mut self, max: usize) -> Self {
+        self.max_batch_len = max;
+        self
+    }
+
+    /// The revisions accepted and negotiated.
+    pub fn with_supported_versions(
+        mut self,
+        versions: impl IntoIterator<Item = ProtocolVersion>,
+    ) -> Self {
+        self.supported_versions = versions.into_iter().collect();
+        self
+    }
+
     /// Adjusts `Host` validation to the address the server is bound to: loopback validation
     /// for a loopback address (the DNS-rebinding defence, S-SEC-5), none for any other
     /// address unless an allow-list was already configured. Adapters call this with their
