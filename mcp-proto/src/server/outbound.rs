@@ -569,7 +569,7 @@ impl Router {
         } else {
             None
         };
-        let frame = event_frame(id.as_deref(), None, &payload);
+        let frame = event_frame(id.as_deref(), &payload);
         if id.is_some() {
             let sid = ls
                 .session

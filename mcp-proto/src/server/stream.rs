@@ -48,10 +48,11 @@
 
 use std::time::{Duration, Instant};
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 
 use super::{RequestHandle, SessionHandle, StreamId};
 use crate::ProtocolVersion;
+use crate::sse::{SseFrame, encode_comment, encode_priming};
 
 /// The phase of a logical stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,56 +213,35 @@ pub(crate) fn event_id(stream: u64, seq: u64) -> String {
     format!("{stream}-{seq}")
 }
 
-/// Encodes one SSE event (WHATWG; one `data:` line per line of `data`, S-SSE-17).
-pub(crate) fn event_frame(id: Option<&str>, retry: Option<Duration>, data: &[u8]) -> Bytes {
-    let mut out = BytesMut::with_capacity(data.len() + 32);
-    if let Some(id) = id {
-        out.put_slice(b"id: ");
-        out.put_slice(id.as_bytes());
-        out.put_u8(b'\n');
-    }
-    if let Some(r) = retry {
-        out.put_slice(format!("retry: {}\n", r.as_millis()).as_bytes());
-    }
-    let mut rest = data;
-    loop {
-        let end = rest.iter().position(|b| *b == b'\n' || *b == b'\r');
-        out.put_slice(b"data: ");
-        match end {
-            Some(i) => {
-                out.put_slice(&rest[..i]);
-                out.put_u8(b'\n');
-                let skip = if rest[i] == b'\r' && rest.get(i + 1) == Some(&b'\n') {
-                    2
-                } else {
-                    1
-                };
-                rest = &rest[i + skip..];
-            }
-            None => {
-                out.put_slice(rest);
-                out.put_u8(b'\n');
-                break;
-            }
-        }
-    }
-    out.put_u8(b'\n');
-    out.freeze()
+/// Encodes one SSE event with the workspace encoder (one `data:` line per line, S-SSE-17).
+/// Our ids are `<digits>-<digits>`, which the encoder always accepts; should it ever refuse
+/// one, the event goes out without an id rather than not at all.
+pub(crate) fn event_frame(id: Option<&str>, data: &[u8]) -> Bytes {
+    let frame = SseFrame::data(data);
+    let with_id = match id {
+        Some(id) => frame.id(id),
+        None => frame,
+    };
+    with_id
+        .encode()
+        .or_else(|_| frame.encode())
+        .unwrap_or_default()
 }
 
 /// The priming event: an id and an empty `data` field, with `retry` (S-POST-19, S-POST-22).
 pub(crate) fn priming_frame(id: &str, retry: Duration) -> Bytes {
-    Bytes::from(format!("id: {id}\nretry: {}\ndata:\n\n", retry.as_millis()))
+    encode_priming(id, Some(retry)).unwrap_or_default()
 }
 
-/// A `retry` announcement before a server-side close (S-POST-22).
+/// A `retry` announcement before a server-side close (S-POST-22): no data, so clients
+/// dispatch nothing and only record the reconnection time.
 pub(crate) fn retry_frame(retry: Duration) -> Bytes {
-    Bytes::from(format!("retry: {}\n\n", retry.as_millis()))
+    SseFrame::new().retry(retry).encode().unwrap_or_default()
 }
 
 /// The heartbeat comment frame (S-SSE-16).
 pub(crate) fn heartbeat_frame() -> Bytes {
-    Bytes::from_static(b": keepalive\n\n")
+    encode_comment("keepalive")
 }
 
 #[cfg(test)]
@@ -287,7 +267,7 @@ mod tests {
 
     #[test]
     fn frames_split_multiline_data() {
-        let f = event_frame(Some("1-1"), None, b"{\n \"a\": 1\r\n}");
+        let f = event_frame(Some("1-1"), b"{\n \"a\": 1\r\n}");
         assert_eq!(&f[..], b"id: 1-1\ndata: {\ndata:  \"a\": 1\ndata: }\n\n");
         assert_eq!(
             &priming_frame("3-0", Duration::from_millis(1500))[..],

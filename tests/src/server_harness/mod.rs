@@ -17,6 +17,7 @@ use mcp_proto::server::{
     OutboundId, RequestHandle, RequestHead, Router, ServerConfig, ServerEvent, ServerOutput,
     SessionHandle, StreamId, Target,
 };
+use mcp_proto::sse::SseDecoder;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -167,10 +168,43 @@ impl Collected {
     }
 
     /// The JSON messages carried by SSE events (empty-data events such as priming skipped).
+    ///
+    /// Decoded twice, by the harness's frame reader and by the workspace's WHATWG decoder
+    /// fed one byte at a time, which must agree on every event's data and last event id.
     pub fn sse_messages(&self) -> Vec<Value> {
-        self.frames()
+        let frames: Vec<SseFrame> = self
+            .frames()
             .into_iter()
-            .filter(|f| !f.comment && !f.data.is_empty())
+            .filter(|f| !f.comment && f.data_present)
+            .collect();
+        let mut decoder = SseDecoder::new();
+        let mut decoded = Vec::new();
+        for b in &self.body {
+            decoder.feed(std::slice::from_ref(b));
+            while let Ok(Some(ev)) = decoder.next_event() {
+                decoded.push(ev);
+            }
+        }
+        assert_eq!(
+            decoded.len(),
+            frames.len(),
+            "decoders disagree on the event count"
+        );
+        let mut last_id: Option<String> = None;
+        for (f, ev) in frames.iter().zip(&decoded) {
+            assert_eq!(f.data.as_bytes(), &ev.data[..], "decoders disagree on data");
+            if f.id.is_some() {
+                last_id = f.id.clone();
+            }
+            assert_eq!(
+                last_id.as_deref(),
+                ev.id.as_deref(),
+                "decoders disagree on ids"
+            );
+        }
+        frames
+            .into_iter()
+            .filter(|f| !f.data.is_empty())
             .map(|f| serde_json::from_str(&f.data).expect("SSE data is JSON"))
             .collect()
     }

@@ -1,5 +1,7 @@
-//! A small SSE reader for assertions (frames split on blank lines, LF only, which is what the
-//! router writes). The workspace's WHATWG decoder replaces it once it lands.
+//! A small SSE frame reader for assertions: frames split on blank lines, LF only (what the
+//! router writes), comments kept (the WHATWG decoder drops them, and heartbeat tests count
+//! them). [`Collected::sse_messages`](super::Collected::sse_messages) cross-checks it against
+//! the workspace's decoder.
 
 /// One SSE frame as written.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -12,6 +14,8 @@ pub struct SseFrame {
     pub data: String,
     /// A `:` comment frame (heartbeat).
     pub comment: bool,
+    /// At least one `data` line (an empty one included: the priming event).
+    pub data_present: bool,
 }
 
 /// Splits a body into frames.
@@ -34,7 +38,10 @@ pub fn parse_sse(body: &[u8]) -> Vec<SseFrame> {
             match name {
                 "id" => f.id = Some(value.to_owned()),
                 "retry" => f.retry = value.parse().ok(),
-                "data" => data.push(value),
+                "data" => {
+                    f.data_present = true;
+                    data.push(value);
+                }
                 _ => {}
             }
         }
