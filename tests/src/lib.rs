@@ -4,6 +4,7 @@
 #![warn(missing_docs)]
 
 pub mod client_harness;
+pub mod server_harness;
 
 use std::path::{Path, PathBuf};
 
