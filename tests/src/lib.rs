@@ -1,7 +1,14 @@
-//! Shared pieces of the workspace's integration tests: the fuzz-corpus replay helper now, the
-//! in-memory client/server pair on a virtual clock and the shared test servers as they land.
+//! Shared pieces of the workspace's integration tests: the fuzz-corpus replay helper, the
+//! shared test servers ([`everything`], [`users`]), a deterministic executor on a virtual
+//! clock ([`exec`]) and the in-memory client/server pair ([`loopback`]).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
+
+pub mod everything;
+pub mod exec;
+pub mod harness;
+pub mod loopback;
+pub mod users;
 
 use std::path::{Path, PathBuf};
 

@@ -5,10 +5,12 @@
 //! They are inherent methods of the `schema` types, so `Resource::new(uri, name)
 //! .description(..)` builds exactly what `resources/list` sends; no wrapper types.
 
+use std::collections::BTreeMap;
+
 use crate::schema::{
-    AudioContent, BlobResourceContents, CallToolResult, ContentBlock, EmbeddedResource,
-    GetPromptResult, ImageContent, Prompt, PromptArgument, PromptMessage, Resource,
-    ResourceContents, ResourceTemplate, Role, TextResourceContents,
+    AudioContent, BlobResourceContents, CallToolResult, ContentBlock, ElicitValue,
+    EmbeddedResource, GetPromptResult, ImageContent, Prompt, PromptArgument, PromptMessage,
+    RequestedSchema, Resource, ResourceContents, ResourceTemplate, Role, TextResourceContents,
 };
 
 impl Resource {
@@ -213,5 +215,34 @@ impl GetPromptResult {
     pub fn with_description(mut self, text: impl Into<String>) -> Self {
         self.description = Some(text.into());
         self
+    }
+}
+
+impl RequestedSchema {
+    /// The defaults the form's fields declare, as submitted values: what a client fills in
+    /// for fields the user leaves alone (SEP-1034).
+    pub fn defaults(&self) -> BTreeMap<String, ElicitValue> {
+        self.properties
+            .iter()
+            .filter_map(|(name, field)| {
+                let field = serde_json::to_value(field).ok()?;
+                let value = match field.get("default")? {
+                    serde_json::Value::String(s) => ElicitValue::String(s.clone()),
+                    serde_json::Value::Bool(b) => ElicitValue::Boolean(*b),
+                    serde_json::Value::Number(n) => match n.as_i64() {
+                        Some(i) => ElicitValue::Integer(i),
+                        None => ElicitValue::Number(n.as_f64()?),
+                    },
+                    serde_json::Value::Array(items) => ElicitValue::StringArray(
+                        items
+                            .iter()
+                            .filter_map(|v| v.as_str().map(str::to_owned))
+                            .collect(),
+                    ),
+                    _ => return None,
+                };
+                Some((name.clone(), value))
+            })
+            .collect()
     }
 }

@@ -175,6 +175,13 @@ impl RequestContext {
         self.session.peer.notify(Some(&self.id), notification)
     }
 
+    /// Closes this request's stream without answering, so the client reconnects and polls
+    /// for the answer (see [`Peer::close_stream`](super::Peer::close_stream)); the handler
+    /// goes on and its result is delivered on the resumed stream.
+    pub fn close_stream(&self) -> Result<(), PeerError> {
+        self.session.peer.close_stream(&self.id)
+    }
+
     /// Reports progress, when the client asked for it (a `progressToken`); otherwise does
     /// nothing.
     pub fn progress(&self, progress: u64, total: Option<u64>) {

@@ -52,6 +52,16 @@ pub trait Peer: Send + Sync + 'static {
         params: Option<Box<RawValue>>,
     ) -> ResponseFuture;
 
+    /// Closes the stream of the request `related` without answering it, so that the client
+    /// reconnects and gets the answer on the resumed stream (SEP-1699 polling, 2025-11-25).
+    /// The default refuses: not every transport can.
+    fn close_stream(&self, related: &RequestId) -> Result<(), PeerError> {
+        let _ = related;
+        Err(PeerError::Unsupported(
+            "this transport cannot close a request's stream".into(),
+        ))
+    }
+
     /// A future that completes after `duration` on the transport's clock. The default
     /// completes at once, for transports without timers.
     fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
