@@ -55,3 +55,21 @@ pub fn pair(server: &Server, builder: ClientBuilder) -> (Executor, Loopback) {
     let lb = Loopback::connect(&exec, server, builder);
     (exec, lb)
 }
+
+/// Runs `future` for at most `limit` of virtual time on `exec`: its output, or `None` (and
+/// the future dropped, which cancels what it was doing) when time ran out first.
+pub async fn timeout<T>(
+    exec: &Executor,
+    limit: std::time::Duration,
+    future: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    let mut future = std::pin::pin!(future);
+    let mut sleep = std::pin::pin!(exec.sleep(limit));
+    std::future::poll_fn(|cx| {
+        if let std::task::Poll::Ready(v) = future.as_mut().poll(cx) {
+            return std::task::Poll::Ready(Some(v));
+        }
+        sleep.as_mut().poll(cx).map(|()| None)
+    })
+    .await
+}
