@@ -129,10 +129,12 @@ impl Server {
             state.client_info = Some(p.client_info);
             state.client_capabilities = Some(p.capabilities);
         }
+        // Capabilities first: they read the configuration lock themselves.
+        let capabilities = self.server_capabilities();
         let config = self.config();
         Ok(InitializeResult {
             protocol_version: version.as_str().to_owned(),
-            capabilities: self.server_capabilities(),
+            capabilities,
             server_info: config.info.clone(),
             instructions: config.instructions.clone(),
             ..InitializeResult::default()
@@ -140,6 +142,7 @@ impl Server {
     }
 
     fn discover(&self) -> DiscoverResult {
+        let capabilities = self.server_capabilities();
         let config = self.config();
         let meta = ResultMeta {
             server_info: Some(config.info.clone()),
@@ -150,7 +153,7 @@ impl Server {
                 .iter()
                 .map(|v| v.as_str().to_owned())
                 .collect(),
-            capabilities: self.server_capabilities(),
+            capabilities,
             instructions: config.instructions.clone(),
             meta: Some(meta.to_meta()),
             ..DiscoverResult::default()
@@ -290,12 +293,12 @@ impl Server {
         on: bool,
     ) -> Result<EmptyResult, Error> {
         let p: SubscribeRequestParams = params(request)?;
+        if on && !self.knows_uri(&p.uri) {
+            return Err(Error::resource_not_found(&p.uri));
+        }
         let session = ctx.session();
         let mut state = lock(&session.shared.state);
         if on {
-            if !self.knows_uri(&p.uri) {
-                return Err(Error::resource_not_found(&p.uri));
-            }
             state.subscriptions.insert(p.uri);
         } else {
             state.subscriptions.remove(&p.uri);
