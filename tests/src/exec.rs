@@ -160,6 +160,32 @@ impl Executor {
         true
     }
 
+    /// When the earliest timer is due, if any.
+    pub fn next_timer(&self) -> Option<Duration> {
+        lock(&self.inner.timers).keys().next().map(|(at, _)| *at)
+    }
+
+    /// Moves the clock to `at` (never backwards) and wakes every timer due by then.
+    pub fn advance_to(&self, at: Duration) {
+        let due = {
+            let mut timers = lock(&self.inner.timers);
+            let mut now = lock(&self.inner.now);
+            if at > *now {
+                *now = at;
+            }
+            let later = timers.split_off(&(*now + Duration::from_nanos(1), 0));
+            std::mem::replace(&mut *timers, later)
+        };
+        for (_, waker) in due {
+            waker.wake();
+        }
+    }
+
+    /// Whether a task is ready to run.
+    pub fn has_ready(&self) -> bool {
+        !lock(&self.inner.ready).is_empty()
+    }
+
     /// Lets the clock run `duration` (running tasks and firing timers on the way).
     pub fn run_for(&self, duration: Duration) {
         let end = self.elapsed() + duration;
