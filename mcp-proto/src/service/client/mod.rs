@@ -388,6 +388,27 @@ fn with_progress_token(params: &mut Value, token: &ProgressToken) {
     }
 }
 
+/// Collects every page: `fetch(cursor)` gives one page and the next cursor; a repeated
+/// cursor is an error rather than an endless loop.
+async fn all_pages<T, F, Fut>(mut fetch: F) -> Result<Vec<T>, RequestError>
+where
+    F: FnMut(Option<String>) -> Fut,
+    Fut: Future<Output = Result<(Vec<T>, Option<String>), RequestError>>,
+{
+    let mut all = Vec::new();
+    let mut seen = HashSet::new();
+    let mut cursor = None;
+    loop {
+        let (items, next) = fetch(cursor).await?;
+        all.extend(items);
+        match next {
+            Some(c) if !seen.insert(c.clone()) => return Err(RequestError::CursorLoop(c)),
+            Some(c) => cursor = Some(c),
+            None => return Ok(all),
+        }
+    }
+}
+
 impl Client {
     /// A builder for a client called `name` at `version`.
     pub fn builder(name: impl Into<String>, version: impl Into<String>) -> ClientBuilder {
@@ -659,18 +680,12 @@ impl Client {
 
     /// Every tool, following `nextCursor`.
     pub async fn list_tools(&self) -> Result<Vec<Tool>, RequestError> {
-        let mut all = Vec::new();
-        let mut seen = HashSet::new();
-        let mut cursor = None;
-        loop {
-            let page = self.list_tools_page(cursor).await?;
-            all.extend(page.tools);
-            match page.next_cursor {
-                Some(c) if !seen.insert(c.clone()) => return Err(RequestError::CursorLoop(c)),
-                Some(c) => cursor = Some(c),
-                None => return Ok(all),
-            }
-        }
+        all_pages(|cursor| async move {
+            self.list_tools_page(cursor)
+                .await
+                .map(|p| (p.tools, p.next_cursor))
+        })
+        .await
     }
 
     /// Calls the tool `name` with `arguments` (anything that serializes to a JSON object,
@@ -730,18 +745,12 @@ impl Client {
 
     /// Every resource, following `nextCursor`.
     pub async fn list_resources(&self) -> Result<Vec<Resource>, RequestError> {
-        let mut all = Vec::new();
-        let mut seen = HashSet::new();
-        let mut cursor = None;
-        loop {
-            let page = self.list_resources_page(cursor).await?;
-            all.extend(page.resources);
-            match page.next_cursor {
-                Some(c) if !seen.insert(c.clone()) => return Err(RequestError::CursorLoop(c)),
-                Some(c) => cursor = Some(c),
-                None => return Ok(all),
-            }
-        }
+        all_pages(|cursor| async move {
+            self.list_resources_page(cursor)
+                .await
+                .map(|p| (p.resources, p.next_cursor))
+        })
+        .await
     }
 
     /// One page of `resources/templates/list`.
@@ -758,18 +767,12 @@ impl Client {
 
     /// Every resource template, following `nextCursor`.
     pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, RequestError> {
-        let mut all = Vec::new();
-        let mut seen = HashSet::new();
-        let mut cursor = None;
-        loop {
-            let page = self.list_resource_templates_page(cursor).await?;
-            all.extend(page.resource_templates);
-            match page.next_cursor {
-                Some(c) if !seen.insert(c.clone()) => return Err(RequestError::CursorLoop(c)),
-                Some(c) => cursor = Some(c),
-                None => return Ok(all),
-            }
-        }
+        all_pages(|cursor| async move {
+            self.list_resource_templates_page(cursor)
+                .await
+                .map(|p| (p.resource_templates, p.next_cursor))
+        })
+        .await
     }
 
     /// `resources/read`.
@@ -815,18 +818,12 @@ impl Client {
 
     /// Every prompt, following `nextCursor`.
     pub async fn list_prompts(&self) -> Result<Vec<Prompt>, RequestError> {
-        let mut all = Vec::new();
-        let mut seen = HashSet::new();
-        let mut cursor = None;
-        loop {
-            let page = self.list_prompts_page(cursor).await?;
-            all.extend(page.prompts);
-            match page.next_cursor {
-                Some(c) if !seen.insert(c.clone()) => return Err(RequestError::CursorLoop(c)),
-                Some(c) => cursor = Some(c),
-                None => return Ok(all),
-            }
-        }
+        all_pages(|cursor| async move {
+            self.list_prompts_page(cursor)
+                .await
+                .map(|p| (p.prompts, p.next_cursor))
+        })
+        .await
     }
 
     /// `prompts/get` with string arguments.
