@@ -33,6 +33,7 @@ pub mod http;
 pub mod jsonrpc;
 pub mod schema;
 pub mod service;
+pub mod sse;
 pub mod version;
 
 #[cfg(any(fuzzing, feature = "fuzzing"))]

@@ -1,5 +1,9 @@
-//! Bodies of the cargo-fuzz targets (`fuzz/fuzz_targets/*.rs` call one function each), built
-//! with `--cfg fuzzing` or the `fuzzing` feature so that plain tests can replay the committed
-//! seeds (`mcp_tests::replay_fuzz_target`). Not part of the stable API.
+//! Bodies of the cargo-fuzz targets (`fuzz/fuzz_targets/*.rs` are one-line calls into these).
+//!
+//! They live in the library so that they compile with the normal build and so that plain
+//! `cargo test` can replay the committed seeds (`fuzz/seeds/<target>/`) through
+//! `mcp_tests::replay_fuzz_target`. Compiled only with `--cfg fuzzing` or the `fuzzing`
+//! feature. Not a stable API.
 
 pub mod jsonrpc;
+pub mod sse;
