@@ -13,6 +13,9 @@
 //! - [`jsonrpc`]: JSON-RPC 2.0 envelopes (request, notification, response, error, the
 //!   2025-03-26 batch) with `params`/`result` kept as raw JSON, so the transport never
 //!   re-parses what it only forwards.
+//! - [`client`]: `ClientSession`, the whole client side of the transport as one state machine
+//!   (POST replies as JSON or SSE, the GET listening stream with bounded jittered reconnects,
+//!   session expiry and re-initialization, resumption with `Last-Event-ID`, cancel and close).
 //! - [`http`]: header names, media types, and the header grammars the transport reads.
 //! - [`version`]: the protocol revisions and the behaviours each one selects.
 //! - [`schema`]: the MCP schema types (params, results, notifications, content, capabilities)
@@ -29,6 +32,7 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(not(fuzzing), warn(missing_docs))]
 
+pub mod client;
 pub mod http;
 pub mod jsonrpc;
 pub mod schema;

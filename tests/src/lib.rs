@@ -9,6 +9,7 @@ pub mod exec;
 pub mod harness;
 pub mod loopback;
 pub mod users;
+pub mod client_harness;
 
 use std::path::{Path, PathBuf};
 

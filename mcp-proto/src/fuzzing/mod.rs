@@ -5,5 +5,6 @@
 //! `mcp_tests::replay_fuzz_target`. Compiled only with `--cfg fuzzing` or the `fuzzing`
 //! feature. Not a stable API.
 
+pub mod client;
 pub mod jsonrpc;
 pub mod sse;

@@ -1,0 +1,198 @@
+//! Errors, sorted by blame (sans-io-style §8.6).
+//!
+//! - [`ProtocolError`]: the server broke the protocol (a status or content type it must not
+//!   send, a body that is not JSON-RPC, a stream over a limit, a missing response).
+//! - [`ApiMisuse`]: the caller broke the API contract (a second in-flight request with the same
+//!   id, cancelling `initialize`, a command after `close`); returned by the command, nothing
+//!   else changes.
+//! - [`ClientError`]: why one request failed, delivered in its outcome. Ordinary endings
+//!   (session expiry, listening unsupported, closed) are also [`super::ClientEvent`]s.
+
+use bytes::Bytes;
+use http::StatusCode;
+
+use super::io::TransportFailure;
+use super::wire::RequestId;
+use crate::http::BearerChallenge;
+use crate::version::ProtocolVersion;
+
+/// Which limit of [`super::Limits`] (or of the session) was hit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Limit {
+    /// `max_sse_event_bytes`.
+    SseEvent,
+    /// `max_json_body_bytes`.
+    JsonBody,
+    /// `max_in_flight_requests`.
+    InFlightRequests,
+    /// `max_queued_messages`.
+    QueuedMessages,
+    /// `max_error_body_bytes` (the body is truncated and the exchange dropped).
+    ErrorBody,
+    /// The listening stream's failure budget.
+    ListenFailures,
+    /// `max_resume_failures` of a POST stream.
+    ResumeFailures,
+}
+
+/// The server broke the protocol. Carries the HTTP status that led to it, when there was one
+/// ([`ProtocolError::status_hint`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProtocolError {
+    /// A success status this exchange cannot have (202 to a request, 200 to a resume that is
+    /// not an SSE stream …).
+    #[error("unexpected HTTP status {status}")]
+    UnexpectedStatus {
+        /// The status.
+        status: StatusCode,
+    },
+    /// A 200 whose `Content-Type` is neither `application/json` nor `text/event-stream`
+    /// (S-POST-9), or not `text/event-stream` on a GET (S-GET-3).
+    #[error("unexpected content type {content_type:?}")]
+    UnexpectedContentType {
+        /// The media type, if there was a readable one.
+        content_type: Option<String>,
+    },
+    /// A body or SSE event that is not JSON-RPC.
+    #[error("invalid JSON-RPC: {detail}")]
+    InvalidJsonRpc {
+        /// What was wrong.
+        detail: String,
+    },
+    /// A batch array when the negotiated version has no batches (S-POST-6).
+    #[error("JSON-RPC batch not allowed in {version}")]
+    BatchNotAllowed {
+        /// The negotiated version.
+        version: ProtocolVersion,
+    },
+    /// A JSON body that ended without the response to the request.
+    #[error("the response body did not contain the response")]
+    MissingResponse,
+    /// An SSE stream that ended before the response and could not be resumed (peers.md
+    /// item 23).
+    #[error("the stream ended before the response and cannot be resumed")]
+    StreamEndedWithoutResponse,
+    /// A stream went over a limit.
+    #[error("limit exceeded: {limit:?}")]
+    LimitExceeded {
+        /// Which one.
+        limit: Limit,
+    },
+    /// An `Mcp-Session-Id` that is not visible ASCII (S-SESS-3) or too long.
+    #[error("invalid Mcp-Session-Id")]
+    InvalidSessionId,
+    /// An `initialize` result whose `protocolVersion` we do not speak (S-LIFE-9).
+    #[error("unsupported protocol version {offered:?}")]
+    UnsupportedVersion {
+        /// What the server offered, if it said anything.
+        offered: Option<String>,
+    },
+}
+
+impl ProtocolError {
+    /// The HTTP status the server answered that caused this error, if one did.
+    pub fn status_hint(&self) -> Option<StatusCode> {
+        match self {
+            ProtocolError::UnexpectedStatus { status } => Some(*status),
+            _ => None,
+        }
+    }
+}
+
+/// The caller broke the API contract; the command did nothing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApiMisuse {
+    /// `send` got bytes that are not one JSON-RPC message.
+    #[error("not a JSON-RPC message: {detail}")]
+    NotJsonRpc {
+        /// What was wrong.
+        detail: String,
+    },
+    /// A request with this id is already in flight (peers.md item 20).
+    #[error("a request with id {id} is already in flight")]
+    DuplicateRequestId {
+        /// The id.
+        id: RequestId,
+    },
+    /// `cancel` of an id that is not in flight.
+    #[error("no request with id {id} is in flight")]
+    UnknownRequest {
+        /// The id.
+        id: RequestId,
+    },
+    /// `initialize` must not be cancelled (S-CANCEL-2).
+    #[error("initialize cannot be cancelled")]
+    CannotCancelInitialize,
+    /// `initialize` while a session is established or being established.
+    #[error("the session is already initialized or initializing")]
+    AlreadyInitialized,
+    /// The app sent a JSON-RPC response in an era where clients send none (S-NEW-5).
+    #[error("responses are not sent in {version}")]
+    ResponseNotAllowed {
+        /// The version.
+        version: ProtocolVersion,
+    },
+    /// Too many requests in flight.
+    #[error("too many requests in flight (limit {limit})")]
+    TooManyInFlight {
+        /// The limit.
+        limit: usize,
+    },
+    /// Too many messages queued before the session is ready.
+    #[error("too many queued messages (limit {limit})")]
+    QueueFull {
+        /// The limit.
+        limit: usize,
+    },
+    /// A token that cannot be a header value.
+    #[error("invalid bearer token")]
+    InvalidToken,
+    /// The session is closed (or closing).
+    #[error("the session is closed")]
+    Closed,
+}
+
+/// Why a request failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// The server broke the protocol.
+    #[error(transparent)]
+    Protocol(#[from] ProtocolError),
+    /// The exchange failed below HTTP and could not be resumed.
+    #[error("transport: {0}")]
+    Transport(TransportFailure),
+    /// An error status, with the start of its body (up to `max_error_body_bytes`).
+    #[error("HTTP status {status}")]
+    HttpStatus {
+        /// The status.
+        status: StatusCode,
+        /// The start of the body.
+        body: Bytes,
+    },
+    /// 401, or 403 with a Bearer challenge: run the OAuth flow with these parameters
+    /// (S-AUTH-10..12), set a token, and send again.
+    #[error("authorization required ({status})")]
+    AuthorizationRequired {
+        /// 401 or 403.
+        status: StatusCode,
+        /// The `WWW-Authenticate: Bearer` parameters (empty if there were none).
+        challenge: BearerChallenge,
+    },
+    /// The session expired (404 to a request that carried its id) and was not (or could not
+    /// be) repaired for this request.
+    #[error("session expired")]
+    SessionExpired,
+    /// 404 to `initialize`: a wrong endpoint, or an old HTTP+SSE server (S-BC-3).
+    #[error("no MCP endpoint here (404 to initialize)")]
+    EndpointNotFound,
+    /// The request deadline passed.
+    #[error("request timed out")]
+    TimedOut,
+    /// The session was closed before the response.
+    #[error("session closed")]
+    Closed,
+}

@@ -1,0 +1,177 @@
+//! [`ClientEvent`]: every decision the session takes, as data. The seed client's logger
+//! becomes these; adapters map them to `tracing` (peers.md §4 item 13).
+
+use std::time::{Duration, Instant};
+
+use http::StatusCode;
+
+use super::error::{ClientError, Limit};
+use super::io::StreamId;
+use super::wire::RequestId;
+use crate::http::BearerChallenge;
+use crate::version::ProtocolVersion;
+
+/// Which logical stream a reconnect concerns.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StreamRole {
+    /// The GET listening stream.
+    Listen,
+    /// The POST stream of this request, resumed with GET + `Last-Event-ID`.
+    Request(RequestId),
+}
+
+/// Why the listening stream stopped for good (until the next `listen`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ListenStop {
+    /// The failure budget was exhausted.
+    TooManyFailures {
+        /// Failures inside the window.
+        failures: u32,
+    },
+    /// 401/403: the app must authorize, then call `listen` again.
+    AuthorizationRequired,
+}
+
+/// How the DELETE of `close` went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CloseReason {
+    /// `close` with no session to delete (none issued, or the modern era).
+    NoSession,
+    /// The server answered the DELETE (2xx; 405 means it does not let clients end sessions,
+    /// S-SESS-9; 404 means it was already gone).
+    Deleted {
+        /// The status.
+        status: StatusCode,
+    },
+    /// The DELETE failed below HTTP.
+    DeleteFailed,
+    /// The DELETE got no answer within the close timeout.
+    DeleteTimedOut,
+}
+
+/// A decision of the session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ClientEvent {
+    /// The `initialize` response arrived: the session id (if the server issued one, S-SESS-1)
+    /// and the negotiated version. `notifications/initialized` is POSTed next.
+    Initialized {
+        /// The session id.
+        session_id: Option<Box<str>>,
+        /// The negotiated version.
+        version: ProtocolVersion,
+    },
+    /// `notifications/initialized` was answered (G-9): queued messages go out, listening
+    /// starts. `acknowledged` is `Err` when the server refused it; the session proceeds anyway.
+    Ready {
+        /// The answer to `notifications/initialized`.
+        acknowledged: Result<(), ClientError>,
+    },
+    /// A 404 answered a request that carried this session id (S-SESS-6, S-SESS-7). The id is
+    /// cleared. Exactly one per expired id.
+    SessionExpired {
+        /// The expired id.
+        session_id: Box<str>,
+    },
+    /// The saved `initialize` was replayed and answered; requests that failed with the 404 are
+    /// retried once.
+    Reinitialized {
+        /// The new session id.
+        session_id: Option<Box<str>>,
+        /// The negotiated version.
+        version: ProtocolVersion,
+        /// How many requests are retried.
+        retried: usize,
+    },
+    /// Re-initialization failed; the requests waiting for it failed with `SessionExpired`.
+    ReinitializeFailed {
+        /// Why.
+        error: ClientError,
+    },
+    /// 405 to the listening GET (S-GET-3), or an era without one (S-NEW-1): never retried.
+    ListenUnsupported,
+    /// The listening stream is open (200 `text/event-stream`).
+    ListenOpened {
+        /// Its exchange.
+        stream: StreamId,
+        /// The `Last-Event-ID` it resumed from, if any.
+        resumed_from: Option<Box<str>>,
+    },
+    /// A reconnect is scheduled.
+    Reconnecting {
+        /// Which logical stream.
+        role: StreamRole,
+        /// When the GET goes out.
+        at: Instant,
+        /// The delay chosen.
+        delay: Duration,
+        /// The reconnect number (0-based) of the current run of failures.
+        attempt: u32,
+        /// The server's `retry` (or `Retry-After`) that floored the delay, if any.
+        server_retry: Option<Duration>,
+    },
+    /// A resuming GET was answered with a stream (S-RES-5).
+    Resumed {
+        /// Which logical stream.
+        role: StreamRole,
+        /// The new exchange.
+        stream: StreamId,
+        /// The `Last-Event-ID` sent.
+        last_event_id: Box<str>,
+    },
+    /// The listening stream stopped.
+    ListenGaveUp {
+        /// Why.
+        reason: ListenStop,
+    },
+    /// 401, or 403 with a Bearer challenge (S-AUTH-11).
+    AuthorizationRequired {
+        /// The exchange that got it.
+        stream: StreamId,
+        /// 401 or 403.
+        status: StatusCode,
+        /// The challenge parameters.
+        challenge: BearerChallenge,
+    },
+    /// A limit was hit.
+    LimitExceeded {
+        /// The exchange concerned, if one.
+        stream: Option<StreamId>,
+        /// Which limit.
+        limit: Limit,
+    },
+    /// A response whose id matches no request in flight (late after a cancel, S-CANCEL-3, or
+    /// bogus): dropped.
+    UnmatchedResponse {
+        /// Where it came.
+        stream: StreamId,
+        /// Its id.
+        id: Option<RequestId>,
+    },
+    /// An SSE event or body element that is not JSON-RPC: dropped.
+    InvalidMessage {
+        /// Where it came.
+        stream: StreamId,
+        /// What was wrong.
+        error: ClientError,
+    },
+    /// A POSTed notification or response was not accepted (no outcome exists for those).
+    PostRejected {
+        /// The exchange.
+        stream: StreamId,
+        /// The JSON-RPC method of a notification, if it was one.
+        method: Option<Box<str>>,
+        /// Why.
+        error: ClientError,
+    },
+    /// The bearer-token provider returned a value that cannot be a header; it was not sent.
+    InvalidBearerToken,
+    /// The session is closed: no output follows.
+    Closed {
+        /// How the DELETE went.
+        reason: CloseReason,
+    },
+}

@@ -1,0 +1,312 @@
+//! The session phase machine: every change of [`Phase`] happens in [`ClientSession::step`].
+//!
+//! # Theory of operation
+//!
+//! The phase says whether messages may go out (`Ready`), must wait (`Uninitialized`,
+//! `Initializing`, `Acknowledging`, `Reinitializing`: the G-9 gate), or are refused
+//! (`Closing`, `Closed`). The rest of the facade reports what happened as a [`PhaseEvent`];
+//! the one `match` below decides the next phase and performs the lifecycle's own effects
+//! (POSTing `notifications/initialized`, replaying `initialize`, flushing the queue, opening
+//! the listening stream, the `Initialized`/`Ready`/`SessionExpired`/`Reinitialized`/`Closed`
+//! events). A pair not listed is stale (an answer for a step already abandoned) and changes
+//! nothing.
+//!
+//! ```text
+//! phase           | event                                   | next            | effects
+//! ----------------+-----------------------------------------+-----------------+------------------------------------
+//! Uninitialized   | InitializeSent                          | Initializing    |
+//! Initializing    | InitializeAccepted (the app's)          | Acknowledging   | Initialized; POST initialized
+//! Initializing    | InitializeFailed                        | Uninitialized   |
+//! Reinitializing  | InitializeAccepted (the replay)         | Acknowledging   | Reinitialized; POST initialized
+//! Reinitializing  | ReinitFailed                            | Uninitialized   | ReinitializeFailed; retries fail
+//! Acknowledging   | Acknowledged (answer, error or timeout) | Ready           | Ready; flush queue; open GET
+//! Ready|Acknowl.  | Expired, auto re-init possible          | Reinitializing  | SessionExpired; POST saved initialize
+//! Ready|Acknowl.  | Expired, otherwise                      | Uninitialized   | SessionExpired
+//! other open      | Expired                                 | (same)          | SessionExpired
+//! open            | CloseRequested, with a DELETE           | Closing         |
+//! open            | CloseRequested, no session              | Closed          | Closed(NoSession)
+//! Closing         | DeleteDone                              | Closed          | Closed(reason)
+//! ```
+//!
+//! Expiry clears the session id, forgets the listening stream's event ids (they belong to the
+//! old session) and suspends listening; re-initialization is bounded to three in a row
+//! without reaching `Ready`.
+
+use std::time::{Duration, Instant};
+
+use http::HeaderValue;
+
+use super::*;
+
+/// What happened, as far as the phase is concerned.
+#[derive(Debug)]
+pub(super) enum PhaseEvent {
+    /// The app's `initialize` was POSTed.
+    InitializeSent,
+    /// An `initialize` (the app's, or the session's replay) was answered with a version we
+    /// speak.
+    InitializeAccepted {
+        session: Option<Box<str>>,
+        version: ProtocolVersion,
+        replay: bool,
+    },
+    /// The app's `initialize` failed (error response, bad version, HTTP or transport failure,
+    /// timeout).
+    InitializeFailed,
+    /// The replayed `initialize` failed.
+    ReinitFailed(ClientError),
+    /// `notifications/initialized` was answered, refused, or given up on.
+    Acknowledged(Result<(), ClientError>),
+    /// The current session id met a 404.
+    Expired,
+    /// The app closed; the DELETE's exchange and deadline when one was sent.
+    CloseRequested { delete: Option<(StreamId, Instant)> },
+    /// The DELETE was answered, failed, or timed out.
+    DeleteDone(CloseReason),
+}
+
+impl ClientSession {
+    /// The single transition function of the phase machine.
+    pub(super) fn step(&mut self, now: Instant, ev: PhaseEvent) {
+        match (self.phase, ev) {
+            (Phase::Uninitialized, PhaseEvent::InitializeSent) => {
+                self.phase = Phase::Initializing;
+            }
+            (
+                Phase::Initializing,
+                PhaseEvent::InitializeAccepted {
+                    session,
+                    version,
+                    replay: false,
+                },
+            ) => self.begin_session(now, session, version, None),
+            (
+                Phase::Reinitializing,
+                PhaseEvent::InitializeAccepted {
+                    session,
+                    version,
+                    replay: true,
+                },
+            ) => {
+                let retried = self
+                    .requests
+                    .values()
+                    .filter(|r| r.retried && r.state == ReqState::Queued)
+                    .count();
+                self.begin_session(now, session, version, Some(retried));
+            }
+            (Phase::Initializing, PhaseEvent::InitializeFailed) => {
+                self.phase = Phase::Uninitialized;
+            }
+            (Phase::Reinitializing, PhaseEvent::ReinitFailed(error)) => {
+                self.requests
+                    .retain(|_, r| !(r.internal && &*r.method == INITIALIZE));
+                self.phase = Phase::Uninitialized;
+                self.event(ClientEvent::ReinitializeFailed { error });
+                let waiting: Vec<RequestId> = self
+                    .requests
+                    .iter()
+                    .filter(|(_, r)| r.retried && r.state == ReqState::Queued)
+                    .map(|(id, _)| id.clone())
+                    .collect();
+                for id in waiting {
+                    self.end_request(
+                        &id,
+                        RequestResult::Failed(ClientError::SessionExpired),
+                        false,
+                    );
+                }
+            }
+            (Phase::Acknowledging, PhaseEvent::Acknowledged(acknowledged)) => {
+                self.phase = Phase::Ready;
+                self.ack_deadline = None;
+                self.reinit_streak = 0;
+                self.event(ClientEvent::Ready { acknowledged });
+                while let Some(p) = self.pending.pop_front() {
+                    self.post_message(p.bytes, p.purpose, p.rpc_method);
+                }
+                self.maybe_start_listen(now);
+            }
+            (Phase::Ready | Phase::Acknowledging, PhaseEvent::Expired) => {
+                if self.clear_session(now) {
+                    let can_replay = self.auto_reinit
+                        && self.saved_init.is_some()
+                        && self.reinit_streak < MAX_REINIT_STREAK;
+                    if !(can_replay && self.start_reinit(now)) {
+                        self.phase = Phase::Uninitialized;
+                    }
+                }
+            }
+            (
+                Phase::Uninitialized | Phase::Initializing | Phase::Reinitializing,
+                PhaseEvent::Expired,
+            ) => {
+                self.clear_session(now);
+            }
+            (
+                Phase::Uninitialized
+                | Phase::Initializing
+                | Phase::Acknowledging
+                | Phase::Ready
+                | Phase::Reinitializing,
+                PhaseEvent::CloseRequested { delete },
+            ) => match delete {
+                Some((stream, deadline)) => self.phase = Phase::Closing { stream, deadline },
+                None => {
+                    self.phase = Phase::Closed;
+                    self.event(ClientEvent::Closed {
+                        reason: CloseReason::NoSession,
+                    });
+                }
+            },
+            (Phase::Closing { .. }, PhaseEvent::DeleteDone(reason)) => {
+                self.phase = Phase::Closed;
+                self.event(ClientEvent::Closed { reason });
+            }
+            // Stale: an answer for a step already abandoned (a late initialize after a close,
+            // an acknowledgement after an expiry, a second close …). Nothing changes.
+            (
+                Phase::Uninitialized
+                | Phase::Initializing
+                | Phase::Acknowledging
+                | Phase::Ready
+                | Phase::Reinitializing
+                | Phase::Closing { .. }
+                | Phase::Closed,
+                _,
+            ) => {}
+        }
+    }
+
+    /// Clears the expired session id; `false` when there was none.
+    fn clear_session(&mut self, now: Instant) -> bool {
+        let Some(id) = self.session.take() else {
+            return false;
+        };
+        self.epoch += 1;
+        self.event(ClientEvent::SessionExpired { session_id: id });
+        self.run_listen(now, ListenInput::Suspend);
+        true
+    }
+
+    fn begin_session(
+        &mut self,
+        now: Instant,
+        session: Option<Box<str>>,
+        version: ProtocolVersion,
+        reinit: Option<usize>,
+    ) {
+        self.session = session.clone();
+        self.version = Some(version);
+        self.epoch += 1;
+        self.event(match reinit {
+            None => ClientEvent::Initialized {
+                session_id: session,
+                version,
+            },
+            Some(retried) => ClientEvent::Reinitialized {
+                session_id: session,
+                version,
+                retried,
+            },
+        });
+        self.phase = Phase::Acknowledging;
+        self.ack_deadline = Some(after(now, self.handshake_timeout()));
+        self.post_message(
+            wire::initialized_notification(),
+            Purpose::Initialized,
+            Some(INITIALIZED.into()),
+        );
+    }
+
+    /// POSTs the saved `initialize` under a session-owned id; `false` if it cannot.
+    fn start_reinit(&mut self, now: Instant) -> bool {
+        let Some(saved) = self.saved_init.clone() else {
+            return false;
+        };
+        let id = loop {
+            self.reinit_seq += 1;
+            let id = RequestId::String(format!("mcp-proto-reinit-{}", self.reinit_seq).into());
+            if !self.requests.contains_key(&id) {
+                break id;
+            }
+        };
+        let Some(bytes) = wire::with_id(&saved, id.clone()) else {
+            return false;
+        };
+        self.reinit_streak += 1;
+        self.requests.insert(
+            id.clone(),
+            Req {
+                method: INITIALIZE.into(),
+                bytes: bytes.clone(),
+                state: ReqState::Queued,
+                retried: false,
+                deadline: Some(after(now, self.handshake_timeout())),
+                internal: true,
+                epoch: self.epoch,
+            },
+        );
+        self.phase = Phase::Reinitializing;
+        self.post_message(bytes, Purpose::Request(id), Some(INITIALIZE.into()));
+        true
+    }
+
+    /// Reads the session id and version of an `initialize` response: `Ok(None)` for a
+    /// JSON-RPC error.
+    #[allow(clippy::type_complexity)]
+    pub(super) fn accept_initialize(
+        &self,
+        response: &Response,
+        head_session: Option<HeaderValue>,
+    ) -> Result<Option<(Option<Box<str>>, ProtocolVersion)>, ProtocolError> {
+        let Some(version) = wire::initialize_version(response)? else {
+            return Ok(None);
+        };
+        let session = match head_session {
+            None => None,
+            Some(v) => {
+                if !wire::valid_session_id(v.as_bytes(), self.limits.max_session_id_bytes) {
+                    return Err(ProtocolError::InvalidSessionId);
+                }
+                // Visible ASCII (checked above) is valid UTF-8.
+                Some(String::from_utf8_lossy(v.as_bytes()).into())
+            }
+        };
+        Ok(Some((session, version)))
+    }
+
+    /// How long the session's own steps (re-initialization, the answer to
+    /// `notifications/initialized`) may take: the request timeout, or 30 s.
+    pub(super) fn handshake_timeout(&self) -> Duration {
+        self.request_timeout.unwrap_or(Duration::from_secs(30))
+    }
+
+    /// The session's own steps that took too long.
+    pub(super) fn handshake_timeouts(&mut self, now: Instant) {
+        let due: Vec<RequestId> = self
+            .requests
+            .iter()
+            .filter(|(_, r)| r.internal && r.deadline.is_some_and(|d| d <= now))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in due {
+            self.end_request(&id, RequestResult::Failed(ClientError::TimedOut), true);
+            self.step(now, PhaseEvent::ReinitFailed(ClientError::TimedOut));
+        }
+        if self.phase == Phase::Acknowledging && self.ack_deadline.is_some_and(|d| d <= now) {
+            let acks: Vec<StreamId> = self
+                .posts
+                .iter()
+                .filter(|(_, p)| p.purpose == Purpose::Initialized)
+                .map(|(s, _)| *s)
+                .collect();
+            for s in acks {
+                if self.posts.remove(&s).is_some_and(|p| p.is_live()) {
+                    self.out.push_back(Output::Abort(s));
+                }
+            }
+            self.step(now, PhaseEvent::Acknowledged(Err(ClientError::TimedOut)));
+        }
+    }
+}

@@ -1,0 +1,655 @@
+//! The client half of the Streamable HTTP transport as one sans-IO state machine:
+//! [`ClientSession`].
+//!
+//! # The run loop
+//!
+//! **After any command or input, call [`ClientSession::poll_output`] until it returns `None`,
+//! then sleep until [`ClientSession::poll_timeout`] or the next input, whichever comes first,
+//! and feed it with [`ClientSession::handle_timeout`] or [`ClientSession::handle_input`].** An
+//! early `handle_timeout` is a harmless no-op; time passed in must not go backwards.
+//!
+//! ```no_run
+//! use std::time::Instant;
+//! use mcp_proto::client::{ClientConfig, ClientSession, Output};
+//!
+//! let mut session = ClientSession::new(ClientConfig::new(), Instant::now());
+//! let init = br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{
+//!     "protocolVersion":"2025-11-25","capabilities":{},
+//!     "clientInfo":{"name":"x","version":"1"}}}"#;
+//! session.send(Instant::now(), bytes::Bytes::from_static(init)).unwrap();
+//! while let Some(out) = session.poll_output() {
+//!     match out {
+//!         Output::Http(req) => { /* start req.method on the endpoint with req.headers, req.body */ }
+//!         Output::Abort(stream) => { /* drop that exchange */ }
+//!         Output::Message(m) => { /* a server request or notification for the app */ }
+//!         Output::Outcome(o) => { /* one of our requests ended */ }
+//!         Output::Event(e) => { /* log it */ }
+//!         _ => {}
+//!     }
+//! }
+//! // … then wait for network input or `session.poll_timeout()`.
+//! ```
+//!
+//! # Method kinds
+//!
+//! - **Commands** (the app): [`send`](ClientSession::send) a serialized JSON-RPC message
+//!   (request, notification, or the response to a server request),
+//!   [`cancel`](ClientSession::cancel) a request, [`listen`](ClientSession::listen) /
+//!   [`stop_listening`](ClientSession::stop_listening), [`close`](ClientSession::close),
+//!   [`set_bearer_token`](ClientSession::set_bearer_token).
+//! - **Inputs** (the adapter): [`handle_input`](ClientSession::handle_input) with an
+//!   [`Input`] (response head, body chunk, end, transport failure) and
+//!   [`handle_timeout`](ClientSession::handle_timeout).
+//! - **Outputs**: [`poll_output`](ClientSession::poll_output) yields [`Output`]s — HTTP
+//!   intents, aborts, server messages, request outcomes (exactly one per request: a response,
+//!   a typed error, or cancelled), and [`ClientEvent`]s; [`poll_timeout`](ClientSession::poll_timeout).
+//! - **Getters**: `session_id`, `protocol_version`, `is_ready`, `is_closed`, `in_flight`.
+//!
+//! # Theory of operation
+//!
+//! Every message the app sends is one POST (S-POST-2) with `Accept: application/json,
+//! text/event-stream` (S-POST-3) and `Content-Type: application/json` (G-1); once a session
+//! is established, `Mcp-Session-Id` (if the server issued one, S-SESS-4) and
+//! `MCP-Protocol-Version` (S-VER-1) go on every request, GET and DELETE included (S-GET-10).
+//! Each POST is followed by a `post.rs` sub-machine, the listening GET by the `listen.rs`
+//! sub-machine; this facade owns the session phase, the table of requests in flight, the queue
+//! of messages waiting for the session, and the routing of every server message.
+//!
+//! **Initialize** (decision): the app sends its own `initialize` request; the session
+//! recognises it by method, saves its bytes (for re-initialization), and watches its response
+//! for `protocolVersion` and the response head for `Mcp-Session-Id` (S-SESS-1). The app gets
+//! the response as the request's outcome. The session then POSTs `notifications/initialized`
+//! **itself** (S-LIFE-4) — it must do so anyway when it re-initializes on its own, so there is
+//! one path — and absorbs the app's copy if the app sends one ([`SendReceipt::Absorbed`]).
+//! Messages sent before the answer to `notifications/initialized` (G-9) are **queued** and go
+//! out in order once it arrives; the listening stream opens then too (seed: initialized gate).
+//! A server that refuses `notifications/initialized` does not wedge the session: it proceeds,
+//! and [`ClientEvent::Ready`] carries the refusal.
+//!
+//! **Matching**: responses are matched to requests by id only, on whatever stream they arrive
+//! (S-MULTI-4, the listening stream included); a second in-flight request with the same id is
+//! refused ([`ApiMisuse::DuplicateRequestId`]), so nothing is ever cross-wired (peers.md item
+//! 20). An error response without an id on a request's own POST body is that request's
+//! (S-RPC-7). Anything else is [`ClientEvent::UnmatchedResponse`].
+//!
+//! **Session expiry**: a 404 to an exchange that carried the *current* session id expires it:
+//! [`ClientEvent::SessionExpired`] (one per id), id cleared, listening suspended. With
+//! re-initialization on (the default) and a saved `initialize`, the session replays it under a
+//! session-owned id (`"mcp-proto-reinit-N"`), sends `notifications/initialized`, retries once
+//! each request that failed with a 404 (a POST; a resume that 404s fails, the request may have
+//! run), and emits [`ClientEvent::Reinitialized`]. At most three re-initializations in a row
+//! without reaching `Ready`. A 404 to `initialize` is [`ClientError::EndpointNotFound`].
+//!
+//! **Eras**: the negotiated (or configured) [`ProtocolVersion`] selects behaviour: batches
+//! only where `allows_batch`; sessions, the GET stream, resumption and
+//! `notifications/cancelled` only where `has_sessions` (the modern era cancels by dropping the
+//! stream, S-NEW-6, and has no GET, S-NEW-1). Nothing assumes a session id exists.
+//!
+//! **Other decisions**:
+//! - Messages sent before the session is ready — even before `initialize` is sent — are
+//!   queued (bounded by `max_queued_messages`), not refused; `close` fails them.
+//! - The session's own steps never wedge it: a replayed `initialize` or an unanswered
+//!   `notifications/initialized` is given up on after the request timeout (30 s without one).
+//! - A POST that fails below HTTP is not retried (it may have been processed); only a 404
+//!   with a session id is retried, once, after re-initialization.
+//! - Static and callback headers cannot override the protocol's own headers.
+//! - A 404 to a request that carried no session id (a server without sessions) is an
+//!   ordinary [`ClientError::HttpStatus`].
+//!
+//! # Layout
+//!
+//! Three state machines, each in its own file with a theory of operation, an ASCII state
+//! table and one exhaustive `match`: the session phase (`lifecycle.rs`: Uninitialized →
+//! Initializing → Acknowledging → Ready, Reinitializing on expiry, Closing → Closed), one
+//! POST exchange and its resumes (`post.rs`), and the GET listening stream (`listen.rs`).
+//! `session.rs` builds intents, runs the sub-machines and routes what they yield; `wire.rs`
+//! is the seam to `jsonrpc` and `sse`; `backoff.rs` the deterministic jittered backoff;
+//! `config.rs`, `io.rs`, `event.rs` and `error.rs` the public vocabulary.
+
+mod backoff;
+mod config;
+mod error;
+mod event;
+mod io;
+mod lifecycle;
+mod listen;
+mod post;
+mod wire;
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use http::{HeaderMap, HeaderValue, Method, StatusCode};
+
+pub use backoff::{BackoffConfig, FailureBudget};
+pub use config::{ClientConfig, HeaderContext, HeaderFn, Limits, TokenProvider};
+pub use error::{ApiMisuse, ClientError, Limit, ProtocolError};
+pub use event::{ClientEvent, CloseReason, ListenStop, StreamRole};
+pub use io::{
+    Delivered, HttpRequest, HttpRequestKind, Input, Output, RequestOutcome, RequestResult,
+    SendReceipt, StreamId, TransportFailure,
+};
+pub use wire::{Message, RequestId, Response};
+
+use backoff::{Backoff, FailureWindow, after};
+use config::Start;
+use lifecycle::PhaseEvent;
+use listen::{Listen, ListenCtx, ListenEffect, ListenInput};
+use post::{PostCtx, PostEffect, PostInput, PostStream, Purpose};
+use wire::{INITIALIZE, INITIALIZED, Outgoing};
+
+use crate::http::{header, mime};
+use crate::version::ProtocolVersion;
+
+/// Re-initializations in a row that may happen without the session reaching `Ready`.
+const MAX_REINIT_STREAK: u32 = 3;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Uninitialized,
+    Initializing,
+    Acknowledging,
+    Ready,
+    Reinitializing,
+    Closing { stream: StreamId, deadline: Instant },
+    Closed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ReqState {
+    Queued,
+    Sent { stream: StreamId },
+}
+
+#[derive(Debug)]
+struct Req {
+    method: Box<str>,
+    bytes: Bytes,
+    state: ReqState,
+    /// Already retried after a session expiry.
+    retried: bool,
+    deadline: Option<Instant>,
+    /// The session's own (re-initialization); never gets an outcome.
+    internal: bool,
+    /// The session epoch of the last POST.
+    epoch: u64,
+}
+
+#[derive(Debug)]
+struct Pending {
+    bytes: Bytes,
+    purpose: Purpose,
+    rpc_method: Option<Box<str>>,
+}
+
+/// The client side of one MCP connection over Streamable HTTP. See the module docs.
+pub struct ClientSession {
+    limits: Limits,
+    auto_reinit: bool,
+    max_resume_failures: u32,
+    request_timeout: Option<Duration>,
+    close_timeout: Duration,
+    static_headers: HeaderMap,
+    header_fn: Option<HeaderFn>,
+    bearer: Option<TokenProvider>,
+    token: Option<HeaderValue>,
+    phase: Phase,
+    session: Option<Box<str>>,
+    version: Option<ProtocolVersion>,
+    epoch: u64,
+    saved_init: Option<Bytes>,
+    /// When the answer to `notifications/initialized` stops being waited for.
+    ack_deadline: Option<Instant>,
+    reinit_streak: u32,
+    reinit_seq: u64,
+    requests: BTreeMap<RequestId, Req>,
+    posts: BTreeMap<StreamId, PostStream>,
+    pending: VecDeque<Pending>,
+    listen: Listen,
+    backoff: Backoff,
+    next_stream: u64,
+    out: VecDeque<Output>,
+}
+
+impl std::fmt::Debug for ClientSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientSession")
+            .field("phase", &self.phase)
+            .field("session", &self.session)
+            .field("version", &self.version)
+            .field("requests", &self.requests.len())
+            .field("posts", &self.posts.len())
+            .field("pending", &self.pending.len())
+            .field("listen", &self.listen)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClientSession {
+    /// A new session. With [`ClientConfig::with_session`] or [`ClientConfig::with_version`]
+    /// it is ready at once (and opens the listening stream if asked); otherwise the app sends
+    /// `initialize` first. A `with_session` id that is not visible ASCII is ignored.
+    pub fn new(config: ClientConfig, now: Instant) -> Self {
+        let ClientConfig {
+            start,
+            headers,
+            header_fn,
+            bearer,
+            listen,
+            auto_reinitialize,
+            backoff,
+            listen_budget,
+            max_resume_failures,
+            limits,
+            request_timeout,
+            close_timeout,
+            seed,
+        } = config;
+        let (phase, session, version) = match start {
+            Start::Fresh => (Phase::Uninitialized, None, None),
+            Start::Session { id, version } => {
+                let id = wire::valid_session_id(id.as_bytes(), usize::MAX).then_some(id);
+                (Phase::Ready, id, Some(version))
+            }
+            Start::Version(v) => (Phase::Ready, None, Some(v)),
+        };
+        let mut s = ClientSession {
+            limits,
+            auto_reinit: auto_reinitialize,
+            max_resume_failures,
+            request_timeout,
+            close_timeout,
+            static_headers: headers,
+            header_fn,
+            bearer,
+            token: None,
+            phase,
+            session,
+            version,
+            epoch: 1,
+            saved_init: None,
+            ack_deadline: None,
+            reinit_streak: 0,
+            reinit_seq: 0,
+            requests: BTreeMap::new(),
+            posts: BTreeMap::new(),
+            pending: VecDeque::new(),
+            listen: Listen::new(listen, FailureWindow::new(listen_budget)),
+            backoff: Backoff::new(backoff, seed),
+            next_stream: 0,
+            out: VecDeque::new(),
+        };
+        s.maybe_start_listen(now);
+        s
+    }
+
+    // ------------------------------------------------------------------ getters
+
+    /// The current session id, if the server issued one and it has not expired.
+    pub fn session_id(&self) -> Option<&str> {
+        self.session.as_deref()
+    }
+
+    /// The negotiated (or configured) protocol version.
+    pub fn protocol_version(&self) -> Option<ProtocolVersion> {
+        self.version
+    }
+
+    /// Whether messages go out at once (initialized and acknowledged).
+    pub fn is_ready(&self) -> bool {
+        self.phase == Phase::Ready
+    }
+
+    /// Whether `close` has completed (`Closed` was emitted).
+    pub fn is_closed(&self) -> bool {
+        self.phase == Phase::Closed
+    }
+
+    /// Requests in flight (sent, queued, or waiting for a retry), the session's own included.
+    pub fn in_flight(&self) -> usize {
+        self.requests.len()
+    }
+
+    fn closing(&self) -> bool {
+        matches!(self.phase, Phase::Closing { .. } | Phase::Closed)
+    }
+
+    fn legacy(&self) -> bool {
+        self.version.is_none_or(|v| v.has_sessions())
+    }
+
+    // ------------------------------------------------------------------ commands
+
+    /// Sends one serialized JSON-RPC message: a request, a notification, or the response to a
+    /// server request. Requests get exactly one [`Output::Outcome`].
+    pub fn send(&mut self, now: Instant, message: Bytes) -> Result<SendReceipt, ApiMisuse> {
+        if self.closing() {
+            return Err(ApiMisuse::Closed);
+        }
+        match wire::classify(&message)? {
+            Outgoing::Response => {
+                if let Some(v) = self.version.filter(|v| !v.has_sessions()) {
+                    return Err(ApiMisuse::ResponseNotAllowed { version: v });
+                }
+                self.dispatch(message, Purpose::Response, None)
+            }
+            Outgoing::Notification { method } => {
+                if &*method == INITIALIZED {
+                    return Ok(SendReceipt::Absorbed);
+                }
+                self.dispatch(message, Purpose::Notification(method.clone()), Some(method))
+            }
+            Outgoing::Request { id, method } => {
+                if self.requests.contains_key(&id) {
+                    return Err(ApiMisuse::DuplicateRequestId { id });
+                }
+                let limit = self.limits.max_in_flight_requests;
+                if self.requests.len() >= limit {
+                    self.event(ClientEvent::LimitExceeded {
+                        stream: None,
+                        limit: Limit::InFlightRequests,
+                    });
+                    return Err(ApiMisuse::TooManyInFlight { limit });
+                }
+                let is_init = &*method == INITIALIZE;
+                if is_init && self.phase != Phase::Uninitialized {
+                    return Err(ApiMisuse::AlreadyInitialized);
+                }
+                if !is_init && self.phase != Phase::Ready {
+                    self.check_queue()?;
+                }
+                self.requests.insert(
+                    id.clone(),
+                    Req {
+                        method: method.clone(),
+                        bytes: message.clone(),
+                        state: ReqState::Queued,
+                        retried: false,
+                        deadline: self.request_timeout.map(|t| after(now, t)),
+                        internal: false,
+                        epoch: self.epoch,
+                    },
+                );
+                if is_init {
+                    self.saved_init = Some(message.clone());
+                    self.step(now, PhaseEvent::InitializeSent);
+                    let s = self.post_message(message, Purpose::Request(id), Some(method));
+                    return Ok(SendReceipt::Posted(s));
+                }
+                self.dispatch(message, Purpose::Request(id), Some(method))
+            }
+        }
+    }
+
+    /// Cancels a request in flight: its outcome is [`RequestResult::Cancelled`], its stream is
+    /// aborted, and (if the server saw it, in an era with sessions) `notifications/cancelled`
+    /// is POSTed (S-POST-17, S-CANCEL-1). `initialize` cannot be cancelled (S-CANCEL-2).
+    pub fn cancel(
+        &mut self,
+        _now: Instant,
+        id: &RequestId,
+        reason: Option<&str>,
+    ) -> Result<(), ApiMisuse> {
+        if self.closing() {
+            return Err(ApiMisuse::Closed);
+        }
+        let Some(req) = self.requests.get(id).filter(|r| !r.internal) else {
+            return Err(ApiMisuse::UnknownRequest { id: id.clone() });
+        };
+        if &*req.method == INITIALIZE {
+            return Err(ApiMisuse::CannotCancelInitialize);
+        }
+        self.abandon(id, RequestResult::Cancelled, reason);
+        Ok(())
+    }
+
+    /// Opens (or keeps) the GET listening stream once the session is ready (S-GET-1). After
+    /// `ListenGaveUp` this starts again with a fresh failure budget; after `ListenUnsupported`
+    /// it only repeats that event.
+    pub fn listen(&mut self, now: Instant) -> Result<(), ApiMisuse> {
+        if self.closing() {
+            return Err(ApiMisuse::Closed);
+        }
+        self.listen.wanted = true;
+        if self.listen.is_stopped() {
+            self.run_listen(now, ListenInput::Restart);
+        }
+        if self.listen.is_unsupported() {
+            self.event(ClientEvent::ListenUnsupported);
+        }
+        self.maybe_start_listen(now);
+        Ok(())
+    }
+
+    /// Closes the listening stream (S-GET-9).
+    pub fn stop_listening(&mut self, now: Instant) -> Result<(), ApiMisuse> {
+        if self.closing() {
+            return Err(ApiMisuse::Closed);
+        }
+        self.run_listen(now, ListenInput::Stop);
+        Ok(())
+    }
+
+    /// Sets (or clears) the bearer token sent on every request (S-AUTH-2). A token provider in
+    /// the configuration, when it returns a token, takes precedence.
+    pub fn set_bearer_token(&mut self, token: Option<&str>) -> Result<(), ApiMisuse> {
+        self.token = match token {
+            None => None,
+            Some(t) => Some(
+                HeaderValue::try_from(format!("Bearer {t}"))
+                    .map_err(|_| ApiMisuse::InvalidToken)?,
+            ),
+        };
+        Ok(())
+    }
+
+    /// Closes the session: every request in flight fails with [`ClientError::Closed`], every
+    /// exchange is aborted, a DELETE with the session id is sent if there is a session (seed;
+    /// S-SESS-8; 405 tolerated, S-SESS-9), and [`ClientEvent::Closed`] follows its answer (or
+    /// the close timeout). No intent but that DELETE follows `close`. Calling it again is a
+    /// no-op.
+    pub fn close(&mut self, now: Instant) {
+        if self.closing() {
+            return;
+        }
+        let ids: Vec<RequestId> = self.requests.keys().cloned().collect();
+        for id in ids {
+            self.end_request(&id, RequestResult::Failed(ClientError::Closed), true);
+        }
+        self.pending.clear();
+        for (stream, p) in std::mem::take(&mut self.posts) {
+            if p.is_live() {
+                self.out.push_back(Output::Abort(stream));
+            }
+        }
+        self.run_listen(now, ListenInput::Stop);
+        if self.session.is_some() && self.legacy() {
+            let stream = self.alloc();
+            let (headers, _) =
+                self.build_headers(HttpRequestKind::Delete, &Method::DELETE, None, true, None);
+            self.out.push_back(Output::Http(HttpRequest {
+                stream,
+                kind: HttpRequestKind::Delete,
+                method: Method::DELETE,
+                headers,
+                body: Bytes::new(),
+            }));
+            let deadline = after(now, self.close_timeout);
+            self.step(
+                now,
+                PhaseEvent::CloseRequested {
+                    delete: Some((stream, deadline)),
+                },
+            );
+        } else {
+            self.step(now, PhaseEvent::CloseRequested { delete: None });
+        }
+    }
+
+    // ------------------------------------------------------------------ inputs
+
+    /// Feeds what the adapter observed on an exchange.
+    pub fn handle_input(&mut self, now: Instant, input: Input<'_>) {
+        let (stream, post_input) = match input {
+            Input::ResponseHead {
+                stream,
+                status,
+                headers,
+            } => (stream, PostInput::Head { status, headers }),
+            Input::Body { stream, chunk } => (stream, PostInput::Chunk(chunk)),
+            Input::End { stream } => (stream, PostInput::End),
+            Input::Failed { stream, kind } => (stream, PostInput::Failed(kind)),
+        };
+        if let Phase::Closing { stream: d, .. } = self.phase {
+            if d == stream {
+                match post_input {
+                    PostInput::Head { status, .. } => {
+                        self.step(now, PhaseEvent::DeleteDone(CloseReason::Deleted { status }))
+                    }
+                    _ => self.step(now, PhaseEvent::DeleteDone(CloseReason::DeleteFailed)),
+                }
+            }
+            return;
+        }
+        if self.phase == Phase::Closed {
+            return;
+        }
+        if self.listen.stream() == Some(stream) {
+            let li = match post_input {
+                PostInput::Head { status, headers } => ListenInput::Head { status, headers },
+                PostInput::Chunk(c) => ListenInput::Chunk(c),
+                PostInput::End => ListenInput::End,
+                PostInput::Failed(_) => ListenInput::Failed,
+                PostInput::Timer => ListenInput::Timer,
+            };
+            self.run_listen(now, li);
+        } else if self.posts.contains_key(&stream) {
+            self.run_post(now, stream, post_input);
+        }
+    }
+
+    /// [`Input::ResponseHead`], as a method.
+    pub fn handle_response_head(
+        &mut self,
+        now: Instant,
+        stream: StreamId,
+        status: StatusCode,
+        headers: &HeaderMap,
+    ) {
+        self.handle_input(
+            now,
+            Input::ResponseHead {
+                stream,
+                status,
+                headers,
+            },
+        );
+    }
+
+    /// [`Input::Body`], as a method.
+    pub fn handle_body(&mut self, now: Instant, stream: StreamId, chunk: Bytes) {
+        self.handle_input(now, Input::Body { stream, chunk });
+    }
+
+    /// [`Input::End`], as a method.
+    pub fn handle_end(&mut self, now: Instant, stream: StreamId) {
+        self.handle_input(now, Input::End { stream });
+    }
+
+    /// [`Input::Failed`], as a method.
+    pub fn handle_failure(&mut self, now: Instant, stream: StreamId, kind: TransportFailure) {
+        self.handle_input(now, Input::Failed { stream, kind });
+    }
+
+    /// Fires the timers that are due at `now`. Calling it early does nothing.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if let Phase::Closing { stream, deadline } = self.phase {
+            if now >= deadline {
+                self.out.push_back(Output::Abort(stream));
+                self.step(now, PhaseEvent::DeleteDone(CloseReason::DeleteTimedOut));
+            }
+            return;
+        }
+        if self.phase == Phase::Closed {
+            return;
+        }
+        self.handshake_timeouts(now);
+        let due: Vec<RequestId> = self
+            .requests
+            .iter()
+            .filter(|(_, r)| !r.internal && r.deadline.is_some_and(|d| d <= now))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in due {
+            let is_init = self
+                .requests
+                .get(&id)
+                .is_some_and(|r| &*r.method == INITIALIZE);
+            if is_init {
+                // S-CANCEL-2: never cancelled; it just stops being waited for.
+                self.end_request(&id, RequestResult::Failed(ClientError::TimedOut), true);
+                self.step(now, PhaseEvent::InitializeFailed);
+            } else {
+                self.abandon(
+                    &id,
+                    RequestResult::Failed(ClientError::TimedOut),
+                    Some("timeout"),
+                );
+            }
+        }
+        if self.listen.deadline().is_some_and(|d| d <= now) {
+            self.run_listen(now, ListenInput::Timer);
+        }
+        let due: Vec<StreamId> = self
+            .posts
+            .iter()
+            .filter(|(_, p)| p.deadline().is_some_and(|d| d <= now))
+            .map(|(s, _)| *s)
+            .collect();
+        for s in due {
+            self.run_post(now, s, PostInput::Timer);
+        }
+    }
+
+    // ------------------------------------------------------------------ outputs
+
+    /// The next output, if any. See the drain rule in the module docs.
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.out.pop_front()
+    }
+
+    /// The earliest instant at which [`handle_timeout`](Self::handle_timeout) has work: a
+    /// reconnect, a request deadline, the close timeout. `None` when nothing is scheduled.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match self.phase {
+            Phase::Closed => return None,
+            Phase::Closing { deadline, .. } => return Some(deadline),
+            _ => {}
+        }
+        let reqs = self.requests.values().filter_map(|r| r.deadline);
+        let posts = self.posts.values().filter_map(PostStream::deadline);
+        let ack = self
+            .ack_deadline
+            .filter(|_| self.phase == Phase::Acknowledging);
+        reqs.chain(posts)
+            .chain(self.listen.deadline())
+            .chain(ack)
+            .min()
+    }
+}
+
+mod session;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_can_move_to_a_driver_task() {
+        fn assert_send<T: Send + 'static>() {}
+        assert_send::<ClientSession>();
+        assert_send::<Output>();
+    }
+}
