@@ -4,12 +4,12 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod client_harness;
 pub mod everything;
 pub mod exec;
 pub mod harness;
 pub mod loopback;
 pub mod users;
-pub mod client_harness;
 
 use std::path::{Path, PathBuf};
 
