@@ -16,6 +16,9 @@
 //! - [`client`]: `ClientSession`, the whole client side of the transport as one state machine
 //!   (POST replies as JSON or SSE, the GET listening stream with bounded jittered reconnects,
 //!   session expiry and re-initialization, resumption with `Last-Event-ID`, cancel and close).
+//! - [`server`]: the [`server::Router`], the server half of the transport: sessions, POST /
+//!   GET / DELETE answers, SSE streams with resumability, heartbeats, idle eviction, `Host`
+//!   and `Origin` validation, CORS, RFC 9728 metadata.
 //! - [`http`]: header names, media types, and the header grammars the transport reads.
 //! - [`version`]: the protocol revisions and the behaviours each one selects.
 //! - [`schema`]: the MCP schema types (params, results, notifications, content, capabilities)
@@ -36,6 +39,7 @@ pub mod client;
 pub mod http;
 pub mod jsonrpc;
 pub mod schema;
+pub mod server;
 pub mod service;
 pub mod sse;
 pub mod version;

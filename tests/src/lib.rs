@@ -1,6 +1,7 @@
 //! Shared pieces of the workspace's integration tests: the fuzz-corpus replay helper, the
 //! shared test servers ([`everything`], [`users`]), a deterministic executor on a virtual
-//! clock ([`exec`]) and the in-memory client/server pair ([`loopback`]).
+//! clock ([`exec`]), the in-memory client/server pair ([`loopback`]) and the client and server
+//! transport harnesses ([`client_harness`], [`server_harness`]).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -9,6 +10,7 @@ pub mod everything;
 pub mod exec;
 pub mod harness;
 pub mod loopback;
+pub mod server_harness;
 pub mod users;
 
 use std::path::{Path, PathBuf};

@@ -7,4 +7,5 @@
 
 pub mod client;
 pub mod jsonrpc;
+pub mod router;
 pub mod sse;

@@ -25,6 +25,9 @@
 //! that crosses a chunk boundary is assembled in `buf` (one copy of its bytes); once `buf`
 //! holds a line end, `buf` is split off and frozen into a [`Bytes`] and parsed exactly like
 //! an owned chunk, so there is one line parser, and data lines from `buf` are zero-copy too.
+//! (A first line that needs no slice, i.e. an empty line, a comment or an `id:` / `event:` /
+//! `retry:` field, is interpreted directly in `buf`, which spares the split for the many
+//! short lines that tiny chunks deliver one at a time.)
 //!
 //! **Linearity.** Every byte is searched for CR/LF once. `scanned` records how much of
 //! `buf` is known to hold no line end, and `eol_known` that `buf[scanned]` is one (both are
@@ -426,8 +429,20 @@ impl SseDecoder {
                     find_eol(&input.buf[input.scanned..])
                 };
                 if let Some(i) = eol {
-                    // `buf` holds at least one complete line: parse it like an owned chunk.
                     let first_end = input.scanned + i;
+                    if first_end > max_line {
+                        return Err(SseError::LineTooLong { limit: max_line });
+                    }
+                    // A first line that needs no zero-copy slice (not a data line) is
+                    // interpreted right in `buf`, sparing the split and freeze.
+                    if let Some(event) = self.ev.try_line_in_place(&mut self.input, first_end) {
+                        match event {
+                            Some(event) => return Ok(Some(event)),
+                            None => continue,
+                        }
+                    }
+                    let input = &mut self.input;
+                    // `buf` holds at least one complete line: parse it like an owned chunk.
                     let chunk = input.buf.split().freeze();
                     input.scanned = 0;
                     input.eol_known = false;
@@ -686,6 +701,50 @@ impl EventState {
             }
             _ => self.process_other_line(chunk, start, end, max_event),
         }
+    }
+
+    /// Interprets the first line of `input.buf`, which ends at `end`, in place when it is an
+    /// empty line, a comment, or an `id:` / `event:` / `retry:` field: lines that need no
+    /// zero-copy slice. Returns `None` for other lines (left untouched), else whether an event
+    /// was dispatched, with the line and its end consumed.
+    #[inline(always)]
+    fn try_line_in_place(&mut self, input: &mut Input, end: usize) -> Option<Option<SseEvent>> {
+        let line = &input.buf[..end];
+        match line.first() {
+            None | Some(b':') => {}
+            Some(b'i') if line.starts_with(b"id:") => {
+                self.set_id(&line[value_start(line, 0, 3)..]);
+            }
+            Some(b'e') if line.starts_with(b"event:") => {
+                self.set_event(&line[value_start(line, 0, 6)..]);
+            }
+            Some(b'r') if line.starts_with(b"retry:") => {
+                self.set_retry(&line[value_start(line, 0, 6)..]);
+            }
+            _ => return None,
+        }
+        let event = if end > 0 {
+            None
+        } else if self.has_data() {
+            Some(self.dispatch())
+        } else {
+            self.dispatch_nothing();
+            None
+        };
+        // S-SSE-3: CRLF, LF, or CR; a CR ending the input may still be followed by LF.
+        let mut next = end + 1;
+        if input.buf[end] == b'\r' {
+            match input.buf.get(next) {
+                Some(b'\n') => next += 1,
+                Some(_) => {}
+                None => input.skip_lf = true,
+            }
+        }
+        input.buf.advance(next);
+        // Bytes after this line were never searched.
+        input.scanned = 0;
+        input.eol_known = false;
+        Some(event)
     }
 
     /// The general field path (S-SSE-7 … S-SSE-11): field name up to the first colon, or

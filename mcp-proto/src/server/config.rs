@@ -1,0 +1,333 @@
+//! [`ServerConfig`]: every knob of the [`Router`](super::Router), with production defaults.
+//!
+//! Each option of the seed guide's mcp-go server has a counterpart here:
+//!
+//! | mcp-go option | here | default |
+//! |---|---|---|
+//! | `WithEndpointPath` | [`ServerConfig::endpoint_path`] | `/mcp` |
+//! | `WithStateLess` | [`ServerConfig::stateless`] | `false` (stateful) |
+//! | `WithSessionIdleTTL` | [`ServerConfig::session_idle_ttl`] | 30 min (mcp-go: off) |
+//! | `WithHeartbeatInterval` | [`ServerConfig::heartbeat_interval`] | 15 s comment frames |
+//! | `WithStreamableHTTPCORS` | [`ServerConfig::cors`] | off |
+//! | `WithProtectedResourceMetadata` | [`ServerConfig::protected_resource`] | off |
+//! | `WithDisableStreaming` (GET) | [`ServerConfig::enable_get_stream`] | GET enabled |
+//! | auth middleware | [`ServerConfig::authenticator`] | none |
+//! | session id manager | [`ServerConfig::session_ids`] | [`DeterministicSessionIds`] (tests only!) |
+//! | event store | [`ServerConfig::event_store`] | [`InMemoryEventStore`] |
+
+use std::fmt;
+use std::net::IpAddr;
+use std::time::Duration;
+
+use super::security::{Authenticator, CorsConfig, HostValidation, ProtectedResourceMetadata};
+use super::session::{DeterministicSessionIds, SessionIdGenerator};
+use super::store::{EventStore, InMemoryEventStore};
+use crate::ProtocolVersion;
+
+/// How the answer to a POST that carries requests is framed (S-POST-9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ResponseMode {
+    /// One JSON body, upgraded to an SSE stream as soon as anything (a notification, a
+    /// server→client request, a request to close the connection for polling) must precede
+    /// the response. The default: cheapest for the common case, honest in the others.
+    #[default]
+    Auto,
+    /// Always an SSE stream (with a priming event for clients of 2025-11-25 and later).
+    Sse,
+    /// Always one JSON body. Messages related to the request that cannot precede it are
+    /// never dropped silently (peers.md item 25): the command that tried to send them learns
+    /// where they went ([`Delivery::Rerouted`](super::Delivery::Rerouted) to the session's
+    /// GET stream) or that they could not be sent at all (an `Err`), and a
+    /// [`ServerEvent::Rerouted`](super::ServerEvent) is emitted.
+    Json,
+}
+
+/// What happens when a message for the GET stream arrives while none is open and the
+/// session's queue is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum OverflowPolicy {
+    /// Drop the oldest queued *notification* to make room; when only server→client requests
+    /// are queued, refuse the new message. A dropped or refused request always fails with a
+    /// typed error; nothing disappears without an event.
+    #[default]
+    DropOldestNotification,
+    /// Refuse the new message (the command returns an error) and keep the queue as it is.
+    RejectNew,
+}
+
+/// The configuration of a [`Router`](super::Router). Build it with [`ServerConfig::default`]
+/// and the `with_*` methods, or set the public fields directly.
+#[non_exhaustive]
+pub struct ServerConfig {
+    /// The single MCP endpoint path (S-POST-1), e.g. `/mcp`. Seed: `WithEndpointPath`.
+    pub endpoint_path: String,
+    /// Stateless mode: no session ids, GET and DELETE answer 405, server→client requests
+    /// fail at once with [`SendError::Stateless`](super::SendError). Seed: `WithStateLess`.
+    pub stateless: bool,
+    /// Whether a GET opens the session's listening stream (otherwise 405, S-GET-3).
+    pub enable_get_stream: bool,
+    /// Whether DELETE terminates a session (otherwise 405, S-SESS-9).
+    pub enable_delete: bool,
+    /// JSON, SSE, or JSON upgraded to SSE on demand.
+    pub response_mode: ResponseMode,
+    /// The largest POST body accepted, in bytes; larger ones get 413. Default 4 MiB.
+    pub max_body_bytes: usize,
+    /// The most JSON-RPC messages accepted in one 2025-03-26 batch. Default 100.
+    pub max_batch_len: usize,
+    /// A session that has seen no request and had no open stream for this long is evicted,
+    /// and its id then gets 404. `None` disables eviction. Default 30 min. Seed:
+    /// `WithSessionIdleTTL`.
+    pub session_idle_ttl: Option<Duration>,
+    /// The most live sessions; an `initialize` beyond it gets 503. Default 10,000.
+    pub max_sessions: usize,
+    /// A `:` comment frame is written on an SSE stream that has been silent this long.
+    /// `None` disables heartbeats. Default 15 s. Seed: `WithHeartbeatInterval`.
+    pub heartbeat_interval: Option<Duration>,
+    /// Attach event ids to SSE events and keep them in the [`EventStore`] so a client can
+    /// resume with `Last-Event-ID` (S-RES-*). Stateful mode only. Default on.
+    pub resumability: bool,
+    /// The `retry` value sent in priming events and before a server-side close (S-POST-22).
+    pub retry_interval: Duration,
+    /// How long a finished request stream stays replayable after its last event.
+    pub finished_stream_retention: Duration,
+    /// How long a resumable stream whose connection dropped keeps its handlers running while
+    /// waiting for the client to resume; then they are cancelled.
+    pub resume_grace: Duration,
+    /// Capacity of a session's queue of messages for a GET stream that is not open.
+    pub listen_queue_capacity: usize,
+    /// What a full queue does.
+    pub overflow_policy: OverflowPolicy,
+    /// Deadline of a server→client request when the caller gives none.
+    pub server_request_timeout: Duration,
+    /// The protocol revisions accepted in `MCP-Protocol-Version` and negotiated by
+    /// `initialize`. Default: the legacy revisions (2025-03-26, 2025-06-18, 2025-11-25); a
+    /// 2026-07-28 probe therefore gets 400, which is how a modern client detects a legacy
+    /// server (S-NEW-10, G-11).
+    pub supported_versions: Vec<ProtocolVersion>,
+    /// `Host`/`Origin` validation (S-SEC-1/2/5). Default: loopback only.
+    pub host_validation: HostValidation,
+    /// CORS, opt-in. Seed: `WithStreamableHTTPCORS`.
+    pub cors: Option<CorsConfig>,
+    /// RFC 9728 protected resource metadata, opt-in. Seed: `WithProtectedResourceMetadata`.
+    pub protected_resource: Option<ProtectedResourceMetadata>,
+    /// Validates each request's credentials; sessions are bound to the principal it returns.
+    pub authenticator: Option<Box<dyn Authenticator>>,
+    /// Where session ids come from. The default is **deterministic and insecure**: adapters
+    /// MUST install a CSPRNG-backed generator (S-SESS-2, S-SESS-12).
+    pub session_ids: Box<dyn SessionIdGenerator>,
+    /// Where SSE events are kept for replay.
+    pub event_store: Box<dyn EventStore>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            endpoint_path: "/mcp".to_owned(),
+            stateless: false,
+            enable_get_stream: true,
+            enable_delete: true,
+            response_mode: ResponseMode::Auto,
+            max_body_bytes: 4 * 1024 * 1024,
+            max_batch_len: 100,
+            session_idle_ttl: Some(Duration::from_secs(30 * 60)),
+            max_sessions: 10_000,
+            heartbeat_interval: Some(Duration::from_secs(15)),
+            resumability: true,
+            retry_interval: Duration::from_secs(3),
+            finished_stream_retention: Duration::from_secs(60),
+            resume_grace: Duration::from_secs(60),
+            listen_queue_capacity: 64,
+            overflow_policy: OverflowPolicy::DropOldestNotification,
+            server_request_timeout: Duration::from_secs(60),
+            supported_versions: ProtocolVersion::LEGACY.to_vec(),
+            host_validation: HostValidation::Loopback,
+            cors: None,
+            protected_resource: None,
+            authenticator: None,
+            session_ids: Box::new(DeterministicSessionIds::default()),
+            event_store: Box::new(InMemoryEventStore::default()),
+        }
+    }
+}
+
+impl fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerConfig")
+            .field("endpoint_path", &self.endpoint_path)
+            .field("stateless", &self.stateless)
+            .field("enable_get_stream", &self.enable_get_stream)
+            .field("enable_delete", &self.enable_delete)
+            .field("response_mode", &self.response_mode)
+            .field("max_body_bytes", &self.max_body_bytes)
+            .field("session_idle_ttl", &self.session_idle_ttl)
+            .field("max_sessions", &self.max_sessions)
+            .field("heartbeat_interval", &self.heartbeat_interval)
+            .field("resumability", &self.resumability)
+            .field("host_validation", &self.host_validation)
+            .field("cors", &self.cors)
+            .field("protected_resource", &self.protected_resource)
+            .field("authenticator", &self.authenticator.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerConfig {
+    /// The endpoint path (seed: `WithEndpointPath`). A missing leading `/` is added.
+    pub fn with_endpoint_path(mut self, path: impl Into<String>) -> Self {
+        let mut p = path.into();
+        if !p.starts_with('/') {
+            p.insert(0, '/');
+        }
+        self.endpoint_path = p;
+        self
+    }
+
+    /// Stateless mode (seed: `WithStateLess`).
+    pub fn with_stateless(mut self, stateless: bool) -> Self {
+        self.stateless = stateless;
+        self
+    }
+
+    /// The response mode.
+    pub fn with_response_mode(mut self, mode: ResponseMode) -> Self {
+        self.response_mode = mode;
+        self
+    }
+
+    /// The idle TTL (seed: `WithSessionIdleTTL`); `None` or zero disables eviction.
+    pub fn with_session_idle_ttl(mut self, ttl: Option<Duration>) -> Self {
+        self.session_idle_ttl = ttl.filter(|d| !d.is_zero());
+        self
+    }
+
+    /// The most live sessions (503 beyond).
+    pub fn with_max_sessions(mut self, max: usize) -> Self {
+        self.max_sessions = max;
+        self
+    }
+
+    /// The heartbeat interval (seed: `WithHeartbeatInterval`); `None` or zero disables it.
+    pub fn with_heartbeat_interval(mut self, every: Option<Duration>) -> Self {
+        self.heartbeat_interval = every.filter(|d| !d.is_zero());
+        self
+    }
+
+    /// The body size cap (413 beyond).
+    pub fn with_max_body_bytes(mut self, max: usize) -> Self {
+        self.max_body_bytes = max;
+        self
+    }
+
+    /// Whether GET opens a listening stream (seed: `WithDisableStreaming` turns it off).
+    pub fn with_get_stream(mut self, enabled: bool) -> Self {
+        self.enable_get_stream = enabled;
+        self
+    }
+
+    /// Whether DELETE terminates sessions (405 otherwise).
+    pub fn with_delete(mut self, enabled: bool) -> Self {
+        self.enable_delete = enabled;
+        self
+    }
+
+    /// CORS (seed: `WithStreamableHTTPCORS`).
+    pub fn with_cors(mut self, cors: CorsConfig) -> Self {
+        self.cors = Some(cors);
+        self
+    }
+
+    /// RFC 9728 metadata (seed: `WithProtectedResourceMetadata`).
+    pub fn with_protected_resource(mut self, metadata: ProtectedResourceMetadata) -> Self {
+        self.protected_resource = Some(metadata);
+        self
+    }
+
+    /// The auth hook (seed: auth middleware).
+    pub fn with_authenticator(mut self, auth: impl Authenticator + 'static) -> Self {
+        self.authenticator = Some(Box::new(auth));
+        self
+    }
+
+    /// The session id generator. Adapters install a CSPRNG-backed one.
+    pub fn with_session_ids(mut self, ids: impl SessionIdGenerator + 'static) -> Self {
+        self.session_ids = Box::new(ids);
+        self
+    }
+
+    /// The event store.
+    pub fn with_event_store(mut self, store: impl EventStore + 'static) -> Self {
+        self.event_store = Box::new(store);
+        self
+    }
+
+    /// Host/Origin validation.
+    pub fn with_host_validation(mut self, validation: HostValidation) -> Self {
+        self.host_validation = validation;
+        self
+    }
+
+    /// Resumability (event ids, event store, `Last-Event-ID` replay).
+    pub fn with_resumability(mut self, enabled: bool) -> Self {
+        self.resumability = enabled;
+        self
+    }
+
+    /// The `retry` interval announced before server-side closes.
+    pub fn with_retry_interval(mut self, retry: Duration) -> Self {
+        self.retry_interval = retry;
+        self
+    }
+
+    /// Capacity and overflow policy of the queue for a GET stream that is not open.
+    pub fn with_listen_queue(mut self, capacity: usize, policy: OverflowPolicy) -> Self {
+        self.listen_queue_capacity = capacity;
+        self.overflow_policy = policy;
+        self
+    }
+
+    /// The default deadline of server→client requests.
+    pub fn with_server_request_timeout(mut self, timeout: Duration) -> Self {
+        self.server_request_timeout = timeout;
+        self
+    }
+
+    /// How long a resumable stream whose client went away keeps its handlers running.
+    pub fn with_resume_grace(mut self, grace: Duration) -> Self {
+        self.resume_grace = grace;
+        self
+    }
+
+    /// How long a finished request stream stays replayable.
+    pub fn with_finished_stream_retention(mut self, retention: Duration) -> Self {
+        self.finished_stream_retention = retention;
+        self
+    }
+
+    /// The most messages in one 2025-03-26 batch.
+    pub fn with_max_batch_len(mut self, max: usize) -> Self {
+        self.max_batch_len = max;
+        self
+    }
+
+    /// The revisions accepted and negotiated.
+    pub fn with_supported_versions(
+        mut self,
+        versions: impl IntoIterator<Item = ProtocolVersion>,
+    ) -> Self {
+        self.supported_versions = versions.into_iter().collect();
+        self
+    }
+
+    /// Adjusts `Host` validation to the address the server is bound to: loopback validation
+    /// for a loopback address (the DNS-rebinding defence, S-SEC-5), none for any other
+    /// address unless an allow-list was already configured. Adapters call this with their
+    /// bind address; the default (no call) stays loopback-only, which fails closed.
+    pub fn bound_to(mut self, ip: IpAddr) -> Self {
+        if matches!(self.host_validation, HostValidation::Loopback) && !ip.is_loopback() {
+            self.host_validation = HostValidation::Disabled;
+        }
+        self
+    }
+}

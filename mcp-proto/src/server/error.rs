@@ -1,0 +1,189 @@
+//! Errors, sorted by blame (sans-io-style §8.6).
+//!
+//! - [`ProtocolError`]: the peer's fault (a bad header, body, session id…). The router
+//!   answers it itself with [`ProtocolError::status_hint`] and a JSON-RPC error body with a
+//!   null id, and reports it as [`ServerEvent::Rejected`](super::ServerEvent); the app never
+//!   sees it as an `Err`.
+//! - [`SendError`]: why an app command (reply, notify, server→client request, close) could
+//!   not be carried out. Most are ordinary races (the client cancelled, the session expired)
+//!   and never poison the router; [`SendError::UnknownHandle`] is the only API misuse.
+//! - [`ServerRequestError`]: how a server→client request ended without an answer, delivered
+//!   as [`ServerOutput::ServerRequestFailed`](super::ServerOutput).
+//! - [`CloseReason`] and [`CancelReason`]: ordinary endings, delivered as outputs.
+
+use http::StatusCode;
+
+/// A request the router refused because of what the peer sent (the peer's fault).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ProtocolError {
+    /// The path is neither the MCP endpoint nor a metadata document.
+    #[error("no MCP endpoint at this path")]
+    NotFound,
+    /// The method is not one the endpoint serves (or GET/DELETE are disabled, S-GET-3,
+    /// S-SESS-9).
+    #[error("method not allowed on the MCP endpoint")]
+    MethodNotAllowed,
+    /// `Accept` allows no form the answer can take (S-POST-3, S-GET-2, G-1).
+    #[error("the Accept header must allow {0}")]
+    NotAcceptable(&'static str),
+    /// The POST body is not `application/json` (G-1).
+    #[error("Content-Type must be application/json")]
+    UnsupportedMediaType,
+    /// The POST body exceeds the configured cap.
+    #[error("request body exceeds {0} bytes")]
+    PayloadTooLarge(usize),
+    /// The body is not JSON (-32700).
+    #[error("parse error: the body is not valid JSON")]
+    Parse,
+    /// The body is JSON but not JSON-RPC, or breaks a JSON-RPC rule (-32600).
+    #[error("invalid request: {0}")]
+    InvalidRequest(&'static str),
+    /// A batch in a revision without batches (S-POST-6).
+    #[error("JSON-RPC batches are only accepted in protocol version 2025-03-26")]
+    BatchNotAllowed,
+    /// A stateful server got a non-initialize request without `Mcp-Session-Id` (S-SESS-5).
+    #[error("missing Mcp-Session-Id header: initialize first")]
+    MissingSessionId,
+    /// Unknown, expired, terminated, or another principal's session (S-SESS-6).
+    #[error("session not found: it expired, was terminated, or never existed")]
+    UnknownSession,
+    /// `MCP-Protocol-Version` names a revision the server does not support (S-VER-4).
+    #[error("unsupported protocol version")]
+    UnsupportedVersion,
+    /// `Host` failed validation (S-SEC-5).
+    #[error("Host header not allowed")]
+    HostNotAllowed,
+    /// `Origin` is present and not allowed (S-SEC-2).
+    #[error("Origin not allowed")]
+    OriginNotAllowed,
+    /// The authentication hook refused the credentials (S-AUTH-4).
+    #[error("authentication required")]
+    Unauthorized,
+    /// The authentication hook found the scopes insufficient (S-AUTH-13).
+    #[error("insufficient scope")]
+    InsufficientScope,
+    /// The session cap is reached.
+    #[error("too many sessions; try again later")]
+    TooManySessions,
+    /// `Last-Event-ID` names no stream of this session that can still be replayed.
+    #[error("Last-Event-ID does not name a replayable stream of this session")]
+    UnknownLastEventId,
+    /// The session id generator produced an id outside visible ASCII (S-SESS-3): a server
+    /// misconfiguration, answered 500 rather than sent.
+    #[error("internal error: invalid session id generated")]
+    BadSessionIdGenerated,
+}
+
+impl ProtocolError {
+    /// The HTTP status the router answers with.
+    pub fn status_hint(&self) -> StatusCode {
+        use ProtocolError::*;
+        match self {
+            NotFound | UnknownSession => StatusCode::NOT_FOUND,
+            MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
+            UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Parse | InvalidRequest(_) | BatchNotAllowed | MissingSessionId | UnsupportedVersion
+            | UnknownLastEventId => StatusCode::BAD_REQUEST,
+            HostNotAllowed | OriginNotAllowed | InsufficientScope => StatusCode::FORBIDDEN,
+            Unauthorized => StatusCode::UNAUTHORIZED,
+            TooManySessions => StatusCode::SERVICE_UNAVAILABLE,
+            BadSessionIdGenerated => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The JSON-RPC error code of the body: -32700 and -32600 where JSON-RPC defines them,
+    /// -32603 for our own fault, and -32000 (implementation-defined, what legacy servers
+    /// send, G-11) for transport-level refusals.
+    pub fn code(&self) -> i64 {
+        match self {
+            ProtocolError::Parse => -32700,
+            ProtocolError::InvalidRequest(_) | ProtocolError::BatchNotAllowed => -32600,
+            ProtocolError::BadSessionIdGenerated => -32603,
+            _ => -32000,
+        }
+    }
+}
+
+/// Why an app command could not be carried out.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SendError {
+    /// API misuse: the handle never existed or its request was already answered.
+    #[error("unknown or already answered request handle")]
+    UnknownHandle,
+    /// The client cancelled the request (or disconnected): send nothing more for it.
+    #[error("the request was cancelled")]
+    Cancelled,
+    /// The session is gone (terminated, expired, evicted) or never existed.
+    #[error("no such session")]
+    UnknownSession,
+    /// Stateless mode has no channel back to the client outside a request's own stream
+    /// (peers.md item 11): server→client requests and unrelated notifications fail at once.
+    #[error("stateless mode: no back channel to the client")]
+    Stateless,
+    /// The message could not be sent in JSON response mode and there is no GET stream or
+    /// queue to reroute it to (peers.md item 25).
+    #[error("JSON response mode: the message cannot precede the response")]
+    JsonModeUndeliverable,
+    /// The GET-stream queue is full and the overflow policy refused the message.
+    #[error("the session's message queue is full")]
+    QueueFull,
+    /// Closing a connection for polling needs resumability and a 2025-11-25+ client.
+    #[error("the stream is not resumable, so its connection cannot be closed for polling")]
+    NotResumable,
+    /// The message could not be serialized.
+    #[error("the message is not valid JSON")]
+    InvalidMessage,
+}
+
+/// How a server→client request ended without an answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerRequestError {
+    /// No answer before the deadline; `notifications/cancelled` was sent (S-LIFE-12).
+    #[error("the client did not answer in time")]
+    Timeout,
+    /// The session ended first.
+    #[error("the session closed")]
+    SessionClosed,
+    /// It was dropped from a full queue before it could be sent.
+    #[error("dropped from a full queue")]
+    QueueOverflow,
+    /// The app cancelled it.
+    #[error("cancelled")]
+    Cancelled,
+}
+
+/// Why a session ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CloseReason {
+    /// The client sent DELETE (S-SESS-8).
+    Deleted,
+    /// No activity for the idle TTL.
+    IdleExpired,
+    /// The app closed it.
+    ClosedByApp,
+    /// The app answered `initialize` with an error.
+    InitializeFailed,
+    /// [`Router::shutdown`](super::Router::shutdown).
+    Shutdown,
+}
+
+/// Why the app must stop handling a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CancelReason {
+    /// `notifications/cancelled` from the client (S-CANCEL-1).
+    ClientCancelled,
+    /// The client disconnected from a stream that cannot be resumed, or did not resume
+    /// within the grace window.
+    Disconnected,
+    /// The session ended.
+    SessionClosed,
+    /// [`Router::shutdown`](super::Router::shutdown).
+    Shutdown,
+}

@@ -1,0 +1,888 @@
+//! Inputs: request heads, bodies, disconnects. The checks run in a fixed order so that a
+//! refused request learns as little as possible: path, `Host`/`Origin`, CORS preflight,
+//! authentication, method, headers, session, version, body.
+
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderValue};
+use http::{Method, StatusCode};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::error::{CancelReason, ProtocolError};
+use super::security::{AuthDecision, bearer_challenge};
+use super::session::{Session, SessionEvent, SessionStep, is_valid_session_id};
+use super::stream::{
+    Exchange, ExchangeState, LogicalStream, Phase, PostContext, StreamKind, parse_event_id,
+};
+use super::timer::Timer;
+use super::{
+    InFlight, RequestHandle, RequestHead, Router, ServerEvent, ServerOutput, SessionHandle,
+    StreamId,
+};
+use crate::ProtocolVersion;
+use crate::http::{accepts, content_type_is, header as mcp_header, mime};
+use crate::jsonrpc::{Body, ErrorObject, Message, Outcome, Response, error_codes, parse_body};
+
+const ALLOW: &str = "GET, POST, DELETE, OPTIONS";
+
+#[derive(Deserialize)]
+struct VersionField<'a> {
+    #[serde(rename = "protocolVersion", borrow)]
+    protocol_version: Option<&'a str>,
+}
+
+/// `protocolVersion` of an `initialize` params or result object, without the schema.
+pub(crate) fn read_protocol_version(raw: Option<&RawValue>) -> Option<ProtocolVersion> {
+    let raw = raw?;
+    let v: VersionField<'_> = serde_json::from_str(raw.get()).ok()?;
+    ProtocolVersion::parse(v.protocol_version?)
+}
+
+/// A JSON-RPC error response body.
+pub(crate) fn error_body(id: Option<crate::jsonrpc::RequestId>, code: i64, message: &str) -> Bytes {
+    Message::Response(Response {
+        id,
+        outcome: Outcome::Error(ErrorObject {
+            code,
+            message: message.into(),
+            data: None,
+        }),
+    })
+    .to_bytes()
+}
+
+fn origin_of(headers: &HeaderMap) -> Option<Box<str>> {
+    headers
+        .get(header::ORIGIN)
+        .and_then(|v| v.to_str().ok())
+        .map(Into::into)
+}
+
+impl Router {
+    /// Input: the head of an HTTP request. Returns the exchange's [`StreamId`]; the answer
+    /// (possibly immediate) comes out of [`poll_output`](Router::poll_output). For a POST,
+    /// feed the body with [`handle_body`](Router::handle_body) and
+    /// [`handle_body_end`](Router::handle_body_end).
+    pub fn handle_request(&mut self, now: Instant, head: RequestHead<'_>) -> StreamId {
+        self.advance(now);
+        let stream = StreamId(self.next());
+        let origin = origin_of(head.headers);
+        if let Err((error, extra)) = self.route_head(stream, &head, origin.as_deref()) {
+            let stop = head.method == Method::POST;
+            self.refuse(stream, error, origin.as_deref(), extra, None, stop);
+        }
+        stream
+    }
+
+    /// Input: a chunk of a POST body. Bytes beyond [`ServerConfig::max_body_bytes`] get 413
+    /// at once, without being buffered. Chunks for an exchange that is not reading a body
+    /// (already answered, unknown) are ignored.
+    ///
+    /// [`ServerConfig::max_body_bytes`]: super::ServerConfig::max_body_bytes
+    pub fn handle_body(&mut self, now: Instant, stream: StreamId, chunk: &[u8]) {
+        self.advance(now);
+        let cap = self.config.max_body_bytes;
+        let Some(ex) = self.exchanges.get_mut(&stream) else {
+            return;
+        };
+        let ExchangeState::ReadingBody(ctx) = &mut ex.state else {
+            return;
+        };
+        if ctx.body.len().saturating_add(chunk.len()) > cap {
+            let origin = ctx.origin.clone();
+            self.remove_exchange(stream);
+            self.refuse(
+                stream,
+                ProtocolError::PayloadTooLarge(cap),
+                origin.as_deref(),
+                HeaderMap::new(),
+                None,
+                true,
+            );
+            return;
+        }
+        ctx.body.extend_from_slice(chunk);
+    }
+
+    /// Input: the POST body is complete; the router parses and dispatches it.
+    pub fn handle_body_end(&mut self, now: Instant, stream: StreamId) {
+        self.advance(now);
+        let Some(ex) = self.exchanges.get_mut(&stream) else {
+            return;
+        };
+        if !matches!(ex.state, ExchangeState::ReadingBody(_)) {
+            return;
+        }
+        let session = ex.session;
+        let Some(ex) = self.exchanges.remove(&stream) else {
+            return;
+        };
+        let ExchangeState::ReadingBody(ctx) = ex.state else {
+            return;
+        };
+        if let Some(s) = session.and_then(|s| self.sessions.get_mut(&s)) {
+            s.open_connections = s.open_connections.saturating_sub(1);
+        }
+        self.process_post(stream, *ctx);
+    }
+
+    /// Convenience: a whole request at once (head, body, end).
+    pub fn handle_request_with_body(
+        &mut self,
+        now: Instant,
+        head: RequestHead<'_>,
+        body: &[u8],
+    ) -> StreamId {
+        let stream = self.handle_request(now, head);
+        self.handle_body(now, stream, body);
+        self.handle_body_end(now, stream);
+        stream
+    }
+
+    /// Input: the client went away from `stream` (connection closed or reset, or a write
+    /// failed). See [`Router`] for what that cancels.
+    pub fn handle_disconnect(&mut self, now: Instant, stream: StreamId) {
+        self.advance(now);
+        let Some(ex) = self.exchanges.get(&stream) else {
+            return;
+        };
+        let attached = match ex.state {
+            ExchangeState::Attached(l) => Some(l),
+            ExchangeState::ReadingBody(_) => None,
+        };
+        self.remove_exchange(stream);
+        let Some(lsid) = attached else { return };
+        let Some(ls) = self.streams.get_mut(&lsid) else {
+            return;
+        };
+        if ls.connection != Some(stream) {
+            return;
+        }
+        ls.connection = None;
+        let resumable = ls.resumable && ls.id_sent;
+        let listen = matches!(ls.kind, StreamKind::Listen);
+        match ls
+            .phase
+            .on(super::stream::StreamEvent::Disconnect { resumable })
+        {
+            Some(Phase::Detached) => {
+                ls.phase = Phase::Detached;
+                if !listen {
+                    let at = self.now + self.config.resume_grace;
+                    self.timers.set(&mut ls.grace, Timer::ResumeGrace(lsid), at);
+                }
+            }
+            Some(Phase::Done) if listen => {
+                // A listen stream never ends on its own: it waits detached (its messages
+                // queue in the session).
+                ls.phase = Phase::Detached;
+            }
+            Some(Phase::Done) => {
+                self.cancel_stream_handlers(lsid, CancelReason::Disconnected);
+                self.drop_stream(lsid);
+            }
+            _ => {}
+        }
+    }
+
+    fn route_head(
+        &mut self,
+        stream: StreamId,
+        head: &RequestHead<'_>,
+        origin: Option<&str>,
+    ) -> Result<(), (ProtocolError, HeaderMap)> {
+        let plain = |e| (e, HeaderMap::new());
+        let path = head.uri.path();
+        if let Some(prm) = &self.config.protected_resource
+            && prm.serves(path, &self.config.endpoint_path)
+        {
+            return self.serve_metadata(stream, head).map_err(plain);
+        }
+        if path != self.config.endpoint_path {
+            return Err(plain(ProtocolError::NotFound));
+        }
+        self.config
+            .host_validation
+            .check(head, self.config.cors.as_ref())
+            .map_err(plain)?;
+        if head.method == Method::OPTIONS {
+            return self.preflight(stream, origin);
+        }
+        let principal = self.authenticate(head)?;
+        match *head.method {
+            Method::POST => self.post_head(stream, head, principal).map_err(plain),
+            Method::GET => self.get_head(stream, head, principal).map_err(plain),
+            Method::DELETE => self.delete_head(stream, head, principal).map_err(plain),
+            _ => Err(plain(ProtocolError::MethodNotAllowed)),
+        }
+    }
+
+    fn serve_metadata(
+        &mut self,
+        stream: StreamId,
+        head: &RequestHead<'_>,
+    ) -> Result<(), ProtocolError> {
+        let Some(prm) = &self.config.protected_resource else {
+            return Err(ProtocolError::NotFound);
+        };
+        let mut headers = HeaderMap::new();
+        // Public metadata: readable from any browser origin.
+        headers.insert(
+            header::ACCESS_CONTROL_ALLOW_ORIGIN,
+            HeaderValue::from_static("*"),
+        );
+        if head.method == Method::OPTIONS {
+            headers.insert(
+                header::ACCESS_CONTROL_ALLOW_METHODS,
+                HeaderValue::from_static("GET, OPTIONS"),
+            );
+            self.answer(stream, StatusCode::NO_CONTENT, headers, None);
+            return Ok(());
+        }
+        if head.method != Method::GET && head.method != Method::HEAD {
+            return Err(ProtocolError::MethodNotAllowed);
+        }
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(mime::APPLICATION_JSON),
+        );
+        let body = Bytes::from(prm.to_json());
+        let body = (head.method == Method::GET).then_some(body);
+        self.answer(stream, StatusCode::OK, headers, body);
+        Ok(())
+    }
+
+    fn preflight(
+        &mut self,
+        stream: StreamId,
+        origin: Option<&str>,
+    ) -> Result<(), (ProtocolError, HeaderMap)> {
+        let Some(cors) = &self.config.cors else {
+            return Err((ProtocolError::MethodNotAllowed, HeaderMap::new()));
+        };
+        match cors.preflight(origin) {
+            Some(headers) => {
+                self.answer(stream, StatusCode::NO_CONTENT, headers, None);
+                Ok(())
+            }
+            None => Err((ProtocolError::OriginNotAllowed, HeaderMap::new())),
+        }
+    }
+
+    fn authenticate(
+        &mut self,
+        head: &RequestHead<'_>,
+    ) -> Result<Option<Box<str>>, (ProtocolError, HeaderMap)> {
+        let Some(auth) = self.config.authenticator.as_mut() else {
+            return Ok(head.principal.map(Into::into));
+        };
+        let prm = self.config.protected_resource.as_ref();
+        let mut extra = HeaderMap::new();
+        match auth.authenticate(head) {
+            AuthDecision::Allow { principal } => Ok(principal.map(Into::into)),
+            AuthDecision::Unauthorized {
+                error,
+                description,
+                scope,
+            } => {
+                extra.insert(
+                    header::WWW_AUTHENTICATE,
+                    bearer_challenge(
+                        prm,
+                        error.as_deref(),
+                        description.as_deref(),
+                        scope.as_deref(),
+                    ),
+                );
+                Err((ProtocolError::Unauthorized, extra))
+            }
+            AuthDecision::InsufficientScope { scope, description } => {
+                extra.insert(
+                    header::WWW_AUTHENTICATE,
+                    bearer_challenge(
+                        prm,
+                        Some("insufficient_scope"),
+                        description.as_deref(),
+                        Some(&scope),
+                    ),
+                );
+                Err((ProtocolError::InsufficientScope, extra))
+            }
+        }
+    }
+
+    /// The session named by `Mcp-Session-Id`, checked against the principal.
+    fn lookup_session(
+        &self,
+        headers: &HeaderMap,
+        principal: Option<&str>,
+    ) -> Result<Option<SessionHandle>, ProtocolError> {
+        let Some(value) = headers.get(mcp_header::MCP_SESSION_ID) else {
+            return Ok(None);
+        };
+        let id = value
+            .to_str()
+            .map_err(|_| ProtocolError::UnknownSession)?
+            .trim();
+        if !is_valid_session_id(id) {
+            return Err(ProtocolError::UnknownSession);
+        }
+        let handle = *self.by_id.get(id).ok_or(ProtocolError::UnknownSession)?;
+        let session = self
+            .sessions
+            .get(&handle)
+            .ok_or(ProtocolError::UnknownSession)?;
+        if session.principal.as_deref() != principal {
+            // Another principal's session is indistinguishable from no session (S-SESS-12).
+            return Err(ProtocolError::UnknownSession);
+        }
+        Ok(Some(handle))
+    }
+
+    /// `MCP-Protocol-Version`: `Ok(None)` when absent, `Err` when unsupported.
+    fn header_version(&self, headers: &HeaderMap) -> Result<Option<ProtocolVersion>, ()> {
+        let Some(v) = headers.get(mcp_header::MCP_PROTOCOL_VERSION) else {
+            return Ok(None);
+        };
+        let v = v.to_str().map_err(|_| ())?;
+        match ProtocolVersion::parse(v) {
+            Some(v) if self.config.supported_versions.contains(&v) => Ok(Some(v)),
+            _ => Err(()),
+        }
+    }
+
+    fn require_session(
+        &mut self,
+        head: &RequestHead<'_>,
+        principal: Option<&str>,
+    ) -> Result<SessionHandle, ProtocolError> {
+        let session = self
+            .lookup_session(head.headers, principal)?
+            .ok_or(ProtocolError::MissingSessionId)?;
+        self.header_version(head.headers)
+            .map_err(|()| ProtocolError::UnsupportedVersion)?;
+        self.session_step(session, SessionEvent::Activity);
+        Ok(session)
+    }
+
+    fn post_head(
+        &mut self,
+        stream: StreamId,
+        head: &RequestHead<'_>,
+        principal: Option<Box<str>>,
+    ) -> Result<(), ProtocolError> {
+        use super::ResponseMode as M;
+        let accept_json = accepts(head.headers, mime::APPLICATION_JSON);
+        let accept_sse = accepts(head.headers, mime::TEXT_EVENT_STREAM);
+        match self.config.response_mode {
+            M::Json if !accept_json => {
+                return Err(ProtocolError::NotAcceptable(mime::APPLICATION_JSON));
+            }
+            M::Sse if !accept_sse => {
+                return Err(ProtocolError::NotAcceptable(mime::TEXT_EVENT_STREAM));
+            }
+            _ if !accept_json && !accept_sse => {
+                return Err(ProtocolError::NotAcceptable(mime::POST_ACCEPT));
+            }
+            _ => {}
+        }
+        if !content_type_is(head.headers, mime::APPLICATION_JSON) {
+            return Err(ProtocolError::UnsupportedMediaType);
+        }
+        let declared = head
+            .headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok());
+        if declared.is_some_and(|n| n > self.config.max_body_bytes as u64) {
+            return Err(ProtocolError::PayloadTooLarge(self.config.max_body_bytes));
+        }
+        let session = if self.config.stateless {
+            None
+        } else {
+            self.lookup_session(head.headers, principal.as_deref())?
+        };
+        let header_version = self.header_version(head.headers);
+        if let Some(s) = session {
+            header_version.map_err(|()| ProtocolError::UnsupportedVersion)?;
+            self.session_step(s, SessionEvent::Activity);
+            if let Some(sess) = self.sessions.get_mut(&s) {
+                sess.open_connections += 1;
+            }
+        }
+        let ctx = PostContext {
+            session,
+            header_version,
+            accept_json,
+            accept_sse,
+            principal,
+            origin: origin_of(head.headers),
+            body: Vec::new(),
+        };
+        self.exchanges.insert(
+            stream,
+            Exchange {
+                state: ExchangeState::ReadingBody(Box::new(ctx)),
+                heartbeat: None,
+                session,
+            },
+        );
+        Ok(())
+    }
+
+    fn get_head(
+        &mut self,
+        stream: StreamId,
+        head: &RequestHead<'_>,
+        principal: Option<Box<str>>,
+    ) -> Result<(), ProtocolError> {
+        if self.config.stateless || !self.config.enable_get_stream {
+            return Err(ProtocolError::MethodNotAllowed);
+        }
+        if !accepts(head.headers, mime::TEXT_EVENT_STREAM) {
+            return Err(ProtocolError::NotAcceptable(mime::TEXT_EVENT_STREAM));
+        }
+        let session = self.require_session(head, principal.as_deref())?;
+        let origin = origin_of(head.headers);
+        let last_event_id = head.headers.get(mcp_header::LAST_EVENT_ID);
+        match last_event_id {
+            Some(v) => {
+                let (lsid, seq) = v
+                    .to_str()
+                    .ok()
+                    .and_then(parse_event_id)
+                    .ok_or(ProtocolError::UnknownLastEventId)?;
+                let owned = self.streams.get(&lsid).is_some_and(|s| {
+                    // Only streams whose ids reached the wire can be resumed: a pending
+                    // JSON answer has no ids, and a guessed id must not hijack it.
+                    s.session == Some(session)
+                        && s.resumable
+                        && matches!(s.phase, Phase::Open | Phase::Detached | Phase::Finished)
+                });
+                if !owned {
+                    return Err(ProtocolError::UnknownLastEventId);
+                }
+                self.resume(stream, session, lsid, seq, origin);
+            }
+            None => self.open_listen(stream, session, origin),
+        }
+        Ok(())
+    }
+
+    fn delete_head(
+        &mut self,
+        stream: StreamId,
+        head: &RequestHead<'_>,
+        principal: Option<Box<str>>,
+    ) -> Result<(), ProtocolError> {
+        if self.config.stateless || !self.config.enable_delete {
+            return Err(ProtocolError::MethodNotAllowed);
+        }
+        let session = self.require_session(head, principal.as_deref())?;
+        self.session_step(session, SessionEvent::Delete);
+        let mut headers = HeaderMap::new();
+        self.cors_headers(origin_of(head.headers).as_deref(), &mut headers);
+        self.answer(stream, StatusCode::OK, headers, None);
+        Ok(())
+    }
+
+    /// Parses and dispatches a complete POST body.
+    fn process_post(&mut self, stream: StreamId, ctx: PostContext) {
+        let origin = ctx.origin.as_deref();
+        let (items, batch) = match parse_body(&ctx.body) {
+            Ok(Body::Single(m)) => (vec![Ok(m)], false),
+            Ok(Body::Batch(items)) => (items, true),
+            Err(failure) => {
+                let error = if failure.code() == error_codes::PARSE_ERROR {
+                    ProtocolError::Parse
+                } else {
+                    ProtocolError::InvalidRequest("the body is not a JSON-RPC 2.0 message")
+                };
+                // "Parse error" / "Invalid Request", the detail in `data`, the id if readable.
+                let body = Message::Response(failure.to_error_response()).to_bytes();
+                self.refuse(stream, error, origin, HeaderMap::new(), Some(body), false);
+                return;
+            }
+        };
+        let initialize = match items.as_slice() {
+            [Ok(Message::Request(r))] if !batch => (&*r.method == "initialize").then_some(r),
+            _ => None,
+        };
+        let session = match ctx.session {
+            Some(s) if self.sessions.contains_key(&s) => Some(s),
+            Some(_) => {
+                return self.refuse(
+                    stream,
+                    ProtocolError::UnknownSession,
+                    origin,
+                    HeaderMap::new(),
+                    None,
+                    false,
+                );
+            }
+            None if self.config.stateless => None,
+            None => match initialize {
+                Some(r) => {
+                    let requested = read_protocol_version(r.params.as_deref());
+                    match self.create_session(ctx.principal.clone(), requested) {
+                        Ok(s) => Some(s),
+                        Err(e) => {
+                            return self.refuse(stream, e, origin, HeaderMap::new(), None, false);
+                        }
+                    }
+                }
+                None => {
+                    return self.refuse(
+                        stream,
+                        ProtocolError::MissingSessionId,
+                        origin,
+                        HeaderMap::new(),
+                        None,
+                        false,
+                    );
+                }
+            },
+        };
+        let is_init = initialize.is_some();
+        if !is_init && ctx.header_version.is_err() {
+            return self.refuse(
+                stream,
+                ProtocolError::UnsupportedVersion,
+                origin,
+                HeaderMap::new(),
+                None,
+                false,
+            );
+        }
+        let version = match session.and_then(|s| self.sessions.get(&s)) {
+            Some(s) => s.version,
+            None => ctx
+                .header_version
+                .ok()
+                .flatten()
+                .unwrap_or(ProtocolVersion::ASSUMED_WITHOUT_HEADER),
+        };
+        if batch && !version.allows_batch() {
+            return self.refuse(
+                stream,
+                ProtocolError::BatchNotAllowed,
+                origin,
+                HeaderMap::new(),
+                None,
+                false,
+            );
+        }
+        if batch && items.len() > self.config.max_batch_len {
+            let e = ProtocolError::InvalidRequest("the batch has too many messages");
+            return self.refuse(stream, e, origin, HeaderMap::new(), None, false);
+        }
+        let lsid = self.next();
+        let mut handles = Vec::new();
+        let mut kept = Vec::new();
+        let mut batch_ids = Vec::new();
+        for item in items {
+            match item {
+                Err(invalid) => {
+                    kept.push(Message::Response(invalid.to_error_response()).to_bytes())
+                }
+                Ok(Message::Request(r)) => {
+                    if batch && &*r.method == "initialize" {
+                        kept.push(error_body(
+                            Some(r.id),
+                            error_codes::INVALID_REQUEST,
+                            "initialize must not be part of a batch",
+                        ));
+                        continue;
+                    }
+                    let dup = batch_ids.contains(&r.id)
+                        || session
+                            .and_then(|s| self.sessions.get(&s))
+                            .is_some_and(|s| s.inflight.contains_key(&r.id));
+                    if dup {
+                        self.out
+                            .push_back(ServerOutput::Event(ServerEvent::DuplicateRequestId {
+                                session,
+                            }));
+                        kept.push(error_body(
+                            Some(r.id),
+                            error_codes::INVALID_REQUEST,
+                            "a request with this id is already in flight in this session",
+                        ));
+                        continue;
+                    }
+                    batch_ids.push(r.id.clone());
+                    let handle = RequestHandle(self.next());
+                    if let Some(s) = session.and_then(|s| self.sessions.get_mut(&s)) {
+                        s.inflight.insert(r.id.clone(), handle);
+                    }
+                    self.inflight.insert(
+                        handle,
+                        InFlight {
+                            session,
+                            stream: lsid,
+                            client_id: r.id.clone(),
+                            initialize: &*r.method == "initialize",
+                        },
+                    );
+                    handles.push(handle);
+                    self.out.push_back(ServerOutput::Request {
+                        handle,
+                        session,
+                        request: r,
+                    });
+                }
+                Ok(Message::Notification(n)) => {
+                    if &*n.method == "notifications/cancelled" {
+                        self.client_cancelled(session, n.params.as_deref());
+                    } else {
+                        self.out.push_back(ServerOutput::Notification {
+                            session,
+                            notification: n,
+                        });
+                    }
+                }
+                Ok(Message::Response(r)) => self.client_response(session, r),
+            }
+        }
+        if handles.is_empty() {
+            let mut headers = HeaderMap::new();
+            self.cors_headers(origin, &mut headers);
+            if kept.is_empty() {
+                self.answer(stream, StatusCode::ACCEPTED, headers, None);
+            } else {
+                headers.insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static(mime::APPLICATION_JSON),
+                );
+                let body = if batch {
+                    join_array(&kept)
+                } else {
+                    kept.swap_remove(0)
+                };
+                self.answer(stream, StatusCode::BAD_REQUEST, headers, Some(body));
+            }
+            return;
+        }
+        let resumable = session.is_some() && self.config.resumability;
+        if let Some(s) = session.and_then(|s| self.sessions.get_mut(&s)) {
+            s.streams.push(lsid);
+            s.open_connections += 1;
+        }
+        self.streams.insert(
+            lsid,
+            LogicalStream {
+                session,
+                kind: StreamKind::Request {
+                    pending: handles,
+                    kept,
+                    batch,
+                    initialize: is_init,
+                },
+                phase: Phase::Pending,
+                connection: Some(stream),
+                resumable,
+                version,
+                last_seq: 0,
+                id_sent: false,
+                accept_sse: ctx.accept_sse,
+                origin: ctx.origin.clone(),
+                retention: None,
+                grace: None,
+            },
+        );
+        self.exchanges.insert(
+            stream,
+            Exchange {
+                state: ExchangeState::Attached(lsid),
+                heartbeat: None,
+                session,
+            },
+        );
+        let sse_now = match self.config.response_mode {
+            super::ResponseMode::Sse => true,
+            super::ResponseMode::Auto => !ctx.accept_json,
+            super::ResponseMode::Json => false,
+        };
+        if sse_now {
+            self.upgrade(lsid);
+        }
+    }
+
+    fn create_session(
+        &mut self,
+        principal: Option<Box<str>>,
+        requested: Option<ProtocolVersion>,
+    ) -> Result<SessionHandle, ProtocolError> {
+        if self.sessions.len() >= self.config.max_sessions {
+            return Err(ProtocolError::TooManySessions);
+        }
+        let mut id = None;
+        for _ in 0..3 {
+            let candidate = self.config.session_ids.generate();
+            if is_valid_session_id(&candidate) && !self.by_id.contains_key(candidate.as_str()) {
+                id = Some(candidate.into_boxed_str());
+                break;
+            }
+        }
+        let id = id.ok_or(ProtocolError::BadSessionIdGenerated)?;
+        let version = requested
+            .filter(|v| self.config.supported_versions.contains(v))
+            .or_else(|| self.config.supported_versions.iter().copied().max())
+            .unwrap_or(ProtocolVersion::LATEST_LEGACY);
+        let handle = SessionHandle(self.next());
+        self.by_id.insert(id.clone(), handle);
+        self.sessions
+            .insert(handle, Session::new(id, principal, version));
+        self.out
+            .push_back(ServerOutput::SessionCreated { session: handle });
+        self.session_step(handle, SessionEvent::Activity);
+        Ok(handle)
+    }
+
+    /// `notifications/cancelled` from the client (S-CANCEL-1/3).
+    fn client_cancelled(&mut self, session: Option<SessionHandle>, params: Option<&RawValue>) {
+        #[derive(Deserialize)]
+        struct Params {
+            #[serde(rename = "requestId")]
+            request_id: serde_json::Value,
+        }
+        let Some(session) = session else { return };
+        let Some(p) = params.and_then(|p| serde_json::from_str::<Params>(p.get()).ok()) else {
+            return;
+        };
+        let id = match p.request_id {
+            serde_json::Value::Number(n) => n.as_i64().map(crate::jsonrpc::RequestId::Number),
+            serde_json::Value::String(s) => Some(crate::jsonrpc::RequestId::String(s.into())),
+            _ => None,
+        };
+        let Some(id) = id else { return };
+        let Some(handle) = self
+            .sessions
+            .get(&session)
+            .and_then(|s| s.inflight.get(&id).copied())
+        else {
+            return;
+        };
+        if self.inflight.get(&handle).is_some_and(|f| f.initialize) {
+            return; // S-CANCEL-2: initialize cannot be cancelled.
+        }
+        self.cancel_handle(handle, CancelReason::ClientCancelled);
+    }
+
+    /// The client answered a server→client request.
+    fn client_response(&mut self, session: Option<SessionHandle>, response: Response) {
+        let matched = match (&response.id, session) {
+            (Some(crate::jsonrpc::RequestId::Number(n)), Some(s)) => u64::try_from(*n)
+                .ok()
+                .map(super::OutboundId)
+                .filter(|id| self.outbound.get(id).is_some_and(|o| o.session == s)),
+            _ => None,
+        };
+        match (matched, session) {
+            (Some(id), Some(s)) => {
+                self.forget_outbound(id);
+                self.out.push_back(ServerOutput::ClientResponse {
+                    request: id,
+                    session: s,
+                    response,
+                });
+            }
+            _ => self
+                .out
+                .push_back(ServerOutput::Event(ServerEvent::UnmatchedResponse {
+                    session,
+                })),
+        }
+    }
+
+    /// Applies a session event.
+    pub(crate) fn session_step(&mut self, handle: SessionHandle, event: SessionEvent) {
+        let Some(s) = self.sessions.get_mut(&handle) else {
+            return;
+        };
+        let effective = match event {
+            SessionEvent::IdleTimer { .. } => SessionEvent::IdleTimer { busy: s.is_busy() },
+            e => e,
+        };
+        match s.state.on(effective) {
+            SessionStep::Touch => {}
+            SessionStep::BecomeReady => s.state = super::session::SessionState::Ready,
+            SessionStep::End(reason) => return self.end_session(handle, reason),
+        }
+        if let Some(ttl) = self.config.session_idle_ttl {
+            let at = self.now + ttl;
+            self.timers
+                .set(&mut s.idle_deadline, Timer::SessionIdle(handle), at);
+        }
+    }
+
+    /// Answers `stream` with an error status and a JSON-RPC error body.
+    pub(crate) fn refuse(
+        &mut self,
+        stream: StreamId,
+        error: ProtocolError,
+        origin: Option<&str>,
+        mut headers: HeaderMap,
+        body: Option<Bytes>,
+        stop_reading: bool,
+    ) {
+        if error == ProtocolError::MethodNotAllowed {
+            headers.insert(header::ALLOW, HeaderValue::from_static(ALLOW));
+        }
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(mime::APPLICATION_JSON),
+        );
+        self.cors_headers(origin, &mut headers);
+        let body = body.unwrap_or_else(|| error_body(None, error.code(), &error.to_string()));
+        let status = error.status_hint();
+        self.out
+            .push_back(ServerOutput::Event(ServerEvent::Rejected { stream, error }));
+        if stop_reading {
+            self.out.push_back(ServerOutput::StopReading { stream });
+        }
+        self.answer(stream, status, headers, Some(body));
+    }
+
+    /// A complete response: head, optional body, end.
+    pub(crate) fn answer(
+        &mut self,
+        stream: StreamId,
+        status: StatusCode,
+        headers: HeaderMap,
+        body: Option<Bytes>,
+    ) {
+        self.out.push_back(ServerOutput::ResponseHead {
+            stream,
+            status,
+            headers,
+        });
+        if let Some(chunk) = body {
+            self.out
+                .push_back(ServerOutput::ResponseBody { stream, chunk });
+        }
+        self.out.push_back(ServerOutput::ResponseEnd { stream });
+    }
+
+    pub(crate) fn cors_headers(&self, origin: Option<&str>, headers: &mut HeaderMap) {
+        if let Some(cors) = &self.config.cors {
+            cors.apply(origin, headers);
+        }
+    }
+}
+
+/// `[a,b,c]` from encoded messages.
+pub(crate) fn join_array(parts: &[Bytes]) -> Bytes {
+    let mut v = Vec::with_capacity(parts.iter().map(|p| p.len() + 1).sum::<usize>() + 2);
+    v.push(b'[');
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            v.push(b',');
+        }
+        v.extend_from_slice(p);
+    }
+    v.push(b']');
+    Bytes::from(v)
+}

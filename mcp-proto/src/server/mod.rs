@@ -1,0 +1,508 @@
+//! The server half of the transport: [`Router`], a sans-IO state machine that answers the
+//! MCP endpoint's HTTP exchanges and hands JSON-RPC messages to the application.
+//!
+//! # The run loop
+//!
+//! **After any input (`handle_*`) or command (`respond`, `notify`, `send_request`,
+//! `close_*`, `cancel_request`), call [`Router::poll_output`] until it returns `None`, then
+//! wait until [`Router::poll_timeout`] or the next input, and call
+//! [`Router::handle_timeout`] when the deadline passes.** An early or repeated
+//! `handle_timeout` is a harmless no-op. Time only enters as the `now` argument; pass
+//! non-decreasing instants (an older one is treated as the newest seen).
+//!
+//! ```no_run
+//! use std::time::Instant;
+//! use mcp_proto::server::{RequestHead, Router, ServerConfig, ServerOutput};
+//! # fn next_http_request() -> (http::request::Parts, Vec<u8>) { unimplemented!() }
+//! let mut router = Router::new(ServerConfig::default(), Instant::now());
+//! let (parts, body) = next_http_request();
+//! let stream = router.handle_request(Instant::now(), RequestHead::from_parts(&parts));
+//! router.handle_body(Instant::now(), stream, &body);
+//! router.handle_body_end(Instant::now(), stream);
+//! while let Some(out) = router.poll_output() {
+//!     match out {
+//!         ServerOutput::ResponseHead { .. } => { /* start the HTTP response */ }
+//!         ServerOutput::ResponseBody { .. } => { /* write and flush the chunk */ }
+//!         ServerOutput::ResponseEnd { .. } => { /* finish the response */ }
+//!         ServerOutput::Request { handle, .. } => { /* run the handler, then router.respond(..) */ }
+//!         _ => {}
+//!     }
+//! }
+//! ```
+//!
+//! # Methods, by kind
+//!
+//! - **Inputs** (the adapter): [`handle_request`](Router::handle_request) (a request head;
+//!   returns the exchange's [`StreamId`]), [`handle_body`](Router::handle_body) (chunks as they
+//!   arrive, so 413 needs no more than the cap in memory), [`handle_body_end`](Router::handle_body_end),
+//!   [`handle_disconnect`](Router::handle_disconnect), [`handle_timeout`](Router::handle_timeout).
+//! - **Commands** (the app): [`respond`](Router::respond), [`notify`](Router::notify),
+//!   [`send_request`](Router::send_request), [`cancel_request`](Router::cancel_request),
+//!   [`close_for_polling`](Router::close_for_polling), [`close_session`](Router::close_session).
+//! - **Outputs**: [`poll_output`](Router::poll_output) ([`ServerOutput`]: response heads,
+//!   body chunks and ends per stream; messages for the app; session and observability
+//!   events) and [`poll_timeout`](Router::poll_timeout).
+//! - **Getters**: [`session_id`](Router::session_id), [`session_version`](Router::session_version),
+//!   [`session_count`](Router::session_count), [`owns_path`](Router::owns_path).
+//!
+//! # What the router answers itself
+//!
+//! 202 (only notifications or responses, S-POST-7), 400 (unparsable body -32700, not
+//! JSON-RPC -32600, missing session S-SESS-5, unsupported `MCP-Protocol-Version` S-VER-4,
+//! batch outside 2025-03-26), 401 (auth hook, with an RFC 9728 challenge), 403 (`Host`,
+//! `Origin`, S-SEC-1/2/5), 404 (unknown path; unknown, expired, terminated or another
+//! principal's session, S-SESS-6), 405 (GET/DELETE disabled or stateless, S-GET-3,
+//! S-SESS-9), 406, 413, 415, 503 (session cap), CORS preflights, and the protected resource
+//! metadata document. Every error body is a JSON-RPC error with `"id": null` and a message
+//! saying what to fix.
+//!
+//! # Decisions where the specification is silent
+//!
+//! Listed in the [`Router`] docs.
+
+mod config;
+mod error;
+mod inbound;
+mod outbound;
+mod security;
+mod session;
+mod store;
+mod stream;
+mod timer;
+
+use std::collections::{HashMap, VecDeque};
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, StatusCode, Uri};
+
+pub use config::{OverflowPolicy, ResponseMode, ServerConfig};
+pub use error::{CancelReason, CloseReason, ProtocolError, SendError, ServerRequestError};
+pub use security::{
+    AllowedOrigins, AuthDecision, Authenticator, CorsConfig, HostValidation,
+    ProtectedResourceMetadata, WELL_KNOWN_PRM,
+};
+pub use session::{DeterministicSessionIds, SessionIdGenerator, is_valid_session_id};
+pub use store::{EventStore, InMemoryEventStore, Replay, StoredEvent};
+
+use crate::ProtocolVersion;
+use crate::jsonrpc::{Notification, Request, RequestId, Response};
+use session::Session;
+use stream::{Exchange, LogicalStream};
+use timer::TimerQueue;
+
+/// One HTTP exchange (request and its response), allocated by the router.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StreamId(pub(crate) u64);
+
+/// A client request handed to the app; answer it with [`Router::respond`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RequestHandle(pub(crate) u64);
+
+/// A server→client request; its answer arrives as [`ServerOutput::ClientResponse`] or its
+/// failure as [`ServerOutput::ServerRequestFailed`]. Its value is also the JSON-RPC id sent,
+/// unique in the router, so ids never collide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OutboundId(pub(crate) u64);
+
+/// A live session; [`Router::session_id`] gives its `Mcp-Session-Id`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SessionHandle(pub(crate) u64);
+
+macro_rules! id_getters {
+    ($($t:ty),*) => {$(
+        impl $t {
+            /// The raw number (for logs and maps).
+            pub fn as_u64(self) -> u64 {
+                self.0
+            }
+        }
+    )*};
+}
+id_getters!(StreamId, RequestHandle, OutboundId, SessionHandle);
+
+/// The head of an HTTP request, borrowed from the adapter (`http::request::Parts` fits).
+#[derive(Debug, Clone, Copy)]
+pub struct RequestHead<'a> {
+    /// The method.
+    pub method: &'a Method,
+    /// The request target (HTTP/2 puts `:authority` here).
+    pub uri: &'a Uri,
+    /// The headers.
+    pub headers: &'a HeaderMap,
+    /// An identity the adapter already established (TLS client certificate, an async auth
+    /// middleware); the [`Authenticator`] may read or override it.
+    pub principal: Option<&'a str>,
+}
+
+impl<'a> RequestHead<'a> {
+    /// A head from its parts.
+    pub fn new(method: &'a Method, uri: &'a Uri, headers: &'a HeaderMap) -> Self {
+        RequestHead {
+            method,
+            uri,
+            headers,
+            principal: None,
+        }
+    }
+
+    /// A head from `http::request::Parts`.
+    pub fn from_parts(parts: &'a http::request::Parts) -> Self {
+        RequestHead::new(&parts.method, &parts.uri, &parts.headers)
+    }
+
+    /// Sets the adapter-established principal.
+    pub fn with_principal(mut self, principal: Option<&'a str>) -> Self {
+        self.principal = principal;
+        self
+    }
+}
+
+/// Where to send a notification or a server→client request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// Related to a client request: on that request's POST stream (S-POST-12, S-PROG-4),
+    /// upgrading a pending JSON answer to SSE in auto mode.
+    Request(RequestHandle),
+    /// Not related to a request: on the session's GET stream, or its bounded queue while
+    /// none is open (S-GET-4/5). Never broadcast (S-MULTI-2).
+    Session(SessionHandle),
+}
+
+/// Where a message went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Delivery {
+    /// Written on the request's stream.
+    RequestStream,
+    /// Stored on the request's stream while its connection is away; the client gets it when
+    /// it resumes.
+    StoredForResume,
+    /// Written on the session's GET stream.
+    ListenStream,
+    /// Queued until the session opens a GET stream.
+    Queued,
+    /// JSON response mode could not put it before the response, so it went to the session's
+    /// GET stream (or queue) instead (peers.md item 25).
+    Rerouted,
+}
+
+/// Everything the router asks of the adapter and the app.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ServerOutput {
+    /// Start the response of `stream`.
+    ResponseHead {
+        /// The exchange.
+        stream: StreamId,
+        /// The status.
+        status: StatusCode,
+        /// The headers (`Content-Type`; for SSE `Cache-Control: no-cache` and
+        /// `X-Accel-Buffering: no`; `Mcp-Session-Id` on the `initialize` answer; CORS).
+        headers: HeaderMap,
+    },
+    /// Write (and flush) a chunk of the body: one SSE frame or a whole JSON body.
+    ResponseBody {
+        /// The exchange.
+        stream: StreamId,
+        /// The bytes.
+        chunk: Bytes,
+    },
+    /// The response is complete: finish it (and close an SSE stream).
+    ResponseEnd {
+        /// The exchange.
+        stream: StreamId,
+    },
+    /// The request was answered before its body was read: the adapter may stop reading it
+    /// (and close the connection rather than drain a large body).
+    StopReading {
+        /// The exchange.
+        stream: StreamId,
+    },
+    /// A client request for the app; answer it exactly once with [`Router::respond`].
+    Request {
+        /// Pass it back to [`Router::respond`].
+        handle: RequestHandle,
+        /// The session (`None` in stateless mode).
+        session: Option<SessionHandle>,
+        /// The request (its `id` is the client's; the router restores it in the response).
+        request: Request,
+    },
+    /// A client notification for the app (`notifications/cancelled` is handled by the
+    /// router and surfaces as [`ServerOutput::Cancelled`] instead).
+    Notification {
+        /// The session (`None` in stateless mode).
+        session: Option<SessionHandle>,
+        /// The notification.
+        notification: Notification,
+    },
+    /// The client's answer to a server→client request.
+    ClientResponse {
+        /// The request it answers.
+        request: OutboundId,
+        /// The session.
+        session: SessionHandle,
+        /// The response.
+        response: Response,
+    },
+    /// A server→client request ended without an answer.
+    ServerRequestFailed {
+        /// The request.
+        request: OutboundId,
+        /// Why.
+        error: ServerRequestError,
+    },
+    /// Stop handling a request and do not answer it.
+    Cancelled {
+        /// The request.
+        handle: RequestHandle,
+        /// Why.
+        reason: CancelReason,
+    },
+    /// `initialize` created a session.
+    SessionCreated {
+        /// The session.
+        session: SessionHandle,
+    },
+    /// A session ended; its id now gets 404.
+    SessionClosed {
+        /// The session.
+        session: SessionHandle,
+        /// Why.
+        reason: CloseReason,
+    },
+    /// Something worth a log line or a metric.
+    Event(ServerEvent),
+}
+
+/// Observability: what the router did on its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ServerEvent {
+    /// A request was refused with an error status.
+    Rejected {
+        /// The exchange.
+        stream: StreamId,
+        /// Why.
+        error: ProtocolError,
+    },
+    /// A pending JSON answer became an SSE stream.
+    Upgraded {
+        /// The exchange.
+        stream: StreamId,
+    },
+    /// JSON response mode sent a related message to the GET stream instead.
+    Rerouted {
+        /// The session.
+        session: SessionHandle,
+    },
+    /// A queued notification was dropped to make room (overflow policy).
+    QueueOverflow {
+        /// The session.
+        session: SessionHandle,
+    },
+    /// A new GET took over a stream (the session's GET stream, or a stream resumed with
+    /// `Last-Event-ID`) whose connection still looked open; the old connection was ended.
+    ConnectionReplaced {
+        /// The session.
+        session: SessionHandle,
+        /// The connection that was ended.
+        old: StreamId,
+        /// The new connection.
+        new: StreamId,
+    },
+    /// A GET with `Last-Event-ID` replayed events.
+    Resumed {
+        /// The new connection.
+        stream: StreamId,
+        /// How many events were replayed.
+        replayed: usize,
+        /// Some events after the id had been evicted from the store.
+        gap: bool,
+    },
+    /// The client answered a server→client request the router does not know (late,
+    /// cancelled, or another session's).
+    UnmatchedResponse {
+        /// The session.
+        session: Option<SessionHandle>,
+    },
+    /// A request reused the id of a request still in flight in its session and got an
+    /// error response.
+    DuplicateRequestId {
+        /// The session.
+        session: Option<SessionHandle>,
+    },
+    /// The server closed a connection so that the client polls (S-POST-20).
+    ClosedForPolling {
+        /// The connection.
+        stream: StreamId,
+    },
+}
+
+/// A client request in flight.
+#[derive(Debug)]
+struct InFlight {
+    session: Option<SessionHandle>,
+    stream: u64,
+    client_id: RequestId,
+    initialize: bool,
+}
+
+/// A pending server→client request.
+#[derive(Debug)]
+struct Outbound {
+    session: SessionHandle,
+    deadline: Option<Instant>,
+}
+
+/// The server state machine: owns the sessions, their streams and timers.
+///
+/// # Decisions where the specification is silent
+///
+/// - **Accept.** A POST must accept what the response mode may produce: JSON mode needs
+///   `application/json`, SSE mode `text/event-stream`, auto mode either (406 otherwise).
+///   In auto mode a client accepting only JSON never gets an upgrade (its related messages
+///   are rerouted as in JSON mode), one accepting only SSE always gets SSE.
+/// - **`MCP-Protocol-Version`.** Any supported revision is accepted on any request, whatever
+///   was negotiated (the conformance suite sends 2025-03-26 after negotiating 2025-11-25).
+///   When absent, the session's negotiated revision applies, else 2025-03-26 (S-VER-3).
+///   `initialize` is exempt (G-6). Behaviour that depends on the revision (batches,
+///   priming) follows the *negotiated* revision.
+/// - **Negotiation.** The session starts with the client's requested revision when
+///   supported, else the newest supported one; the app's `InitializeResult`
+///   (`result.protocolVersion`) has the last word.
+/// - **Duplicate request id** in flight in the session: that request gets a -32600 error
+///   response (HTTP 400) and is not handed to the app; the first is untouched.
+/// - **Cancellation and disconnects.** `notifications/cancelled` cancels the handler. A
+///   client disconnecting from a stream it cannot resume (no event id reached it) cancels
+///   the handlers of that stream at once; from a resumable stream, after
+///   [`ServerConfig::resume_grace`] unless it resumed. This departs from S-POST-16 ("SHOULD
+///   NOT be read as cancelling") only where resuming is impossible, which is what the
+///   2026-07-28 revision mandates anyway (S-NEW-6).
+/// - **A cancelled request's exchange** gets no JSON-RPC response (S-CANCEL-3): an SSE
+///   stream ends, a pending JSON answer becomes an empty SSE stream (or, when the client
+///   accepts only JSON, a -32800 error so the exchange still ends well-formed).
+/// - **GET takeover.** A second GET for a session replaces the first (ends its connection)
+///   instead of 409, because proxies drop GETs silently (peers.md item 15).
+/// - **Idle.** A session is idle when no request arrived and no stream was open for the
+///   whole TTL; a long-lived GET stream keeps its session alive.
+/// - **Resuming with an unknown `Last-Event-ID`** (bad format, another session's stream,
+///   retention over) gets 400 rather than an empty 200 stream, which made clients loop
+///   (peers.md item 5).
+/// - **Unsupported 2026-07-28 header** gets 400 (-32000 "Unsupported protocol version"),
+///   the signal a modern client uses to fall back (S-NEW-10, G-11).
+/// - **DELETE** answers 200 with no body.
+pub struct Router {
+    config: ServerConfig,
+    now: Instant,
+    next_id: u64,
+    sessions: HashMap<SessionHandle, Session>,
+    by_id: HashMap<Box<str>, SessionHandle>,
+    exchanges: HashMap<StreamId, Exchange>,
+    streams: HashMap<u64, LogicalStream>,
+    inflight: HashMap<RequestHandle, InFlight>,
+    outbound: HashMap<OutboundId, Outbound>,
+    timers: TimerQueue,
+    out: VecDeque<ServerOutput>,
+}
+
+impl std::fmt::Debug for Router {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Router")
+            .field("sessions", &self.sessions.len())
+            .field("exchanges", &self.exchanges.len())
+            .field("streams", &self.streams.len())
+            .field("inflight", &self.inflight.len())
+            .field("outbound", &self.outbound.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Router {
+    /// A router with `config`, at time `now`.
+    pub fn new(config: ServerConfig, now: Instant) -> Self {
+        Router {
+            config,
+            now,
+            next_id: 0,
+            sessions: HashMap::new(),
+            by_id: HashMap::new(),
+            exchanges: HashMap::new(),
+            streams: HashMap::new(),
+            inflight: HashMap::new(),
+            outbound: HashMap::new(),
+            timers: TimerQueue::default(),
+            out: VecDeque::new(),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ServerConfig {
+        &self.config
+    }
+
+    /// The next output, or `None` when there is nothing to do until the next input or
+    /// timeout. See the run loop in the module docs.
+    pub fn poll_output(&mut self) -> Option<ServerOutput> {
+        let out = self.out.pop_front();
+        if out.is_none() && self.out.capacity() > 256 {
+            // A burst (thousands of sessions expiring at once) must not pin its peak.
+            self.out = VecDeque::new();
+        }
+        out
+    }
+
+    /// The earliest instant at which [`handle_timeout`](Router::handle_timeout) has work.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.timers.next()
+    }
+
+    /// The `Mcp-Session-Id` of a live session.
+    pub fn session_id(&self, session: SessionHandle) -> Option<&str> {
+        self.sessions.get(&session).map(|s| &*s.id)
+    }
+
+    /// The live session with this `Mcp-Session-Id`.
+    pub fn session_by_id(&self, id: &str) -> Option<SessionHandle> {
+        self.by_id.get(id).copied()
+    }
+
+    /// The revision negotiated by a live session.
+    pub fn session_version(&self, session: SessionHandle) -> Option<ProtocolVersion> {
+        self.sessions.get(&session).map(|s| s.version)
+    }
+
+    /// The principal a live session is bound to.
+    pub fn session_principal(&self, session: SessionHandle) -> Option<&str> {
+        self.sessions
+            .get(&session)
+            .and_then(|s| s.principal.as_deref())
+    }
+
+    /// How many sessions are live.
+    pub fn session_count(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// Whether the router answers requests for `path` (the endpoint and, when configured,
+    /// the metadata documents), so an adapter mounted among other routes can dispatch.
+    pub fn owns_path(&self, path: &str) -> bool {
+        path == self.config.endpoint_path
+            || self
+                .config
+                .protected_resource
+                .as_ref()
+                .is_some_and(|p| p.serves(path, &self.config.endpoint_path))
+    }
+
+    fn advance(&mut self, now: Instant) {
+        if now > self.now {
+            self.now = now;
+        }
+    }
+
+    fn next(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+}

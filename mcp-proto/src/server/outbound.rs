@@ -1,0 +1,1044 @@
+//! Outputs and app commands: writing events on streams, finishing them, replies,
+//! notifications, server→client requests, sessions ending, and timers.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::StatusCode;
+use http::header::{self, HeaderMap, HeaderValue};
+use serde_json::value::RawValue;
+
+use super::error::{CancelReason, CloseReason, SendError, ServerRequestError};
+use super::inbound::{error_body, join_array, read_protocol_version};
+use super::session::{Queued, SessionEvent};
+use super::store::Replay;
+use super::stream::{
+    Exchange, ExchangeState, LogicalStream, Phase, StreamEvent, StreamKind, event_frame, event_id,
+    heartbeat_frame, priming_frame, retry_frame,
+};
+use super::timer::Timer;
+use super::{
+    Delivery, Outbound, OutboundId, OverflowPolicy, RequestHandle, ResponseMode, Router,
+    ServerEvent, ServerOutput, SessionHandle, StreamId, Target,
+};
+use crate::http::{header as mcp_header, mime};
+use crate::jsonrpc::{ErrorObject, Message, Notification, Outcome, Request, RequestId, Response};
+
+impl Router {
+    /// Command: answers a client request, exactly once. The router restores the client's id
+    /// (requests are never cross-wired, even when two sessions use the same ids) and puts
+    /// the response on the request's stream. Answering `initialize` with a result fixes the
+    /// session's revision from `result.protocolVersion`; with an error, ends the session.
+    pub fn respond(
+        &mut self,
+        now: Instant,
+        handle: RequestHandle,
+        outcome: Outcome,
+    ) -> Result<(), SendError> {
+        self.advance(now);
+        let inflight = self
+            .inflight
+            .remove(&handle)
+            .ok_or(SendError::UnknownHandle)?;
+        let init_ok = match (&outcome, inflight.initialize) {
+            (Outcome::Result(r), true) => {
+                if let Some(v) = read_protocol_version(Some(r))
+                    && let Some(s) = inflight.session.and_then(|s| self.sessions.get_mut(&s))
+                    && self.config.supported_versions.contains(&v)
+                {
+                    s.version = v;
+                    if let Some(ls) = self.streams.get_mut(&inflight.stream) {
+                        ls.version = v;
+                    }
+                }
+                Some(true)
+            }
+            (Outcome::Error(_), true) => Some(false),
+            _ => None,
+        };
+        if let Some(s) = inflight.session.and_then(|s| self.sessions.get_mut(&s)) {
+            s.inflight.remove(&inflight.client_id);
+        }
+        let payload = Message::Response(Response {
+            id: Some(inflight.client_id),
+            outcome,
+        })
+        .to_bytes();
+        if init_ok == Some(false) {
+            // No session id for a failed initialize: strip it from a pending JSON head.
+            if let Some(StreamKind::Request { initialize, .. }) =
+                self.streams.get_mut(&inflight.stream).map(|s| &mut s.kind)
+            {
+                *initialize = false;
+            }
+        }
+        self.write_response(inflight.stream, handle, payload);
+        if let Some(session) = inflight.session {
+            match init_ok {
+                Some(ok) => self.session_step(session, SessionEvent::InitializeAnswered { ok }),
+                None => self.session_step(session, SessionEvent::Activity),
+            }
+            if let Some(s) = self.sessions.get_mut(&session) {
+                s.shrink();
+            }
+        }
+        Ok(())
+    }
+
+    /// Command: [`respond`](Router::respond) with a result.
+    pub fn respond_result(
+        &mut self,
+        now: Instant,
+        handle: RequestHandle,
+        result: Box<RawValue>,
+    ) -> Result<(), SendError> {
+        self.respond(now, handle, Outcome::Result(result))
+    }
+
+    /// Command: [`respond`](Router::respond) with an error.
+    pub fn respond_error(
+        &mut self,
+        now: Instant,
+        handle: RequestHandle,
+        error: ErrorObject,
+    ) -> Result<(), SendError> {
+        self.respond(now, handle, Outcome::Error(error))
+    }
+
+    /// Command: sends a notification, related to a request or not (see [`Target`]).
+    pub fn notify(
+        &mut self,
+        now: Instant,
+        target: Target,
+        notification: Notification,
+    ) -> Result<Delivery, SendError> {
+        self.advance(now);
+        let payload = Message::Notification(notification).to_bytes();
+        self.route(target, payload, None)
+    }
+
+    /// Command: sends a server→client request (sampling, elicitation, roots, ping). Its
+    /// answer arrives as [`ServerOutput::ClientResponse`]; without one before `timeout`
+    /// (default [`ServerConfig::server_request_timeout`](super::ServerConfig)), it fails
+    /// with [`ServerRequestError::Timeout`] and the client is sent `notifications/cancelled`.
+    /// In stateless mode it fails at once with [`SendError::Stateless`] (peers.md item 11).
+    pub fn send_request(
+        &mut self,
+        now: Instant,
+        target: Target,
+        method: &str,
+        params: Option<Box<RawValue>>,
+        timeout: Option<Duration>,
+    ) -> Result<OutboundId, SendError> {
+        self.advance(now);
+        if self.config.stateless {
+            return Err(SendError::Stateless);
+        }
+        let session = match target {
+            Target::Session(s) => s,
+            Target::Request(h) => self
+                .inflight
+                .get(&h)
+                .ok_or(SendError::UnknownHandle)?
+                .session
+                .ok_or(SendError::Stateless)?,
+        };
+        if !self.sessions.contains_key(&session) {
+            return Err(SendError::UnknownSession);
+        }
+        let id = OutboundId(self.next());
+        let wire_id = i64::try_from(id.0).map_err(|_| SendError::InvalidMessage)?;
+        let payload = Message::Request(Request {
+            id: RequestId::Number(wire_id),
+            method: method.into(),
+            params,
+        })
+        .to_bytes();
+        self.route(target, payload, Some(id))?;
+        let mut deadline = None;
+        let at = self.now + timeout.unwrap_or(self.config.server_request_timeout);
+        self.timers
+            .set(&mut deadline, Timer::RequestDeadline(id), at);
+        self.outbound.insert(id, Outbound { session, deadline });
+        if let Some(s) = self.sessions.get_mut(&session) {
+            s.outbound.push(id);
+        }
+        Ok(id)
+    }
+
+    /// Command: gives up on a server→client request. If it was still queued it is dropped
+    /// unsent; otherwise the client is sent `notifications/cancelled`. No output follows.
+    pub fn cancel_request(&mut self, now: Instant, request: OutboundId) -> Result<(), SendError> {
+        self.advance(now);
+        if !self.outbound.contains_key(&request) {
+            return Err(SendError::UnknownHandle);
+        }
+        self.abandon_outbound(request, "cancelled by the server");
+        Ok(())
+    }
+
+    /// Command: closes the connection of a request's stream (or of the session's GET
+    /// stream) without ending the stream, so that the client polls: it reconnects with GET
+    /// and `Last-Event-ID` after the announced `retry` (S-POST-20/22, S-GET-8). A pending
+    /// JSON answer is upgraded to SSE first. Needs resumability and a client of 2025-11-25
+    /// or later ([`SendError::NotResumable`] otherwise).
+    pub fn close_for_polling(&mut self, now: Instant, target: Target) -> Result<(), SendError> {
+        self.advance(now);
+        let lsid = match target {
+            Target::Request(h) => {
+                self.inflight
+                    .get(&h)
+                    .ok_or(SendError::UnknownHandle)?
+                    .stream
+            }
+            Target::Session(s) => self
+                .sessions
+                .get(&s)
+                .ok_or(SendError::UnknownSession)?
+                .listen
+                .ok_or(SendError::NotResumable)?,
+        };
+        let Some(ls) = self.streams.get(&lsid) else {
+            return Err(SendError::UnknownHandle);
+        };
+        if !(ls.resumable && ls.version.allows_priming()) {
+            return Err(SendError::NotResumable);
+        }
+        if ls.phase == Phase::Pending {
+            self.upgrade(lsid);
+        }
+        let Some(ls) = self.streams.get_mut(&lsid) else {
+            return Err(SendError::UnknownHandle);
+        };
+        let Some(conn) = ls.connection.take() else {
+            return Ok(()); // Already away.
+        };
+        ls.phase = Phase::Detached;
+        if matches!(ls.kind, StreamKind::Request { .. }) {
+            let at = self.now + self.config.resume_grace;
+            self.timers.set(&mut ls.grace, Timer::ResumeGrace(lsid), at);
+        }
+        self.out.push_back(ServerOutput::ResponseBody {
+            stream: conn,
+            chunk: retry_frame(self.config.retry_interval),
+        });
+        self.out
+            .push_back(ServerOutput::ResponseEnd { stream: conn });
+        self.remove_exchange(conn);
+        self.out
+            .push_back(ServerOutput::Event(ServerEvent::ClosedForPolling {
+                stream: conn,
+            }));
+        Ok(())
+    }
+
+    /// Command: ends a session (S-SESS-6): its streams end, handlers are cancelled, pending
+    /// server→client requests fail, and its id gets 404 from now on.
+    pub fn close_session(&mut self, now: Instant, session: SessionHandle) -> Result<(), SendError> {
+        self.advance(now);
+        if !self.sessions.contains_key(&session) {
+            return Err(SendError::UnknownSession);
+        }
+        self.session_step(session, SessionEvent::AppClose);
+        Ok(())
+    }
+
+    /// Command: a graceful stop. Every session ends ([`CloseReason::Shutdown`]), every
+    /// handler is cancelled, every open exchange is finished (an SSE stream ends; an exchange
+    /// that has not answered yet gets 503), and the router is left empty.
+    pub fn shutdown(&mut self, now: Instant) {
+        self.advance(now);
+        let sessions: Vec<SessionHandle> = self.sessions.keys().copied().collect();
+        for s in sessions {
+            self.end_session(s, CloseReason::Shutdown);
+        }
+        let handles: Vec<RequestHandle> = self.inflight.keys().copied().collect();
+        for h in handles {
+            if let Some(f) = self.inflight.remove(&h) {
+                if let Some(StreamKind::Request { pending, .. }) =
+                    self.streams.get_mut(&f.stream).map(|l| &mut l.kind)
+                {
+                    pending.retain(|x| *x != h);
+                }
+                self.out.push_back(ServerOutput::Cancelled {
+                    handle: h,
+                    reason: CancelReason::Shutdown,
+                });
+            }
+        }
+        let conns: Vec<StreamId> = self.exchanges.keys().copied().collect();
+        for conn in conns {
+            let head_sent = match self.exchanges.get(&conn).map(|e| &e.state) {
+                Some(ExchangeState::Attached(l)) => self
+                    .streams
+                    .get(l)
+                    .is_some_and(|l| l.phase != Phase::Pending),
+                _ => false,
+            };
+            self.remove_exchange(conn);
+            if head_sent {
+                self.out
+                    .push_back(ServerOutput::ResponseEnd { stream: conn });
+            } else {
+                let mut headers = HeaderMap::new();
+                headers.insert(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static(mime::APPLICATION_JSON),
+                );
+                let body = error_body(None, -32000, "the server is shutting down");
+                self.answer(conn, StatusCode::SERVICE_UNAVAILABLE, headers, Some(body));
+            }
+        }
+        let streams: Vec<u64> = self.streams.keys().copied().collect();
+        for l in streams {
+            if let Some(ls) = self.streams.get_mut(&l) {
+                ls.connection = None;
+            }
+            self.drop_stream(l);
+        }
+        let outbound: Vec<OutboundId> = self.outbound.keys().copied().collect();
+        for id in outbound {
+            self.forget_outbound(id);
+            self.out.push_back(ServerOutput::ServerRequestFailed {
+                request: id,
+                error: ServerRequestError::SessionClosed,
+            });
+        }
+        self.shrink_tables();
+    }
+
+    /// Gives back table capacity once most of it is unused (after a burst of sessions).
+    fn shrink_tables(&mut self) {
+        if self.sessions.capacity() > 64 && self.sessions.len() * 4 < self.sessions.capacity() {
+            self.sessions.shrink_to_fit();
+            self.by_id.shrink_to_fit();
+        }
+        if self.streams.capacity() > 64 && self.streams.len() * 4 < self.streams.capacity() {
+            self.streams.shrink_to_fit();
+        }
+        if self.exchanges.capacity() > 64 && self.exchanges.len() * 4 < self.exchanges.capacity() {
+            self.exchanges.shrink_to_fit();
+        }
+        if self.inflight.capacity() > 64 && self.inflight.len() * 4 < self.inflight.capacity() {
+            self.inflight.shrink_to_fit();
+        }
+    }
+
+    /// Input: time passed. Fires every timer due at `now`; early calls do nothing.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.advance(now);
+        while let Some((_, timer)) = self.timers.pop_due(self.now) {
+            match timer {
+                Timer::SessionIdle(h) => {
+                    if let Some(s) = self.sessions.get_mut(&h) {
+                        s.idle_deadline = None;
+                    }
+                    self.session_step(h, SessionEvent::IdleTimer { busy: false });
+                }
+                Timer::Heartbeat(stream) => {
+                    if let Some(ex) = self.exchanges.get_mut(&stream) {
+                        ex.heartbeat = None;
+                    }
+                    self.write_raw(stream, heartbeat_frame());
+                }
+                Timer::RequestDeadline(id) => {
+                    if let Some(o) = self.outbound.get_mut(&id) {
+                        o.deadline = None;
+                    }
+                    if self.outbound.contains_key(&id) {
+                        self.abandon_outbound(id, "timed out");
+                        self.out.push_back(ServerOutput::ServerRequestFailed {
+                            request: id,
+                            error: ServerRequestError::Timeout,
+                        });
+                    }
+                }
+                Timer::Retention(lsid) => {
+                    if let Some(ls) = self.streams.get_mut(&lsid) {
+                        ls.retention = None;
+                        if ls.phase.on(StreamEvent::RetentionOver) == Some(Phase::Done) {
+                            self.drop_stream(lsid);
+                        }
+                    }
+                }
+                Timer::ResumeGrace(lsid) => {
+                    if let Some(ls) = self.streams.get_mut(&lsid) {
+                        ls.grace = None;
+                        if ls.phase.on(StreamEvent::GraceOver) == Some(Phase::Done) {
+                            self.cancel_stream_handlers(lsid, CancelReason::Disconnected);
+                            self.drop_stream(lsid);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    // ---- routing ------------------------------------------------------------------------
+
+    fn route(
+        &mut self,
+        target: Target,
+        payload: Bytes,
+        request: Option<OutboundId>,
+    ) -> Result<Delivery, SendError> {
+        match target {
+            Target::Request(h) => {
+                let lsid = self
+                    .inflight
+                    .get(&h)
+                    .ok_or(SendError::UnknownHandle)?
+                    .stream;
+                self.send_related(lsid, payload, request)
+            }
+            Target::Session(s) => self.send_unrelated(s, payload, request),
+        }
+    }
+
+    fn send_related(
+        &mut self,
+        lsid: u64,
+        payload: Bytes,
+        request: Option<OutboundId>,
+    ) -> Result<Delivery, SendError> {
+        let ls = self.streams.get(&lsid).ok_or(SendError::UnknownHandle)?;
+        match ls.phase {
+            Phase::Pending => {
+                let can_upgrade = self.config.response_mode == ResponseMode::Auto && ls.accept_sse;
+                if can_upgrade {
+                    self.upgrade(lsid);
+                    self.write_event(lsid, payload);
+                    return Ok(Delivery::RequestStream);
+                }
+                let session = ls.session.ok_or(SendError::JsonModeUndeliverable)?;
+                self.send_unrelated(session, payload, request)?;
+                self.out
+                    .push_back(ServerOutput::Event(ServerEvent::Rerouted { session }));
+                Ok(Delivery::Rerouted)
+            }
+            Phase::Open => {
+                self.write_event(lsid, payload);
+                Ok(Delivery::RequestStream)
+            }
+            Phase::Detached => {
+                self.write_event(lsid, payload);
+                Ok(Delivery::StoredForResume)
+            }
+            Phase::Finished | Phase::Done => Err(SendError::UnknownHandle),
+        }
+    }
+
+    fn send_unrelated(
+        &mut self,
+        session: SessionHandle,
+        payload: Bytes,
+        request: Option<OutboundId>,
+    ) -> Result<Delivery, SendError> {
+        if self.config.stateless {
+            return Err(SendError::Stateless);
+        }
+        let s = self
+            .sessions
+            .get_mut(&session)
+            .ok_or(SendError::UnknownSession)?;
+        if let Some(lsid) = s.listen
+            && self
+                .streams
+                .get(&lsid)
+                .is_some_and(|l| l.connection.is_some())
+        {
+            self.write_event(lsid, payload);
+            return Ok(Delivery::ListenStream);
+        }
+        if s.queue.len() >= self.config.listen_queue_capacity {
+            match self.config.overflow_policy {
+                OverflowPolicy::DropOldestNotification => {
+                    match s.queue.iter().position(|q| q.request.is_none()) {
+                        Some(i) => {
+                            s.queue.remove(i);
+                            self.out
+                                .push_back(ServerOutput::Event(ServerEvent::QueueOverflow {
+                                    session,
+                                }));
+                        }
+                        None => return Err(SendError::QueueFull),
+                    }
+                }
+                OverflowPolicy::RejectNew => return Err(SendError::QueueFull),
+            }
+        }
+        let s = self
+            .sessions
+            .get_mut(&session)
+            .ok_or(SendError::UnknownSession)?;
+        s.queue.push_back(Queued { payload, request });
+        Ok(Delivery::Queued)
+    }
+
+    // ---- streams ------------------------------------------------------------------------
+
+    fn sse_head(&self, ls: &LogicalStream) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(mime::TEXT_EVENT_STREAM),
+        );
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        headers.insert(
+            mcp_header::X_ACCEL_BUFFERING,
+            HeaderValue::from_static("no"),
+        );
+        self.session_header(ls, &mut headers);
+        self.cors_headers(ls.origin.as_deref(), &mut headers);
+        headers
+    }
+
+    fn session_header(&self, ls: &LogicalStream, headers: &mut HeaderMap) {
+        if let StreamKind::Request {
+            initialize: true, ..
+        } = ls.kind
+        {
+            let id = ls
+                .session
+                .and_then(|s| self.sessions.get(&s))
+                .map(|s| &*s.id);
+            if let Some(v) = id.and_then(|id| HeaderValue::from_str(id).ok()) {
+                headers.insert(mcp_header::MCP_SESSION_ID, v);
+            }
+        }
+    }
+
+    /// Pending → Open: the SSE head, the priming event, then the responses kept so far.
+    pub(crate) fn upgrade(&mut self, lsid: u64) {
+        let Some(ls) = self.streams.get(&lsid) else {
+            return;
+        };
+        if ls.phase.on(StreamEvent::Upgrade) != Some(Phase::Open) || ls.phase != Phase::Pending {
+            return;
+        }
+        let headers = self.sse_head(ls);
+        let Some(ls) = self.streams.get_mut(&lsid) else {
+            return;
+        };
+        ls.phase = Phase::Open;
+        let kept = match &mut ls.kind {
+            StreamKind::Request { kept, .. } => std::mem::take(kept),
+            StreamKind::Listen => Vec::new(),
+        };
+        let Some(conn) = ls.connection else { return };
+        self.out.push_back(ServerOutput::ResponseHead {
+            stream: conn,
+            status: StatusCode::OK,
+            headers,
+        });
+        self.out
+            .push_back(ServerOutput::Event(ServerEvent::Upgraded { stream: conn }));
+        self.prime(lsid);
+        for payload in kept {
+            self.write_event(lsid, payload);
+        }
+        self.arm_heartbeat(conn);
+    }
+
+    /// The priming event, for clients that understand it (S-POST-19, G-3).
+    fn prime(&mut self, lsid: u64) {
+        let retry = self.config.retry_interval;
+        let Some(ls) = self.streams.get_mut(&lsid) else {
+            return;
+        };
+        if !(ls.resumable && ls.version.allows_priming()) {
+            return;
+        }
+        let Some(conn) = ls.connection else { return };
+        ls.id_sent = true;
+        let frame = priming_frame(&event_id(lsid, ls.last_seq), retry);
+        self.out.push_back(ServerOutput::ResponseBody {
+            stream: conn,
+            chunk: frame,
+        });
+    }
+
+    /// Writes one message as an SSE event (stored when resumable).
+    pub(crate) fn write_event(&mut self, lsid: u64, payload: Bytes) {
+        let Some(ls) = self.streams.get_mut(&lsid) else {
+            return;
+        };
+        let id = if ls.resumable {
+            ls.last_seq += 1;
+            Some(event_id(lsid, ls.last_seq))
+        } else {
+            None
+        };
+        let frame = event_frame(id.as_deref(), &payload);
+        if id.is_some() {
+            let sid = ls
+                .session
+                .and_then(|s| self.sessions.get(&s))
+                .map(|s| &s.id);
+            if let Some(sid) = sid {
+                self.config
+                    .event_store
+                    .append(sid, lsid, ls.last_seq, frame.clone());
+            }
+        }
+        if let Some(conn) = ls.connection {
+            if id.is_some() {
+                ls.id_sent = true;
+            }
+            self.write_raw(conn, frame);
+        }
+    }
+
+    /// A chunk on a live SSE connection; re-arms its heartbeat.
+    fn write_raw(&mut self, conn: StreamId, chunk: Bytes) {
+        if !self.exchanges.contains_key(&conn) {
+            return;
+        }
+        self.out.push_back(ServerOutput::ResponseBody {
+            stream: conn,
+            chunk,
+        });
+        self.arm_heartbeat(conn);
+    }
+
+    fn arm_heartbeat(&mut self, conn: StreamId) {
+        let Some(every) = self.config.heartbeat_interval else {
+            return;
+        };
+        if let Some(ex) = self.exchanges.get_mut(&conn) {
+            let at = self.now + every;
+            self.timers
+                .set(&mut ex.heartbeat, Timer::Heartbeat(conn), at);
+        }
+    }
+
+    /// A response for `handle` on its stream; finishes the stream when it was the last.
+    fn write_response(&mut self, lsid: u64, handle: RequestHandle, payload: Bytes) {
+        let Some(ls) = self.streams.get_mut(&lsid) else {
+            return;
+        };
+        if let StreamKind::Request { pending, .. } = &mut ls.kind {
+            pending.retain(|h| *h != handle);
+        }
+        let last = ls.all_answered();
+        match ls.phase {
+            Phase::Pending => {
+                if let StreamKind::Request { kept, .. } = &mut ls.kind {
+                    kept.push(payload);
+                }
+            }
+            Phase::Open | Phase::Detached => self.write_event(lsid, payload),
+            Phase::Finished | Phase::Done => return,
+        }
+        let Some(ls) = self.streams.get(&lsid) else {
+            return;
+        };
+        match (last, ls.phase.on(StreamEvent::LastResponse)) {
+            (true, Some(Phase::Done)) => self.finish_json(lsid),
+            (true, Some(Phase::Finished)) => self.finish_sse(lsid),
+            _ => {}
+        }
+    }
+
+    /// Pending → Done: one JSON body (an array for a batch).
+    fn finish_json(&mut self, lsid: u64) {
+        let Some(ls) = self.streams.get(&lsid) else {
+            return;
+        };
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static(mime::APPLICATION_JSON),
+        );
+        self.session_header(ls, &mut headers);
+        self.cors_headers(ls.origin.as_deref(), &mut headers);
+        let body = match &ls.kind {
+            StreamKind::Request { kept, batch, .. } => match (kept.as_slice(), *batch) {
+                ([one], false) => one.clone(),
+                (all, _) => join_array(all),
+            },
+            StreamKind::Listen => return,
+        };
+        if let Some(conn) = ls.connection {
+            self.answer(conn, StatusCode::OK, headers, Some(body));
+            self.remove_exchange(conn);
+        }
+        self.drop_stream(lsid);
+    }
+
+    /// Open/Detached → Finished: the connection ends; kept for replay when it had ids.
+    fn finish_sse(&mut self, lsid: u64) {
+        let retention = self.config.finished_stream_retention;
+        let Some(ls) = self.streams.get_mut(&lsid) else {
+            return;
+        };
+        ls.phase = Phase::Finished;
+        self.timers.clear(&mut ls.grace, Timer::ResumeGrace(lsid));
+        let keep = ls.resumable && ls.last_seq > 0;
+        if let Some(conn) = ls.connection.take() {
+            self.out
+                .push_back(ServerOutput::ResponseEnd { stream: conn });
+            self.remove_exchange(conn);
+        }
+        if keep {
+            let Some(ls) = self.streams.get_mut(&lsid) else {
+                return;
+            };
+            let at = self.now + retention;
+            self.timers
+                .set(&mut ls.retention, Timer::Retention(lsid), at);
+        } else {
+            self.drop_stream(lsid);
+        }
+    }
+
+    /// Opens (or takes over) the session's GET stream and flushes its queue.
+    pub(crate) fn open_listen(
+        &mut self,
+        conn: StreamId,
+        session: SessionHandle,
+        origin: Option<Box<str>>,
+    ) {
+        let Some(s) = self.sessions.get(&session) else {
+            return;
+        };
+        let version = s.version;
+        let lsid = match s.listen {
+            Some(l) if self.streams.contains_key(&l) => l,
+            _ => {
+                let l = self.next();
+                self.streams.insert(
+                    l,
+                    LogicalStream {
+                        session: Some(session),
+                        kind: StreamKind::Listen,
+                        phase: Phase::Detached,
+                        connection: None,
+                        resumable: self.config.resumability,
+                        version,
+                        last_seq: 0,
+                        id_sent: false,
+                        accept_sse: true,
+                        origin: None,
+                        retention: None,
+                        grace: None,
+                    },
+                );
+                if let Some(s) = self.sessions.get_mut(&session) {
+                    s.listen = Some(l);
+                    s.streams.push(l);
+                }
+                l
+            }
+        };
+        self.attach(conn, session, lsid, origin);
+        self.prime(lsid);
+        self.flush_queue(session);
+    }
+
+    /// GET + `Last-Event-ID`: attach `conn` to `lsid` and replay what followed `seq`.
+    pub(crate) fn resume(
+        &mut self,
+        conn: StreamId,
+        session: SessionHandle,
+        lsid: u64,
+        seq: u64,
+        origin: Option<Box<str>>,
+    ) {
+        let Some(sid) = self.sessions.get(&session).map(|s| s.id.clone()) else {
+            return;
+        };
+        let replay = self.config.event_store.replay_after(&sid, lsid, seq);
+        let (events, gap) = match replay {
+            Replay::Complete(e) => (e, false),
+            Replay::Gap(e) => (e, true),
+            Replay::Unknown => (Vec::new(), false),
+        };
+        self.attach(conn, session, lsid, origin);
+        self.out
+            .push_back(ServerOutput::Event(ServerEvent::Resumed {
+                stream: conn,
+                replayed: events.len(),
+                gap,
+            }));
+        for e in events {
+            self.write_raw(conn, e.frame);
+        }
+        let Some(ls) = self.streams.get_mut(&lsid) else {
+            return;
+        };
+        if ls.phase == Phase::Finished {
+            ls.connection = None;
+            self.out
+                .push_back(ServerOutput::ResponseEnd { stream: conn });
+            self.remove_exchange(conn);
+        } else if matches!(ls.kind, StreamKind::Listen) {
+            self.flush_queue(session);
+        }
+    }
+
+    /// Binds `conn` to the logical stream, ending a previous connection (takeover).
+    fn attach(
+        &mut self,
+        conn: StreamId,
+        session: SessionHandle,
+        lsid: u64,
+        origin: Option<Box<str>>,
+    ) {
+        let Some(ls) = self.streams.get_mut(&lsid) else {
+            return;
+        };
+        let old = ls.connection.replace(conn);
+        if let Some(next) = ls.phase.on(StreamEvent::Attach) {
+            ls.phase = next;
+        }
+        ls.origin = origin;
+        self.timers.clear(&mut ls.grace, Timer::ResumeGrace(lsid));
+        self.exchanges.insert(
+            conn,
+            Exchange {
+                state: ExchangeState::Attached(lsid),
+                heartbeat: None,
+                session: Some(session),
+            },
+        );
+        if let Some(s) = self.sessions.get_mut(&session) {
+            s.open_connections += 1;
+        }
+        if let Some(old) = old {
+            self.out
+                .push_back(ServerOutput::ResponseEnd { stream: old });
+            self.remove_exchange(old);
+            self.out
+                .push_back(ServerOutput::Event(ServerEvent::ConnectionReplaced {
+                    session,
+                    old,
+                    new: conn,
+                }));
+        }
+        let Some(ls) = self.streams.get(&lsid) else {
+            return;
+        };
+        let headers = self.sse_head(ls);
+        self.out.push_back(ServerOutput::ResponseHead {
+            stream: conn,
+            status: StatusCode::OK,
+            headers,
+        });
+        self.arm_heartbeat(conn);
+    }
+
+    fn flush_queue(&mut self, session: SessionHandle) {
+        let Some(s) = self.sessions.get_mut(&session) else {
+            return;
+        };
+        let Some(lsid) = s.listen else { return };
+        let queue = std::mem::take(&mut s.queue);
+        for q in queue {
+            self.write_event(lsid, q.payload);
+        }
+    }
+
+    /// Forgets an exchange (its heartbeat too); the session is no longer busy with it.
+    pub(crate) fn remove_exchange(&mut self, conn: StreamId) {
+        if let Some(mut ex) = self.exchanges.remove(&conn) {
+            self.timers.clear(&mut ex.heartbeat, Timer::Heartbeat(conn));
+            if let Some(h) = ex.session {
+                if let Some(s) = self.sessions.get_mut(&h) {
+                    s.open_connections = s.open_connections.saturating_sub(1);
+                }
+                self.session_step(h, SessionEvent::Activity);
+            }
+        }
+    }
+
+    /// Forgets a logical stream, its connection, timers and stored events.
+    pub(crate) fn drop_stream(&mut self, lsid: u64) {
+        let Some(mut ls) = self.streams.remove(&lsid) else {
+            return;
+        };
+        self.timers.clear(&mut ls.retention, Timer::Retention(lsid));
+        self.timers.clear(&mut ls.grace, Timer::ResumeGrace(lsid));
+        if let Some(conn) = ls.connection.take()
+            && self.exchanges.contains_key(&conn)
+        {
+            self.out
+                .push_back(ServerOutput::ResponseEnd { stream: conn });
+            self.remove_exchange(conn);
+        }
+        if let Some(s) = ls.session.and_then(|s| self.sessions.get_mut(&s)) {
+            s.streams.retain(|x| *x != lsid);
+            if s.listen == Some(lsid) {
+                s.listen = None;
+            }
+            if ls.resumable && ls.last_seq > 0 {
+                self.config.event_store.remove_stream(&s.id, lsid);
+            }
+            s.shrink();
+        }
+    }
+
+    /// Cancels every request still owed on a stream.
+    pub(crate) fn cancel_stream_handlers(&mut self, lsid: u64, reason: CancelReason) {
+        let pending = match self.streams.get(&lsid).map(|l| &l.kind) {
+            Some(StreamKind::Request { pending, .. }) => pending.clone(),
+            _ => return,
+        };
+        for h in pending {
+            self.cancel_handle(h, reason);
+        }
+    }
+
+    /// Cancels one handler; its exchange ends without a JSON-RPC response (S-CANCEL-3).
+    pub(crate) fn cancel_handle(&mut self, handle: RequestHandle, reason: CancelReason) {
+        let Some(f) = self.inflight.remove(&handle) else {
+            return;
+        };
+        if let Some(s) = f.session.and_then(|s| self.sessions.get_mut(&s)) {
+            s.inflight.remove(&f.client_id);
+        }
+        self.out
+            .push_back(ServerOutput::Cancelled { handle, reason });
+        let Some(ls) = self.streams.get_mut(&f.stream) else {
+            return;
+        };
+        if let StreamKind::Request { pending, .. } = &mut ls.kind {
+            pending.retain(|h| *h != handle);
+        }
+        if !ls.all_answered() || reason == CancelReason::SessionClosed {
+            return;
+        }
+        match ls.phase {
+            Phase::Pending => {
+                let has_kept =
+                    matches!(&ls.kind, StreamKind::Request { kept, .. } if !kept.is_empty());
+                if has_kept {
+                    self.finish_json(f.stream);
+                } else if ls.accept_sse {
+                    self.upgrade(f.stream);
+                    self.finish_sse(f.stream);
+                } else {
+                    let body = error_body(Some(f.client_id), -32800, "request cancelled");
+                    if let StreamKind::Request { kept, .. } = &mut ls.kind {
+                        kept.push(body);
+                    }
+                    self.finish_json(f.stream);
+                }
+            }
+            Phase::Open | Phase::Detached => self.finish_sse(f.stream),
+            Phase::Finished | Phase::Done => {}
+        }
+    }
+
+    /// Removes a pending server→client request from every table.
+    pub(crate) fn forget_outbound(&mut self, id: OutboundId) {
+        if let Some(mut o) = self.outbound.remove(&id) {
+            self.timers
+                .clear(&mut o.deadline, Timer::RequestDeadline(id));
+            if let Some(s) = self.sessions.get_mut(&o.session) {
+                s.outbound.retain(|x| *x != id);
+                s.shrink();
+            }
+        }
+    }
+
+    /// Forgets a request we give up on: unsent ones leave the queue, sent ones get
+    /// `notifications/cancelled` (S-CANCEL-1, S-LIFE-12).
+    fn abandon_outbound(&mut self, id: OutboundId, reason: &str) {
+        let Some(session) = self.outbound.get(&id).map(|o| o.session) else {
+            return;
+        };
+        self.forget_outbound(id);
+        let Some(s) = self.sessions.get_mut(&session) else {
+            return;
+        };
+        let before = s.queue.len();
+        s.queue.retain(|q| q.request != Some(id));
+        if s.queue.len() != before {
+            return;
+        }
+        let params = serde_json::json!({ "requestId": id.0, "reason": reason });
+        let params = serde_json::value::to_raw_value(&params).ok();
+        let payload = Message::Notification(Notification {
+            method: "notifications/cancelled".into(),
+            params,
+        })
+        .to_bytes();
+        let _ = self.send_unrelated(session, payload, None);
+    }
+
+    /// Ends a session and frees everything it held.
+    pub(crate) fn end_session(&mut self, handle: SessionHandle, reason: CloseReason) {
+        let Some(mut s) = self.sessions.remove(&handle) else {
+            return;
+        };
+        self.by_id.remove(&s.id);
+        self.timers
+            .clear(&mut s.idle_deadline, Timer::SessionIdle(handle));
+        for (_, h) in s.inflight.drain() {
+            if self.inflight.remove(&h).is_some() {
+                self.out.push_back(ServerOutput::Cancelled {
+                    handle: h,
+                    reason: CancelReason::SessionClosed,
+                });
+            }
+        }
+        for id in s.outbound.drain(..) {
+            if let Some(mut o) = self.outbound.remove(&id) {
+                self.timers
+                    .clear(&mut o.deadline, Timer::RequestDeadline(id));
+                self.out.push_back(ServerOutput::ServerRequestFailed {
+                    request: id,
+                    error: ServerRequestError::SessionClosed,
+                });
+            }
+        }
+        for lsid in s.streams.drain(..) {
+            if let Some(mut ls) = self.streams.remove(&lsid) {
+                self.timers.clear(&mut ls.retention, Timer::Retention(lsid));
+                self.timers.clear(&mut ls.grace, Timer::ResumeGrace(lsid));
+                if let Some(conn) = ls.connection
+                    && let Some(mut ex) = self.exchanges.remove(&conn)
+                {
+                    self.timers.clear(&mut ex.heartbeat, Timer::Heartbeat(conn));
+                    self.end_connection(conn, &ls);
+                }
+            }
+        }
+        // Exchanges still reading a body for this session answer 404 at their end.
+        let reading: Vec<StreamId> = self
+            .exchanges
+            .iter()
+            .filter(|(_, e)| e.session == Some(handle))
+            .map(|(k, _)| *k)
+            .collect();
+        for conn in reading {
+            if let Some(ex) = self.exchanges.get_mut(&conn) {
+                ex.session = None;
+            }
+        }
+        self.config.event_store.remove_session(&s.id);
+        self.out.push_back(ServerOutput::SessionClosed {
+            session: handle,
+            reason,
+        });
+        self.shrink_tables();
+    }
+
+    /// Ends a connection whose session just closed: a pending JSON answer still gets a
+    /// well-formed (error) response; an SSE stream just ends (S-POST-14).
+    fn end_connection(&mut self, conn: StreamId, ls: &LogicalStream) {
+        if ls.phase == Phase::Pending {
+            let mut headers = HeaderMap::new();
+            headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(mime::APPLICATION_JSON),
+            );
+            let body = error_body(None, -32000, "the session was closed");
+            self.answer(conn, StatusCode::NOT_FOUND, headers, Some(body));
+        } else {
+            self.out
+                .push_back(ServerOutput::ResponseEnd { stream: conn });
+        }
+    }
+}

@@ -1,0 +1,253 @@
+//! Sessions: the id generator, the per-session record, and the session state machine.
+//!
+//! # Theory of operation
+//!
+//! In stateful mode (the default) a session begins when an `initialize` request arrives
+//! without `Mcp-Session-Id`: the router mints an id from the injected
+//! [`SessionIdGenerator`], checks it is visible ASCII (S-SESS-3) and unused, records the
+//! principal the authentication hook named, and returns the id in `Mcp-Session-Id` on the
+//! response that carries the `InitializeResult` (S-SESS-1). The negotiated revision is learnt
+//! from the app's reply (`result.protocolVersion`); until then the revision the client asked
+//! for is assumed when the router supports it, else the newest it supports (S-LIFE-8).
+//!
+//! Every later request must carry the id (400 without it, S-SESS-5) and the same principal;
+//! an id the table does not hold, or held for another principal, gets 404 (S-SESS-6,
+//! S-SESS-12). A session ends by DELETE, by the app, by an `initialize` error, or by the idle
+//! TTL; ending removes it from the table at once, frees everything it held (streams, queue,
+//! pending server→client requests, event-store entries) and reports
+//! [`ServerOutput::SessionClosed`](super::ServerOutput). The id is then unknown: 404.
+//!
+//! A session is *idle* when no request arrived and no stream was open for the whole TTL; a
+//! session with an open GET stream or a handler still running is never evicted (its timer is
+//! re-armed when it fires).
+//!
+//! ```text
+//!  state         event                              next          effect
+//!  ------------  ---------------------------------  ------------  ------------------------------
+//!  (absent)      initialize, under the cap          Initializing  id minted, SessionCreated
+//!  (absent)      initialize, cap reached            (absent)      503
+//!  Initializing  initialize answered with a result  Ready         version from the result
+//!  Initializing  initialize answered with an error  (absent)      SessionClosed(InitializeFailed)
+//!  Ready         initialize answered (again)        Ready         -
+//!  live          request / notification / GET       same          idle timer re-armed
+//!  live          DELETE                             (absent)      200, SessionClosed(Deleted)
+//!  live          idle timer, busy                   same          timer re-armed
+//!  live          idle timer, idle                   (absent)      SessionClosed(IdleExpired)
+//!  live          app closes it                      (absent)      SessionClosed(ClosedByApp)
+//!  (absent)      any request with the id            (absent)      404
+//! ```
+
+use std::collections::{HashMap, VecDeque};
+use std::time::Instant;
+
+use bytes::Bytes;
+
+use super::error::CloseReason;
+use super::{OutboundId, RequestHandle};
+use crate::ProtocolVersion;
+use crate::jsonrpc::RequestId;
+
+/// Where session ids come from (S-SESS-2, S-SESS-12: globally unique, cryptographically
+/// secure). The core never reads a random source itself: the adapter injects a CSPRNG-backed
+/// generator (for example 32 random bytes, hex-encoded). Ids MUST be visible ASCII
+/// (0x21–0x7E, S-SESS-3); the router refuses others with a 500 rather than send them.
+pub trait SessionIdGenerator {
+    /// A fresh session id.
+    fn generate(&mut self) -> String;
+}
+
+impl<F> SessionIdGenerator for F
+where
+    F: FnMut() -> String,
+{
+    fn generate(&mut self) -> String {
+        self()
+    }
+}
+
+/// A **deterministic, insecure** generator for tests and examples: `insecure-test-session-1`,
+/// `insecure-test-session-2`, … Anyone can guess these ids. Never use it in a server that is
+/// reachable by anyone else; the adapters replace it with a CSPRNG-backed generator.
+#[derive(Debug, Default, Clone)]
+pub struct DeterministicSessionIds {
+    next: u64,
+}
+
+impl SessionIdGenerator for DeterministicSessionIds {
+    fn generate(&mut self) -> String {
+        self.next += 1;
+        format!("insecure-test-session-{}", self.next)
+    }
+}
+
+/// Whether `id` is a valid session id: 1 to 256 visible ASCII characters (S-SESS-3).
+pub fn is_valid_session_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 256 && id.bytes().all(|b| (0x21..=0x7e).contains(&b))
+}
+
+/// The lifecycle state of a live session (an ended session is absent from the table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SessionState {
+    /// `initialize` is being handled.
+    Initializing,
+    /// `initialize` succeeded.
+    Ready,
+}
+
+/// What happened to a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SessionEvent {
+    /// The app answered `initialize` (`ok`: with a result).
+    InitializeAnswered { ok: bool },
+    /// A request, notification or GET arrived, or a stream ended.
+    Activity,
+    /// DELETE.
+    Delete,
+    /// The idle timer fired; `busy` when a stream is open or a handler is running.
+    IdleTimer { busy: bool },
+    /// The app closed the session.
+    AppClose,
+}
+
+/// What the router must do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SessionStep {
+    /// Stay; re-arm the idle timer.
+    Touch,
+    /// Move to `Ready`; re-arm the idle timer.
+    BecomeReady,
+    /// End the session.
+    End(CloseReason),
+}
+
+impl SessionState {
+    /// The whole session state machine: one exhaustive match.
+    pub(crate) fn on(self, event: SessionEvent) -> SessionStep {
+        use SessionEvent as E;
+        use SessionState as S;
+        match (self, event) {
+            (S::Initializing, E::InitializeAnswered { ok: true }) => SessionStep::BecomeReady,
+            (S::Initializing, E::InitializeAnswered { ok: false }) => {
+                SessionStep::End(CloseReason::InitializeFailed)
+            }
+            (S::Ready, E::InitializeAnswered { .. }) => SessionStep::Touch,
+            (_, E::Activity) => SessionStep::Touch,
+            (_, E::Delete) => SessionStep::End(CloseReason::Deleted),
+            (_, E::IdleTimer { busy: true }) => SessionStep::Touch,
+            (_, E::IdleTimer { busy: false }) => SessionStep::End(CloseReason::IdleExpired),
+            (_, E::AppClose) => SessionStep::End(CloseReason::ClosedByApp),
+        }
+    }
+}
+
+/// A message waiting for the session's GET stream.
+#[derive(Debug)]
+pub(crate) struct Queued {
+    pub(crate) payload: Bytes,
+    /// Set when the message is a server→client request (it must fail, not vanish, if
+    /// dropped).
+    pub(crate) request: Option<OutboundId>,
+}
+
+/// One live session. Kept small: an idle session allocates only its id (and principal);
+/// the maps and queues allocate on first use and are released when they empty.
+#[derive(Debug)]
+pub(crate) struct Session {
+    pub(crate) id: Box<str>,
+    pub(crate) principal: Option<Box<str>>,
+    pub(crate) version: ProtocolVersion,
+    pub(crate) state: SessionState,
+    pub(crate) idle_deadline: Option<Instant>,
+    /// The logical listen stream, once a GET opened one.
+    pub(crate) listen: Option<u64>,
+    /// Messages for a GET stream that is not open.
+    pub(crate) queue: VecDeque<Queued>,
+    /// Client request ids in flight (S-RPC-3: a duplicate gets an error, never cross-wiring).
+    pub(crate) inflight: HashMap<RequestId, RequestHandle>,
+    /// Logical streams owned by the session.
+    pub(crate) streams: Vec<u64>,
+    /// Pending server→client requests.
+    pub(crate) outbound: Vec<OutboundId>,
+    /// Open HTTP exchanges (POST streams and GETs) of the session.
+    pub(crate) open_connections: u32,
+}
+
+impl Session {
+    pub(crate) fn new(id: Box<str>, principal: Option<Box<str>>, version: ProtocolVersion) -> Self {
+        Session {
+            id,
+            principal,
+            version,
+            state: SessionState::Initializing,
+            idle_deadline: None,
+            listen: None,
+            queue: VecDeque::new(),
+            inflight: HashMap::new(),
+            streams: Vec::new(),
+            outbound: Vec::new(),
+            open_connections: 0,
+        }
+    }
+
+    /// Whether something keeps the session from being idle.
+    pub(crate) fn is_busy(&self) -> bool {
+        self.open_connections > 0 || !self.inflight.is_empty()
+    }
+
+    /// Releases the capacity of collections that emptied (idle sessions stay small).
+    pub(crate) fn shrink(&mut self) {
+        if self.queue.is_empty() && self.queue.capacity() > 0 {
+            self.queue = VecDeque::new();
+        }
+        if self.inflight.is_empty() && self.inflight.capacity() > 0 {
+            self.inflight = HashMap::new();
+        }
+        if self.streams.is_empty() && self.streams.capacity() > 0 {
+            self.streams = Vec::new();
+        }
+        if self.outbound.is_empty() && self.outbound.capacity() > 0 {
+            self.outbound = Vec::new();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn s_sess_3_visible_ascii_only() {
+        assert!(is_valid_session_id("abc-DEF_123~!"));
+        assert!(!is_valid_session_id(""));
+        assert!(!is_valid_session_id("a b"));
+        assert!(!is_valid_session_id("é"));
+        assert!(!is_valid_session_id("a\u{7f}"));
+        assert!(!is_valid_session_id(&"x".repeat(257)));
+        let mut g = DeterministicSessionIds::default();
+        assert_eq!(g.generate(), "insecure-test-session-1");
+        assert!(is_valid_session_id(&g.generate()));
+    }
+
+    #[test]
+    fn state_table() {
+        use SessionEvent as E;
+        use SessionState as S;
+        assert_eq!(
+            S::Initializing.on(E::InitializeAnswered { ok: true }),
+            SessionStep::BecomeReady
+        );
+        assert_eq!(
+            S::Initializing.on(E::InitializeAnswered { ok: false }),
+            SessionStep::End(CloseReason::InitializeFailed)
+        );
+        assert_eq!(S::Ready.on(E::IdleTimer { busy: true }), SessionStep::Touch);
+        assert_eq!(
+            S::Ready.on(E::IdleTimer { busy: false }),
+            SessionStep::End(CloseReason::IdleExpired)
+        );
+        assert_eq!(
+            S::Ready.on(E::Delete),
+            SessionStep::End(CloseReason::Deleted)
+        );
+    }
+}

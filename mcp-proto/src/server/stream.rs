@@ -1,0 +1,298 @@
+//! Outbound streams: the HTTP exchanges the router answers, and the *logical* streams that
+//! outlive a connection so a client can resume them.
+//!
+//! # Theory of operation
+//!
+//! Every HTTP exchange gets a [`StreamId`]. Most are answered at once (errors, 202, DELETE,
+//! metadata, preflight) and forgotten. The others are bound to a **logical stream**:
+//!
+//! - a *request stream* per POST that carries requests: it ends when every request in it
+//!   has been answered (or cancelled) (S-POST-15);
+//! - the *listen stream* of a session, opened by GET; it never ends while the session lives.
+//!
+//! A logical stream has a number unique in the router; in stateful mode with resumability on,
+//! each event it writes gets the id `"<number>-<seq>"` (S-RES-2/3) and its frame goes to the
+//! [`EventStore`](super::EventStore). The connection (HTTP exchange) of a logical stream can
+//! go away while the stream lives on: the client disconnected, or the server closed it so the
+//! client polls (S-POST-20). A GET with `Last-Event-ID` re-attaches a new connection and
+//! replays exactly that stream's later events (S-RES-6/7); a plain GET re-attaches the listen
+//! stream and flushes the messages queued while it was away.
+//!
+//! A request stream starts *pending* when its answer may still be one JSON body; it is
+//! upgraded to SSE the moment anything must precede the response (auto mode), at once (SSE
+//! mode), or never (JSON mode).
+//!
+//! ```text
+//!  phase     event                                   next      effect
+//!  --------  --------------------------------------  --------  ------------------------------------
+//!  Pending   response, others still pending          Pending   response kept
+//!  Pending   last response                           Done      200 JSON (one object or batch array)
+//!  Pending   message must precede / poll-close       Open      200 SSE head, [priming], kept ones
+//!  Pending   disconnect                              Done      handlers cancelled
+//!  Open      message or response                     Open      event written (and stored)
+//!  Open      last response                           Finished  connection ended; kept if ids sent
+//!  Open      disconnect / poll-close, resumable      Detached  grace timer (poll-close: retry sent)
+//!  Open      disconnect, not resumable               Done      handlers cancelled
+//!  Open      new GET takes over (listen)             Open      old connection ended
+//!  Detached  message or response                     Detached  event stored
+//!  Detached  last response                           Finished  retention timer
+//!  Detached  GET (+ Last-Event-ID)                   Open      replay, then live
+//!  Detached  grace timer (request stream)            Done      handlers cancelled
+//!  Finished  GET + Last-Event-ID                     Finished  replay, connection ended
+//!  Finished  retention timer                         Done      store entries removed
+//! ```
+//!
+//! A listen stream is Open or Detached only; a Detached listen stream queues messages in
+//! the session instead of storing them (they were never sent), bounded by the overflow
+//! policy.
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use super::{RequestHandle, SessionHandle, StreamId};
+use crate::ProtocolVersion;
+use crate::sse::{SseFrame, encode_comment, encode_priming};
+
+/// The phase of a logical stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    /// No head sent; the answer may still be one JSON body.
+    Pending,
+    /// SSE head sent; a connection is attached.
+    Open,
+    /// SSE stream alive without a connection.
+    Detached,
+    /// Every response written; kept for replay until retention ends.
+    Finished,
+    /// Gone.
+    Done,
+}
+
+/// What happened to a logical stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StreamEvent {
+    /// A response was written and it was the last one owed.
+    LastResponse,
+    /// A message must precede the response (or the server closes for polling).
+    Upgrade,
+    /// The connection went away; `resumable` when the client holds an event id.
+    Disconnect { resumable: bool },
+    /// A GET attached a new connection.
+    Attach,
+    /// The grace window of a detached request stream ended.
+    GraceOver,
+    /// The retention of a finished stream ended.
+    RetentionOver,
+}
+
+impl Phase {
+    /// The whole stream state machine: one exhaustive match. `None` = the event does not
+    /// apply in this phase (ignored).
+    pub(crate) fn on(self, event: StreamEvent) -> Option<Phase> {
+        use Phase as P;
+        use StreamEvent as E;
+        match (self, event) {
+            (P::Pending, E::LastResponse) => Some(P::Done),
+            (P::Pending, E::Upgrade) => Some(P::Open),
+            (P::Pending, E::Disconnect { .. }) => Some(P::Done),
+            (P::Pending, E::Attach | E::GraceOver | E::RetentionOver) => None,
+            (P::Open, E::LastResponse) => Some(P::Finished),
+            (P::Open, E::Upgrade) => Some(P::Open),
+            (P::Open, E::Disconnect { resumable: true }) => Some(P::Detached),
+            (P::Open, E::Disconnect { resumable: false }) => Some(P::Done),
+            (P::Open, E::Attach) => Some(P::Open),
+            (P::Open, E::GraceOver | E::RetentionOver) => None,
+            (P::Detached, E::LastResponse) => Some(P::Finished),
+            (P::Detached, E::Upgrade) => Some(P::Detached),
+            (P::Detached, E::Attach) => Some(P::Open),
+            (P::Detached, E::GraceOver) => Some(P::Done),
+            (P::Detached, E::Disconnect { .. } | E::RetentionOver) => None,
+            (P::Finished, E::Attach) => Some(P::Finished),
+            (P::Finished, E::RetentionOver) => Some(P::Done),
+            (P::Finished, E::LastResponse | E::Upgrade | E::Disconnect { .. } | E::GraceOver) => {
+                None
+            }
+            (P::Done, _) => None,
+        }
+    }
+}
+
+/// Which kind of logical stream.
+#[derive(Debug)]
+pub(crate) enum StreamKind {
+    /// The answer to one POST.
+    Request {
+        /// Requests still owed a response.
+        pending: Vec<RequestHandle>,
+        /// Responses kept while Pending (JSON answer).
+        kept: Vec<Bytes>,
+        /// The POST was a batch: a JSON answer is an array.
+        batch: bool,
+        /// The POST carried `initialize`: the head carries `Mcp-Session-Id`.
+        initialize: bool,
+    },
+    /// A session's GET stream.
+    Listen,
+}
+
+/// A logical stream.
+#[derive(Debug)]
+pub(crate) struct LogicalStream {
+    pub(crate) session: Option<SessionHandle>,
+    pub(crate) kind: StreamKind,
+    pub(crate) phase: Phase,
+    pub(crate) connection: Option<StreamId>,
+    /// Events get ids and are stored.
+    pub(crate) resumable: bool,
+    /// The client's revision (priming only for 2025-11-25+, G-3).
+    pub(crate) version: ProtocolVersion,
+    /// Sequence number of the last event written (0 = only the priming event, if any).
+    pub(crate) last_seq: u64,
+    /// An event id reached the wire: the client can resume.
+    pub(crate) id_sent: bool,
+    pub(crate) accept_sse: bool,
+    /// The request's `Origin`, for CORS headers on a late head.
+    pub(crate) origin: Option<Box<str>>,
+    pub(crate) retention: Option<Instant>,
+    pub(crate) grace: Option<Instant>,
+}
+
+impl LogicalStream {
+    /// Whether this is a request stream with nothing left to answer.
+    pub(crate) fn all_answered(&self) -> bool {
+        match &self.kind {
+            StreamKind::Request { pending, .. } => pending.is_empty(),
+            StreamKind::Listen => false,
+        }
+    }
+}
+
+/// One HTTP exchange that is not yet answered or still streaming.
+#[derive(Debug)]
+pub(crate) struct Exchange {
+    pub(crate) state: ExchangeState,
+    pub(crate) heartbeat: Option<Instant>,
+    pub(crate) session: Option<SessionHandle>,
+}
+
+/// Where an exchange is.
+#[derive(Debug)]
+pub(crate) enum ExchangeState {
+    /// POST accepted at the head; its body is arriving.
+    ReadingBody(Box<PostContext>),
+    /// Bound to a logical stream.
+    Attached(u64),
+}
+
+/// What the head of a POST established, kept while its body arrives.
+#[derive(Debug)]
+pub(crate) struct PostContext {
+    pub(crate) session: Option<SessionHandle>,
+    /// `MCP-Protocol-Version`: `Ok(None)` absent, `Err` unsupported (checked once the body
+    /// shows whether it is `initialize`, which is exempt, G-6).
+    pub(crate) header_version: Result<Option<ProtocolVersion>, ()>,
+    pub(crate) accept_json: bool,
+    pub(crate) accept_sse: bool,
+    pub(crate) principal: Option<Box<str>>,
+    pub(crate) origin: Option<Box<str>>,
+    pub(crate) body: Vec<u8>,
+}
+
+/// Parses an event id `"<stream>-<seq>"`.
+pub(crate) fn parse_event_id(id: &str) -> Option<(u64, u64)> {
+    let (s, q) = id.trim().split_once('-')?;
+    if s.is_empty() || q.is_empty() || !s.bytes().chain(q.bytes()).all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some((s.parse().ok()?, q.parse().ok()?))
+}
+
+/// Formats an event id.
+pub(crate) fn event_id(stream: u64, seq: u64) -> String {
+    format!("{stream}-{seq}")
+}
+
+/// Encodes one SSE event with the workspace encoder (one `data:` line per line, S-SSE-17).
+/// Our ids are `<digits>-<digits>`, which the encoder always accepts; should it ever refuse
+/// one, the event goes out without an id rather than not at all.
+pub(crate) fn event_frame(id: Option<&str>, data: &[u8]) -> Bytes {
+    let frame = SseFrame::data(data);
+    let with_id = match id {
+        Some(id) => frame.id(id),
+        None => frame,
+    };
+    with_id
+        .encode()
+        .or_else(|_| frame.encode())
+        .unwrap_or_default()
+}
+
+/// The priming event: an id and an empty `data` field, with `retry` (S-POST-19, S-POST-22).
+pub(crate) fn priming_frame(id: &str, retry: Duration) -> Bytes {
+    encode_priming(id, Some(retry)).unwrap_or_default()
+}
+
+/// A `retry` announcement before a server-side close (S-POST-22): no data, so clients
+/// dispatch nothing and only record the reconnection time.
+pub(crate) fn retry_frame(retry: Duration) -> Bytes {
+    SseFrame::new().retry(retry).encode().unwrap_or_default()
+}
+
+/// The heartbeat comment frame (S-SSE-16).
+pub(crate) fn heartbeat_frame() -> Bytes {
+    encode_comment("keepalive")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn event_ids_round_trip_and_reject_junk() {
+        assert_eq!(parse_event_id(&event_id(12, 7)), Some((12, 7)));
+        for bad in [
+            "",
+            "1",
+            "-1",
+            "1-",
+            "a-1",
+            "1-2-3",
+            "1--2",
+            "99999999999999999999999-1",
+        ] {
+            assert_eq!(parse_event_id(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn frames_split_multiline_data() {
+        let f = event_frame(Some("1-1"), b"{\n \"a\": 1\r\n}");
+        assert_eq!(&f[..], b"id: 1-1\ndata: {\ndata:  \"a\": 1\ndata: }\n\n");
+        assert_eq!(
+            &priming_frame("3-0", Duration::from_millis(1500))[..],
+            b"id: 3-0\nretry: 1500\ndata:\n\n"
+        );
+    }
+
+    #[test]
+    fn phase_table_ends() {
+        assert_eq!(
+            Phase::Pending.on(StreamEvent::LastResponse),
+            Some(Phase::Done)
+        );
+        assert_eq!(
+            Phase::Open.on(StreamEvent::Disconnect { resumable: true }),
+            Some(Phase::Detached)
+        );
+        assert_eq!(
+            Phase::Detached.on(StreamEvent::GraceOver),
+            Some(Phase::Done)
+        );
+        assert_eq!(
+            Phase::Finished.on(StreamEvent::Attach),
+            Some(Phase::Finished)
+        );
+        assert_eq!(Phase::Done.on(StreamEvent::Attach), None);
+    }
+}
