@@ -1,7 +1,8 @@
 //! Shared pieces of the workspace's integration tests: the fuzz-corpus replay helper, the
 //! shared test servers ([`everything`], [`users`]), a deterministic executor on a virtual
-//! clock ([`exec`]), the in-memory client/server pair ([`loopback`]) and the client and server
-//! transport harnesses ([`client_harness`], [`server_harness`]).
+//! clock ([`exec`]), the in-memory client/server pair ([`loopback`]), the service over the
+//! real transport in memory ([`pair`]), and the client and server transport harnesses
+//! ([`client_harness`], [`server_harness`]).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -10,6 +11,7 @@ pub mod everything;
 pub mod exec;
 pub mod harness;
 pub mod loopback;
+pub mod pair;
 pub mod server_harness;
 pub mod users;
 

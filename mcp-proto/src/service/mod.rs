@@ -17,6 +17,9 @@
 //!   [`default`], …). `args`: [`ToolArgs`] and [`PromptArgs`], typed argument access.
 //! - [`uri_template`]: RFC 6570 templates (level 1 and `{+var}`), expanded and matched.
 //! - `defs`: builder methods for [`Resource`], [`ResourceTemplate`], [`Prompt`] and content.
+//! - [`bind`]: [`ServerBinding`](bind::ServerBinding) and
+//!   [`ClientBinding`](bind::ClientBinding), the service on the sans-IO `Router` and
+//!   `ClientSession`: what an adapter's driver loop calls.
 //! - [`PendingRequests`], [`CancellationToken`]: the runtime-free plumbing drivers reuse.
 //!
 //! ## The seed's user server
@@ -115,6 +118,7 @@
 //! - **Time comes from the transport** ([`Peer::sleep`]), never from a clock read here.
 
 mod args;
+pub mod bind;
 mod cancel;
 pub mod client;
 mod defs;
