@@ -60,6 +60,11 @@ pub enum Trace {
     Client(ClientEvent),
     /// A router event.
     Server(ServerEvent),
+    /// The client session delivered a server→client request or notification (its method).
+    Received(String),
+    /// The client session ended one of the client's requests (with a response, a failure or
+    /// a cancellation).
+    Answered(mcp_proto::jsonrpc::RequestId),
 }
 
 /// A [`Client`] and a [`Server`] connected through a [`ClientSession`] and a [`Router`].
@@ -122,6 +127,22 @@ impl MemoryPair {
     /// What the transport did so far.
     pub fn trace(&self) -> &[Trace] {
         &self.trace
+    }
+
+    /// The methods of the server→client messages the client session delivered, in order.
+    pub fn received(&self) -> Vec<&str> {
+        self.trace
+            .iter()
+            .filter_map(|t| match t {
+                Trace::Received(m) => Some(m.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Forgets the trace so far.
+    pub fn clear_trace(&mut self) {
+        self.trace.clear();
     }
 
     /// The server sessions the router has.
@@ -217,6 +238,13 @@ impl MemoryPair {
         let mut moved = false;
         while let Some(out) = self.session.poll_output() {
             moved = true;
+            match &out {
+                Output::Message(d) => self
+                    .trace
+                    .push(Trace::Received(d.message.method().unwrap_or("").to_owned())),
+                Output::Outcome(o) => self.trace.push(Trace::Answered(o.id.clone())),
+                _ => {}
+            }
             match self.client_binding.handle_output(out) {
                 Routed::Spawn(task) => self.exec.spawn(task),
                 Routed::Done => {}
