@@ -24,6 +24,9 @@
 //! - [`schema`]: the MCP schema types (params, results, notifications, content, capabilities)
 //!   of the legacy revisions and of 2026-07-28, the method names, and the [`schema::Request`]
 //!   trait tying a method to its params and result types.
+//! - [`service`]: what applications write against — a typed [`service::Server`] with tools,
+//!   resources, templates, prompts and async handlers, and a typed [`service::client::Client`];
+//!   runtime-agnostic (std futures), bound to the transport by small drivers.
 //!
 //! ## The run loop (for the state machines built on these pieces)
 //!
@@ -37,6 +40,7 @@ pub mod http;
 pub mod jsonrpc;
 pub mod schema;
 pub mod server;
+pub mod service;
 pub mod sse;
 pub mod version;
 

@@ -1,10 +1,19 @@
-//! Shared pieces of the workspace's integration tests: the fuzz-corpus replay helper now, the
-//! in-memory client/server pair on a virtual clock and the shared test servers as they land.
+//! Shared pieces of the workspace's integration tests: the fuzz-corpus replay helper, the
+//! shared test servers ([`everything`], [`users`]), a deterministic executor on a virtual
+//! clock ([`exec`]), the in-memory client/server pair ([`loopback`]), the service over the
+//! real transport in memory ([`pair`]), and the client and server transport harnesses
+//! ([`client_harness`], [`server_harness`]).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod client_harness;
+pub mod everything;
+pub mod exec;
+pub mod harness;
+pub mod loopback;
+pub mod pair;
 pub mod server_harness;
+pub mod users;
 
 use std::path::{Path, PathBuf};
 

@@ -89,23 +89,24 @@ fn an_open_get_stream_or_running_handler_keeps_a_session() {
 
 #[test]
 fn eviction_frees_event_store_entries() {
-    // A store wrapper that shares its state with the test through a counter of live streams.
-    struct Probe(std::rc::Rc<std::cell::RefCell<InMemoryEventStore>>);
+    // A store wrapper that shares its state with the test (a store must be `Send`, so the
+    // router can move into an adapter's task).
+    struct Probe(std::sync::Arc<std::sync::Mutex<InMemoryEventStore>>);
     impl EventStore for Probe {
         fn append(&mut self, s: &str, st: u64, q: u64, f: bytes::Bytes) {
-            self.0.borrow_mut().append(s, st, q, f)
+            self.0.lock().unwrap().append(s, st, q, f)
         }
         fn replay_after(&mut self, s: &str, st: u64, a: u64) -> Replay {
-            self.0.borrow_mut().replay_after(s, st, a)
+            self.0.lock().unwrap().replay_after(s, st, a)
         }
         fn remove_stream(&mut self, s: &str, st: u64) {
-            self.0.borrow_mut().remove_stream(s, st)
+            self.0.lock().unwrap().remove_stream(s, st)
         }
         fn remove_session(&mut self, s: &str) {
-            self.0.borrow_mut().remove_session(s)
+            self.0.lock().unwrap().remove_session(s)
         }
     }
-    let store = std::rc::Rc::new(std::cell::RefCell::new(InMemoryEventStore::default()));
+    let store = std::sync::Arc::new(std::sync::Mutex::new(InMemoryEventStore::default()));
     let cfg = ServerConfig::default()
         .with_session_idle_ttl(Some(TTL))
         .with_response_mode(ResponseMode::Sse)
@@ -116,11 +117,11 @@ fn eviction_frees_event_store_entries() {
     h.notify(Target::Session(session), "n", "{}");
     let (_s, handle) = h.call(&id, V, 2, "x");
     h.reply(handle, "{}");
-    assert!(store.borrow().total_bytes() > 0);
+    assert!(store.lock().unwrap().total_bytes() > 0);
     h.router.handle_disconnect(h.now, g);
     h.pump();
     h.advance(TTL + Duration::from_secs(1));
     assert_eq!(h.router.session_count(), 0);
-    assert_eq!(store.borrow().total_bytes(), 0);
-    assert_eq!(store.borrow().stream_count(), 0);
+    assert_eq!(store.lock().unwrap().total_bytes(), 0);
+    assert_eq!(store.lock().unwrap().stream_count(), 0);
 }

@@ -113,12 +113,12 @@ pub struct ServerConfig {
     /// RFC 9728 protected resource metadata, opt-in. Seed: `WithProtectedResourceMetadata`.
     pub protected_resource: Option<ProtectedResourceMetadata>,
     /// Validates each request's credentials; sessions are bound to the principal it returns.
-    pub authenticator: Option<Box<dyn Authenticator>>,
+    pub authenticator: Option<Box<dyn Authenticator + Send>>,
     /// Where session ids come from. The default is **deterministic and insecure**: adapters
     /// MUST install a CSPRNG-backed generator (S-SESS-2, S-SESS-12).
-    pub session_ids: Box<dyn SessionIdGenerator>,
+    pub session_ids: Box<dyn SessionIdGenerator + Send>,
     /// Where SSE events are kept for replay.
-    pub event_store: Box<dyn EventStore>,
+    pub event_store: Box<dyn EventStore + Send>,
 }
 
 impl Default for ServerConfig {
@@ -245,19 +245,19 @@ impl ServerConfig {
     }
 
     /// The auth hook (seed: auth middleware).
-    pub fn with_authenticator(mut self, auth: impl Authenticator + 'static) -> Self {
+    pub fn with_authenticator(mut self, auth: impl Authenticator + Send + 'static) -> Self {
         self.authenticator = Some(Box::new(auth));
         self
     }
 
     /// The session id generator. Adapters install a CSPRNG-backed one.
-    pub fn with_session_ids(mut self, ids: impl SessionIdGenerator + 'static) -> Self {
+    pub fn with_session_ids(mut self, ids: impl SessionIdGenerator + Send + 'static) -> Self {
         self.session_ids = Box::new(ids);
         self
     }
 
     /// The event store.
-    pub fn with_event_store(mut self, store: impl EventStore + 'static) -> Self {
+    pub fn with_event_store(mut self, store: impl EventStore + Send + 'static) -> Self {
         self.event_store = Box::new(store);
         self
     }

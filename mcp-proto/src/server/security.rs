@@ -347,7 +347,8 @@ impl AuthDecision {
 ///
 /// It is synchronous, like the rest of the core. Validation that must await (token
 /// introspection) runs in the adapter before the head is handed over; the adapter then
-/// passes its result as [`RequestHead::principal`], which this hook can read.
+/// passes its result as [`RequestHead::principal`], which this hook can read. Installed
+/// authenticators must be `Send` (the router holds `dyn Authenticator + Send`).
 pub trait Authenticator {
     /// Decides about one request from its head.
     fn authenticate(&mut self, head: &RequestHead<'_>) -> AuthDecision;

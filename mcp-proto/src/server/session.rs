@@ -51,6 +51,8 @@ use crate::jsonrpc::RequestId;
 /// secure). The core never reads a random source itself: the adapter injects a CSPRNG-backed
 /// generator (for example 32 random bytes, hex-encoded). Ids MUST be visible ASCII
 /// (0x21–0x7E, S-SESS-3); the router refuses others with a 500 rather than send them.
+///
+/// Installed generators must be `Send` (the router holds `dyn SessionIdGenerator + Send`).
 pub trait SessionIdGenerator {
     /// A fresh session id.
     fn generate(&mut self) -> String;

@@ -41,6 +41,9 @@ pub enum Replay {
 ///
 /// Implementations MUST keep events of different sessions apart and MUST return a stream's
 /// events in `seq` order. They MAY evict (bounded memory), reporting it with [`Replay::Gap`].
+///
+/// The router boxes it as `dyn EventStore + Send`, so that a `Router` can move into an
+/// adapter's task: an implementation shared with other code uses `Arc<Mutex<_>>`, not `Rc`.
 pub trait EventStore {
     /// Stores the frame of event `seq` of `stream` in `session`.
     fn append(&mut self, session: &str, stream: u64, seq: u64, frame: Bytes);

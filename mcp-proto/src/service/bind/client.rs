@@ -1,0 +1,121 @@
+//! [`ClientBinding`]: a [`Client`] on a [`ClientSession`].
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::{Queue, Routed, Wake};
+use crate::client::{ClientSession, Output, RequestResult};
+use crate::jsonrpc::{Message, RequestId};
+use crate::service::PeerError;
+use crate::service::client::{Client, ClientBuilder, ClientTransport};
+
+enum Command {
+    Send(Message),
+    Cancel(RequestId, String),
+}
+
+struct BoundTransport {
+    queue: Arc<Queue<Command>>,
+}
+
+impl ClientTransport for BoundTransport {
+    fn send(&self, message: Message) -> Result<(), PeerError> {
+        self.queue.push(Command::Send(message));
+        Ok(())
+    }
+
+    fn cancel(&self, id: &RequestId, reason: &str) -> Result<(), PeerError> {
+        self.queue
+            .push(Command::Cancel(id.clone(), reason.to_owned()));
+        Ok(())
+    }
+}
+
+/// A [`Client`] on a [`ClientSession`]: calls become `send`, dropped calls `cancel`,
+/// outcomes complete the calls, and server requests come back as futures to spawn. See the
+/// [module docs](super).
+pub struct ClientBinding {
+    client: Client,
+    queue: Arc<Queue<Command>>,
+}
+
+impl std::fmt::Debug for ClientBinding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientBinding")
+            .field("client", &self.client)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClientBinding {
+    /// Builds the client from `builder`; `wake` is called whenever it queues a message.
+    pub fn new(builder: ClientBuilder, wake: Wake) -> Self {
+        let queue = Arc::new(Queue::new(wake));
+        let client = builder.build(Arc::new(BoundTransport {
+            queue: queue.clone(),
+        }));
+        ClientBinding { client, queue }
+    }
+
+    /// The client (cheap to clone; hand it to the application).
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Applies the client's queued messages and cancellations to `session`, in order.
+    /// Returns whether anything was applied.
+    pub fn apply(&mut self, session: &mut ClientSession, now: Instant) -> bool {
+        let commands = self.queue.drain();
+        let any = !commands.is_empty();
+        for command in commands {
+            match command {
+                Command::Send(message) => {
+                    if let Err(e) = session.send(now, message.to_bytes())
+                        && let Message::Request(r) = &message
+                    {
+                        self.client
+                            .fail_request(&r.id, PeerError::Failed(e.to_string()));
+                    }
+                }
+                Command::Cancel(id, reason) => {
+                    // Already ended: nothing to cancel.
+                    let _ = session.cancel(now, &id, Some(&reason));
+                }
+            }
+        }
+        any
+    }
+
+    /// Takes one session output: messages and outcomes are consumed (a server request
+    /// becomes a future to spawn), HTTP intents, aborts and events are given back.
+    pub fn handle_output(&mut self, output: Output) -> Routed<Output> {
+        match output {
+            Output::Message(delivered) => match self.client.handle_message(delivered.message) {
+                Some(answer) => {
+                    let queue = self.queue.clone();
+                    Routed::Spawn(Box::pin(async move {
+                        if let Some(response) = answer.await {
+                            queue.push(Command::Send(Message::Response(response)));
+                        }
+                    }))
+                }
+                None => Routed::Done,
+            },
+            Output::Outcome(outcome) => {
+                match outcome.result {
+                    RequestResult::Response { response, .. } => {
+                        self.client.handle_response(response);
+                    }
+                    RequestResult::Failed(e) => {
+                        self.client
+                            .fail_request(&outcome.id, PeerError::Failed(e.to_string()));
+                    }
+                    // The call was dropped by its owner: nobody waits.
+                    RequestResult::Cancelled => {}
+                }
+                Routed::Done
+            }
+            other => Routed::Transport(other),
+        }
+    }
+}

@@ -1,0 +1,319 @@
+//! [`RequestContext`]: what a handler can do besides computing its answer.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::session::{SessionShared, log_notification};
+use super::{Server, ServerSession};
+use crate::ProtocolVersion;
+use crate::jsonrpc::{Notification, Outcome, Request, RequestId};
+use crate::schema::{
+    self, ClientCapabilities, CreateMessage, CreateMessageRequestParams, CreateMessageResult,
+    Elicit, ElicitRequestFormParams, ElicitRequestParams, ElicitResult, Implementation, ListRoots,
+    ListRootsResult, LoggingLevel, Meta, ProgressNotificationParams, ProgressToken, RequestMeta,
+    RequestParams, RequestedSchema, methods,
+};
+use crate::service::Error;
+use crate::service::cancel::{CancellationToken, WaitForCancellation, lock};
+use crate::service::error::{PeerError, to_raw};
+
+/// The `_meta` of a request's params, read without touching the rest.
+#[derive(Deserialize, Default)]
+struct MetaOnly {
+    #[serde(rename = "_meta", default)]
+    meta: Option<Meta>,
+}
+
+/// The context of one client request, given to its handler: progress, logging,
+/// server→client requests (sampling, elicitation, roots), cancellation, and what the session
+/// knows about the client.
+///
+/// Cheap to clone and `'static`, so a handler can move it into its future.
+///
+/// Notifications (progress, logs) are fire-and-forget: a transport that cannot send them any
+/// more is closing, and the handler will be cancelled.
+#[derive(Clone)]
+pub struct RequestContext {
+    session: Arc<SessionShared>,
+    id: RequestId,
+    meta: Option<Meta>,
+    modern: Option<RequestMeta>,
+    cancel: CancellationToken,
+}
+
+impl std::fmt::Debug for RequestContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RequestContext")
+            .field("id", &self.id)
+            .field("meta", &self.meta)
+            .field("cancelled", &self.cancel.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RequestContext {
+    pub(crate) fn new(
+        session: Arc<SessionShared>,
+        request: &Request,
+        cancel: CancellationToken,
+    ) -> Self {
+        let meta = request
+            .params
+            .as_deref()
+            .and_then(|p| serde_json::from_str::<MetaOnly>(p.get()).ok())
+            .unwrap_or_default()
+            .meta;
+        let modern = meta
+            .as_ref()
+            .filter(|m| m.contains_key(schema::meta_keys::PROTOCOL_VERSION))
+            .and_then(|m| RequestMeta::from_meta(m).ok());
+        RequestContext {
+            session,
+            id: request.id.clone(),
+            meta,
+            modern,
+            cancel,
+        }
+    }
+
+    /// The id of the request being handled.
+    pub fn request_id(&self) -> &RequestId {
+        &self.id
+    }
+
+    /// The request's `_meta`, if it had one.
+    pub fn meta(&self) -> Option<&Meta> {
+        self.meta.as_ref()
+    }
+
+    /// The progress token the client sent (`_meta.progressToken`), if any.
+    pub fn progress_token(&self) -> Option<ProgressToken> {
+        let token = self.meta.as_ref()?.get(schema::meta_keys::PROGRESS_TOKEN)?;
+        ProgressToken::deserialize(token).ok()
+    }
+
+    /// The server.
+    pub fn server(&self) -> &Server {
+        &self.session.server
+    }
+
+    /// The session this request arrived on.
+    pub fn session(&self) -> ServerSession {
+        ServerSession {
+            shared: self.session.clone(),
+        }
+    }
+
+    /// The revision in use: the request's own (2026-07-28 `_meta`), else the session's.
+    pub fn protocol_version(&self) -> Option<ProtocolVersion> {
+        self.modern
+            .as_ref()
+            .and_then(|m| m.protocol_version.as_deref())
+            .and_then(ProtocolVersion::parse)
+            .or(lock(&self.session.state).protocol_version)
+    }
+
+    /// Who the client is: from the request's `_meta` (2026-07-28), else from `initialize`.
+    pub fn client_info(&self) -> Option<Implementation> {
+        self.modern
+            .as_ref()
+            .and_then(|m| m.client_info.clone())
+            .or_else(|| lock(&self.session.state).client_info.clone())
+    }
+
+    /// What the client supports: from the request's `_meta` (2026-07-28), else from
+    /// `initialize`.
+    pub fn client_capabilities(&self) -> Option<ClientCapabilities> {
+        self.modern
+            .as_ref()
+            .and_then(|m| m.client_capabilities.clone())
+            .or_else(|| lock(&self.session.state).client_capabilities.clone())
+    }
+
+    /// The least severe level the client wants, `None` for "no log messages". A 2026-07-28
+    /// request says so in its `_meta` (absent: none); otherwise the session's
+    /// `logging/setLevel` applies (never set: everything, from `debug`).
+    pub fn log_level(&self) -> Option<LoggingLevel> {
+        match &self.modern {
+            Some(m) => m.log_level,
+            None => Some(
+                lock(&self.session.state)
+                    .log_level
+                    .unwrap_or(LoggingLevel::Debug),
+            ),
+        }
+    }
+
+    /// Whether the client cancelled this request (or the session closed).
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// A future that completes when the request is cancelled.
+    pub fn cancelled(&self) -> WaitForCancellation {
+        self.cancel.cancelled()
+    }
+
+    /// The request's cancellation token (to hand to work that outlives an `await`).
+    pub fn cancellation_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
+    /// Waits `duration` on the transport's clock (see [`Peer::sleep`](super::Peer::sleep)).
+    pub async fn sleep(&self, duration: Duration) {
+        self.session.peer.sleep(duration).await;
+    }
+
+    /// Sends a notification related to this request (on its stream).
+    pub fn notify(&self, notification: Notification) -> Result<(), PeerError> {
+        if self.cancel.is_cancelled() {
+            return Err(PeerError::Cancelled);
+        }
+        self.session.peer.notify(Some(&self.id), notification)
+    }
+
+    /// Closes this request's stream without answering, so the client reconnects and polls
+    /// for the answer (see [`Peer::close_stream`](super::Peer::close_stream)); the handler
+    /// goes on and its result is delivered on the resumed stream.
+    pub fn close_stream(&self) -> Result<(), PeerError> {
+        self.session.peer.close_stream(&self.id)
+    }
+
+    /// Reports progress, when the client asked for it (a `progressToken`); otherwise does
+    /// nothing.
+    pub fn progress(&self, progress: u64, total: Option<u64>) {
+        self.progress_message(progress, total, None::<String>);
+    }
+
+    /// Reports progress with a message, when the client asked for it.
+    pub fn progress_message(
+        &self,
+        progress: u64,
+        total: Option<u64>,
+        message: Option<impl Into<String>>,
+    ) {
+        let Some(token) = self.progress_token() else {
+            return;
+        };
+        let mut params = ProgressNotificationParams::new(token, progress, total);
+        params.message = message.map(Into::into);
+        if let Ok(raw) = to_raw(&params) {
+            let _ = self.notify(Notification::new(methods::NOTIFICATION_PROGRESS, Some(raw)));
+        }
+    }
+
+    /// Sends a log message (`notifications/message`) related to this request, if the
+    /// client's level lets it through.
+    pub fn log(&self, level: LoggingLevel, data: impl Into<Value>) {
+        self.log_to(level, None, data);
+    }
+
+    /// [`log`](Self::log) with a logger name.
+    pub fn log_to(&self, level: LoggingLevel, logger: Option<&str>, data: impl Into<Value>) {
+        if self.log_level().is_none_or(|min| level < min) {
+            return;
+        }
+        if let Some(n) = log_notification(level, logger, data.into()) {
+            let _ = self.notify(n);
+        }
+    }
+
+    /// [`log`](Self::log) at `debug`.
+    pub fn debug(&self, data: impl Into<Value>) {
+        self.log(LoggingLevel::Debug, data);
+    }
+
+    /// [`log`](Self::log) at `info`.
+    pub fn info(&self, data: impl Into<Value>) {
+        self.log(LoggingLevel::Info, data);
+    }
+
+    /// [`log`](Self::log) at `warning`.
+    pub fn warning(&self, data: impl Into<Value>) {
+        self.log(LoggingLevel::Warning, data);
+    }
+
+    /// [`log`](Self::log) at `error`.
+    pub fn error(&self, data: impl Into<Value>) {
+        self.log(LoggingLevel::Error, data);
+    }
+
+    /// Sends a request of method `R` to the client, related to this request, and waits for
+    /// its answer. A JSON-RPC error from the client becomes an [`Error`] that keeps its code
+    /// (an application failure: in a tool, a tool error).
+    pub async fn send_request<R: schema::Request>(
+        &self,
+        params: R::Params,
+    ) -> Result<R::Result, Error> {
+        let raw = to_raw(&params).map_err(Error::internal)?;
+        let response = self
+            .session
+            .peer
+            .request(Some(&self.id), R::METHOD, Some(raw))
+            .await?;
+        match response.outcome {
+            Outcome::Result(raw) => serde_json::from_str(raw.get()).map_err(|e| {
+                Error::new(format_args!(
+                    "the client's answer to {} is malformed: {e}",
+                    R::METHOD
+                ))
+            }),
+            Outcome::Error(e) => Err(Error::from_peer(&e)),
+        }
+    }
+
+    fn require(&self, what: &str, has: impl Fn(&ClientCapabilities) -> bool) -> Result<(), Error> {
+        match self.client_capabilities() {
+            Some(caps) if !has(&caps) => Err(Error::new(format_args!(
+                "the client does not support {what} (it did not declare the capability)"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// Asks the client's model for a message (`sampling/createMessage`). Fails without
+    /// sending when the client did not declare `sampling`.
+    pub async fn create_message(
+        &self,
+        params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, Error> {
+        self.require("sampling", |c| c.sampling.is_some())?;
+        self.send_request::<CreateMessage>(params).await
+    }
+
+    /// Asks the user, through the client, to fill in a form or visit a URL
+    /// (`elicitation/create`). Fails without sending when the client did not declare
+    /// `elicitation`.
+    pub async fn elicit(
+        &self,
+        params: impl Into<ElicitRequestParams>,
+    ) -> Result<ElicitResult, Error> {
+        self.require("elicitation", |c| c.elicitation.is_some())?;
+        self.send_request::<Elicit>(params.into()).await
+    }
+
+    /// [`elicit`](Self::elicit) with a form: `message` and the fields of `schema`.
+    pub async fn elicit_form(
+        &self,
+        message: impl Into<String>,
+        schema: RequestedSchema,
+    ) -> Result<ElicitResult, Error> {
+        self.elicit(ElicitRequestFormParams {
+            message: message.into(),
+            requested_schema: schema,
+            ..ElicitRequestFormParams::default()
+        })
+        .await
+    }
+
+    /// Asks the client for its roots (`roots/list`). Fails without sending when the client
+    /// did not declare `roots`.
+    pub async fn list_roots(&self) -> Result<ListRootsResult, Error> {
+        self.require("roots", |c| c.roots.is_some())?;
+        self.send_request::<ListRoots>(RequestParams::default())
+            .await
+    }
+}

@@ -1,0 +1,413 @@
+//! [`Server::handle_request`]: one client request to one response, by method.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::{RequestContext, ResourceRequest, Server};
+use crate::ProtocolVersion;
+use crate::jsonrpc::{Request, Response};
+use crate::schema::{
+    CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult, Completion,
+    DiscoverResult, EmptyResult, GetPromptRequestParams, InitializeRequestParams, InitializeResult,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResult, ResultMeta,
+    SetLevelRequestParams, SubscribeRequestParams, methods,
+};
+use crate::service::cancel::lock;
+use crate::service::error::to_raw;
+use crate::service::validate::{apply_defaults, validate};
+use crate::service::{Error, PromptArgs, ToolArgs};
+
+/// At most this many completion values go in one answer (the spec's limit).
+const MAX_COMPLETION_VALUES: usize = 100;
+
+/// Reads `params` as `T`; absent params read as `{}` (so a `T` with required fields fails
+/// with a message naming them).
+fn params<T: DeserializeOwned>(request: &Request) -> Result<T, Error> {
+    let text = request.params.as_deref().map_or("{}", |p| p.get());
+    serde_json::from_str(text).map_err(|e| {
+        Error::invalid_params(format_args!("invalid params for {}: {e}", request.method))
+    })
+}
+
+fn answer<T: Serialize>(request: &Request, result: Result<T, Error>) -> Response {
+    let id = request.id.clone();
+    match result.and_then(|r| to_raw(&r).map_err(Error::internal)) {
+        Ok(raw) => Response::result(id, raw),
+        Err(e) => Response::error(Some(id), e.to_error_object()),
+    }
+}
+
+/// The page of `items` that starts at `cursor`, and the next cursor.
+fn page<T: Clone>(
+    items: &[T],
+    cursor: Option<&str>,
+    size: Option<usize>,
+) -> Result<(Vec<T>, Option<String>), Error> {
+    let start = match cursor {
+        None => 0,
+        Some(c) => c
+            .parse::<usize>()
+            .ok()
+            .filter(|n| *n <= items.len())
+            .ok_or_else(|| Error::invalid_params(format_args!("invalid cursor {c:?}")))?,
+    };
+    let end = size.map_or(items.len(), |s| start.saturating_add(s).min(items.len()));
+    let next = (end < items.len()).then(|| end.to_string());
+    Ok((items[start..end].to_vec(), next))
+}
+
+impl Server {
+    /// Answers one client request (the transport-agnostic core; [`ServerSession`] wraps it
+    /// with cancellation). Protocol failures become JSON-RPC errors; see the module docs for
+    /// the methods answered.
+    ///
+    /// [`ServerSession`]: super::ServerSession
+    pub fn handle_request(
+        &self,
+        ctx: RequestContext,
+        request: Request,
+    ) -> impl Future<Output = Response> + Send + 'static {
+        let server = self.clone();
+        async move {
+            match &*request.method {
+                methods::INITIALIZE => answer(&request, server.initialize(&ctx, &request)),
+                methods::PING => answer(&request, Ok(EmptyResult::default())),
+                methods::SERVER_DISCOVER => answer(&request, Ok(server.discover())),
+                methods::LOGGING_SET_LEVEL => answer(&request, server.set_level(&ctx, &request)),
+                methods::TOOLS_LIST => answer(&request, server.list_tools(&request)),
+                methods::TOOLS_CALL => {
+                    let result = server.call_tool(ctx, &request).await;
+                    answer(&request, result)
+                }
+                methods::RESOURCES_LIST => answer(&request, server.list_resources(&request)),
+                methods::RESOURCES_TEMPLATES_LIST => {
+                    answer(&request, server.list_templates(&request))
+                }
+                methods::RESOURCES_READ => {
+                    let result = server.read_resource(ctx, &request).await;
+                    answer(&request, result)
+                }
+                methods::RESOURCES_SUBSCRIBE => {
+                    answer(&request, server.subscribe(&ctx, &request, true))
+                }
+                methods::RESOURCES_UNSUBSCRIBE => {
+                    answer(&request, server.subscribe(&ctx, &request, false))
+                }
+                methods::PROMPTS_LIST => answer(&request, server.list_prompts(&request)),
+                methods::PROMPTS_GET => {
+                    let result = server.get_prompt(ctx, &request).await;
+                    answer(&request, result)
+                }
+                methods::COMPLETION_COMPLETE => {
+                    let result = server.complete(ctx, &request).await;
+                    answer(&request, result)
+                }
+                other => answer::<EmptyResult>(&request, Err(Error::method_not_found(other))),
+            }
+        }
+    }
+
+    /// Version negotiation: the client's revision when it is a legacy one we speak, else the
+    /// newest legacy one (`initialize` does not exist in the modern era).
+    fn initialize(
+        &self,
+        ctx: &RequestContext,
+        request: &Request,
+    ) -> Result<InitializeResult, Error> {
+        let p: InitializeRequestParams = params(request)?;
+        let version = ProtocolVersion::parse(&p.protocol_version)
+            .filter(|v| ProtocolVersion::LEGACY.contains(v))
+            .unwrap_or(ProtocolVersion::LATEST_LEGACY);
+        {
+            let session = ctx.session();
+            let mut state = lock(&session.shared.state);
+            state.protocol_version = Some(version);
+            state.client_info = Some(p.client_info);
+            state.client_capabilities = Some(p.capabilities);
+        }
+        // Capabilities first: they read the configuration lock themselves.
+        let capabilities = self.server_capabilities();
+        let config = self.config();
+        Ok(InitializeResult {
+            protocol_version: version.as_str().to_owned(),
+            capabilities,
+            server_info: config.info.clone(),
+            instructions: config.instructions.clone(),
+            ..InitializeResult::default()
+        })
+    }
+
+    fn discover(&self) -> DiscoverResult {
+        let capabilities = self.server_capabilities();
+        let config = self.config();
+        let meta = ResultMeta {
+            server_info: Some(config.info.clone()),
+            ..ResultMeta::default()
+        };
+        DiscoverResult {
+            supported_versions: ProtocolVersion::ALL
+                .iter()
+                .map(|v| v.as_str().to_owned())
+                .collect(),
+            capabilities,
+            instructions: config.instructions.clone(),
+            meta: Some(meta.to_meta()),
+            ..DiscoverResult::default()
+        }
+    }
+
+    fn set_level(&self, ctx: &RequestContext, request: &Request) -> Result<EmptyResult, Error> {
+        let p: SetLevelRequestParams = params(request)?;
+        lock(&ctx.session().shared.state).log_level = Some(p.level);
+        Ok(EmptyResult::default())
+    }
+
+    fn list_tools(&self, request: &Request) -> Result<ListToolsResult, Error> {
+        let p: PaginatedRequestParams = params(request)?;
+        let tools: Vec<_> = self
+            .registry()
+            .tools
+            .iter()
+            .map(|t| t.tool.clone())
+            .collect();
+        let (tools, next_cursor) = page(&tools, p.cursor.as_deref(), self.config().page_size)?;
+        Ok(ListToolsResult {
+            tools,
+            next_cursor,
+            ..ListToolsResult::default()
+        })
+    }
+
+    async fn call_tool(
+        &self,
+        ctx: RequestContext,
+        request: &Request,
+    ) -> Result<CallToolResult, Error> {
+        let p: CallToolRequestParams = params(request)?;
+        let entry = self
+            .registry()
+            .tools
+            .iter()
+            .find(|t| t.tool.name == p.name)
+            .cloned()
+            .ok_or_else(|| Error::invalid_params(format_args!("Unknown tool: {}", p.name)))?;
+        let mut args = p.arguments.unwrap_or_default();
+        if self.config().validate_arguments {
+            apply_defaults(&entry.tool.input_schema, &mut args);
+            if let Err(problems) = validate(&entry.tool.input_schema, &args) {
+                return Ok(CallToolResult::error(format!(
+                    "Invalid arguments for tool `{}`: {problems}",
+                    p.name
+                )));
+            }
+        }
+        match (entry.handler)(ctx, ToolArgs::new(args)).await {
+            Ok(result) => Ok(result),
+            Err(e) if e.is_protocol() => Err(e),
+            Err(e) => Ok(CallToolResult::error(e.message())),
+        }
+    }
+
+    fn list_resources(&self, request: &Request) -> Result<ListResourcesResult, Error> {
+        let p: PaginatedRequestParams = params(request)?;
+        let all: Vec<_> = self
+            .registry()
+            .resources
+            .iter()
+            .map(|r| r.resource.clone())
+            .collect();
+        let (resources, next_cursor) = page(&all, p.cursor.as_deref(), self.config().page_size)?;
+        Ok(ListResourcesResult {
+            resources,
+            next_cursor,
+            ..ListResourcesResult::default()
+        })
+    }
+
+    fn list_templates(&self, request: &Request) -> Result<ListResourceTemplatesResult, Error> {
+        let p: PaginatedRequestParams = params(request)?;
+        let all: Vec<_> = self
+            .registry()
+            .templates
+            .iter()
+            .map(|t| t.template.clone())
+            .collect();
+        let (resource_templates, next_cursor) =
+            page(&all, p.cursor.as_deref(), self.config().page_size)?;
+        Ok(ListResourceTemplatesResult {
+            resource_templates,
+            next_cursor,
+            ..ListResourceTemplatesResult::default()
+        })
+    }
+
+    /// Whether some resource or template serves `uri`.
+    fn knows_uri(&self, uri: &str) -> bool {
+        let registry = self.registry();
+        registry.resources.iter().any(|r| r.resource.uri == uri)
+            || registry
+                .templates
+                .iter()
+                .any(|t| t.parsed.matches(uri).is_some())
+    }
+
+    async fn read_resource(
+        &self,
+        ctx: RequestContext,
+        request: &Request,
+    ) -> Result<ReadResourceResult, Error> {
+        let p: ReadResourceRequestParams = params(request)?;
+        let (handler, params) = {
+            let registry = self.registry();
+            if let Some(r) = registry.resources.iter().find(|r| r.resource.uri == p.uri) {
+                (Arc::clone(&r.handler), Default::default())
+            } else if let Some((t, vars)) = registry
+                .templates
+                .iter()
+                .find_map(|t| t.parsed.matches(&p.uri).map(|vars| (t, vars)))
+            {
+                (Arc::clone(&t.handler), vars)
+            } else {
+                return Err(Error::resource_not_found(&p.uri));
+            }
+        };
+        let req = ResourceRequest { uri: p.uri, params };
+        match handler(ctx, req).await {
+            Ok(contents) => Ok(ReadResourceResult {
+                contents,
+                ..ReadResourceResult::default()
+            }),
+            Err(e) if e.is_protocol() => Err(e),
+            Err(e) => Err(Error::internal(e.message())),
+        }
+    }
+
+    fn subscribe(
+        &self,
+        ctx: &RequestContext,
+        request: &Request,
+        on: bool,
+    ) -> Result<EmptyResult, Error> {
+        let p: SubscribeRequestParams = params(request)?;
+        if on && !self.knows_uri(&p.uri) {
+            return Err(Error::resource_not_found(&p.uri));
+        }
+        let session = ctx.session();
+        let mut state = lock(&session.shared.state);
+        if on {
+            state.subscriptions.insert(p.uri);
+        } else {
+            state.subscriptions.remove(&p.uri);
+        }
+        Ok(EmptyResult::default())
+    }
+
+    fn list_prompts(&self, request: &Request) -> Result<ListPromptsResult, Error> {
+        let p: PaginatedRequestParams = params(request)?;
+        let all: Vec<_> = self
+            .registry()
+            .prompts
+            .iter()
+            .map(|e| e.prompt.clone())
+            .collect();
+        let (prompts, next_cursor) = page(&all, p.cursor.as_deref(), self.config().page_size)?;
+        Ok(ListPromptsResult {
+            prompts,
+            next_cursor,
+            ..ListPromptsResult::default()
+        })
+    }
+
+    async fn get_prompt(
+        &self,
+        ctx: RequestContext,
+        request: &Request,
+    ) -> Result<crate::schema::GetPromptResult, Error> {
+        let p: GetPromptRequestParams = params(request)?;
+        let entry = self
+            .registry()
+            .prompts
+            .iter()
+            .find(|e| e.prompt.name == p.name)
+            .cloned()
+            .ok_or_else(|| Error::invalid_params(format_args!("Unknown prompt: {}", p.name)))?;
+        let args = p.arguments.unwrap_or_default();
+        let missing: Vec<&str> = entry
+            .prompt
+            .arguments
+            .iter()
+            .flatten()
+            .filter(|a| a.required == Some(true) && !args.contains_key(&a.name))
+            .map(|a| a.name.as_str())
+            .collect();
+        if !missing.is_empty() {
+            return Err(Error::invalid_params(format_args!(
+                "missing required arguments for prompt `{}`: {}",
+                p.name,
+                missing.join(", ")
+            )));
+        }
+        match (entry.handler)(ctx, PromptArgs::new(args)).await {
+            Ok(result) => Ok(result),
+            Err(e) if e.is_protocol() => Err(e),
+            Err(e) => Err(Error::internal(e.message())),
+        }
+    }
+
+    async fn complete(
+        &self,
+        ctx: RequestContext,
+        request: &Request,
+    ) -> Result<CompleteResult, Error> {
+        let p: CompleteRequestParams = params(request)?;
+        let handler = self
+            .registry()
+            .completion
+            .clone()
+            .ok_or_else(|| Error::method_not_found(methods::COMPLETION_COMPLETE))?;
+        let mut values = match handler(ctx, p).await {
+            Ok(values) => values,
+            Err(e) if e.is_protocol() => return Err(e),
+            Err(e) => return Err(Error::internal(e.message())),
+        };
+        let total = values.len() as u64;
+        let has_more = values.len() > MAX_COMPLETION_VALUES;
+        values.truncate(MAX_COMPLETION_VALUES);
+        Ok(CompleteResult {
+            completion: Completion {
+                values,
+                total: Some(total),
+                has_more: Some(has_more),
+                ..Completion::default()
+            },
+            ..CompleteResult::default()
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::page;
+
+    #[test]
+    fn pages_and_cursors() {
+        let items = [1, 2, 3, 4, 5];
+        assert_eq!(page(&items, None, None).unwrap(), (items.to_vec(), None));
+        assert_eq!(
+            page(&items, None, Some(2)).unwrap(),
+            (vec![1, 2], Some("2".into()))
+        );
+        assert_eq!(
+            page(&items, Some("2"), Some(2)).unwrap(),
+            (vec![3, 4], Some("4".into()))
+        );
+        assert_eq!(page(&items, Some("4"), Some(2)).unwrap(), (vec![5], None));
+        assert_eq!(page(&items, Some("5"), Some(2)).unwrap(), (vec![], None));
+        assert!(page(&items, Some("6"), Some(2)).is_err());
+        assert!(page(&items, Some("x"), None).is_err());
+    }
+}

@@ -1,0 +1,302 @@
+//! [`ServerSession`]: one client's connection to a [`Server`], its [`SessionState`], and the
+//! [`Peer`] trait through which the service talks to the transport.
+
+use std::collections::{BTreeSet, HashMap};
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::{BoxFuture, RequestContext, Server};
+use crate::ProtocolVersion;
+use crate::jsonrpc::{
+    ErrorObject, Notification, RawValue, Request, RequestId, Response, error_codes,
+};
+use crate::schema::{
+    CancelledNotificationParams, ClientCapabilities, Implementation, LoggingLevel,
+    LoggingMessageNotificationParams, methods,
+};
+use crate::service::cancel::{CancellationToken, lock, until_cancelled};
+use crate::service::error::{PeerError, to_raw};
+use crate::service::pending::ResponseFuture;
+use crate::service::schema_id;
+
+/// The service's link to one client, implemented by the transport driver (and by test
+/// loopbacks).
+///
+/// # Obligations
+///
+/// - Messages MUST reach the client in the order the methods are called, and a notification
+///   sent while a request is being handled MUST be sent before that request's response, so
+///   that progress and log messages precede the result they belong to.
+/// - `related` is the id of the client request the message belongs to (progress, logs,
+///   sampling for a tool call): a Streamable HTTP transport puts such messages on that
+///   request's stream. `None` means "not tied to a request" (the session's GET stream).
+/// - The future [`request`](Self::request) returns MUST resolve once: with the client's
+///   response, or with a [`PeerError`] (timeout, session closed, unsupported). When the
+///   future is dropped first, the transport SHOULD tell the client to stop
+///   ([`PendingRequests::abandoned`](crate::service::PendingRequests::abandoned) finds them).
+pub trait Peer: Send + Sync + 'static {
+    /// Sends a notification.
+    fn notify(
+        &self,
+        related: Option<&RequestId>,
+        notification: Notification,
+    ) -> Result<(), PeerError>;
+
+    /// Sends a request and returns the future of its response.
+    fn request(
+        &self,
+        related: Option<&RequestId>,
+        method: &str,
+        params: Option<Box<RawValue>>,
+    ) -> ResponseFuture;
+
+    /// Closes the stream of the request `related` without answering it, so that the client
+    /// reconnects and gets the answer on the resumed stream (SEP-1699 polling, 2025-11-25).
+    /// The default refuses: not every transport can.
+    fn close_stream(&self, related: &RequestId) -> Result<(), PeerError> {
+        let _ = related;
+        Err(PeerError::Unsupported(
+            "this transport cannot close a request's stream".into(),
+        ))
+    }
+
+    /// A future that completes after `duration` on the transport's clock. The default
+    /// completes at once, for transports without timers.
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        let _ = duration;
+        Box::pin(std::future::ready(()))
+    }
+}
+
+/// What the server knows about a session: negotiated version, the client, its log level and
+/// subscriptions.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionState {
+    /// The revision agreed in `initialize`.
+    pub protocol_version: Option<ProtocolVersion>,
+    /// The client's name and version, from `initialize`.
+    pub client_info: Option<Implementation>,
+    /// The client's capabilities, from `initialize`.
+    pub client_capabilities: Option<ClientCapabilities>,
+    /// The level set with `logging/setLevel`; `None` sends every message.
+    pub log_level: Option<LoggingLevel>,
+    /// The URIs subscribed to with `resources/subscribe`.
+    pub subscriptions: BTreeSet<String>,
+    /// Whether `notifications/initialized` arrived.
+    pub initialized: bool,
+}
+
+pub(crate) struct SessionShared {
+    pub(crate) server: Server,
+    pub(crate) peer: Arc<dyn Peer>,
+    pub(crate) state: Mutex<SessionState>,
+    inflight: Mutex<HashMap<RequestId, CancellationToken>>,
+    closed: AtomicBool,
+}
+
+/// One client's connection to a [`Server`]. Cheap to clone; clones share the session.
+#[derive(Clone)]
+pub struct ServerSession {
+    pub(crate) shared: Arc<SessionShared>,
+}
+
+impl std::fmt::Debug for ServerSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerSession")
+            .field("state", &*lock(&self.shared.state))
+            .field("inflight", &lock(&self.shared.inflight).len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Removes a request from the in-flight table when its future ends or is dropped.
+struct InflightGuard {
+    shared: Arc<SessionShared>,
+    id: RequestId,
+    token: CancellationToken,
+}
+
+impl Drop for InflightGuard {
+    fn drop(&mut self) {
+        let mut inflight = lock(&self.shared.inflight);
+        if inflight
+            .get(&self.id)
+            .is_some_and(|t| t.ptr_eq(&self.token))
+        {
+            inflight.remove(&self.id);
+        }
+    }
+}
+
+impl ServerSession {
+    pub(crate) fn new(server: Server, peer: Arc<dyn Peer>) -> Self {
+        ServerSession {
+            shared: Arc::new(SessionShared {
+                server,
+                peer,
+                state: Mutex::new(SessionState::default()),
+                inflight: Mutex::new(HashMap::new()),
+                closed: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// The server this session belongs to.
+    pub fn server(&self) -> &Server {
+        &self.shared.server
+    }
+
+    /// A snapshot of the session's state.
+    pub fn state(&self) -> SessionState {
+        lock(&self.shared.state).clone()
+    }
+
+    pub(crate) fn is_initialized(&self) -> bool {
+        let state = lock(&self.shared.state);
+        state.initialized || state.protocol_version.is_some()
+    }
+
+    pub(crate) fn is_subscribed(&self, uri: &str) -> bool {
+        lock(&self.shared.state).subscriptions.contains(uri)
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.shared.closed.load(Ordering::Acquire)
+    }
+
+    /// The context a handler of `request` gets, with a fresh cancellation token. (Used by
+    /// [`handle_request`](Self::handle_request); a driver calling
+    /// [`Server::handle_request`] directly builds contexts with it.)
+    pub fn context(&self, request: &Request) -> RequestContext {
+        RequestContext::new(self.shared.clone(), request, CancellationToken::new())
+    }
+
+    /// Handles a client request: the future resolves to the response to send, or to `None`
+    /// when the request was cancelled (a cancelled request is not answered). The handler is
+    /// dropped at its next `await` once cancelled.
+    ///
+    /// A request whose id is already in flight in this session gets an `-32600` error at
+    /// once (the first one is untouched).
+    pub fn handle_request(
+        &self,
+        request: Request,
+    ) -> impl Future<Output = Option<Response>> + Send + 'static {
+        let token = CancellationToken::new();
+        let duplicate = {
+            let mut inflight = lock(&self.shared.inflight);
+            if inflight.contains_key(&request.id) {
+                true
+            } else {
+                inflight.insert(request.id.clone(), token.clone());
+                false
+            }
+        };
+        let ctx = RequestContext::new(self.shared.clone(), &request, token.clone());
+        let guard = (!duplicate).then(|| InflightGuard {
+            shared: self.shared.clone(),
+            id: request.id.clone(),
+            token: token.clone(),
+        });
+        let server = self.shared.server.clone();
+        async move {
+            let _guard = guard;
+            if duplicate {
+                return Some(Response::error(
+                    Some(request.id),
+                    ErrorObject::new(
+                        error_codes::INVALID_REQUEST,
+                        "a request with this id is already in flight",
+                    ),
+                ));
+            }
+            until_cancelled(token, server.handle_request(ctx, request)).await
+        }
+    }
+
+    /// Handles a client notification: `notifications/initialized` marks the session ready,
+    /// `notifications/cancelled` cancels the request it names; others are ignored.
+    pub fn handle_notification(&self, notification: Notification) {
+        match &*notification.method {
+            methods::NOTIFICATION_INITIALIZED => lock(&self.shared.state).initialized = true,
+            methods::NOTIFICATION_CANCELLED => {
+                let params: Option<CancelledNotificationParams> = notification
+                    .params
+                    .as_deref()
+                    .and_then(|p| serde_json::from_str(p.get()).ok());
+                if let Some(id) = params.and_then(|p| p.request_id) {
+                    self.cancel(&schema_id::to_jsonrpc(&id));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Cancels the request `id` if it is in flight (its handler is dropped, and its future
+    /// resolves to `None`). Returns whether it was.
+    pub fn cancel(&self, id: &RequestId) -> bool {
+        let token = lock(&self.shared.inflight).remove(id);
+        match token {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// How many requests are being handled.
+    pub fn in_flight(&self) -> usize {
+        lock(&self.shared.inflight).len()
+    }
+
+    /// Ends the session: cancels every request in flight and stops broadcasts to it.
+    pub fn close(&self) {
+        self.shared.closed.store(true, Ordering::Release);
+        let tokens: Vec<_> = lock(&self.shared.inflight)
+            .drain()
+            .map(|(_, t)| t)
+            .collect();
+        for token in tokens {
+            token.cancel();
+        }
+    }
+
+    /// Sends a notification not tied to a request.
+    pub fn notify(&self, notification: Notification) -> Result<(), PeerError> {
+        if self.is_closed() {
+            return Err(PeerError::Closed);
+        }
+        self.shared.peer.notify(None, notification)
+    }
+
+    /// Sends a log message not tied to a request, if the session's level lets it through.
+    pub fn log(&self, level: LoggingLevel, logger: Option<&str>, data: serde_json::Value) {
+        let threshold = lock(&self.shared.state).log_level;
+        if threshold.is_some_and(|t| level < t) {
+            return;
+        }
+        if let Some(n) = log_notification(level, logger, data) {
+            let _ = self.notify(n);
+        }
+    }
+}
+
+pub(crate) fn log_notification(
+    level: LoggingLevel,
+    logger: Option<&str>,
+    data: serde_json::Value,
+) -> Option<Notification> {
+    let params = LoggingMessageNotificationParams {
+        level,
+        logger: logger.map(str::to_owned),
+        data,
+        meta: None,
+        extra: Default::default(),
+    };
+    to_raw(&params)
+        .ok()
+        .map(|raw| Notification::new(methods::NOTIFICATION_MESSAGE, Some(raw)))
+}
