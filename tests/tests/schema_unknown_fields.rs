@@ -247,9 +247,11 @@ fn typed_requests_tie_methods_to_types() {
         json!({ "content": [{ "type": "text", "text": "ok" }] })
     );
 
-    assert_eq!(LATEST_LEGACY, SUPPORTED_LEGACY[0]);
-    assert!(is_supported_legacy("2025-03-26"));
-    assert!(!is_supported_legacy(MODERN));
+    assert_eq!(ProtocolVersion::LATEST_LEGACY, ProtocolVersion::LEGACY[0]);
+    assert_eq!(
+        ProtocolVersion::parse("2025-03-26"),
+        Some(ProtocolVersion::V2025_03_26)
+    );
 }
 
 #[test]
@@ -266,7 +268,10 @@ fn request_meta_reads_the_modern_keys() {
         unreachable!()
     };
     let view = RequestMeta::from_meta(&map).expect("reads");
-    assert_eq!(view.protocol_version.as_deref(), Some(MODERN));
+    assert_eq!(
+        view.protocol_version.as_deref(),
+        Some(ProtocolVersion::V2026_07_28.as_str())
+    );
     assert_eq!(view.log_level, Some(LoggingLevel::Warning));
     assert_eq!(view.progress_token, Some(ProgressToken::Number(9)));
     assert_eq!(Value::Object(view.to_meta()), meta);

@@ -117,16 +117,6 @@ pub use rpc::*;
 pub use sampling::*;
 pub use tools::*;
 
-/// The newest legacy revision (sessions, `initialize`): `2025-11-25`.
-pub const LATEST_LEGACY: &str = "2025-11-25";
-
-/// The modern revision (no sessions, per-request metadata): `2026-07-28`.
-pub const MODERN: &str = "2026-07-28";
-
-/// The legacy revisions this crate speaks, newest first.
-pub const SUPPORTED_LEGACY: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
-
-/// Whether `version` is a legacy revision this crate speaks.
-pub fn is_supported_legacy(version: &str) -> bool {
-    SUPPORTED_LEGACY.contains(&version)
-}
+/// Protocol revisions are [`crate::ProtocolVersion`] values: one type for the whole crate, so
+/// that every behaviour a revision selects is asked of it rather than of a string.
+pub use crate::version::ProtocolVersion;
