@@ -676,7 +676,7 @@ pub(crate) fn get_prompt_result() -> GetPromptResult {
 
 pub(crate) fn initialize_params() -> InitializeRequestParams {
     InitializeRequestParams {
-        protocol_version: LATEST_LEGACY.into(),
+        protocol_version: ProtocolVersion::LATEST_LEGACY.as_str().into(),
         capabilities: client_capabilities(),
         client_info: implementation(),
         meta: Some(meta()),
@@ -686,7 +686,7 @@ pub(crate) fn initialize_params() -> InitializeRequestParams {
 
 pub(crate) fn initialize_result() -> InitializeResult {
     InitializeResult {
-        protocol_version: LATEST_LEGACY.into(),
+        protocol_version: ProtocolVersion::LATEST_LEGACY.as_str().into(),
         capabilities: server_capabilities(),
         server_info: implementation(),
         instructions: Some("Use get_weather.".into()),

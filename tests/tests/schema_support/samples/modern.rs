@@ -10,7 +10,7 @@ use super::*;
 /// Request `_meta` as 2026-07-28 requires it.
 pub(crate) fn modern_request_meta() -> Meta {
     RequestMeta {
-        protocol_version: Some(MODERN.into()),
+        protocol_version: Some(ProtocolVersion::V2026_07_28.as_str().into()),
         client_info: Some(implementation()),
         client_capabilities: Some(client_capabilities()),
         log_level: Some(LoggingLevel::Info),
@@ -39,7 +39,10 @@ pub(crate) fn rev_2026_07_28() -> Vec<Sample> {
     }
     .to_meta();
     let discover = DiscoverResult {
-        supported_versions: vec![MODERN.into(), LATEST_LEGACY.into()],
+        supported_versions: vec![
+            ProtocolVersion::V2026_07_28.as_str().into(),
+            ProtocolVersion::LATEST_LEGACY.as_str().into(),
+        ],
         capabilities: ServerCapabilities {
             extensions: Some(BTreeMap::from([(
                 "io.modelcontextprotocol/tasks".to_owned(),
@@ -213,7 +216,10 @@ pub(crate) fn rev_2026_07_28() -> Vec<Sample> {
             "UnsupportedProtocolVersionError",
             &UnsupportedProtocolVersionError {
                 id: Some(1.into()),
-                error: ErrorObject::unsupported_protocol_version("1900-01-01", [MODERN]),
+                error: ErrorObject::unsupported_protocol_version(
+                    "1900-01-01",
+                    [ProtocolVersion::V2026_07_28.as_str()],
+                ),
             },
         ),
         sample(
