@@ -4,9 +4,32 @@
 //! [`mcp_proto`] and sleeps until their deadlines. It holds no protocol logic (no status codes,
 //! no header meanings, no durations).
 //!
-//! The client driver and the server service arrive with the issue that builds them; until then
-//! this crate only re-exports the core, so that downstream code can depend on its final name.
+//! # Server
+//!
+//! ```no_run
+//! # async fn run(server: mcp_proto::service::Server) -> std::io::Result<()> {
+//! use mcp_proto::server::ServerConfig;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+//! let serving = mcp_tokio::serve(listener, server, ServerConfig::default())?;
+//! println!("{}", serving.url());
+//! // ... later
+//! serving.shutdown().await;
+//! # Ok(()) }
+//! ```
+//!
+//! [`serve`] runs an accept loop of hyper `http1` connections over [`McpService`], a hyper
+//! service whose clones feed one driver task. The driver owns the
+//! [`Router`](mcp_proto::server::Router) and the
+//! [`ServerBinding`](mcp_proto::service::bind::ServerBinding): each turn it applies what the
+//! handlers queued, drains the router's outputs (response heads and chunks go to the
+//! exchange's channel, handler futures are spawned on tokio, events become `tracing`
+//! records), then sleeps until the router's deadline, the next connection message or a
+//! handler's wake-up, and feeds what fired with `Instant::now()`. A response body dropped
+//! before its end (the client left) becomes `handle_disconnect`.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod server;
+
 pub use mcp_proto as proto;
+pub use server::{DriverGone, McpService, RandomSessionIds, ResponseBody, Serving, serve};
