@@ -1,0 +1,237 @@
+//! End to end on loopback: the users server on `mcp_tokio::serve`, spoken to in raw HTTP with
+//! a hyper client. Every await is bounded.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Method, Request, StatusCode, header};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use mcp_proto::server::ServerConfig;
+use mcp_tests::users;
+use mcp_tokio::Serving;
+use serde_json::{Value, json};
+
+const LIMIT: Duration = Duration::from_secs(10);
+
+async fn bounded<T>(what: &str, f: impl Future<Output = T>) -> T {
+    tokio::time::timeout(LIMIT, f)
+        .await
+        .unwrap_or_else(|_| panic!("timed out: {what}"))
+}
+
+async fn start(config: ServerConfig) -> Serving {
+    let listener = bounded("bind", tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .await
+        .expect("bind");
+    mcp_tokio::serve(listener, users::server(), config).expect("serve")
+}
+
+/// A request on a fresh connection.
+struct Req {
+    method: Method,
+    host: String,
+    session: Option<String>,
+    accept: &'static str,
+    body: Bytes,
+}
+
+impl Req {
+    fn post(addr: SocketAddr, body: Value) -> Req {
+        Req {
+            method: Method::POST,
+            host: addr.to_string(),
+            session: None,
+            accept: "application/json, text/event-stream",
+            body: Bytes::from(body.to_string()),
+        }
+    }
+
+    fn session(mut self, id: &str) -> Req {
+        self.session = Some(id.to_owned());
+        self
+    }
+
+    async fn send(self, addr: SocketAddr) -> http::Response<Incoming> {
+        let tcp = bounded("connect", tokio::net::TcpStream::connect(addr))
+            .await
+            .expect("connect");
+        let (mut sender, conn) = bounded(
+            "handshake",
+            hyper::client::conn::http1::handshake(TokioIo::new(tcp)),
+        )
+        .await
+        .expect("handshake");
+        tokio::spawn(conn);
+        let mut req = Request::builder()
+            .method(self.method)
+            .uri("/mcp")
+            .header(header::HOST, self.host)
+            .header(header::ACCEPT, self.accept)
+            .header(header::CONTENT_TYPE, "application/json")
+            .header("MCP-Protocol-Version", "2025-06-18");
+        if let Some(id) = self.session {
+            req = req.header("Mcp-Session-Id", id);
+        }
+        let req = req.body(Full::new(self.body)).expect("request");
+        bounded("response head", sender.send_request(req))
+            .await
+            .expect("response")
+    }
+}
+
+async fn body_json(resp: http::Response<Incoming>) -> Value {
+    let bytes = bounded("body", resp.into_body().collect())
+        .await
+        .expect("body")
+        .to_bytes();
+    serde_json::from_slice(&bytes)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&bytes)))
+}
+
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "e2e", "version": "1"}}})
+}
+
+fn call(id: u64, tool: &str, args: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": tool, "arguments": args}})
+}
+
+/// Initializes a session; returns its id.
+async fn open_session(addr: SocketAddr) -> String {
+    let resp = Req::post(addr, initialize()).send(addr).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let id = resp
+        .headers()
+        .get("mcp-session-id")
+        .expect("Mcp-Session-Id")
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    assert_eq!(id.len(), 32, "{id}");
+    assert!(id.bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
+    let init = body_json(resp).await;
+    assert_eq!(
+        init["result"]["serverInfo"]["name"],
+        "StreamableHTTP API Server"
+    );
+    let resp = Req::post(
+        addr,
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .session(&id)
+    .send(addr)
+    .await;
+    assert_eq!(resp.status(), StatusCode::ACCEPTED);
+    id
+}
+
+#[tokio::test]
+async fn users_lifecycle_over_loopback() {
+    let serving = start(ServerConfig::default()).await;
+    let addr = serving.local_addr();
+    assert_eq!(serving.url(), format!("http://{addr}/mcp"));
+    let id = open_session(addr).await;
+
+    let resp = Req::post(
+        addr,
+        call(
+            2,
+            "create_user",
+            json!({"name": "Ann", "email": "ann@x.io", "age": 30}),
+        ),
+    )
+    .session(&id)
+    .send(addr)
+    .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let created = body_json(resp).await;
+    assert_eq!(created["id"], 2);
+    assert_eq!(created["result"]["structuredContent"]["id"], "user_1");
+
+    let resp = Req::post(addr, call(3, "get_user", json!({"user_id": "user_1"})))
+        .session(&id)
+        .send(addr)
+        .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let got = body_json(resp).await;
+    assert_eq!(got["result"]["structuredContent"]["name"], "Ann");
+    assert_eq!(got["result"]["structuredContent"]["email"], "ann@x.io");
+
+    // The GET stream opens as SSE (and stays open: only the head is awaited).
+    let mut get = Req::post(addr, Value::Null).session(&id);
+    get.method = Method::GET;
+    get.accept = "text/event-stream";
+    get.body = Bytes::new();
+    let stream = get.send(addr).await;
+    assert_eq!(stream.status(), StatusCode::OK);
+    assert_eq!(
+        stream
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .map(|v| v.as_bytes()),
+        Some(&b"text/event-stream"[..])
+    );
+
+    let mut delete = Req::post(addr, Value::Null).session(&id);
+    delete.method = Method::DELETE;
+    delete.body = Bytes::new();
+    assert_eq!(delete.send(addr).await.status(), StatusCode::OK);
+
+    let resp = Req::post(
+        addr,
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}),
+    )
+    .session(&id)
+    .send(addr)
+    .await;
+    assert_eq!(resp.status(), StatusCode::NOT_FOUND);
+
+    drop(stream);
+    bounded("shutdown", serving.shutdown()).await;
+}
+
+#[tokio::test]
+async fn a_foreign_host_is_refused() {
+    let serving = start(ServerConfig::default()).await;
+    let addr = serving.local_addr();
+    let mut req = Req::post(addr, initialize());
+    req.host = "evil.example".to_owned();
+    assert_eq!(req.send(addr).await.status(), StatusCode::FORBIDDEN);
+    bounded("shutdown", serving.shutdown()).await;
+}
+
+#[tokio::test]
+async fn an_oversized_body_is_refused() {
+    let serving = start(ServerConfig::default().with_max_body_bytes(1024)).await;
+    let addr = serving.local_addr();
+    let mut req = Req::post(addr, Value::Null);
+    req.body = Bytes::from(format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{}"}}}}"#,
+        "x".repeat(16 * 1024)
+    ));
+    assert_eq!(req.send(addr).await.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    bounded("shutdown", serving.shutdown()).await;
+}
+
+#[tokio::test]
+async fn shutdown_ends_open_streams() {
+    let serving = start(ServerConfig::default()).await;
+    let addr = serving.local_addr();
+    let id = open_session(addr).await;
+    let mut get = Req::post(addr, Value::Null).session(&id);
+    get.method = Method::GET;
+    get.accept = "text/event-stream";
+    get.body = Bytes::new();
+    let stream = get.send(addr).await;
+    assert_eq!(stream.status(), StatusCode::OK);
+    bounded("shutdown", serving.shutdown()).await;
+    // The stream's body ends (or the connection closes) rather than hang.
+    let _ = bounded("stream end", stream.into_body().collect()).await;
+}
