@@ -29,7 +29,9 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod client;
 mod server;
 
+pub use client::{Client, ConnectError};
 pub use mcp_proto as proto;
 pub use server::{DriverGone, McpService, RandomSessionIds, ResponseBody, Serving, serve};

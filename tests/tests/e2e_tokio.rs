@@ -235,3 +235,78 @@ async fn shutdown_ends_open_streams() {
     // The stream's body ends (or the connection closes) rather than hang.
     let _ = bounded("stream end", stream.into_body().collect()).await;
 }
+
+#[tokio::test]
+async fn the_tokio_client_drives_the_users_server() {
+    let serving = start(ServerConfig::default()).await;
+    let client = bounded("connect", mcp_tokio::Client::connect(serving.url()))
+        .await
+        .expect("connect");
+    assert_eq!(
+        client.server_info().map(|i| i.server_info.name),
+        Some("StreamableHTTP API Server".to_owned())
+    );
+    let tools = bounded("tools/list", client.list_tools())
+        .await
+        .expect("tools");
+    let mut names: Vec<_> = tools.iter().map(|t| t.name.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["create_user", "get_user", "search_users"]);
+    let created = bounded(
+        "create_user",
+        client.call_tool(
+            "create_user",
+            json!({"name": "Bo", "email": "bo@y.io", "age": 4}),
+        ),
+    )
+    .await
+    .expect("create_user");
+    assert_eq!(
+        created.structured_content.expect("structured")["id"],
+        "user_1"
+    );
+    let got = bounded(
+        "get_user",
+        client.call_tool("get_user", json!({"user_id": "user_1"})),
+    )
+    .await
+    .expect("get_user");
+    assert_eq!(got.structured_content.expect("structured")["name"], "Bo");
+    let missing = bounded(
+        "get_user",
+        client.call_tool("get_user", json!({"user_id": "user_9"})),
+    )
+    .await
+    .expect("a tool error is a result");
+    assert_eq!(missing.is_error, Some(true));
+    bounded("close", client.close()).await;
+    bounded("shutdown", serving.shutdown()).await;
+}
+
+#[tokio::test]
+async fn the_tokio_client_reports_a_refused_connection() {
+    // Bind and drop: nothing listens on the port any more.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    drop(listener);
+    let err = bounded(
+        "connect",
+        mcp_tokio::Client::connect(&format!("http://{addr}/mcp")),
+    )
+    .await
+    .expect_err("nothing listens");
+    assert!(
+        matches!(err, mcp_tokio::ConnectError::Initialize(_)),
+        "{err}"
+    );
+    assert!(matches!(
+        mcp_tokio::Client::start(
+            "https://x/mcp",
+            mcp_proto::service::client::Client::builder("t", "1"),
+            Default::default()
+        ),
+        Err(mcp_tokio::ConnectError::InvalidUrl(_))
+    ));
+}
