@@ -310,3 +310,111 @@ async fn the_tokio_client_reports_a_refused_connection() {
         Err(mcp_tokio::ConnectError::InvalidUrl(_))
     ));
 }
+
+/// The everything server over real sockets with the tokio client: SSE responses carrying
+/// logs, progress and server→client requests (sampling, elicitation), and a stream the
+/// server closes for polling that the client resumes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_over_loopback_with_the_tokio_client() {
+    use mcp_proto::schema::LoggingLevel;
+    use mcp_proto::service::client::{RequestOptions, ServerNotification};
+    use mcp_tests::everything;
+    use mcp_tests::harness::{SAMPLING_ANSWER, conformance_client};
+    use std::sync::{Arc, Mutex};
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let config = ServerConfig::default().with_retry_interval(Duration::from_millis(50));
+    let serving = mcp_tokio::serve(listener, everything::server(), config).expect("serve");
+    let client = bounded(
+        "connect",
+        mcp_tokio::Client::connect_with(
+            serving.url(),
+            conformance_client(),
+            mcp_proto::client::ClientConfig::new().with_continuous_listening(true),
+        ),
+    )
+    .await
+    .expect("connect");
+    bounded("logging/setLevel", client.set_level(LoggingLevel::Debug))
+        .await
+        .expect("setLevel");
+
+    let mut notes = client.notifications();
+    bounded(
+        "logging tool",
+        client.call_tool("test_tool_with_logging", json!({})),
+    )
+    .await
+    .expect("logging tool");
+    let logs: Vec<String> = notes
+        .drain()
+        .into_iter()
+        .filter_map(|n| match n {
+            ServerNotification::Log(l) => l.data.as_str().map(str::to_owned),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        logs,
+        [
+            "Tool execution started",
+            "Tool processing data",
+            "Tool execution completed"
+        ]
+    );
+
+    let progress = Arc::new(Mutex::new(Vec::new()));
+    let p2 = progress.clone();
+    let options = RequestOptions::new().on_progress(move |p| {
+        p2.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(p.progress.as_u64())
+    });
+    bounded(
+        "progress tool",
+        client.call_tool_with("test_tool_with_progress", json!({}), options),
+    )
+    .await
+    .expect("progress tool");
+    assert_eq!(
+        *progress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+        [Some(0), Some(50), Some(100)]
+    );
+
+    let sampled = bounded(
+        "sampling",
+        client.call_tool("test_sampling", json!({"prompt": "hi"})),
+    )
+    .await
+    .expect("sampling");
+    assert_eq!(
+        sampled.first_text(),
+        Some(format!("LLM response: {SAMPLING_ANSWER}").as_str())
+    );
+    let elicited = bounded(
+        "elicitation",
+        client.call_tool("test_elicitation", json!({"message": "who?"})),
+    )
+    .await
+    .expect("elicitation");
+    assert!(
+        elicited
+            .first_text()
+            .is_some_and(|t| t.starts_with("User response: action=accept")),
+        "{elicited:?}"
+    );
+    let resumed = bounded(
+        "reconnection",
+        client.call_tool("test_reconnection", json!({})),
+    )
+    .await
+    .expect("reconnection");
+    assert_eq!(resumed.first_text(), Some("Reconnection test completed"));
+
+    bounded("close", client.close()).await;
+    bounded("shutdown", serving.shutdown()).await;
+}
