@@ -105,6 +105,11 @@ fn call(id: u64, tool: &str, args: Value) -> Value {
 
 /// Initializes a session; returns its id.
 async fn open_session(addr: SocketAddr) -> String {
+    open_session_with_result(addr).await.0
+}
+
+/// Initializes a session; returns its id and the `initialize` response.
+async fn open_session_with_result(addr: SocketAddr) -> (String, Value) {
     let resp = Req::post(addr, initialize()).send(addr).await;
     assert_eq!(resp.status(), StatusCode::OK);
     let id = resp
@@ -117,10 +122,7 @@ async fn open_session(addr: SocketAddr) -> String {
     assert_eq!(id.len(), 32, "{id}");
     assert!(id.bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
     let init = body_json(resp).await;
-    assert_eq!(
-        init["result"]["serverInfo"]["name"],
-        "StreamableHTTP API Server"
-    );
+    assert!(init["result"]["serverInfo"]["name"].is_string(), "{init}");
     let resp = Req::post(
         addr,
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
@@ -129,7 +131,7 @@ async fn open_session(addr: SocketAddr) -> String {
     .send(addr)
     .await;
     assert_eq!(resp.status(), StatusCode::ACCEPTED);
-    id
+    (id, init)
 }
 
 #[tokio::test]
@@ -137,7 +139,11 @@ async fn users_lifecycle_over_loopback() {
     let serving = start(ServerConfig::default()).await;
     let addr = serving.local_addr();
     assert_eq!(serving.url(), format!("http://{addr}/mcp"));
-    let id = open_session(addr).await;
+    let (id, init) = open_session_with_result(addr).await;
+    assert_eq!(
+        init["result"]["serverInfo"]["name"],
+        "StreamableHTTP API Server"
+    );
 
     let resp = Req::post(
         addr,
@@ -416,5 +422,101 @@ async fn everything_over_loopback_with_the_tokio_client() {
     assert_eq!(resumed.first_text(), Some("Reconnection test completed"));
 
     bounded("close", client.close()).await;
+    bounded("shutdown", serving.shutdown()).await;
+}
+
+/// The driver sleeps until the router's deadline: a heartbeat comment arrives on an idle GET
+/// stream.
+#[tokio::test]
+async fn heartbeats_flow_on_an_idle_get_stream() {
+    let serving =
+        start(ServerConfig::default().with_heartbeat_interval(Some(Duration::from_millis(30))))
+            .await;
+    let addr = serving.local_addr();
+    let id = open_session(addr).await;
+    let mut get = Req::post(addr, Value::Null).session(&id);
+    get.method = Method::GET;
+    get.accept = "text/event-stream";
+    get.body = Bytes::new();
+    let mut body = get.send(addr).await.into_body();
+    let mut comments = 0;
+    for _ in 0..20 {
+        let frame = bounded("a frame", body.frame())
+            .await
+            .expect("the stream stays open")
+            .expect("frame");
+        if frame.data_ref().is_some_and(|d| d.starts_with(b":")) {
+            comments += 1;
+            if comments == 2 {
+                break;
+            }
+        }
+    }
+    assert_eq!(comments, 2, "two heartbeats");
+    bounded("shutdown", serving.shutdown()).await;
+}
+
+struct NotifyOnDrop(std::sync::Arc<tokio::sync::Notify>);
+
+impl Drop for NotifyOnDrop {
+    fn drop(&mut self) {
+        self.0.notify_one();
+    }
+}
+
+/// A client that goes away while its request is being handled cancels the handler (the
+/// dropped exchange becomes `handle_disconnect`).
+#[tokio::test]
+async fn a_client_that_leaves_cancels_its_handler() {
+    use mcp_proto::service::{CallToolResult, Server, Tool};
+    use std::sync::Arc;
+    use tokio::sync::Notify;
+
+    let started = Arc::new(Notify::new());
+    let cancelled = Arc::new(Notify::new());
+    let (s, c) = (started.clone(), cancelled.clone());
+    let server = Server::new("t", "1").tool(Tool::new("wait"), move |ctx, _| {
+        let (s, c) = (s.clone(), c.clone());
+        async move {
+            // Cancelling drops the handler.
+            let _dropped = NotifyOnDrop(c);
+            s.notify_one();
+            ctx.cancelled().await;
+            Ok(CallToolResult::text("cancelled"))
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let serving = mcp_tokio::serve(listener, server, ServerConfig::default()).expect("serve");
+    let addr = serving.local_addr();
+    let id = open_session(addr).await;
+
+    let tcp = bounded("connect", tokio::net::TcpStream::connect(addr))
+        .await
+        .expect("connect");
+    let (mut sender, conn) = bounded(
+        "handshake",
+        hyper::client::conn::http1::handshake(TokioIo::new(tcp)),
+    )
+    .await
+    .expect("handshake");
+    let conn = tokio::spawn(conn);
+    let req = Request::builder()
+        .method(Method::POST)
+        .uri("/mcp")
+        .header(header::HOST, addr.to_string())
+        .header(header::ACCEPT, "application/json, text/event-stream")
+        .header(header::CONTENT_TYPE, "application/json")
+        .header("Mcp-Session-Id", &id)
+        .body(Full::new(Bytes::from(
+            call(7, "wait", json!({})).to_string(),
+        )))
+        .expect("request");
+    let pending = tokio::spawn(async move { sender.send_request(req).await });
+    bounded("handler started", started.notified()).await;
+    pending.abort();
+    conn.abort();
+    bounded("handler cancelled", cancelled.notified()).await;
     bounded("shutdown", serving.shutdown()).await;
 }
