@@ -26,6 +26,25 @@
 //! records), then sleeps until the router's deadline, the next connection message or a
 //! handler's wake-up, and feeds what fired with `Instant::now()`. A response body dropped
 //! before its end (the client left) becomes `handle_disconnect`.
+//!
+//! # Client
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let client = mcp_tokio::Client::connect("http://127.0.0.1:8080/mcp").await?;
+//! for tool in client.list_tools().await? {
+//!     println!("{}", tool.name);
+//! }
+//! let result = client.call_tool("get_user", serde_json::json!({"user_id": "user_1"})).await?;
+//! client.close().await;
+//! # let _ = result; Ok(()) }
+//! ```
+//!
+//! [`Client`] derefs to the service [`Client`](mcp_proto::service::client::Client). A driver
+//! task owns the [`ClientSession`](mcp_proto::client::ClientSession) and the
+//! [`ClientBinding`](mcp_proto::service::bind::ClientBinding): each HTTP intent becomes a
+//! task on hyper-util's client (`TCP_NODELAY`) that streams the response head, body chunks
+//! and end (or a classified failure) back to the driver; an abort aborts that task.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

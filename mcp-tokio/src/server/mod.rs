@@ -8,7 +8,7 @@ use std::io;
 use std::net::SocketAddr;
 
 use hyper::server::conn::http1;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use mcp_proto::server::{ServerConfig, SessionIdGenerator};
 use mcp_proto::service::Server;
 use tokio::net::TcpListener;
@@ -35,7 +35,8 @@ impl SessionIdGenerator for RandomSessionIds {
     }
 }
 
-/// A running server (from [`serve`]).
+/// A running server (from [`serve`]). Dropping it detaches the server (it keeps serving
+/// until the runtime ends); [`Serving::shutdown`] stops it.
 #[derive(Debug)]
 pub struct Serving {
     local_addr: SocketAddr,
@@ -137,7 +138,11 @@ async fn connection(
     service: McpService,
     mut stop: watch::Receiver<bool>,
 ) {
-    let conn = http1::Builder::new().serve_connection(TokioIo::new(tcp), service);
+    // hyper's timer: its own defaults (the header read timeout) then apply, so a client that
+    // never finishes a request head cannot hold the connection forever.
+    let conn = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .serve_connection(TokioIo::new(tcp), service);
     let mut conn = std::pin::pin!(conn);
     let result = tokio::select! {
         result = conn.as_mut() => result,
