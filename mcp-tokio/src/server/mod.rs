@@ -1,0 +1,157 @@
+//! The server: [`serve`] (a TCP accept loop of hyper `http1` connections) on
+//! [`McpService`] (the hyper service and its driver task).
+
+mod driver;
+mod service;
+
+use std::io;
+use std::net::SocketAddr;
+
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use mcp_proto::server::{ServerConfig, SessionIdGenerator};
+use mcp_proto::service::Server;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::{JoinHandle, JoinSet};
+
+pub use service::{DriverGone, McpService, ResponseBody};
+
+/// Session ids from the operating system's CSPRNG: 16 random bytes as 32 lowercase hex
+/// characters (S-SESS-2).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RandomSessionIds;
+
+impl SessionIdGenerator for RandomSessionIds {
+    fn generate(&mut self) -> String {
+        let mut bytes = [0u8; 16];
+        if let Err(e) = getrandom::fill(&mut bytes) {
+            // An empty id is invalid: the router refuses to send it, so the session fails
+            // closed rather than get a guessable id.
+            tracing::error!(error = %e, "no random source for a session id");
+            return String::new();
+        }
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// A running server (from [`serve`]). Dropping it detaches the server (it keeps serving
+/// until the runtime ends); [`Serving::shutdown`] stops it.
+#[derive(Debug)]
+pub struct Serving {
+    local_addr: SocketAddr,
+    url: String,
+    service: McpService,
+    stop: watch::Sender<bool>,
+    accept: JoinHandle<()>,
+}
+
+impl Serving {
+    /// The address the listener is bound to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The MCP endpoint's URL, e.g. `http://127.0.0.1:8080/mcp`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The service (to stop its driver separately, or to serve more connections).
+    pub fn service(&self) -> &McpService {
+        &self.service
+    }
+
+    /// Shuts down: stops accepting, asks every connection to close after its response in
+    /// progress, stops the driver (open SSE streams end, requests still being handled get
+    /// no response), and waits for the connections to finish. Wrap it in a timeout to
+    /// bound the wait on slow clients.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        self.service.shutdown();
+        let _ = self.accept.await;
+    }
+}
+
+/// Serves `server` on `listener` (HTTP/1.1, `TCP_NODELAY` on every connection) until
+/// [`Serving::shutdown`].
+///
+/// `config` is adjusted as every adapter must: session ids from [`RandomSessionIds`], and
+/// [`ServerConfig::bound_to`] the listener's address (loopback `Host` validation for a
+/// loopback bind).
+///
+/// # Errors
+///
+/// When the listener's local address cannot be read.
+///
+/// # Panics
+///
+/// Outside a tokio runtime.
+pub fn serve(listener: TcpListener, server: Server, config: ServerConfig) -> io::Result<Serving> {
+    let local_addr = listener.local_addr()?;
+    let url = format!("http://{local_addr}{}", config.endpoint_path);
+    let config = config
+        .with_session_ids(RandomSessionIds)
+        .bound_to(local_addr.ip());
+    let service = McpService::new(server, config);
+    let (stop, stop_rx) = watch::channel(false);
+    let accept = tokio::spawn(accept_loop(listener, service.clone(), stop_rx));
+    tracing::info!(%url, "serving MCP");
+    Ok(Serving {
+        local_addr,
+        url,
+        service,
+        stop,
+        accept,
+    })
+}
+
+async fn accept_loop(listener: TcpListener, service: McpService, mut stop: watch::Receiver<bool>) {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            biased;
+            _ = stop.changed() => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, peer)) => {
+                    if let Err(e) = tcp.set_nodelay(true) {
+                        tracing::debug!(%peer, error = %e, "TCP_NODELAY");
+                    }
+                    connections.spawn(connection(tcp, peer, service.clone(), stop.clone()));
+                }
+                // Per-connection failures (resets, fd limits) must not end the server.
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::task::yield_now().await;
+                }
+            },
+        }
+    }
+    drop(listener);
+    while connections.join_next().await.is_some() {}
+}
+
+async fn connection(
+    tcp: tokio::net::TcpStream,
+    peer: SocketAddr,
+    service: McpService,
+    mut stop: watch::Receiver<bool>,
+) {
+    // hyper's timer: its own defaults (the header read timeout) then apply, so a client that
+    // never finishes a request head cannot hold the connection forever.
+    let conn = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .serve_connection(TokioIo::new(tcp), service);
+    let mut conn = std::pin::pin!(conn);
+    let result = tokio::select! {
+        result = conn.as_mut() => result,
+        _ = stop.changed() => {
+            conn.as_mut().graceful_shutdown();
+            conn.await
+        }
+    };
+    if let Err(e) = result {
+        tracing::debug!(%peer, error = %e, "connection ended");
+    }
+}

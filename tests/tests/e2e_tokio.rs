@@ -1,0 +1,522 @@
+//! End to end on loopback: the users server on `mcp_tokio::serve`, spoken to in raw HTTP with
+//! a hyper client. Every await is bounded.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Method, Request, StatusCode, header};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use mcp_proto::server::ServerConfig;
+use mcp_tests::users;
+use mcp_tokio::Serving;
+use serde_json::{Value, json};
+
+const LIMIT: Duration = Duration::from_secs(10);
+
+async fn bounded<T>(what: &str, f: impl Future<Output = T>) -> T {
+    tokio::time::timeout(LIMIT, f)
+        .await
+        .unwrap_or_else(|_| panic!("timed out: {what}"))
+}
+
+async fn start(config: ServerConfig) -> Serving {
+    let listener = bounded("bind", tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .await
+        .expect("bind");
+    mcp_tokio::serve(listener, users::server(), config).expect("serve")
+}
+
+/// A request on a fresh connection.
+struct Req {
+    method: Method,
+    host: String,
+    session: Option<String>,
+    accept: &'static str,
+    body: Bytes,
+}
+
+impl Req {
+    fn post(addr: SocketAddr, body: Value) -> Req {
+        Req {
+            method: Method::POST,
+            host: addr.to_string(),
+            session: None,
+            accept: "application/json, text/event-stream",
+            body: Bytes::from(body.to_string()),
+        }
+    }
+
+    fn session(mut self, id: &str) -> Req {
+        self.session = Some(id.to_owned());
+        self
+    }
+
+    async fn send(self, addr: SocketAddr) -> http::Response<Incoming> {
+        let tcp = bounded("connect", tokio::net::TcpStream::connect(addr))
+            .await
+            .expect("connect");
+        let (mut sender, conn) = bounded(
+            "handshake",
+            hyper::client::conn::http1::handshake(TokioIo::new(tcp)),
+        )
+        .await
+        .expect("handshake");
+        tokio::spawn(conn);
+        let mut req = Request::builder()
+            .method(self.method)
+            .uri("/mcp")
+            .header(header::HOST, self.host)
+            .header(header::ACCEPT, self.accept)
+            .header(header::CONTENT_TYPE, "application/json")
+            .header("MCP-Protocol-Version", "2025-06-18");
+        if let Some(id) = self.session {
+            req = req.header("Mcp-Session-Id", id);
+        }
+        let req = req.body(Full::new(self.body)).expect("request");
+        bounded("response head", sender.send_request(req))
+            .await
+            .expect("response")
+    }
+}
+
+async fn body_json(resp: http::Response<Incoming>) -> Value {
+    let bytes = bounded("body", resp.into_body().collect())
+        .await
+        .expect("body")
+        .to_bytes();
+    serde_json::from_slice(&bytes)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&bytes)))
+}
+
+fn initialize() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "e2e", "version": "1"}}})
+}
+
+fn call(id: u64, tool: &str, args: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": tool, "arguments": args}})
+}
+
+/// Initializes a session; returns its id.
+async fn open_session(addr: SocketAddr) -> String {
+    open_session_with_result(addr).await.0
+}
+
+/// Initializes a session; returns its id and the `initialize` response.
+async fn open_session_with_result(addr: SocketAddr) -> (String, Value) {
+    let resp = Req::post(addr, initialize()).send(addr).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let id = resp
+        .headers()
+        .get("mcp-session-id")
+        .expect("Mcp-Session-Id")
+        .to_str()
+        .expect("ascii")
+        .to_owned();
+    assert_eq!(id.len(), 32, "{id}");
+    assert!(id.bytes().all(|b| b.is_ascii_hexdigit()), "{id}");
+    let init = body_json(resp).await;
+    assert!(init["result"]["serverInfo"]["name"].is_string(), "{init}");
+    let resp = Req::post(
+        addr,
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .session(&id)
+    .send(addr)
+    .await;
+    assert_eq!(resp.status(), StatusCode::ACCEPTED);
+    (id, init)
+}
+
+#[tokio::test]
+async fn users_lifecycle_over_loopback() {
+    let serving = start(ServerConfig::default()).await;
+    let addr = serving.local_addr();
+    assert_eq!(serving.url(), format!("http://{addr}/mcp"));
+    let (id, init) = open_session_with_result(addr).await;
+    assert_eq!(
+        init["result"]["serverInfo"]["name"],
+        "StreamableHTTP API Server"
+    );
+
+    let resp = Req::post(
+        addr,
+        call(
+            2,
+            "create_user",
+            json!({"name": "Ann", "email": "ann@x.io", "age": 30}),
+        ),
+    )
+    .session(&id)
+    .send(addr)
+    .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let created = body_json(resp).await;
+    assert_eq!(created["id"], 2);
+    assert_eq!(created["result"]["structuredContent"]["id"], "user_1");
+
+    let resp = Req::post(addr, call(3, "get_user", json!({"user_id": "user_1"})))
+        .session(&id)
+        .send(addr)
+        .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let got = body_json(resp).await;
+    assert_eq!(got["result"]["structuredContent"]["name"], "Ann");
+    assert_eq!(got["result"]["structuredContent"]["email"], "ann@x.io");
+
+    // The GET stream opens as SSE (and stays open: only the head is awaited).
+    let mut get = Req::post(addr, Value::Null).session(&id);
+    get.method = Method::GET;
+    get.accept = "text/event-stream";
+    get.body = Bytes::new();
+    let stream = get.send(addr).await;
+    assert_eq!(stream.status(), StatusCode::OK);
+    assert_eq!(
+        stream
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .map(|v| v.as_bytes()),
+        Some(&b"text/event-stream"[..])
+    );
+
+    let mut delete = Req::post(addr, Value::Null).session(&id);
+    delete.method = Method::DELETE;
+    delete.body = Bytes::new();
+    assert_eq!(delete.send(addr).await.status(), StatusCode::OK);
+
+    let resp = Req::post(
+        addr,
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}),
+    )
+    .session(&id)
+    .send(addr)
+    .await;
+    assert_eq!(resp.status(), StatusCode::NOT_FOUND);
+
+    drop(stream);
+    bounded("shutdown", serving.shutdown()).await;
+}
+
+#[tokio::test]
+async fn a_foreign_host_is_refused() {
+    let serving = start(ServerConfig::default()).await;
+    let addr = serving.local_addr();
+    let mut req = Req::post(addr, initialize());
+    req.host = "evil.example".to_owned();
+    assert_eq!(req.send(addr).await.status(), StatusCode::FORBIDDEN);
+    bounded("shutdown", serving.shutdown()).await;
+}
+
+#[tokio::test]
+async fn an_oversized_body_is_refused() {
+    let serving = start(ServerConfig::default().with_max_body_bytes(1024)).await;
+    let addr = serving.local_addr();
+    let mut req = Req::post(addr, Value::Null);
+    req.body = Bytes::from(format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{}"}}}}"#,
+        "x".repeat(16 * 1024)
+    ));
+    assert_eq!(req.send(addr).await.status(), StatusCode::PAYLOAD_TOO_LARGE);
+    bounded("shutdown", serving.shutdown()).await;
+}
+
+#[tokio::test]
+async fn shutdown_ends_open_streams() {
+    let serving = start(ServerConfig::default()).await;
+    let addr = serving.local_addr();
+    let id = open_session(addr).await;
+    let mut get = Req::post(addr, Value::Null).session(&id);
+    get.method = Method::GET;
+    get.accept = "text/event-stream";
+    get.body = Bytes::new();
+    let stream = get.send(addr).await;
+    assert_eq!(stream.status(), StatusCode::OK);
+    bounded("shutdown", serving.shutdown()).await;
+    // The stream's body ends (or the connection closes) rather than hang.
+    let _ = bounded("stream end", stream.into_body().collect()).await;
+}
+
+#[tokio::test]
+async fn the_tokio_client_drives_the_users_server() {
+    let serving = start(ServerConfig::default()).await;
+    let client = bounded("connect", mcp_tokio::Client::connect(serving.url()))
+        .await
+        .expect("connect");
+    assert_eq!(
+        client.server_info().map(|i| i.server_info.name),
+        Some("StreamableHTTP API Server".to_owned())
+    );
+    let tools = bounded("tools/list", client.list_tools())
+        .await
+        .expect("tools");
+    let mut names: Vec<_> = tools.iter().map(|t| t.name.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["create_user", "get_user", "search_users"]);
+    let created = bounded(
+        "create_user",
+        client.call_tool(
+            "create_user",
+            json!({"name": "Bo", "email": "bo@y.io", "age": 4}),
+        ),
+    )
+    .await
+    .expect("create_user");
+    assert_eq!(
+        created.structured_content.expect("structured")["id"],
+        "user_1"
+    );
+    let got = bounded(
+        "get_user",
+        client.call_tool("get_user", json!({"user_id": "user_1"})),
+    )
+    .await
+    .expect("get_user");
+    assert_eq!(got.structured_content.expect("structured")["name"], "Bo");
+    let missing = bounded(
+        "get_user",
+        client.call_tool("get_user", json!({"user_id": "user_9"})),
+    )
+    .await
+    .expect("a tool error is a result");
+    assert_eq!(missing.is_error, Some(true));
+    bounded("close", client.close()).await;
+    bounded("shutdown", serving.shutdown()).await;
+}
+
+#[tokio::test]
+async fn the_tokio_client_reports_a_refused_connection() {
+    // Bind and drop: nothing listens on the port any more.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    drop(listener);
+    let err = bounded(
+        "connect",
+        mcp_tokio::Client::connect(&format!("http://{addr}/mcp")),
+    )
+    .await
+    .expect_err("nothing listens");
+    assert!(
+        matches!(err, mcp_tokio::ConnectError::Initialize(_)),
+        "{err}"
+    );
+    assert!(matches!(
+        mcp_tokio::Client::start(
+            "https://x/mcp",
+            mcp_proto::service::client::Client::builder("t", "1"),
+            Default::default()
+        ),
+        Err(mcp_tokio::ConnectError::InvalidUrl(_))
+    ));
+}
+
+/// The everything server over real sockets with the tokio client: SSE responses carrying
+/// logs, progress and server→client requests (sampling, elicitation), and a stream the
+/// server closes for polling that the client resumes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn everything_over_loopback_with_the_tokio_client() {
+    use mcp_proto::schema::LoggingLevel;
+    use mcp_proto::service::client::{RequestOptions, ServerNotification};
+    use mcp_tests::everything;
+    use mcp_tests::harness::{SAMPLING_ANSWER, conformance_client};
+    use std::sync::{Arc, Mutex};
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let config = ServerConfig::default().with_retry_interval(Duration::from_millis(50));
+    let serving = mcp_tokio::serve(listener, everything::server(), config).expect("serve");
+    let client = bounded(
+        "connect",
+        mcp_tokio::Client::connect_with(
+            serving.url(),
+            conformance_client(),
+            mcp_proto::client::ClientConfig::new().with_continuous_listening(true),
+        ),
+    )
+    .await
+    .expect("connect");
+    bounded("logging/setLevel", client.set_level(LoggingLevel::Debug))
+        .await
+        .expect("setLevel");
+
+    let mut notes = client.notifications();
+    bounded(
+        "logging tool",
+        client.call_tool("test_tool_with_logging", json!({})),
+    )
+    .await
+    .expect("logging tool");
+    let logs: Vec<String> = notes
+        .drain()
+        .into_iter()
+        .filter_map(|n| match n {
+            ServerNotification::Log(l) => l.data.as_str().map(str::to_owned),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        logs,
+        [
+            "Tool execution started",
+            "Tool processing data",
+            "Tool execution completed"
+        ]
+    );
+
+    let progress = Arc::new(Mutex::new(Vec::new()));
+    let p2 = progress.clone();
+    let options = RequestOptions::new().on_progress(move |p| {
+        p2.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(p.progress.as_u64())
+    });
+    bounded(
+        "progress tool",
+        client.call_tool_with("test_tool_with_progress", json!({}), options),
+    )
+    .await
+    .expect("progress tool");
+    assert_eq!(
+        *progress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+        [Some(0), Some(50), Some(100)]
+    );
+
+    let sampled = bounded(
+        "sampling",
+        client.call_tool("test_sampling", json!({"prompt": "hi"})),
+    )
+    .await
+    .expect("sampling");
+    assert_eq!(
+        sampled.first_text(),
+        Some(format!("LLM response: {SAMPLING_ANSWER}").as_str())
+    );
+    let elicited = bounded(
+        "elicitation",
+        client.call_tool("test_elicitation", json!({"message": "who?"})),
+    )
+    .await
+    .expect("elicitation");
+    assert!(
+        elicited
+            .first_text()
+            .is_some_and(|t| t.starts_with("User response: action=accept")),
+        "{elicited:?}"
+    );
+    let resumed = bounded(
+        "reconnection",
+        client.call_tool("test_reconnection", json!({})),
+    )
+    .await
+    .expect("reconnection");
+    assert_eq!(resumed.first_text(), Some("Reconnection test completed"));
+
+    bounded("close", client.close()).await;
+    bounded("shutdown", serving.shutdown()).await;
+}
+
+/// The driver sleeps until the router's deadline: a heartbeat comment arrives on an idle GET
+/// stream.
+#[tokio::test]
+async fn heartbeats_flow_on_an_idle_get_stream() {
+    let serving =
+        start(ServerConfig::default().with_heartbeat_interval(Some(Duration::from_millis(30))))
+            .await;
+    let addr = serving.local_addr();
+    let id = open_session(addr).await;
+    let mut get = Req::post(addr, Value::Null).session(&id);
+    get.method = Method::GET;
+    get.accept = "text/event-stream";
+    get.body = Bytes::new();
+    let mut body = get.send(addr).await.into_body();
+    let mut comments = 0;
+    for _ in 0..20 {
+        let frame = bounded("a frame", body.frame())
+            .await
+            .expect("the stream stays open")
+            .expect("frame");
+        if frame.data_ref().is_some_and(|d| d.starts_with(b":")) {
+            comments += 1;
+            if comments == 2 {
+                break;
+            }
+        }
+    }
+    assert_eq!(comments, 2, "two heartbeats");
+    bounded("shutdown", serving.shutdown()).await;
+}
+
+struct NotifyOnDrop(std::sync::Arc<tokio::sync::Notify>);
+
+impl Drop for NotifyOnDrop {
+    fn drop(&mut self) {
+        self.0.notify_one();
+    }
+}
+
+/// A client that goes away while its request is being handled cancels the handler (the
+/// dropped exchange becomes `handle_disconnect`).
+#[tokio::test]
+async fn a_client_that_leaves_cancels_its_handler() {
+    use mcp_proto::service::{CallToolResult, Server, Tool};
+    use std::sync::Arc;
+    use tokio::sync::Notify;
+
+    let started = Arc::new(Notify::new());
+    let cancelled = Arc::new(Notify::new());
+    let (s, c) = (started.clone(), cancelled.clone());
+    let server = Server::new("t", "1").tool(Tool::new("wait"), move |ctx, _| {
+        let (s, c) = (s.clone(), c.clone());
+        async move {
+            // Cancelling drops the handler.
+            let _dropped = NotifyOnDrop(c);
+            s.notify_one();
+            ctx.cancelled().await;
+            Ok(CallToolResult::text("cancelled"))
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let serving = mcp_tokio::serve(listener, server, ServerConfig::default()).expect("serve");
+    let addr = serving.local_addr();
+    let id = open_session(addr).await;
+
+    let tcp = bounded("connect", tokio::net::TcpStream::connect(addr))
+        .await
+        .expect("connect");
+    let (mut sender, conn) = bounded(
+        "handshake",
+        hyper::client::conn::http1::handshake(TokioIo::new(tcp)),
+    )
+    .await
+    .expect("handshake");
+    let conn = tokio::spawn(conn);
+    let req = Request::builder()
+        .method(Method::POST)
+        .uri("/mcp")
+        .header(header::HOST, addr.to_string())
+        .header(header::ACCEPT, "application/json, text/event-stream")
+        .header(header::CONTENT_TYPE, "application/json")
+        .header("Mcp-Session-Id", &id)
+        .body(Full::new(Bytes::from(
+            call(7, "wait", json!({})).to_string(),
+        )))
+        .expect("request");
+    let pending = tokio::spawn(async move { sender.send_request(req).await });
+    bounded("handler started", started.notified()).await;
+    pending.abort();
+    conn.abort();
+    bounded("handler cancelled", cancelled.notified()).await;
+    bounded("shutdown", serving.shutdown()).await;
+}
