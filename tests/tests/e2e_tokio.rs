@@ -237,7 +237,10 @@ async fn shutdown_ends_open_streams() {
     get.body = Bytes::new();
     let stream = get.send(addr).await;
     assert_eq!(stream.status(), StatusCode::OK);
-    bounded("shutdown", serving.shutdown()).await;
+    // Started from elsewhere (a signal handler, another task).
+    let handle = serving.shutdown_handle();
+    tokio::spawn(async move { handle.shutdown() });
+    bounded("shutdown", serving.wait()).await;
     // The stream's body ends (or the connection closes) rather than hang.
     let _ = bounded("stream end", stream.into_body().collect()).await;
 }
