@@ -53,4 +53,6 @@ mod server;
 
 pub use client::{Client, ConnectError};
 pub use mcp_proto as proto;
-pub use server::{DriverGone, McpService, RandomSessionIds, ResponseBody, Serving, serve};
+pub use server::{
+    DriverGone, McpService, RandomSessionIds, ResponseBody, Serving, ShutdownHandle, serve,
+};

@@ -237,7 +237,10 @@ async fn shutdown_ends_open_streams() {
     get.body = Bytes::new();
     let stream = get.send(addr).await;
     assert_eq!(stream.status(), StatusCode::OK);
-    bounded("shutdown", serving.shutdown()).await;
+    // Started from elsewhere (a signal handler, another task).
+    let handle = serving.shutdown_handle();
+    tokio::spawn(async move { handle.shutdown() });
+    bounded("shutdown", serving.wait()).await;
     // The stream's body ends (or the connection closes) rather than hang.
     let _ = bounded("stream end", stream.into_body().collect()).await;
 }
@@ -518,5 +521,43 @@ async fn a_client_that_leaves_cancels_its_handler() {
     pending.abort();
     conn.abort();
     bounded("handler cancelled", cancelled.notified()).await;
+    bounded("shutdown", serving.shutdown()).await;
+}
+
+/// Many calls at once through one client and one driver, on a multi-threaded runtime.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_calls_all_complete() {
+    let serving = start(ServerConfig::default()).await;
+    let client = bounded("connect", mcp_tokio::Client::connect(serving.url()))
+        .await
+        .expect("connect");
+    let mut calls = tokio::task::JoinSet::new();
+    for i in 0..64 {
+        let c = client.client().clone();
+        calls.spawn(async move {
+            c.call_tool(
+                "create_user",
+                json!({"name": format!("n{i}"), "email": format!("u{i}@x.io"), "age": i}),
+            )
+            .await
+        });
+    }
+    let mut ids = Vec::new();
+    while let Some(done) = bounded("calls", calls.join_next()).await {
+        let result = done.expect("task").expect("call");
+        ids.push(result.structured_content.expect("structured")["id"].clone());
+    }
+    assert_eq!(ids.len(), 64);
+    ids.sort_by_key(|v| v.to_string());
+    ids.dedup();
+    assert_eq!(ids.len(), 64, "every call created its own user");
+    let found = bounded(
+        "search",
+        client.call_tool("search_users", json!({"query": "@x.io", "limit": 100})),
+    )
+    .await
+    .expect("search");
+    assert_eq!(found.structured_content.expect("structured")["total"], 64);
+    bounded("close", client.close()).await;
     bounded("shutdown", serving.shutdown()).await;
 }

@@ -6,6 +6,7 @@ mod service;
 
 use std::io;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -41,9 +42,23 @@ impl SessionIdGenerator for RandomSessionIds {
 pub struct Serving {
     local_addr: SocketAddr,
     url: String,
-    service: McpService,
-    stop: watch::Sender<bool>,
+    trigger: ShutdownHandle,
     accept: JoinHandle<()>,
+}
+
+/// Starts the shutdown of a [`Serving`] from anywhere (a signal handler, another task).
+#[derive(Debug, Clone)]
+pub struct ShutdownHandle {
+    service: McpService,
+    stop: Arc<watch::Sender<bool>>,
+}
+
+impl ShutdownHandle {
+    /// Starts the shutdown (see [`Serving::shutdown`]); [`Serving::wait`] sees it end.
+    pub fn shutdown(&self) {
+        let _ = self.stop.send(true);
+        self.service.shutdown();
+    }
 }
 
 impl Serving {
@@ -59,7 +74,17 @@ impl Serving {
 
     /// The service (to stop its driver separately, or to serve more connections).
     pub fn service(&self) -> &McpService {
-        &self.service
+        &self.trigger.service
+    }
+
+    /// A handle that starts the shutdown from elsewhere.
+    pub fn shutdown_handle(&self) -> ShutdownHandle {
+        self.trigger.clone()
+    }
+
+    /// Waits until the server has shut down (started by a [`ShutdownHandle`]).
+    pub async fn wait(self) {
+        let _ = self.accept.await;
     }
 
     /// Shuts down: stops accepting, asks every connection to close after its response in
@@ -67,9 +92,8 @@ impl Serving {
     /// no response), and waits for the connections to finish. Wrap it in a timeout to
     /// bound the wait on slow clients.
     pub async fn shutdown(self) {
-        let _ = self.stop.send(true);
-        self.service.shutdown();
-        let _ = self.accept.await;
+        self.trigger.shutdown();
+        self.wait().await;
     }
 }
 
@@ -100,8 +124,10 @@ pub fn serve(listener: TcpListener, server: Server, config: ServerConfig) -> io:
     Ok(Serving {
         local_addr,
         url,
-        service,
-        stop,
+        trigger: ShutdownHandle {
+            service,
+            stop: Arc::new(stop),
+        },
         accept,
     })
 }
