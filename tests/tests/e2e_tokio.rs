@@ -561,3 +561,40 @@ async fn concurrent_calls_all_complete() {
     bounded("close", client.close()).await;
     bounded("shutdown", serving.shutdown()).await;
 }
+
+/// A handler that panics must not leave its request hanging: tokio drops the panicking task,
+/// and the binding's drop guard answers the request with -32603; the session keeps working.
+#[tokio::test]
+async fn a_panicking_handler_gets_an_internal_error_not_a_hang() {
+    use mcp_proto::schema::Tool;
+    use mcp_proto::service::client::RequestError;
+
+    let server = users::server().tool(Tool::new("explode"), |_ctx, _args| async {
+        panic!("this handler panics on purpose");
+    });
+    let listener = bounded("bind", tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .await
+        .expect("bind");
+    let serving = mcp_tokio::serve(listener, server, ServerConfig::default()).expect("serve");
+    let client = bounded("connect", mcp_tokio::Client::connect(serving.url()))
+        .await
+        .expect("connect");
+    let err = bounded("explode", client.call_tool("explode", json!({})))
+        .await
+        .expect_err("a panicking handler is an error");
+    match err {
+        RequestError::Rpc { code, .. } => {
+            assert_eq!(code, mcp_proto::jsonrpc::error_codes::INTERNAL_ERROR)
+        }
+        other => panic!("expected a JSON-RPC internal error, got {other:?}"),
+    }
+    let got = bounded(
+        "get_user after the panic",
+        client.call_tool("get_user", json!({"user_id": "user_9"})),
+    )
+    .await
+    .expect("the session still answers");
+    assert_eq!(got.is_error, Some(true));
+    bounded("close", client.close()).await;
+    bounded("shutdown", serving.shutdown()).await;
+}

@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use super::{Queue, Routed, Wake};
-use crate::jsonrpc::{Notification, Outcome, RawValue, Request, RequestId};
+use crate::jsonrpc::{
+    ErrorObject, Notification, Outcome, RawValue, Request, RequestId, error_codes,
+};
 use crate::server::{
     OutboundId, RequestHandle, Router, SendError, ServerOutput, ServerRequestError, SessionHandle,
     Target,
@@ -291,10 +293,42 @@ impl ServerBinding {
         self.handles.insert(handle, (session, request.id.clone()));
         self.by_id.insert((session, request.id.clone()), handle);
         let answer = self.session(session).handle_request(request);
-        let queue = self.queue.clone();
+        let mut guard = AnswerGuard {
+            queue: self.queue.clone(),
+            handle,
+            answered: false,
+        };
         Box::pin(async move {
             let response = answer.await;
-            queue.push(Command::Respond(handle, response.map(|r| r.outcome)));
+            guard.answered = true;
+            guard
+                .queue
+                .push(Command::Respond(handle, response.map(|r| r.outcome)));
         })
+    }
+}
+
+/// Makes sure every request handed to a handler gets exactly one answer: if the handler's
+/// future is dropped before it finished — it panicked (the runtime drops a panicking task),
+/// or the runtime is shutting down — the request is answered with `-32603` instead of being
+/// left hanging. A handler that observed cancellation finishes normally (with no response),
+/// so this guard never answers a cancelled request.
+struct AnswerGuard {
+    queue: Arc<Queue<Command>>,
+    handle: RequestHandle,
+    answered: bool,
+}
+
+impl Drop for AnswerGuard {
+    fn drop(&mut self) {
+        if !self.answered {
+            self.queue.push(Command::Respond(
+                self.handle,
+                Some(Outcome::Error(ErrorObject::new(
+                    error_codes::INTERNAL_ERROR,
+                    "the request handler ended without an answer (it panicked or was dropped)",
+                ))),
+            ));
+        }
     }
 }
