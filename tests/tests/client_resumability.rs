@@ -64,6 +64,41 @@ fn s_res_5_a_broken_post_stream_resumes_with_last_event_id_after_retry() {
 }
 
 #[test]
+fn sep_1699_a_post_stream_closed_after_priming_resumes_exactly_after_retry() {
+    // The conformance `sse-retry` mock: priming event (id, retry 500), the stream closed
+    // without the response; the GET resume must come 500 ms later (450–700 ms passes), not
+    // after a jittered backoff above the floor (it came 729 ms later before the fix).
+    for seed in 0..20 {
+        let mut h = Harness::new(
+            ClientConfig::new().with_seed(seed),
+            sse_server(Some(500)),
+            NetConfig::default(),
+        );
+        h.initialize();
+        let id = h.request("hang");
+        h.run_for(Duration::from_millis(50));
+        let post = h.intents_of(HttpRequestKind::Post).pop().unwrap().1.stream;
+        let closed_at = h.now;
+        h.net.break_stream(h.now, post);
+        h.run_for(Duration::from_millis(10));
+        let parts = h.server.answer_hanging(post, json!(id));
+        h.deliver(parts);
+        h.run_for(Duration::from_secs(3));
+        let resumes = h.intents_of(HttpRequestKind::Resume);
+        assert_eq!(resumes.len(), 1, "seed {seed}");
+        let (at, get) = &resumes[0];
+        assert!(get.headers.get("last-event-id").is_some());
+        // The harness network takes a few ms to report the close.
+        let gap = *at - closed_at;
+        assert!(
+            gap >= Duration::from_millis(500) && gap <= Duration::from_millis(520),
+            "seed {seed}: {gap:?}"
+        );
+        assert_eq!(h.result_of(id).unwrap(), json!({"late": true}));
+    }
+}
+
+#[test]
 fn s_res_8_the_get_stream_resumes_from_its_last_event_id() {
     let mut h = Harness::new(
         ClientConfig::new().with_continuous_listening(true),

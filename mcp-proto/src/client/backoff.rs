@@ -13,7 +13,13 @@
 //! result = max(delay, floor)                  ∈ [floor, max(max, floor)]
 //! ```
 //!
-//! so a delay is never below what the server asked for, never above the cap (unless the server
+//! except for the first reconnect (`attempt` 0: the stream made progress before it ended, or
+//! this is the first try) when the server gave a non-zero `retry` or `Retry-After`: then the
+//! delay is exactly that floor (SEP-1699: the client waits the given number of milliseconds;
+//! a jittered backoff above it would reconnect late, e.g. 500–1000 ms for `retry: 500`).
+//! Failed attempts after it back off as above, still floored.
+//!
+//! So a delay is never below what the server asked for, never above the cap (unless the server
 //! itself asked for more, bounded by `max_server_retry`), and clients that lost the same server
 //! at the same moment spread out instead of reconnecting in lock-step. The jitter comes from a
 //! SplitMix64 generator seeded from [`super::ClientConfig`]: the core reads no randomness source,
@@ -129,8 +135,13 @@ impl Backoff {
     }
 
     /// The delay before reconnect number `attempt` (0-based), never below `floor` (clamped to
-    /// `max_server_retry`).
+    /// `max_server_retry`), and exactly a non-zero `floor` at attempt 0.
     pub(crate) fn delay(&mut self, attempt: u32, floor: Option<Duration>) -> Duration {
+        if attempt == 0
+            && let Some(f) = floor.filter(|f| !f.is_zero())
+        {
+            return f.min(self.cfg.max_server_retry);
+        }
         let cap = self.cfg.max.as_nanos();
         let initial = self.cfg.initial.as_nanos().min(cap);
         let base = initial
@@ -230,6 +241,18 @@ mod tests {
             assert_eq!(d, cfg.max_server_retry);
         }
         assert_eq!(cfg.min_delay(), Duration::from_millis(500));
+    }
+
+    #[test]
+    fn sep_1699_the_first_reconnect_waits_exactly_the_servers_retry() {
+        let mut b = Backoff::new(BackoffConfig::default(), 3);
+        let retry = Duration::from_millis(500);
+        for _ in 0..20 {
+            assert_eq!(b.delay(0, Some(retry)), retry);
+        }
+        // Later attempts back off above it; a zero retry gives no pacing, so the backoff stays.
+        assert!(b.delay(1, Some(retry)) >= Duration::from_secs(1));
+        assert!(b.delay(0, Some(Duration::ZERO)) >= BackoffConfig::default().min_delay());
     }
 
     #[test]
