@@ -1,0 +1,196 @@
+//! The conformance client (`../shared/docs/conformance.md` §5): the official suite runs it
+//! against its mock servers.
+//!
+//! ```text
+//! mcp-conformance-client --runtime tokio <url>
+//! ```
+//!
+//! The runner appends the mock server's URL as the last argument and names the scenario in
+//! `MCP_CONFORMANCE_SCENARIO`: `initialize`, `tools_call`,
+//! `elicitation-sep1034-client-defaults` or `sse-retry`. Exits 0 when the scenario's work is
+//! done, 1 with a one-line error otherwise (an unknown scenario too), 2 on bad arguments.
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use mcp_proto::client::ClientConfig;
+use mcp_proto::schema::{ElicitAction, ElicitRequestParams, ElicitResult, ElicitValue};
+use mcp_proto::service::Error;
+use mcp_proto::service::client::{Client as ServiceClient, ClientBuilder};
+use mcp_tokio::Client;
+
+const USAGE: &str = "usage: mcp-conformance-client [--runtime tokio] <url>
+  --runtime   the adapter to connect with (tokio; smol arrives with the mcp-smol adapter)
+  <url>       the MCP endpoint (the conformance runner appends it)
+  MCP_CONFORMANCE_SCENARIO names the scenario: initialize, tools_call,
+  elicitation-sep1034-client-defaults, sse-retry";
+
+/// How long `close` may take before the process gives up on it.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
+
+fn parse_args() -> Result<String, String> {
+    let mut runtime = "tokio".to_owned();
+    let mut url = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--runtime" => runtime = args.next().ok_or("--runtime needs a name")?,
+            "-h" | "--help" => return Err(USAGE.to_owned()),
+            other if other.starts_with("--") => {
+                return Err(format!("unknown argument {other:?}\n{USAGE}"));
+            }
+            other => {
+                if url.replace(other.to_owned()).is_some() {
+                    return Err(format!("more than one URL\n{USAGE}"));
+                }
+            }
+        }
+    }
+    if runtime != "tokio" {
+        return Err(format!(
+            "runtime {runtime:?} is not available in this build (only tokio so far)\n{USAGE}"
+        ));
+    }
+    url.ok_or_else(|| format!("missing the server URL\n{USAGE}"))
+}
+
+fn builder() -> ClientBuilder {
+    ServiceClient::builder("mcp-conformance-client", env!("CARGO_PKG_VERSION"))
+}
+
+/// Connects, runs `work`, and closes the session whatever `work` gave.
+async fn with_client<F, Fut>(
+    url: &str,
+    builder: ClientBuilder,
+    config: ClientConfig,
+    work: F,
+) -> Result<(), String>
+where
+    F: FnOnce(ServiceClient) -> Fut,
+    Fut: Future<Output = Result<(), String>>,
+{
+    let client = Client::connect_with(url, builder, config)
+        .await
+        .map_err(|e| e.to_string())?;
+    let outcome = work(client.client().clone()).await;
+    let _ = tokio::time::timeout(CLOSE_TIMEOUT, client.close()).await;
+    outcome
+}
+
+/// `initialize`, `tools/list`, close.
+async fn initialize(url: &str) -> Result<(), String> {
+    with_client(url, builder(), ClientConfig::new(), |c| async move {
+        c.list_tools()
+            .await
+            .map_err(|e| format!("tools/list failed: {e}"))?;
+        Ok(())
+    })
+    .await
+}
+
+/// `tools/list`, then `tools/call add_numbers {a: 5, b: 10}`.
+async fn tools_call(url: &str) -> Result<(), String> {
+    with_client(url, builder(), ClientConfig::new(), |c| async move {
+        c.list_tools()
+            .await
+            .map_err(|e| format!("tools/list failed: {e}"))?;
+        let result = c
+            .call_tool("add_numbers", serde_json::json!({"a": 5, "b": 10}))
+            .await
+            .map_err(|e| format!("tools/call add_numbers failed: {e}"))?;
+        if result.is_error == Some(true) {
+            return Err("tools/call add_numbers returned isError".to_owned());
+        }
+        Ok(())
+    })
+    .await
+}
+
+/// Accepts a form, each field given its schema's `default` (fields without one are left out).
+async fn accept_defaults(params: ElicitRequestParams) -> Result<ElicitResult, Error> {
+    let ElicitRequestParams::Form(form) = params else {
+        return Err(Error::invalid_params("only form elicitation is supported"));
+    };
+    let mut content = BTreeMap::new();
+    for (name, field) in &form.requested_schema.properties {
+        let field = serde_json::to_value(field).map_err(Error::internal)?;
+        if let Some(default) = field.get("default") {
+            let value: ElicitValue = serde_json::from_value(default.clone())
+                .map_err(|e| Error::internal(format!("default of {name}: {e}")))?;
+            content.insert(name.clone(), value);
+        }
+    }
+    Ok(ElicitResult {
+        action: ElicitAction::Accept,
+        content: Some(content),
+        meta: None,
+        extra: Default::default(),
+    })
+}
+
+/// Declares elicitation, keeps the GET stream open, calls the tool; the server's
+/// `elicitation/create` (on the GET stream) is accepted with the schema's defaults.
+async fn elicitation_defaults(url: &str) -> Result<(), String> {
+    let builder = builder().elicitation_handler(accept_defaults);
+    let config = ClientConfig::new().with_continuous_listening(true);
+    with_client(url, builder, config, |c| async move {
+        c.list_tools()
+            .await
+            .map_err(|e| format!("tools/list failed: {e}"))?;
+        c.call_tool("test_client_elicitation_defaults", serde_json::json!({}))
+            .await
+            .map_err(|e| format!("tools/call test_client_elicitation_defaults failed: {e}"))?;
+        Ok(())
+    })
+    .await
+}
+
+/// `tools/call test_reconnection`: the server closes the POST stream after its priming
+/// event; the core resumes with GET + `Last-Event-ID` after the server's `retry`.
+async fn sse_retry(url: &str) -> Result<(), String> {
+    with_client(url, builder(), ClientConfig::new(), |c| async move {
+        c.list_tools()
+            .await
+            .map_err(|e| format!("tools/list failed: {e}"))?;
+        c.call_tool("test_reconnection", serde_json::json!({}))
+            .await
+            .map_err(|e| format!("tools/call test_reconnection failed: {e}"))?;
+        Ok(())
+    })
+    .await
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let url = match parse_args() {
+        Ok(u) => u,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
+    let outcome = match scenario.as_str() {
+        "initialize" => initialize(&url).await,
+        "tools_call" => tools_call(&url).await,
+        "elicitation-sep1034-client-defaults" => elicitation_defaults(&url).await,
+        "sse-retry" => sse_retry(&url).await,
+        "" => Err("MCP_CONFORMANCE_SCENARIO is not set".to_owned()),
+        other => Err(format!("unknown scenario {other:?}")),
+    }
+    .map_err(|e| match scenario.as_str() {
+        "" => e,
+        s => format!("{s}: {e}"),
+    });
+    match outcome {
+        Ok(()) => {
+            println!("{scenario}: ok");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("mcp-conformance-client: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
