@@ -1,4 +1,5 @@
-//! The conformance "everything" server (`conformance.md` §4), plus `echo(text)`.
+//! The conformance "everything" server (`conformance.md` §4), plus `echo(text)` and
+//! `test_notify_session` (a log message not tied to the request, for the interop step).
 //!
 //! Every tool, resource and prompt the `@modelcontextprotocol/conformance` 0.1.16 server
 //! suite names, with the texts, content types, timings (50 ms steps, on the transport's
@@ -8,8 +9,8 @@
 use std::time::Duration;
 
 use mcp_proto::schema::{
-    CompletionReference, CreateMessageRequestParams, JsonObject, RequestedSchema, SamplingContent,
-    SamplingMessage, SamplingMessageContentBlock, TextContent,
+    CompletionReference, CreateMessageRequestParams, JsonObject, LoggingLevel, RequestedSchema,
+    SamplingContent, SamplingMessage, SamplingMessageContentBlock, TextContent,
 };
 use mcp_proto::service::{
     CallToolResult, ContentBlock, Error, GetPromptResult, Prompt, PromptMessage, RequestContext,
@@ -44,6 +45,20 @@ pub fn server() -> Server {
                 .description("Returns its text")
                 .string("text", required().description("The text to return")),
             |_ctx, args: ToolArgs| async move { Ok(CallToolResult::text(args.get_string("text", ""))) },
+        )
+        .tool(
+            no_args(
+                "test_notify_session",
+                "Sends a log message not tied to the request (so on the GET stream)",
+            ),
+            |ctx, _| async move {
+                ctx.session().log(
+                    LoggingLevel::Info,
+                    Some("interop"),
+                    json!("notification on the GET stream"),
+                );
+                Ok(CallToolResult::text("notification sent"))
+            },
         )
         .tool(
             no_args("test_simple_text", "Returns a simple text response"),

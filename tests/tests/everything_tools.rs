@@ -37,6 +37,7 @@ fn tools_list_has_every_tool_with_a_description() {
         "test_elicitation_sep1330_enums",
         "json_schema_2020_12_tool",
         "test_reconnection",
+        "test_notify_session",
     ] {
         assert!(names.contains(&name), "missing {name}");
     }
@@ -363,4 +364,36 @@ fn reconnection_tool_answers_when_the_transport_cannot_close_streams() {
     });
     assert_eq!(r.first_text(), Some("Reconnection test completed"));
     assert_eq!(elapsed, Duration::from_millis(100));
+}
+
+#[test]
+fn notify_session_sends_a_log_message_not_tied_to_the_request() {
+    let (exec, lb) = pair(&everything::server(), conformance_client());
+    let client = lb.client.clone();
+    let (result, notes) = exec.block_on(async move {
+        client.initialize().await.unwrap();
+        let mut notes = client.notifications();
+        let result = client
+            .call_tool("test_notify_session", json!({}))
+            .await
+            .unwrap();
+        // One more round trip, so that a notification sent beside the answer has arrived.
+        client.list_tools().await.unwrap();
+        (result, notes.drain())
+    });
+    assert_eq!(result.is_error, None);
+    let logs: Vec<_> = notes
+        .iter()
+        .filter_map(|n| match n {
+            ServerNotification::Log(l) => Some((l.logger.clone(), l.data.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        logs,
+        [(
+            Some("interop".to_owned()),
+            json!("notification on the GET stream")
+        )]
+    );
 }

@@ -1,0 +1,207 @@
+//! Our client (`mcp_tokio::Client`) against another implementation's server: the interop step
+//! of `.ci/run` points it at the official TypeScript SDK's server (`tests/interop/ts-server.mjs`).
+//!
+//! ```text
+//! cargo run --bin mcp-interop-client -- <url>
+//! ```
+//!
+//! Checks initialize, tools/list, `echo`, a notification on the GET stream (the `notify` tool
+//! sends a log message not tied to its request) and a sampling round trip (the `sample` tool
+//! asks this client, which answers). One line per check; exits 1 if any fails. Every wait is
+//! bounded.
+
+use std::future::Future;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use mcp_proto::client::ClientConfig;
+use mcp_proto::schema::{
+    CallToolResult, ContentBlock, CreateMessageResult, Role, SamplingContent,
+    SamplingMessageContentBlock, StopReason, TextContent,
+};
+use mcp_proto::service::client::{Client as ServiceClient, ServerNotification};
+use mcp_tokio::Client;
+use serde_json::json;
+
+const WAIT: Duration = Duration::from_secs(10);
+const ANSWER: &str = "hello from the Rust client";
+
+async fn bounded<T, E: std::fmt::Display>(
+    what: &str,
+    f: impl Future<Output = Result<T, E>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(WAIT, f).await {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(format!("{what}: {e}")),
+        Err(_) => Err(format!("{what}: no answer in {WAIT:?}")),
+    }
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .map(|b| match b {
+            ContentBlock::Text(t) => t.text.clone(),
+            _ => String::new(),
+        })
+        .collect()
+}
+
+fn report(failures: &mut u32, name: &str, outcome: Result<String, String>) {
+    match outcome {
+        Ok(detail) if detail.is_empty() => println!("ok    {name}"),
+        Ok(detail) => println!("ok    {name} ({detail})"),
+        Err(e) => {
+            *failures += 1;
+            println!("FAIL  {name}: {e}");
+        }
+    }
+}
+
+async fn run(url: &str) -> u32 {
+    let mut failures = 0;
+    let builder = ServiceClient::builder("mcp-interop-client", env!("CARGO_PKG_VERSION"))
+        .sampling_handler(|params| async move {
+            let prompt = params
+                .messages
+                .first()
+                .map(|m| match &m.content {
+                    SamplingContent::Single(SamplingMessageContentBlock::Text(t)) => t.text.clone(),
+                    _ => String::new(),
+                })
+                .unwrap_or_default();
+            Ok(CreateMessageResult {
+                role: Role::Assistant,
+                content: SamplingMessageContentBlock::Text(TextContent::new(format!(
+                    "{ANSWER} to {prompt}"
+                )))
+                .into(),
+                model: "interop-model".into(),
+                stop_reason: Some(StopReason::EndTurn),
+                meta: None,
+                extra: Default::default(),
+            })
+        });
+    // Continuous listening: the client keeps a GET stream open for what the server sends unasked.
+    let config = ClientConfig::new().with_continuous_listening(true);
+    let client = match bounded("initialize", Client::connect_with(url, builder, config)).await {
+        Ok(c) => c,
+        Err(e) => {
+            println!("FAIL  initialize: {e}");
+            return 1;
+        }
+    };
+    let mut notifications = client.notifications();
+    let info = client.server_info();
+    report(
+        &mut failures,
+        "initialize",
+        info.map(|i| {
+            format!(
+                "server {} {}, protocol {}",
+                i.server_info.name, i.server_info.version, i.protocol_version
+            )
+        })
+        .ok_or_else(|| "no InitializeResult".to_owned()),
+    );
+
+    let outcome = async {
+        let tools = bounded("tools/list", client.list_tools()).await?;
+        let names: Vec<_> = tools.iter().map(|t| t.name.as_str()).collect();
+        for want in ["echo", "notify", "sample"] {
+            if !names.contains(&want) {
+                return Err(format!("no tool {want} in {names:?}"));
+            }
+        }
+        Ok(format!("{} tools", tools.len()))
+    }
+    .await;
+    report(&mut failures, "tools/list", outcome);
+
+    let outcome = async {
+        let r = bounded(
+            "echo",
+            client.call_tool("echo", json!({"text": "interop ✓"})),
+        )
+        .await?;
+        if r.is_error == Some(true) || text(&r) != "interop ✓" {
+            return Err(format!("unexpected result {r:?}"));
+        }
+        Ok(String::new())
+    }
+    .await;
+    report(&mut failures, "tools/call echo", outcome);
+
+    let outcome = async {
+        // A notification sent before the GET stream is open is lost (the spec lets the server
+        // drop it), so the tool is called again, at most three times, until one arrives.
+        for attempt in 1..=3 {
+            let r = bounded("notify", client.call_tool("notify", json!({}))).await?;
+            if r.is_error == Some(true) {
+                return Err(format!("notify failed: {r:?}"));
+            }
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+            loop {
+                match tokio::time::timeout_at(deadline, notifications.next()).await {
+                    Err(_) => break,
+                    Ok(None) => return Err("the client closed".to_owned()),
+                    Ok(Some(ServerNotification::Log(log)))
+                        if log.logger.as_deref() == Some("interop") =>
+                    {
+                        return Ok(format!(
+                            "notifications/message: {}, attempt {attempt}",
+                            log.data
+                        ));
+                    }
+                    Ok(Some(_)) => {}
+                }
+            }
+        }
+        Err("no notifications/message after three calls of notify".to_owned())
+    }
+    .await;
+    report(&mut failures, "notification on the GET stream", outcome);
+
+    let outcome = async {
+        let r = bounded(
+            "sample",
+            client.call_tool("sample", json!({"prompt": "ping"})),
+        )
+        .await?;
+        let want = format!("LLM response: {ANSWER} to ping");
+        if r.is_error == Some(true) || text(&r) != want {
+            return Err(format!("unexpected result {r:?}"));
+        }
+        Ok(want)
+    }
+    .await;
+    report(&mut failures, "sampling round trip", outcome);
+
+    let closed = tokio::time::timeout(WAIT, client.close()).await;
+    report(
+        &mut failures,
+        "close (DELETE)",
+        closed
+            .map(|()| String::new())
+            .map_err(|_| format!("not closed in {WAIT:?}")),
+    );
+    failures
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    let (Some(url), None) = (args.next(), args.next()) else {
+        eprintln!("usage: mcp-interop-client <url>");
+        return ExitCode::from(2);
+    };
+    let failures = run(&url).await;
+    if failures == 0 {
+        println!("mcp-interop-client: all checks passed");
+        ExitCode::SUCCESS
+    } else {
+        println!("mcp-interop-client: {failures} check(s) failed");
+        ExitCode::FAILURE
+    }
+}
