@@ -44,6 +44,10 @@ pub struct BackoffConfig {
     /// The largest server `retry` (or `Retry-After`) the client honours (10 min); a larger one
     /// is clamped, so that a hostile value cannot park a stream forever.
     pub max_server_retry: Duration,
+    /// The smallest server `retry` honoured as given (100 ms): a first reconnect waits exactly
+    /// the server's `retry` (S-POST-23), but a tiny one (`retry: 1`) is raised to this, so that
+    /// a server that primes and closes every stream cannot make the client poll at 1 kHz.
+    pub min_server_retry: Duration,
 }
 
 impl Default for BackoffConfig {
@@ -53,6 +57,7 @@ impl Default for BackoffConfig {
             max: Duration::from_secs(30),
             jitter_percent: 50,
             max_server_retry: Duration::from_secs(600),
+            min_server_retry: Duration::from_millis(100),
         }
     }
 }
@@ -140,7 +145,9 @@ impl Backoff {
         if attempt == 0
             && let Some(f) = floor.filter(|f| !f.is_zero())
         {
-            return f.min(self.cfg.max_server_retry);
+            return f
+                .max(self.cfg.min_server_retry)
+                .min(self.cfg.max_server_retry);
         }
         let cap = self.cfg.max.as_nanos();
         let initial = self.cfg.initial.as_nanos().min(cap);
@@ -287,5 +294,22 @@ mod tests {
         assert!(!w.record(t0 + Duration::from_secs(12)));
         assert_eq!(w.count(), 2);
         assert!(w.record(t0 + Duration::from_secs(13)));
+    }
+
+    #[test]
+    fn s_post_23_a_tiny_server_retry_is_raised_to_the_minimum_not_obeyed_at_1_khz() {
+        let mut b = Backoff::new(BackoffConfig::default(), 7);
+        assert_eq!(
+            b.delay(0, Some(Duration::from_millis(1))),
+            Duration::from_millis(100)
+        );
+        assert_eq!(
+            b.delay(0, Some(Duration::from_millis(500))),
+            Duration::from_millis(500)
+        );
+        assert_eq!(
+            b.delay(0, Some(Duration::from_secs(3600))),
+            Duration::from_secs(600)
+        );
     }
 }
