@@ -7,5 +7,6 @@
 
 pub mod client;
 pub mod jsonrpc;
+pub mod rng;
 pub mod router;
 pub mod sse;

@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
+use super::rng::XorShift64Star;
 use crate::sse::{SseDecoder, SseError, SseEvent, SseLimits};
 
 /// Everything observable after decoding a whole stream.
@@ -75,7 +76,7 @@ pub fn sse_decode(data: &[u8]) {
     assert_eq!(whole, expected, "whole input differs from the reference");
 
     let max_chunk = usize::from(ctl[2]) + 1;
-    let mut rng = XorShift::new(u64::from(ctl[3]) ^ ((input.len() as u64) << 8));
+    let mut rng = XorShift64Star::from_seed(u64::from(ctl[3]) ^ ((input.len() as u64) << 8));
     let split = decode_chunks(
         limits,
         input,
@@ -89,12 +90,12 @@ pub fn sse_decode(data: &[u8]) {
         limits,
         input,
         &mut |r| 1 + (r % 3) as usize,
-        rng.next().wrapping_add(1),
+        rng.next_u64().wrapping_add(1),
     );
     assert_eq!(tiny, expected, "tiny chunks differ from the reference");
 
     if input.len() <= 4096 {
-        let bytes = decode_chunks(limits, input, &mut |_| 1, rng.next());
+        let bytes = decode_chunks(limits, input, &mut |_| 1, rng.next_u64());
         assert_eq!(
             bytes, expected,
             "byte-by-byte input differs from the reference"
@@ -110,7 +111,7 @@ fn decode_chunks(
     size: &mut dyn FnMut(u64) -> usize,
     seed: u64,
 ) -> Outcome {
-    let mut rng = XorShift::new(seed);
+    let mut rng = XorShift64Star::from_seed(seed);
     // Half the runs send every owned chunk through the in-place path, however small.
     let small = if seed & 1 == 0 { 0 } else { 32 };
     let mut dec = SseDecoder::with_limits(limits).with_small_chunk(small);
@@ -118,7 +119,7 @@ fn decode_chunks(
     let mut ok = true;
     let mut rest = input;
     while !rest.is_empty() {
-        let r = rng.next();
+        let r = rng.next_u64();
         let n = size(r).clamp(1, rest.len());
         let (chunk, tail) = rest.split_at(n);
         rest = tail;
@@ -285,22 +286,4 @@ pub fn reference_decode(input: &[u8], limits: SseLimits) -> Outcome {
         }
     }
     out.seal(&last_event_id, retry)
-}
-
-/// A tiny deterministic generator (xorshift64*), enough to pick chunk sizes.
-struct XorShift(u64);
-
-impl XorShift {
-    fn new(seed: u64) -> Self {
-        XorShift(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
 }

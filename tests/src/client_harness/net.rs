@@ -47,29 +47,8 @@ impl Default for NetConfig {
     }
 }
 
-/// A small deterministic generator (xorshift64*).
-#[derive(Debug, Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    /// Seeded (zero is replaced).
-    pub fn new(seed: u64) -> Self {
-        Rng(seed.max(1))
-    }
-    /// Next 64 bits.
-    pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    /// Uniform in `0..n` (`0` when `n == 0`).
-    pub fn below(&mut self, n: u64) -> u64 {
-        if n == 0 { 0 } else { self.next_u64() % n }
-    }
-}
+/// The harness's deterministic generator: the crate-wide xorshift64* of the fuzz bodies.
+pub type Rng = mcp_proto::fuzzing::rng::XorShift64Star;
 
 /// Parts in flight, ordered by delivery time.
 #[derive(Debug)]
@@ -91,7 +70,7 @@ impl Net {
     pub fn new(cfg: NetConfig) -> Self {
         Net {
             cfg,
-            rng: Rng::new(cfg.seed),
+            rng: Rng::from_state(cfg.seed),
             seq: 0,
             queue: BTreeMap::new(),
             dead: BTreeSet::new(),
