@@ -133,7 +133,7 @@ impl Default for ServerConfig {
             max_batch_len: 100,
             session_idle_ttl: Some(Duration::from_secs(30 * 60)),
             max_sessions: 10_000,
-            heartbeat_interval: Some(Duration::from_secs(15)),
+            heartbeat_interval: Some(ServerConfig::DEFAULT_HEARTBEAT_INTERVAL),
             resumability: true,
             retry_interval: Duration::from_secs(3),
             finished_stream_retention: Duration::from_secs(60),
@@ -205,6 +205,21 @@ impl ServerConfig {
     /// The most live sessions (503 beyond).
     pub fn with_max_sessions(mut self, max: usize) -> Self {
         self.max_sessions = max;
+        self
+    }
+
+    /// The default [`heartbeat_interval`](ServerConfig::heartbeat_interval): 15 s.
+    pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(15);
+
+    /// Turns heartbeats on at [`DEFAULT_HEARTBEAT_INTERVAL`](Self::DEFAULT_HEARTBEAT_INTERVAL)
+    /// when they are off; an interval already set is kept. For adapters whose HTTP engine
+    /// notices a client that left only when a write to it fails (async-h1): without
+    /// heartbeats, an idle SSE stream of a departed client would never be written to, so
+    /// never noticed (S-SSE-16).
+    pub fn with_heartbeats_required(mut self) -> Self {
+        if self.heartbeat_interval.is_none() {
+            self.heartbeat_interval = Some(Self::DEFAULT_HEARTBEAT_INTERVAL);
+        }
         self
     }
 
