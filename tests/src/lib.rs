@@ -2,7 +2,8 @@
 //! shared test servers ([`everything`], [`users`]), a deterministic executor on a virtual
 //! clock ([`exec`]), the in-memory client/server pair ([`loopback`]), the service over the
 //! real transport in memory ([`pair`]), and the client and server transport harnesses
-//! ([`client_harness`], [`server_harness`]).
+//! ([`client_harness`], [`server_harness`]), and the two runtime adapters behind one interface
+//! ([`runtime`]) for the end-to-end suite and the binaries.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -12,6 +13,7 @@ pub mod exec;
 pub mod harness;
 pub mod loopback;
 pub mod pair;
+pub mod runtime;
 pub mod server_harness;
 pub mod users;
 

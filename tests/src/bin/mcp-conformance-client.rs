@@ -2,7 +2,7 @@
 //! against its mock servers.
 //!
 //! ```text
-//! mcp-conformance-client --runtime tokio <url>
+//! mcp-conformance-client --runtime tokio|smol <url>
 //! ```
 //!
 //! The runner appends the mock server's URL as the last argument and names the scenario in
@@ -18,10 +18,10 @@ use mcp_proto::client::ClientConfig;
 use mcp_proto::schema::{ElicitAction, ElicitRequestParams, ElicitResult, ElicitValue};
 use mcp_proto::service::Error;
 use mcp_proto::service::client::{Client as ServiceClient, ClientBuilder};
-use mcp_tokio::Client;
+use mcp_tests::runtime::Runtime;
 
-const USAGE: &str = "usage: mcp-conformance-client [--runtime tokio] <url>
-  --runtime   the adapter to connect with (tokio; smol arrives with the mcp-smol adapter)
+const USAGE: &str = "usage: mcp-conformance-client [--runtime tokio|smol] <url>
+  --runtime   the adapter to connect with: tokio (default) or smol
   <url>       the MCP endpoint (the conformance runner appends it)
   MCP_CONFORMANCE_SCENARIO names the scenario: initialize, tools_call,
   elicitation-sep1034-client-defaults, sse-retry";
@@ -29,7 +29,7 @@ const USAGE: &str = "usage: mcp-conformance-client [--runtime tokio] <url>
 /// How long `close` may take before the process gives up on it.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(5);
 
-fn parse_args() -> Result<String, String> {
+fn parse_args() -> Result<(Runtime, String), String> {
     let mut runtime = "tokio".to_owned();
     let mut url = None;
     let mut args = std::env::args().skip(1);
@@ -47,12 +47,11 @@ fn parse_args() -> Result<String, String> {
             }
         }
     }
-    if runtime != "tokio" {
-        return Err(format!(
-            "runtime {runtime:?} is not available in this build (only tokio so far)\n{USAGE}"
-        ));
-    }
-    url.ok_or_else(|| format!("missing the server URL\n{USAGE}"))
+    let runtime = runtime
+        .parse()
+        .map_err(|e: String| format!("{e}\n{USAGE}"))?;
+    let url = url.ok_or_else(|| format!("missing the server URL\n{USAGE}"))?;
+    Ok((runtime, url))
 }
 
 fn builder() -> ClientBuilder {
@@ -61,6 +60,7 @@ fn builder() -> ClientBuilder {
 
 /// Connects, runs `work`, and closes the session whatever `work` gave.
 async fn with_client<F, Fut>(
+    rt: Runtime,
     url: &str,
     builder: ClientBuilder,
     config: ClientConfig,
@@ -70,17 +70,18 @@ where
     F: FnOnce(ServiceClient) -> Fut,
     Fut: Future<Output = Result<(), String>>,
 {
-    let client = Client::connect_with(url, builder, config)
+    let client = rt
+        .connect_with(url, builder, config)
         .await
         .map_err(|e| e.to_string())?;
     let outcome = work(client.client().clone()).await;
-    let _ = tokio::time::timeout(CLOSE_TIMEOUT, client.close()).await;
+    let _ = rt.timeout(CLOSE_TIMEOUT, client.close()).await;
     outcome
 }
 
 /// `initialize`, `tools/list`, close.
-async fn initialize(url: &str) -> Result<(), String> {
-    with_client(url, builder(), ClientConfig::new(), |c| async move {
+async fn initialize(rt: Runtime, url: &str) -> Result<(), String> {
+    with_client(rt, url, builder(), ClientConfig::new(), |c| async move {
         c.list_tools()
             .await
             .map_err(|e| format!("tools/list failed: {e}"))?;
@@ -90,8 +91,8 @@ async fn initialize(url: &str) -> Result<(), String> {
 }
 
 /// `tools/list`, then `tools/call add_numbers {a: 5, b: 10}`.
-async fn tools_call(url: &str) -> Result<(), String> {
-    with_client(url, builder(), ClientConfig::new(), |c| async move {
+async fn tools_call(rt: Runtime, url: &str) -> Result<(), String> {
+    with_client(rt, url, builder(), ClientConfig::new(), |c| async move {
         c.list_tools()
             .await
             .map_err(|e| format!("tools/list failed: {e}"))?;
@@ -131,10 +132,10 @@ async fn accept_defaults(params: ElicitRequestParams) -> Result<ElicitResult, Er
 
 /// Declares elicitation, keeps the GET stream open, calls the tool; the server's
 /// `elicitation/create` (on the GET stream) is accepted with the schema's defaults.
-async fn elicitation_defaults(url: &str) -> Result<(), String> {
+async fn elicitation_defaults(rt: Runtime, url: &str) -> Result<(), String> {
     let builder = builder().elicitation_handler(accept_defaults);
     let config = ClientConfig::new().with_continuous_listening(true);
-    with_client(url, builder, config, |c| async move {
+    with_client(rt, url, builder, config, |c| async move {
         c.list_tools()
             .await
             .map_err(|e| format!("tools/list failed: {e}"))?;
@@ -148,8 +149,8 @@ async fn elicitation_defaults(url: &str) -> Result<(), String> {
 
 /// `tools/call test_reconnection`: the server closes the POST stream after its priming
 /// event; the core resumes with GET + `Last-Event-ID` after the server's `retry`.
-async fn sse_retry(url: &str) -> Result<(), String> {
-    with_client(url, builder(), ClientConfig::new(), |c| async move {
+async fn sse_retry(rt: Runtime, url: &str) -> Result<(), String> {
+    with_client(rt, url, builder(), ClientConfig::new(), |c| async move {
         c.list_tools()
             .await
             .map_err(|e| format!("tools/list failed: {e}"))?;
@@ -161,21 +162,24 @@ async fn sse_retry(url: &str) -> Result<(), String> {
     .await
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
-    let url = match parse_args() {
-        Ok(u) => u,
+fn main() -> ExitCode {
+    let (rt, url) = match parse_args() {
+        Ok(a) => a,
         Err(e) => {
             eprintln!("{e}");
             return ExitCode::from(2);
         }
     };
+    rt.block_on(run(rt, url))
+}
+
+async fn run(rt: Runtime, url: String) -> ExitCode {
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
     let outcome = match scenario.as_str() {
-        "initialize" => initialize(&url).await,
-        "tools_call" => tools_call(&url).await,
-        "elicitation-sep1034-client-defaults" => elicitation_defaults(&url).await,
-        "sse-retry" => sse_retry(&url).await,
+        "initialize" => initialize(rt, &url).await,
+        "tools_call" => tools_call(rt, &url).await,
+        "elicitation-sep1034-client-defaults" => elicitation_defaults(rt, &url).await,
+        "sse-retry" => sse_retry(rt, &url).await,
         "" => Err("MCP_CONFORMANCE_SCENARIO is not set".to_owned()),
         other => Err(format!("unknown scenario {other:?}")),
     }

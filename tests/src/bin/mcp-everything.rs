@@ -1,7 +1,7 @@
 //! The conformance "everything" server (`../shared/docs/conformance.md` §4, plus `echo`).
 //!
 //! ```text
-//! cargo run --release --bin mcp-everything -- --runtime tokio --bind 127.0.0.1:3001 [--stateless] [--json]
+//! cargo run --release --bin mcp-everything -- --runtime tokio|smol --bind 127.0.0.1:3001 [--stateless] [--json]
 //! ```
 //!
 //! Serves `/mcp`, prints its URL, and runs until Ctrl-C.
@@ -10,15 +10,17 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use mcp_proto::server::{ResponseMode, ServerConfig};
+use mcp_tests::runtime::Runtime;
 
 const USAGE: &str =
-    "usage: mcp-everything [--runtime tokio] [--bind ADDR:PORT] [--stateless] [--json]
-  --runtime   the adapter to serve with (tokio; smol arrives with the mcp-smol adapter)
+    "usage: mcp-everything [--runtime tokio|smol] [--bind ADDR:PORT] [--stateless] [--json]
+  --runtime   the adapter to serve with: tokio (default) or smol
   --bind      default 127.0.0.1:3001
   --stateless no sessions: no session ids, GET and DELETE answered 405
   --json      answer every request with one JSON body (never SSE)";
 
 struct Args {
+    runtime: Runtime,
     bind: SocketAddr,
     stateless: bool,
     json: bool,
@@ -39,23 +41,21 @@ fn parse_args() -> Result<Args, String> {
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
         }
     }
-    if runtime != "tokio" {
-        return Err(format!(
-            "runtime {runtime:?} is not available in this build (only tokio so far)\n{USAGE}"
-        ));
-    }
+    let runtime = runtime
+        .parse()
+        .map_err(|e: String| format!("{e}\n{USAGE}"))?;
     let bind = bind
         .parse()
         .map_err(|e| format!("bad --bind address {bind:?}: {e}"))?;
     Ok(Args {
+        runtime,
         bind,
         stateless,
         json,
     })
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
     let args = match parse_args() {
         Ok(a) => a,
         Err(e) => {
@@ -63,26 +63,31 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    args.runtime.block_on(run(args))
+}
+
+async fn run(args: Args) -> ExitCode {
     let mut config = ServerConfig::default().with_stateless(args.stateless);
     if args.json {
         config = config.with_response_mode(ResponseMode::Json);
     }
-    let listener = match tokio::net::TcpListener::bind(args.bind).await {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("cannot bind {}: {e}", args.bind);
-            return ExitCode::FAILURE;
-        }
-    };
-    let serving = match mcp_tokio::serve(listener, mcp_tests::everything::server(), config) {
+    let serving = match args
+        .runtime
+        .serve_on(args.bind, mcp_tests::everything::server(), config)
+        .await
+    {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("cannot serve: {e}");
+            eprintln!("cannot serve on {}: {e}", args.bind);
             return ExitCode::FAILURE;
         }
     };
-    println!("everything MCP server on {}", serving.url());
-    if let Err(e) = tokio::signal::ctrl_c().await {
+    println!(
+        "everything MCP server on {} ({})",
+        serving.url(),
+        args.runtime
+    );
+    if let Err(e) = args.runtime.ctrl_c().await {
         eprintln!("cannot wait for Ctrl-C: {e}");
     }
     serving.shutdown().await;

@@ -1,8 +1,8 @@
-//! Our client (`mcp_tokio::Client`) against another implementation's server: the interop step
+//! Our client (`mcp_tokio::Client`, or `mcp_smol::Client` with `--runtime smol`) against another implementation's server: the interop step
 //! of `.ci/run` points it at the official TypeScript SDK's server (`tests/interop/ts-server.mjs`).
 //!
 //! ```text
-//! cargo run --bin mcp-interop-client -- <url>
+//! cargo run --bin mcp-interop-client -- [--runtime tokio|smol] <url>
 //! ```
 //!
 //! Checks initialize, tools/list, `echo`, a notification on the GET stream (the `notify` tool
@@ -12,7 +12,7 @@
 
 use std::future::Future;
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use mcp_proto::client::ClientConfig;
 use mcp_proto::schema::{
@@ -20,20 +20,21 @@ use mcp_proto::schema::{
     SamplingMessageContentBlock, StopReason, TextContent,
 };
 use mcp_proto::service::client::{Client as ServiceClient, ServerNotification};
-use mcp_tokio::Client;
+use mcp_tests::runtime::Runtime;
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(10);
 const ANSWER: &str = "hello from the Rust client";
 
 async fn bounded<T, E: std::fmt::Display>(
+    rt: Runtime,
     what: &str,
     f: impl Future<Output = Result<T, E>>,
 ) -> Result<T, String> {
-    match tokio::time::timeout(WAIT, f).await {
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(format!("{what}: {e}")),
-        Err(_) => Err(format!("{what}: no answer in {WAIT:?}")),
+    match rt.timeout(WAIT, f).await {
+        Some(Ok(v)) => Ok(v),
+        Some(Err(e)) => Err(format!("{what}: {e}")),
+        None => Err(format!("{what}: no answer in {WAIT:?}")),
     }
 }
 
@@ -59,7 +60,7 @@ fn report(failures: &mut u32, name: &str, outcome: Result<String, String>) {
     }
 }
 
-async fn run(url: &str) -> u32 {
+async fn run(rt: Runtime, url: &str) -> u32 {
     let mut failures = 0;
     let builder = ServiceClient::builder("mcp-interop-client", env!("CARGO_PKG_VERSION"))
         .sampling_handler(|params| async move {
@@ -85,7 +86,7 @@ async fn run(url: &str) -> u32 {
         });
     // Continuous listening: the client keeps a GET stream open for what the server sends unasked.
     let config = ClientConfig::new().with_continuous_listening(true);
-    let client = match bounded("initialize", Client::connect_with(url, builder, config)).await {
+    let client = match bounded(rt, "initialize", rt.connect_with(url, builder, config)).await {
         Ok(c) => c,
         Err(e) => {
             println!("FAIL  initialize: {e}");
@@ -107,7 +108,7 @@ async fn run(url: &str) -> u32 {
     );
 
     let outcome = async {
-        let tools = bounded("tools/list", client.list_tools()).await?;
+        let tools = bounded(rt, "tools/list", client.list_tools()).await?;
         let names: Vec<_> = tools.iter().map(|t| t.name.as_str()).collect();
         for want in ["echo", "notify", "sample"] {
             if !names.contains(&want) {
@@ -121,6 +122,7 @@ async fn run(url: &str) -> u32 {
 
     let outcome = async {
         let r = bounded(
+            rt,
             "echo",
             client.call_tool("echo", json!({"text": "interop ✓"})),
         )
@@ -137,16 +139,17 @@ async fn run(url: &str) -> u32 {
         // A notification sent before the GET stream is open is lost (the spec lets the server
         // drop it), so the tool is called again, at most three times, until one arrives.
         for attempt in 1..=3 {
-            let r = bounded("notify", client.call_tool("notify", json!({}))).await?;
+            let r = bounded(rt, "notify", client.call_tool("notify", json!({}))).await?;
             if r.is_error == Some(true) {
                 return Err(format!("notify failed: {r:?}"));
             }
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+            let deadline = Instant::now() + Duration::from_secs(3);
             loop {
-                match tokio::time::timeout_at(deadline, notifications.next()).await {
-                    Err(_) => break,
-                    Ok(None) => return Err("the client closed".to_owned()),
-                    Ok(Some(ServerNotification::Log(log)))
+                let left = deadline.saturating_duration_since(Instant::now());
+                match rt.timeout(left, notifications.next()).await {
+                    None => break,
+                    Some(None) => return Err("the client closed".to_owned()),
+                    Some(Some(ServerNotification::Log(log)))
                         if log.logger.as_deref() == Some("interop") =>
                     {
                         return Ok(format!(
@@ -154,7 +157,7 @@ async fn run(url: &str) -> u32 {
                             log.data
                         ));
                     }
-                    Ok(Some(_)) => {}
+                    Some(Some(_)) => {}
                 }
             }
         }
@@ -165,6 +168,7 @@ async fn run(url: &str) -> u32 {
 
     let outcome = async {
         let r = bounded(
+            rt,
             "sample",
             client.call_tool("sample", json!({"prompt": "ping"})),
         )
@@ -178,25 +182,42 @@ async fn run(url: &str) -> u32 {
     .await;
     report(&mut failures, "sampling round trip", outcome);
 
-    let closed = tokio::time::timeout(WAIT, client.close()).await;
+    let closed = rt.timeout(WAIT, client.close()).await;
     report(
         &mut failures,
         "close (DELETE)",
         closed
             .map(|()| String::new())
-            .map_err(|_| format!("not closed in {WAIT:?}")),
+            .ok_or_else(|| format!("not closed in {WAIT:?}")),
     );
     failures
 }
 
-#[tokio::main]
-async fn main() -> ExitCode {
+const USAGE: &str = "usage: mcp-interop-client [--runtime tokio|smol] <url>";
+
+fn parse_args() -> Result<(Runtime, String), String> {
+    let mut runtime = Runtime::Tokio;
+    let mut url = None;
     let mut args = std::env::args().skip(1);
-    let (Some(url), None) = (args.next(), args.next()) else {
-        eprintln!("usage: mcp-interop-client <url>");
-        return ExitCode::from(2);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--runtime" => runtime = args.next().ok_or(USAGE)?.parse()?,
+            other if other.starts_with("--") || url.is_some() => return Err(USAGE.to_owned()),
+            other => url = Some(other.to_owned()),
+        }
+    }
+    Ok((runtime, url.ok_or(USAGE)?))
+}
+
+fn main() -> ExitCode {
+    let (rt, url) = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
     };
-    let failures = run(&url).await;
+    let failures = rt.block_on(run(rt, &url));
     if failures == 0 {
         println!("mcp-interop-client: all checks passed");
         ExitCode::SUCCESS
