@@ -83,9 +83,9 @@ async fn run(args: Args) -> ExitCode {
         }
     };
     println!(
-        "everything MCP server on {} ({})",
-        serving.url(),
-        args.runtime
+        "everything MCP server ({}) on {}",
+        args.runtime,
+        serving.url()
     );
     if let Err(e) = args.runtime.ctrl_c().await {
         eprintln!("cannot wait for Ctrl-C: {e}");
