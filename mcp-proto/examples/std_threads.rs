@@ -199,7 +199,9 @@ fn main() {
             .min();
         let signal = match deadline {
             Some(d) => signals.recv_timeout(d.saturating_duration_since(Instant::now())),
-            None => signals.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+            None => signals
+                .recv()
+                .map_err(|_| mpsc::RecvTimeoutError::Disconnected),
         };
         let now = Instant::now();
         match signal {
