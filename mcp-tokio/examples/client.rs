@@ -4,9 +4,12 @@
 //! cargo run --release -p mcp-tokio --example client -- <url> [<tool> [<json args>]] [--listen]
 //! ```
 //!
-//! Connects and initializes; then lists the tools, or calls `<tool>` with `<json args>`
-//! (default `{}`) and prints its content. `--listen` keeps a GET stream open and prints the
-//! server's notifications until Ctrl-C. Exits 0 on success.
+//! Connects and initializes; then prints the server's name, version and protocol and its
+//! tools, or calls `<tool>` with `<json args>` (default `{}`) and prints its content.
+//! `--listen` keeps a GET stream open and prints the server's notifications until Ctrl-C.
+//! Exits 0 on success, 1 with a one-line error on stderr otherwise (2 on bad usage). The
+//! core's events are logged to stderr through `tracing` (`RUST_LOG`, default `info`: only
+//! recoveries and warnings).
 
 use std::process::ExitCode;
 
@@ -60,16 +63,16 @@ async fn run(args: Args) -> Result<(), String> {
     let client = Client::connect_with(&args.url, builder, config)
         .await
         .map_err(|e| e.to_string())?;
-    if let Some(info) = client.server_info() {
-        eprintln!(
-            "connected to {} {} ({})",
-            info.server_info.name, info.server_info.version, info.protocol_version
-        );
-    }
     let mut notifications = client.notifications();
     let result = match &args.tool {
         None => match client.list_tools().await {
             Ok(tools) => {
+                if let Some(info) = client.server_info() {
+                    println!(
+                        "{} {} (protocol {})",
+                        info.server_info.name, info.server_info.version, info.protocol_version
+                    );
+                }
                 for tool in tools {
                     println!("{}\t{}", tool.name, tool.description.unwrap_or_default());
                 }
@@ -112,6 +115,14 @@ async fn run(args: Args) -> Result<(), String> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
     let args = match parse() {
         Ok(a) => a,
         Err(e) => {

@@ -17,7 +17,7 @@ use hyper_util::client::legacy::connect::{Connect, HttpConnector};
 use hyper_util::client::legacy::{Client as HttpClient, ResponseFuture};
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use mcp_proto::client::{
-    ClientConfig, ClientSession, HeaderContext, HttpRequest, Input, Output, StreamId,
+    ClientConfig, ClientEvent, ClientSession, HeaderContext, HttpRequest, Input, Output, StreamId,
     TransportFailure,
 };
 use mcp_proto::service::bind::{ClientBinding, Routed};
@@ -453,6 +453,25 @@ fn random_seed() -> u64 {
     })
 }
 
+/// Logs a core event: what the application would want to know about at `warn`, recoveries
+/// (expiry, re-initialization, reconnects) at `info`, the routine lifecycle at `debug`.
+fn log_event(event: &ClientEvent) {
+    match event {
+        ClientEvent::ReinitializeFailed { .. }
+        | ClientEvent::ListenGaveUp { .. }
+        | ClientEvent::AuthorizationRequired { .. }
+        | ClientEvent::LimitExceeded { .. }
+        | ClientEvent::InvalidMessage { .. }
+        | ClientEvent::PostRejected { .. }
+        | ClientEvent::InvalidBearerToken => tracing::warn!(?event, "mcp client"),
+        ClientEvent::SessionExpired { .. }
+        | ClientEvent::Reinitialized { .. }
+        | ClientEvent::Reconnecting { .. }
+        | ClientEvent::Resumed { .. } => tracing::info!(?event, "mcp client"),
+        _ => tracing::debug!(?event, "mcp client"),
+    }
+}
+
 /// What an exchange task observed.
 enum NetEvent {
     Head(StreamId, StatusCode, HeaderMap),
@@ -569,9 +588,7 @@ impl Driver {
                             task.abort();
                         }
                     }
-                    Routed::Transport(Output::Event(event)) => {
-                        tracing::debug!(?event, "client event");
-                    }
+                    Routed::Transport(Output::Event(event)) => log_event(&event),
                     Routed::Transport(other) => tracing::trace!(?other, "client output"),
                 }
             }
