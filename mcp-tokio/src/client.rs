@@ -834,10 +834,10 @@ mod tests {
                     HeaderValue::from_static("s"),
                 )
                 .header_fn(|ctx, headers| {
-                    if let Some(method) = ctx.rpc_method {
-                        if let Ok(v) = HeaderValue::from_str(method) {
-                            headers.insert("x-rpc-method", v);
-                        }
+                    if let Some(method) = ctx.rpc_method
+                        && let Ok(v) = HeaderValue::from_str(method)
+                    {
+                        headers.insert("x-rpc-method", v);
                     }
                 })
                 .bearer_token_provider(|| Some("tok".to_owned()))
