@@ -870,6 +870,44 @@ mod tests {
         bounded("close", client.close()).await;
     }
 
+    /// S-LIFE-12: the builder's request timeout fails a call the server does not answer in
+    /// time, and the client tells the server it gave up (a `notifications/cancelled` POST).
+    #[tokio::test]
+    async fn the_request_timeout_fails_a_slow_call() {
+        let (url, mut seen) = recording_server().await;
+        let client = bounded(
+            "connect",
+            Client::builder(&url)
+                .request_timeout(Some(Duration::from_millis(100)))
+                .header_fn(|ctx, headers| {
+                    if let Some(method) = ctx.rpc_method
+                        && let Ok(v) = HeaderValue::from_str(method)
+                    {
+                        headers.insert("x-rpc-method", v);
+                    }
+                })
+                .connect(),
+        )
+        .await
+        .expect("connect");
+        let err = bounded("wait", client.call_tool("wait", ()))
+            .await
+            .expect_err("the server never answers");
+        assert!(err.to_string().contains("timed out"), "{err}");
+        bounded("the cancellation", async {
+            loop {
+                let headers = next_with(&mut seen, Method::POST).await;
+                if headers.get("x-rpc-method").map(|v| v.as_bytes())
+                    == Some(&b"notifications/cancelled"[..])
+                {
+                    return;
+                }
+            }
+        })
+        .await;
+        bounded("close", client.close()).await;
+    }
+
     /// A preset session (seed: `WithSession`) is used at once: no `initialize`, and the id
     /// and version go out on the first request (S-SESS-4).
     #[tokio::test]
