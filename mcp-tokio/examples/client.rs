@@ -15,6 +15,7 @@ use std::process::ExitCode;
 
 use mcp_proto::client::ClientConfig;
 use mcp_proto::schema::ContentBlock;
+use mcp_proto::service::client::ServerNotification;
 use mcp_tokio::Client;
 use serde_json::Value;
 
@@ -55,6 +56,41 @@ fn parse() -> Result<Args, String> {
         args,
         listen,
     })
+}
+
+/// One notification as one JSON line: `{"method": ..., "params": ...}`.
+fn render(n: &ServerNotification) -> String {
+    use mcp_proto::schema::methods as m;
+    let (method, params) = match n {
+        ServerNotification::Progress(p) => (m::NOTIFICATION_PROGRESS, serde_json::to_value(p)),
+        ServerNotification::Log(p) => (m::NOTIFICATION_MESSAGE, serde_json::to_value(p)),
+        ServerNotification::ResourceUpdated(p) => {
+            (m::NOTIFICATION_RESOURCES_UPDATED, serde_json::to_value(p))
+        }
+        ServerNotification::ResourceListChanged => {
+            (m::NOTIFICATION_RESOURCES_LIST_CHANGED, Ok(Value::Null))
+        }
+        ServerNotification::ToolListChanged => {
+            (m::NOTIFICATION_TOOLS_LIST_CHANGED, Ok(Value::Null))
+        }
+        ServerNotification::PromptListChanged => {
+            (m::NOTIFICATION_PROMPTS_LIST_CHANGED, Ok(Value::Null))
+        }
+        ServerNotification::Cancelled(p) => (m::NOTIFICATION_CANCELLED, serde_json::to_value(p)),
+        ServerNotification::ElicitationComplete(p) => (
+            m::NOTIFICATION_ELICITATION_COMPLETE,
+            serde_json::to_value(p),
+        ),
+        ServerNotification::Other(n) => (
+            &*n.method,
+            n.params
+                .as_deref()
+                .map_or(Ok(Value::Null), |raw| serde_json::from_str(raw.get())),
+        ),
+        other => return format!("{other:?}"),
+    };
+    let params = params.unwrap_or_else(|e| Value::String(format!("unprintable: {e}")));
+    serde_json::json!({"method": method, "params": params}).to_string()
 }
 
 async fn run(args: Args) -> Result<(), String> {
@@ -102,7 +138,7 @@ async fn run(args: Args) -> Result<(), String> {
         loop {
             tokio::select! {
                 n = notifications.next() => match n {
-                    Some(n) => println!("{n:?}"),
+                    Some(n) => println!("{}", render(&n)),
                     None => break,
                 },
                 _ = tokio::signal::ctrl_c() => break,
