@@ -2,8 +2,8 @@
 //! HTTP intents carried by hyper-util's legacy client.
 //!
 //! Each turn: apply what the service client queued, drain the session's outputs (an HTTP
-//! intent spawns an exchange task, an abort aborts it, server requests are spawned, events
-//! become `tracing` records), then wait for the earliest of a network event, a wake-up from
+//! intent spawns an exchange task, an abort aborts it, server requests are spawned into the
+//! driver's handler set, events become `tracing` records), then wait for the earliest of a network event, a wake-up from
 //! the client, the session's deadline, or a close, and feed what fired with `Instant::now()`.
 
 use std::collections::HashMap;
@@ -24,7 +24,7 @@ use mcp_proto::service::bind::{ClientBinding, Routed};
 use mcp_proto::service::client::{Client as ServiceClient, ClientBuilder, RequestError};
 use mcp_proto::version::ProtocolVersion;
 use tokio::sync::{Notify, mpsc, watch};
-use tokio::task::AbortHandle;
+use tokio::task::{AbortHandle, JoinSet};
 
 /// Why [`Client::connect`] failed.
 #[derive(Debug)]
@@ -433,6 +433,7 @@ impl ConnectBuilder {
             http,
             uri,
             exchanges: HashMap::new(),
+            handlers: JoinSet::new(),
         };
         let driver = tokio::spawn(driver.run(wake, close_rx));
         let client = Client {
@@ -486,6 +487,9 @@ struct Driver {
     http: Arc<dyn Transport>,
     uri: Uri,
     exchanges: HashMap<StreamId, AbortHandle>,
+    /// The application's handlers of server requests (sampling, elicitation, roots):
+    /// dropping the set when the driver ends aborts those still running.
+    handlers: JoinSet<()>,
 }
 
 impl Driver {
@@ -494,6 +498,8 @@ impl Driver {
         let mut closing = false;
         loop {
             self.pump(Instant::now(), &net_tx);
+            // Reap finished handlers so the set holds only running ones.
+            while self.handlers.try_join_next().is_some() {}
             if self.session.is_closed() {
                 break;
             }
@@ -532,6 +538,7 @@ impl Driver {
         for (_, task) in self.exchanges.drain() {
             task.abort();
         }
+        self.handlers.abort_all();
         self.binding.client().close();
         tracing::debug!("mcp-tokio client driver stopped");
     }
@@ -579,7 +586,7 @@ impl Driver {
                 moved = true;
                 match self.binding.handle_output(out) {
                     Routed::Spawn(task) => {
-                        tokio::spawn(task);
+                        self.handlers.spawn(task);
                     }
                     Routed::Done => {}
                     Routed::Transport(Output::Http(req)) => self.start(req, net.clone()),
@@ -771,6 +778,62 @@ mod tests {
             bounded("notifications end", notes.next()).await.is_none(),
             "the notification stream ends with the driver"
         );
+    }
+
+    struct NotifyOnDrop(Arc<Notify>);
+
+    impl Drop for NotifyOnDrop {
+        fn drop(&mut self) {
+            self.0.notify_one();
+        }
+    }
+
+    /// Dropping the client also ends the application's handler of a server request still
+    /// running (a sampling handler that never answers nor watches for cancellation).
+    #[tokio::test]
+    async fn dropping_the_client_ends_a_running_server_request_handler() {
+        use mcp_proto::schema::{CreateMessageRequestParams, Role, SamplingMessage, TextContent};
+
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let server = Server::new("ask", "1").tool(Tool::new("ask"), |ctx, _args| async move {
+            let asked = ctx
+                .create_message(CreateMessageRequestParams {
+                    messages: vec![SamplingMessage::new(Role::User, TextContent::new("hi"))],
+                    max_tokens: 10,
+                    ..CreateMessageRequestParams::default()
+                })
+                .await;
+            Ok(CallToolResult::text(format!("{}", asked.is_ok())))
+        });
+        let serving = crate::serve(listener, server, ServerConfig::default()).expect("serve");
+        let (started, dropped) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+        let (s, d) = (started.clone(), dropped.clone());
+        let definition = ServiceClient::builder("t", "1").sampling_handler(move |_params| {
+            let (s, d) = (s.clone(), d.clone());
+            async move {
+                let _guard = NotifyOnDrop(d);
+                s.notify_one();
+                std::future::pending().await
+            }
+        });
+        let client = bounded(
+            "connect",
+            Client::builder(serving.url())
+                .definition(definition)
+                .connect(),
+        )
+        .await
+        .expect("connect");
+        let service = client.client().clone();
+        let call = tokio::spawn(async move { service.call_tool("ask", ()).await });
+        bounded("the sampling handler runs", started.notified()).await;
+        drop(client);
+        bounded("the sampling handler is dropped", dropped.notified()).await;
+        let outcome = bounded("the call", call).await.expect("task");
+        assert!(outcome.is_err(), "{outcome:?}");
+        bounded("shutdown", serving.shutdown()).await;
     }
 
     /// `close` sends the DELETE too, and waits for the driver.
