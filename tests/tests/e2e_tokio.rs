@@ -710,11 +710,27 @@ async fn json_response_mode_end_to_end() {
 /// client's next call gets 404, re-initializes on its own and succeeds.
 #[tokio::test]
 async fn a_server_restart_is_repaired_by_reinitializing() {
+    use std::sync::{Arc, Mutex};
+
     let serving = start(ServerConfig::default()).await;
     let addr = serving.local_addr();
-    let client = bounded("connect", mcp_tokio::Client::connect(serving.url()))
-        .await
-        .expect("connect");
+    // Every request the client sends: its JSON-RPC method and the session id it carries.
+    let sent: Arc<Mutex<Vec<(String, Option<String>)>>> = Arc::default();
+    let log = sent.clone();
+    let client = bounded(
+        "connect",
+        mcp_tokio::Client::builder(serving.url())
+            .header_fn(move |ctx, _| {
+                if let Some(method) = ctx.rpc_method {
+                    log.lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .push((method.to_owned(), ctx.session_id.map(str::to_owned)));
+                }
+            })
+            .connect(),
+    )
+    .await
+    .expect("connect");
     let created = bounded(
         "create_user",
         client.call_tool(
@@ -746,6 +762,39 @@ async fn a_server_restart_is_repaired_by_reinitializing() {
     .expect("the client re-initializes and the call succeeds");
     // The new server's store is empty: the call reached it.
     assert_eq!(got.is_error, Some(true), "{got:?}");
+    // The call went out with the old session (404), then a fresh `initialize` (no session),
+    // then the call again with the new session.
+    let sent = sent
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    let old_id = sent
+        .iter()
+        .find(|(m, _)| m == "tools/call")
+        .and_then(|(_, id)| id.clone())
+        .expect("the first call carried the session");
+    let calls_with_old = sent
+        .iter()
+        .filter(|(m, id)| m == "tools/call" && id.as_deref() == Some(old_id.as_str()))
+        .count();
+    // (More than one after the restart only if a dead pooled connection made the core retry.)
+    assert!(
+        calls_with_old >= 2,
+        "the first call, then the one that met the restart: {sent:?}"
+    );
+    let inits: Vec<_> = sent.iter().filter(|(m, _)| m == "initialize").collect();
+    assert_eq!(
+        inits.len(),
+        2,
+        "the first initialize and the repair: {sent:?}"
+    );
+    assert!(inits.iter().all(|(_, id)| id.is_none()), "{sent:?}");
+    let last = sent.last().expect("requests");
+    assert_eq!(last.0, "tools/call");
+    assert!(
+        last.1.as_ref().is_some_and(|id| *id != old_id),
+        "the repaired call carries the new session: {sent:?}"
+    );
     let created = bounded(
         "create_user after the restart",
         client.call_tool(
