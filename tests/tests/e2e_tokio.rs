@@ -715,7 +715,8 @@ async fn a_server_restart_is_repaired_by_reinitializing() {
     let serving = start(ServerConfig::default()).await;
     let addr = serving.local_addr();
     // Every request the client sends: its JSON-RPC method and the session id it carries.
-    let sent: Arc<Mutex<Vec<(String, Option<String>)>>> = Arc::default();
+    type Sent = Vec<(String, Option<String>)>;
+    let sent: Arc<Mutex<Sent>> = Arc::default();
     let log = sent.clone();
     let client = bounded(
         "connect",
