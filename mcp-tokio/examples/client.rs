@@ -4,14 +4,18 @@
 //! cargo run --release -p mcp-tokio --example client -- <url> [<tool> [<json args>]] [--listen]
 //! ```
 //!
-//! Connects and initializes; then lists the tools, or calls `<tool>` with `<json args>`
-//! (default `{}`) and prints its content. `--listen` keeps a GET stream open and prints the
-//! server's notifications until Ctrl-C. Exits 0 on success.
+//! Connects and initializes; then prints the server's name, version and protocol and its
+//! tools, or calls `<tool>` with `<json args>` (default `{}`) and prints its content.
+//! `--listen` keeps a GET stream open and prints the server's notifications until Ctrl-C.
+//! Exits 0 on success, 1 with a one-line error on stderr otherwise (2 on bad usage). The
+//! core's events are logged to stderr through `tracing` (`RUST_LOG`, default `info`: only
+//! recoveries and warnings).
 
 use std::process::ExitCode;
 
 use mcp_proto::client::ClientConfig;
 use mcp_proto::schema::ContentBlock;
+use mcp_proto::service::client::ServerNotification;
 use mcp_tokio::Client;
 use serde_json::Value;
 
@@ -54,22 +58,57 @@ fn parse() -> Result<Args, String> {
     })
 }
 
+/// One notification as one JSON line: `{"method": ..., "params": ...}`.
+fn render(n: &ServerNotification) -> String {
+    use mcp_proto::schema::methods as m;
+    let (method, params) = match n {
+        ServerNotification::Progress(p) => (m::NOTIFICATION_PROGRESS, serde_json::to_value(p)),
+        ServerNotification::Log(p) => (m::NOTIFICATION_MESSAGE, serde_json::to_value(p)),
+        ServerNotification::ResourceUpdated(p) => {
+            (m::NOTIFICATION_RESOURCES_UPDATED, serde_json::to_value(p))
+        }
+        ServerNotification::ResourceListChanged => {
+            (m::NOTIFICATION_RESOURCES_LIST_CHANGED, Ok(Value::Null))
+        }
+        ServerNotification::ToolListChanged => {
+            (m::NOTIFICATION_TOOLS_LIST_CHANGED, Ok(Value::Null))
+        }
+        ServerNotification::PromptListChanged => {
+            (m::NOTIFICATION_PROMPTS_LIST_CHANGED, Ok(Value::Null))
+        }
+        ServerNotification::Cancelled(p) => (m::NOTIFICATION_CANCELLED, serde_json::to_value(p)),
+        ServerNotification::ElicitationComplete(p) => (
+            m::NOTIFICATION_ELICITATION_COMPLETE,
+            serde_json::to_value(p),
+        ),
+        ServerNotification::Other(n) => (
+            &*n.method,
+            n.params
+                .as_deref()
+                .map_or(Ok(Value::Null), |raw| serde_json::from_str(raw.get())),
+        ),
+        other => return format!("{other:?}"),
+    };
+    let params = params.unwrap_or_else(|e| Value::String(format!("unprintable: {e}")));
+    serde_json::json!({"method": method, "params": params}).to_string()
+}
+
 async fn run(args: Args) -> Result<(), String> {
     let config = ClientConfig::new().with_continuous_listening(args.listen);
     let builder = mcp_proto::service::client::Client::builder("mcp-tokio-client", "0.1.0");
     let client = Client::connect_with(&args.url, builder, config)
         .await
         .map_err(|e| e.to_string())?;
-    if let Some(info) = client.server_info() {
-        eprintln!(
-            "connected to {} {} ({})",
-            info.server_info.name, info.server_info.version, info.protocol_version
-        );
-    }
     let mut notifications = client.notifications();
     let result = match &args.tool {
         None => match client.list_tools().await {
             Ok(tools) => {
+                if let Some(info) = client.server_info() {
+                    println!(
+                        "{} {} (protocol {})",
+                        info.server_info.name, info.server_info.version, info.protocol_version
+                    );
+                }
                 for tool in tools {
                     println!("{}\t{}", tool.name, tool.description.unwrap_or_default());
                 }
@@ -99,7 +138,7 @@ async fn run(args: Args) -> Result<(), String> {
         loop {
             tokio::select! {
                 n = notifications.next() => match n {
-                    Some(n) => println!("{n:?}"),
+                    Some(n) => println!("{}", render(&n)),
                     None => break,
                 },
                 _ = tokio::signal::ctrl_c() => break,
@@ -112,6 +151,14 @@ async fn run(args: Args) -> Result<(), String> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
     let args = match parse() {
         Ok(a) => a,
         Err(e) => {

@@ -45,13 +45,17 @@
 //! [`ClientBinding`](mcp_proto::service::bind::ClientBinding): each HTTP intent becomes a
 //! task on hyper-util's client (`TCP_NODELAY`) that streams the response head, body chunks
 //! and end (or a classified failure) back to the driver; an abort aborts that task.
+//! [`Client::builder`] sets the seed's options (continuous listening, static headers, a
+//! header callback, a preset session, a bearer-token provider, timeouts) and can replace the
+//! HTTP client or its connector (TLS, proxies). Dropping the [`Client`] closes the session
+//! as [`Client::close`] does, without waiting.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod client;
 mod server;
 
-pub use client::{Client, ConnectError};
+pub use client::{Client, ConnectBuilder, ConnectError};
 pub use mcp_proto as proto;
 pub use server::{
     DriverGone, McpService, RandomSessionIds, ResponseBody, Serving, ShutdownHandle, serve,
