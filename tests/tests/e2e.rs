@@ -19,6 +19,7 @@ use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use mcp_proto::server::ServerConfig;
 use mcp_proto::service::Server;
+use mcp_proto::service::client::Client as ServiceClient;
 use mcp_tests::runtime::{ConnectError, Runtime, Serving};
 use mcp_tests::users;
 use serde_json::{Value, json};
@@ -46,6 +47,7 @@ struct Req {
     method: Method,
     host: String,
     session: Option<String>,
+    origin: Option<String>,
     accept: &'static str,
     body: Bytes,
 }
@@ -56,6 +58,7 @@ impl Req {
             method: Method::POST,
             host: addr.to_string(),
             session: None,
+            origin: None,
             accept: "application/json, text/event-stream",
             body: Bytes::from(body.to_string()),
         }
@@ -66,6 +69,7 @@ impl Req {
             method: Method::GET,
             host: addr.to_string(),
             session: Some(session.to_owned()),
+            origin: None,
             accept: "text/event-stream",
             body: Bytes::new(),
         }
@@ -96,6 +100,9 @@ impl Req {
             .header("MCP-Protocol-Version", "2025-06-18");
         if let Some(id) = self.session {
             req = req.header("Mcp-Session-Id", id);
+        }
+        if let Some(origin) = self.origin {
+            req = req.header(header::ORIGIN, origin);
         }
         let req = req.body(Full::new(self.body)).expect("request");
         bounded("response head", sender.send_request(req))
@@ -390,6 +397,24 @@ async fn a_dropped_get_stream_is_noticed_before_any_write(rt: Runtime) {
     bounded("shutdown", serving.shutdown()).await;
 }
 
+/// S-SEC-1/S-SEC-2: a foreign `Origin` is refused with 403 before any session is looked up;
+/// a loopback one is fine.
+async fn a_foreign_origin_is_refused(rt: Runtime) {
+    let serving = start(rt, ServerConfig::default()).await;
+    let addr = serving.local_addr();
+    let mut req = Req::post(addr, initialize());
+    req.origin = Some("http://evil.example".to_owned());
+    let resp = req.send(addr).await;
+    assert_eq!(resp.status(), StatusCode::FORBIDDEN);
+    assert!(resp.headers().get("mcp-session-id").is_none());
+    let refused = body_json(resp).await;
+    assert!(refused["error"]["code"].is_i64(), "{refused}");
+    let mut req = Req::post(addr, initialize());
+    req.origin = Some(format!("http://{addr}"));
+    assert_eq!(req.send(addr).await.status(), StatusCode::OK);
+    bounded("shutdown", serving.shutdown()).await;
+}
+
 // ---------------------------------------------------------------------------------------
 // Client scenarios: one client runtime.
 // ---------------------------------------------------------------------------------------
@@ -644,6 +669,400 @@ async fn a_panicking_handler_gets_an_internal_error_not_a_hang(
     bounded("shutdown", serving.shutdown()).await;
 }
 
+/// Stateless mode end to end: no session id is issued, GET and DELETE are 405, and the
+/// client works against it (every request stands alone).
+async fn stateless_mode_end_to_end(server: Runtime, client_rt: Runtime) {
+    let serving = start(server, ServerConfig::default().with_stateless(true)).await;
+    let addr = serving.local_addr();
+    let resp = Req::post(addr, initialize()).send(addr).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert!(resp.headers().get("mcp-session-id").is_none());
+    let init = body_json(resp).await;
+    assert!(init["result"]["serverInfo"]["name"].is_string(), "{init}");
+    for method in [Method::GET, Method::DELETE] {
+        let mut req = Req::post(addr, Value::Null);
+        req.method = method.clone();
+        req.accept = "text/event-stream";
+        req.body = Bytes::new();
+        assert_eq!(
+            req.send(addr).await.status(),
+            StatusCode::METHOD_NOT_ALLOWED,
+            "{method}"
+        );
+    }
+    let client = bounded("connect", client_rt.connect(serving.url()))
+        .await
+        .expect("connect");
+    let tools = bounded("tools/list", client.list_tools())
+        .await
+        .expect("tools");
+    assert_eq!(tools.len(), 3);
+    let missing = bounded(
+        "get_user",
+        client.call_tool("get_user", json!({"user_id": "user_9"})),
+    )
+    .await
+    .expect("a tool error is a result");
+    assert_eq!(missing.is_error, Some(true));
+    bounded("close", client.close()).await;
+    bounded("shutdown", serving.shutdown()).await;
+}
+
+/// JSON response mode end to end: a call is answered with one `application/json` body, and
+/// the client works against it.
+async fn json_response_mode_end_to_end(server: Runtime, client_rt: Runtime) {
+    use mcp_proto::server::ResponseMode;
+
+    let serving = start(
+        server,
+        ServerConfig::default().with_response_mode(ResponseMode::Json),
+    )
+    .await;
+    let addr = serving.local_addr();
+    let id = open_session(addr).await;
+    let resp = Req::post(
+        addr,
+        call(
+            2,
+            "create_user",
+            json!({"name": "Jo", "email": "jo@x.io", "age": 9}),
+        ),
+    )
+    .session(&id)
+    .send(addr)
+    .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(
+        resp.headers()
+            .get(header::CONTENT_TYPE)
+            .map(|v| v.as_bytes()),
+        Some(&b"application/json"[..])
+    );
+    let created = body_json(resp).await;
+    assert_eq!(created["result"]["structuredContent"]["id"], "user_1");
+    let client = bounded("connect", client_rt.connect(serving.url()))
+        .await
+        .expect("connect");
+    let got = bounded(
+        "get_user",
+        client.call_tool("get_user", json!({"user_id": "user_1"})),
+    )
+    .await
+    .expect("get_user");
+    assert_eq!(got.structured_content.expect("structured")["name"], "Jo");
+    bounded("close", client.close()).await;
+    bounded("shutdown", serving.shutdown()).await;
+}
+
+/// S-SESS-7/S-SESS-8: the server restarts on the same port and forgets every session; the
+/// client's next call gets 404, re-initializes on its own and succeeds.
+async fn a_server_restart_is_repaired_by_reinitializing(server: Runtime, client_rt: Runtime) {
+    use std::sync::{Arc, Mutex};
+
+    let serving = start(server, ServerConfig::default()).await;
+    let addr = serving.local_addr();
+    // Every request the client sends: its JSON-RPC method and the session id it carries.
+    type Sent = Vec<(String, Option<String>)>;
+    let sent: Arc<Mutex<Sent>> = Arc::default();
+    let log = sent.clone();
+    let config = mcp_proto::client::ClientConfig::new().with_header_fn(move |ctx, _| {
+        if let Some(method) = ctx.rpc_method {
+            log.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push((method.to_owned(), ctx.session_id.map(str::to_owned)));
+        }
+    });
+    let client = bounded(
+        "connect",
+        client_rt.connect_with(
+            serving.url(),
+            mcp_proto::service::client::Client::builder("e2e", "1"),
+            config,
+        ),
+    )
+    .await
+    .expect("connect");
+    let created = bounded(
+        "create_user",
+        client.call_tool(
+            "create_user",
+            json!({"name": "Old", "email": "old@x.io", "age": 1}),
+        ),
+    )
+    .await
+    .expect("create_user");
+    assert_eq!(
+        created.structured_content.expect("structured")["id"],
+        "user_1"
+    );
+    bounded("shutdown", serving.shutdown()).await;
+
+    // The same port, a fresh server (new store, no sessions).
+    let serving = bounded(
+        "re-bind",
+        server.serve_on(addr, users::server(), ServerConfig::default()),
+    )
+    .await
+    .expect("re-bind the same port");
+    // The client's session id is unknown there (404): only a new `initialize` lets a call
+    // through.
+    let got = bounded(
+        "get_user after the restart",
+        client.call_tool("get_user", json!({"user_id": "user_1"})),
+    )
+    .await
+    .expect("the client re-initializes and the call succeeds");
+    // The new server's store is empty: the call reached it.
+    assert_eq!(got.is_error, Some(true), "{got:?}");
+    // The call went out with the old session (404), then a fresh `initialize` (no session),
+    // then the call again with the new session.
+    let sent = sent
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    let old_id = sent
+        .iter()
+        .find(|(m, _)| m == "tools/call")
+        .and_then(|(_, id)| id.clone())
+        .expect("the first call carried the session");
+    let calls_with_old = sent
+        .iter()
+        .filter(|(m, id)| m == "tools/call" && id.as_deref() == Some(old_id.as_str()))
+        .count();
+    // (More than one after the restart only if a dead pooled connection made the core retry.)
+    assert!(
+        calls_with_old >= 2,
+        "the first call, then the one that met the restart: {sent:?}"
+    );
+    let inits: Vec<_> = sent.iter().filter(|(m, _)| m == "initialize").collect();
+    assert_eq!(
+        inits.len(),
+        2,
+        "the first initialize and the repair: {sent:?}"
+    );
+    assert!(inits.iter().all(|(_, id)| id.is_none()), "{sent:?}");
+    let last = sent.last().expect("requests");
+    assert_eq!(last.0, "tools/call");
+    assert!(
+        last.1.as_ref().is_some_and(|id| *id != old_id),
+        "the repaired call carries the new session: {sent:?}"
+    );
+    let created = bounded(
+        "create_user after the restart",
+        client.call_tool(
+            "create_user",
+            json!({"name": "New", "email": "new@x.io", "age": 2}),
+        ),
+    )
+    .await
+    .expect("create_user");
+    assert_eq!(
+        created.structured_content.expect("structured")["id"],
+        "user_1"
+    );
+    bounded("close", client.close()).await;
+    bounded("shutdown", serving.shutdown()).await;
+}
+
+/// A tool for the resumption tests: progress 1 and 2, then `pause` (which breaks the
+/// stream), then progress 3 and its result.
+fn resumable_server<P, F>(pause: P) -> mcp_proto::service::Server
+where
+    P: Fn(mcp_proto::service::RequestContext) -> F + Send + Sync + 'static,
+    F: Future<Output = ()> + Send + 'static,
+{
+    use mcp_proto::schema::{CallToolResult, Tool};
+    let pause = std::sync::Arc::new(pause);
+    mcp_proto::service::Server::new("resume", "1").tool(Tool::new("steps"), move |ctx, _| {
+        let pause = pause.clone();
+        async move {
+            ctx.progress(1, Some(3));
+            ctx.progress(2, Some(3));
+            pause(ctx.clone()).await;
+            ctx.progress(3, Some(3));
+            Ok(CallToolResult::text("steps done"))
+        }
+    })
+}
+
+/// Calls `steps` with a progress callback; returns the progress values seen and the result.
+async fn call_steps(client: &ServiceClient) -> (Vec<u64>, String) {
+    use mcp_proto::service::client::RequestOptions;
+    use std::sync::{Arc, Mutex};
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s2 = seen.clone();
+    let options = RequestOptions::new().on_progress(move |p| {
+        if let Some(v) = p.progress.as_u64() {
+            s2.lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .push(v);
+        }
+    });
+    let result = bounded("steps", client.call_tool_with("steps", json!({}), options))
+        .await
+        .expect("steps");
+    let seen = seen
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
+    (seen, result.first_text().unwrap_or_default().to_owned())
+}
+
+/// S-RES-*: the server closes the POST stream mid-response for polling (SEP-1699); the
+/// client resumes with `Last-Event-ID` and gets every progress once and the result once.
+async fn a_post_stream_closed_for_polling_resumes_without_loss_or_repeat(
+    server_rt: Runtime,
+    client_rt: Runtime,
+) {
+    let server = resumable_server(|ctx| async move {
+        ctx.close_stream().expect("the stream can be closed");
+        ctx.sleep(Duration::from_millis(20)).await;
+    });
+    let config = ServerConfig::default().with_retry_interval(Duration::from_millis(50));
+    let serving = serve(server_rt, server, config).await;
+    let client = bounded("connect", client_rt.connect(serving.url()))
+        .await
+        .expect("connect");
+    let (progress, text) = call_steps(&client).await;
+    assert_eq!(progress, [1, 2, 3]);
+    assert_eq!(text, "steps done");
+    bounded("close", client.close()).await;
+    bounded("shutdown", serving.shutdown()).await;
+}
+
+/// Reads what is there (cancel-safe: nothing is consumed before `try_read`).
+async fn read_some(s: &tokio::net::TcpStream, buf: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        s.readable().await?;
+        match s.try_read(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            other => return other,
+        }
+    }
+}
+
+async fn write_all(s: &tokio::net::TcpStream, mut buf: &[u8]) -> std::io::Result<()> {
+    while !buf.is_empty() {
+        s.writable().await?;
+        match s.try_write(buf) {
+            Ok(n) => buf = &buf[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// A TCP proxy in front of `upstream` that cuts the first connection whose response bytes
+/// contain `marker` (right after forwarding them) and then notifies `cut`. Returns its
+/// address and the number of requests it forwarded that carried `Last-Event-ID`.
+async fn cutting_proxy(
+    upstream: SocketAddr,
+    marker: &'static [u8],
+    cut: std::sync::Arc<tokio::sync::Notify>,
+) -> (SocketAddr, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    let listener = bounded("bind", tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let resumes = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let count = resumes.clone();
+    tokio::spawn(async move {
+        while let Ok((down, _)) = listener.accept().await {
+            let (cut, done, count) = (cut.clone(), done.clone(), count.clone());
+            tokio::spawn(async move {
+                let Ok(up) = tokio::net::TcpStream::connect(upstream).await else {
+                    return;
+                };
+                let (mut a, mut b) = (vec![0u8; 16 * 1024], vec![0u8; 16 * 1024]);
+                let mut tail: Vec<u8> = Vec::new();
+                loop {
+                    tokio::select! {
+                        n = read_some(&down, &mut a) => match n {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => {
+                                let head = a[..n].to_ascii_lowercase();
+                                let needle = b"\r\nlast-event-id:";
+                                if head.windows(needle.len()).any(|w| w == needle) {
+                                    count.fetch_add(1, Ordering::SeqCst);
+                                }
+                                if write_all(&up, &a[..n]).await.is_err() {
+                                    return;
+                                }
+                            }
+                        },
+                        n = read_some(&up, &mut b) => match n {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => {
+                                if write_all(&down, &b[..n]).await.is_err() {
+                                    return;
+                                }
+                                if done.load(Ordering::SeqCst) {
+                                    continue;
+                                }
+                                tail.extend_from_slice(&b[..n]);
+                                if tail.windows(marker.len()).any(|w| w == marker) {
+                                    done.store(true, Ordering::SeqCst);
+                                    // Dropping both sockets cuts the exchange mid-response.
+                                    drop(down);
+                                    drop(up);
+                                    cut.notify_one();
+                                    return;
+                                }
+                                let keep = tail.len().saturating_sub(marker.len());
+                                tail.drain(..keep);
+                            }
+                        },
+                    }
+                }
+            });
+        }
+    });
+    (addr, resumes)
+}
+
+/// S-RES-*: the TCP connection is cut mid-response (after progress 2, before progress 3 and
+/// the result exist); the client resumes with `Last-Event-ID` and gets every progress once
+/// and the result once.
+async fn a_post_stream_cut_mid_response_resumes_without_loss_or_repeat(
+    server_rt: Runtime,
+    client_rt: Runtime,
+) {
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+    use tokio::sync::Notify;
+
+    let cut = Arc::new(Notify::new());
+    let waiter = cut.clone();
+    let server = resumable_server(move |_ctx| {
+        let waiter = waiter.clone();
+        async move { waiter.notified().await }
+    });
+    let config = ServerConfig::default()
+        .with_retry_interval(Duration::from_millis(50))
+        .with_response_mode(mcp_proto::server::ResponseMode::Sse);
+    let serving = serve(server_rt, server, config).await;
+    let (proxy, resumes) = cutting_proxy(serving.local_addr(), br#""progress":2"#, cut).await;
+    let client = bounded("connect", client_rt.connect(&format!("http://{proxy}/mcp")))
+        .await
+        .expect("connect");
+    // The handler passes progress 2 only once the proxy cut the connection, so progress 3
+    // and the result can only arrive on a resumed stream.
+    let (progress, text) = call_steps(&client).await;
+    assert_eq!(progress, [1, 2, 3]);
+    assert_eq!(text, "steps done");
+    assert!(
+        resumes.load(Ordering::SeqCst) >= 1,
+        "the client resumed with Last-Event-ID"
+    );
+    bounded("close", client.close()).await;
+    bounded("shutdown", serving.shutdown()).await;
+}
+
 /// Instantiates every scenario: server scenarios per server runtime, client scenarios per
 /// client runtime, pair scenarios per (server, client) pair. Each test gets a
 /// multi-threaded tokio runtime for its body.
@@ -703,6 +1122,7 @@ e2e! {
         heartbeats_flow_on_an_idle_get_stream,
         a_client_that_leaves_cancels_its_handler,
         a_dropped_get_stream_is_noticed_before_any_write,
+        a_foreign_origin_is_refused,
     ],
     client: [the_client_reports_a_refused_connection],
     pair: [
@@ -710,6 +1130,11 @@ e2e! {
         everything_over_loopback,
         concurrent_calls_all_complete,
         a_panicking_handler_gets_an_internal_error_not_a_hang,
+        stateless_mode_end_to_end,
+        json_response_mode_end_to_end,
+        a_server_restart_is_repaired_by_reinitializing,
+        a_post_stream_closed_for_polling_resumes_without_loss_or_repeat,
+        a_post_stream_cut_mid_response_resumes_without_loss_or_repeat,
     ],
 }
 
@@ -728,4 +1153,122 @@ fn heartbeats_required_restores_the_core_default() {
         .with_heartbeat_interval(Some(Duration::from_millis(30)))
         .with_heartbeats_required();
     assert_eq!(config.heartbeat_interval, Some(Duration::from_millis(30)));
+}
+
+/// The custom-endpoints composition of `examples/axum.rs`: [`McpService`] at `/mcp` in an
+/// axum `Router` beside `GET /api/status`. Both routes answer; `initialize` and calls work
+/// through axum, with raw HTTP and with the tokio client. Tokio only: `McpService` is
+/// mcp-tokio's hyper service (mcp-smol has no framework to mount into).
+#[tokio::test]
+async fn tokio_only_mcp_service_mounted_in_axum_beside_a_status_route() {
+    use axum::Router;
+    use axum::extract::Request as AxumRequest;
+    use axum::response::IntoResponse;
+    use axum::routing::{any, get};
+    use mcp_tokio::{McpService, RandomSessionIds};
+
+    let listener = bounded("bind", tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let config = ServerConfig::default()
+        .with_session_ids(RandomSessionIds)
+        .bound_to(addr.ip());
+    let service = McpService::new(users::server(), config);
+    let mcp = service.clone();
+    let app = Router::new()
+        .route(
+            "/api/status",
+            get(|| async { axum::Json(json!({"status": "ok", "mcp": "/mcp"})) }),
+        )
+        .route(
+            "/mcp",
+            any(move |req: AxumRequest| {
+                let mcp = mcp.clone();
+                async move {
+                    match mcp.handle(req).await {
+                        Ok(response) => response.map(axum::body::Body::new),
+                        Err(gone) => {
+                            (StatusCode::SERVICE_UNAVAILABLE, gone.to_string()).into_response()
+                        }
+                    }
+                }
+            }),
+        );
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(async move {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                let _ = stopped.await;
+            })
+            .await
+    });
+
+    // The ordinary route.
+    let status = {
+        let tcp = bounded("connect", tokio::net::TcpStream::connect(addr))
+            .await
+            .expect("connect");
+        let (mut sender, conn) = bounded(
+            "handshake",
+            hyper::client::conn::http1::handshake(TokioIo::new(tcp)),
+        )
+        .await
+        .expect("handshake");
+        tokio::spawn(conn);
+        let req = Request::get("/api/status")
+            .header(header::HOST, addr.to_string())
+            .body(Full::new(Bytes::new()))
+            .expect("request");
+        bounded("status", sender.send_request(req))
+            .await
+            .expect("status")
+    };
+    assert_eq!(status.status(), StatusCode::OK);
+    assert_eq!(
+        body_json(status).await,
+        json!({"status": "ok", "mcp": "/mcp"})
+    );
+
+    // The MCP endpoint, raw: initialize issues a CSPRNG session id (checked by the helper).
+    let id = open_session(addr).await;
+    let resp = Req::post(addr, call(2, "get_user", json!({"user_id": "user_9"})))
+        .session(&id)
+        .send(addr)
+        .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(body_json(resp).await["result"]["isError"], true);
+    // A foreign Host is refused through axum too (`bound_to` kept loopback validation).
+    let mut foreign = Req::post(addr, initialize());
+    foreign.host = "evil.example".to_owned();
+    assert_eq!(foreign.send(addr).await.status(), StatusCode::FORBIDDEN);
+
+    // The tokio client through axum.
+    let client = bounded(
+        "connect",
+        mcp_tokio::Client::connect(&format!("http://{addr}/mcp")),
+    )
+    .await
+    .expect("connect");
+    let created = bounded(
+        "create_user",
+        client.call_tool(
+            "create_user",
+            json!({"name": "Ax", "email": "ax@x.io", "age": 8}),
+        ),
+    )
+    .await
+    .expect("create_user");
+    assert_eq!(
+        created.structured_content.expect("structured")["id"],
+        "user_1"
+    );
+    bounded("close", client.close()).await;
+
+    service.shutdown();
+    let _ = stop.send(());
+    bounded("axum shutdown", served)
+        .await
+        .expect("task")
+        .expect("axum served");
 }
