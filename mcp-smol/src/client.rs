@@ -513,15 +513,15 @@ async fn exchange(
             _ => 0,
         };
         let last = !matches!(event, NetEvent::Body(..));
-        let ended = matches!(event, NetEvent::End(_));
-        if net.try_send(event).is_err() {
+        if matches!(event, NetEvent::End(_)) && reusable {
+            // Back in the pool before the driver hears of the end, so that the request the
+            // end lets through finds it.
+            drop(body);
+            pool.checkin(tcp);
+            let _ = net.try_send(event);
             return;
         }
-        if last {
-            if ended && reusable {
-                drop(body);
-                pool.checkin(tcp);
-            }
+        if net.try_send(event).is_err() || last {
             return;
         }
         std::pin::Pin::new(&mut body).consume(n);
