@@ -113,6 +113,7 @@ mod event;
 mod io;
 mod lifecycle;
 mod listen;
+mod modern;
 mod post;
 mod wire;
 
@@ -124,7 +125,10 @@ use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
 
 pub use backoff::{BackoffConfig, FailureBudget};
-pub use config::{ClientConfig, HeaderContext, HeaderFn, Limits, TokenProvider};
+pub use config::{
+    ClientConfig, ClientIdentity, EraCache, EraMode, HeaderContext, HeaderFn, KnownEra, Limits,
+    TokenProvider,
+};
 pub use error::{ApiMisuse, ClientError, Limit, ProtocolError};
 pub use event::{ClientEvent, CloseReason, ListenStop, StreamRole};
 pub use io::{
@@ -149,6 +153,7 @@ const MAX_REINIT_STREAK: u32 = 3;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
     Uninitialized,
+    Probing,
     Initializing,
     Acknowledging,
     Ready,
@@ -161,6 +166,20 @@ enum Phase {
 enum ReqState {
     Queued,
     Sent { stream: StreamId },
+    /// Modern era: an `InputRequiredResult` arrived and the app is answering its input
+    /// requests (MRTR, S-NEW-5).
+    AwaitingInput,
+}
+
+/// The input requests of one MRTR round waiting for the app's answers.
+#[derive(Debug)]
+struct Inputs {
+    /// Answers by key (`None`: not answered yet), in the server's order.
+    answers: Vec<(String, Option<Box<serde_json::value::RawValue>>)>,
+    /// The server's `requestState`, echoed exactly on the retry.
+    state: Option<String>,
+    /// The stream the `InputRequiredResult` came on.
+    stream: StreamId,
 }
 
 #[derive(Debug)]
@@ -175,6 +194,13 @@ struct Req {
     internal: bool,
     /// The session epoch of the last POST.
     epoch: u64,
+    /// `InputRequiredResult` rounds so far (MRTR).
+    rounds: u32,
+    /// The JSON-RPC id of the current retry on the wire, when it differs from the app's id
+    /// (MRTR: a retry MUST have a new id).
+    wire: Option<RequestId>,
+    /// The current round's input requests.
+    inputs: Option<Box<Inputs>>,
 }
 
 #[derive(Debug)]
@@ -211,6 +237,34 @@ pub struct ClientSession {
     backoff: Backoff,
     next_stream: u64,
     out: VecDeque<Output>,
+    // ---- the modern era (2026-07-28) and era detection
+    era_mode: EraMode,
+    era_cache: Option<(EraCache, Box<str>)>,
+    identity: ClientIdentity,
+    max_input_rounds: u32,
+    subscription: Option<serde_json::Value>,
+    /// The app's `initialize`, held while the probe runs.
+    app_init: Option<RequestId>,
+    /// The `server/discover` probe in flight.
+    probe: Option<RequestId>,
+    /// Modern versions already probed.
+    probe_tried: Vec<ProtocolVersion>,
+    /// The probe failed and the app's `initialize` went out: a 400/404/405 to it means
+    /// HTTP+SSE.
+    fell_back: bool,
+    /// The last `server/discover` result.
+    discovered: Option<Box<serde_json::value::RawValue>>,
+    /// Input request id (as given to the app) → (the request it belongs to, its key).
+    input_ids: BTreeMap<RequestId, (RequestId, String)>,
+    /// Wire id of an MRTR retry → the app's id.
+    aliases: BTreeMap<RequestId, RequestId>,
+    /// The JSON-RPC id of the open `subscriptions/listen`.
+    listen_rpc: Option<RequestId>,
+    /// Counter for the session's own ids.
+    own_seq: u64,
+    /// The `x-mcp-header` declarations of the tools seen in `tools/list` (S-NEW-8).
+    tool_headers: BTreeMap<String, Vec<crate::mirror::ParamHeader>>,
+    max_known_tools: usize,
 }
 
 impl std::fmt::Debug for ClientSession {
@@ -246,6 +300,12 @@ impl ClientSession {
             request_timeout,
             close_timeout,
             seed,
+            era,
+            era_cache,
+            identity,
+            max_input_rounds,
+            subscription,
+            max_known_tools,
         } = config;
         let (phase, session, version) = match start {
             Start::Fresh => (Phase::Uninitialized, None, None),
@@ -280,6 +340,22 @@ impl ClientSession {
             backoff: Backoff::new(backoff, seed),
             next_stream: 0,
             out: VecDeque::new(),
+            era_mode: era,
+            era_cache,
+            identity,
+            max_input_rounds,
+            subscription,
+            app_init: None,
+            probe: None,
+            probe_tried: Vec::new(),
+            fell_back: false,
+            discovered: None,
+            input_ids: BTreeMap::new(),
+            aliases: BTreeMap::new(),
+            listen_rpc: None,
+            own_seq: 0,
+            tool_headers: BTreeMap::new(),
+            max_known_tools,
         };
         s.maybe_start_listen(now);
         s
@@ -295,6 +371,20 @@ impl ClientSession {
     /// The negotiated (or configured) protocol version.
     pub fn protocol_version(&self) -> Option<ProtocolVersion> {
         self.version
+    }
+
+    /// The era in use: `None` until it is known (before `initialize` is answered, or while the
+    /// `server/discover` probe runs).
+    pub fn era(&self) -> Option<crate::version::Era> {
+        match self.phase {
+            Phase::Probing => None,
+            _ => self.version.map(ProtocolVersion::era),
+        }
+    }
+
+    /// The raw result of the last `server/discover` (modern era), if one was received.
+    pub fn discovery(&self) -> Option<&serde_json::value::RawValue> {
+        self.discovered.as_deref()
     }
 
     /// Whether messages go out at once (initialized and acknowledged).
@@ -331,6 +421,14 @@ impl ClientSession {
         match wire::classify(&message)? {
             Outgoing::Response => {
                 if let Some(v) = self.version.filter(|v| !v.has_sessions()) {
+                    // MRTR: an answer to one of the input requests the session handed out
+                    // is collected for the retry, never POSTed (S-NEW-5).
+                    if let Ok(Message::Response(r)) = crate::jsonrpc::parse_message(&message)
+                        && r.id.as_ref().is_some_and(|i| self.input_ids.contains_key(i))
+                    {
+                        self.input_answer(now, r);
+                        return Ok(SendReceipt::Absorbed);
+                    }
                     return Err(ApiMisuse::ResponseNotAllowed { version: v });
                 }
                 self.dispatch(message, Purpose::Response, None)
@@ -342,7 +440,10 @@ impl ClientSession {
                 self.dispatch(message, Purpose::Notification(method.clone()), Some(method))
             }
             Outgoing::Request { id, method } => {
-                if self.requests.contains_key(&id) {
+                if self.requests.contains_key(&id)
+                    || self.aliases.contains_key(&id)
+                    || self.input_ids.contains_key(&id)
+                {
                     return Err(ApiMisuse::DuplicateRequestId { id });
                 }
                 let limit = self.limits.max_in_flight_requests;
@@ -370,10 +471,23 @@ impl ClientSession {
                         deadline: self.request_timeout.map(|t| after(now, t)),
                         internal: false,
                         epoch: self.epoch,
+                        rounds: 0,
+                        wire: None,
+                        inputs: None,
                     },
                 );
                 if is_init {
                     self.saved_init = Some(message.clone());
+                    if let Some(identity) = modern::identity_from_initialize(&message) {
+                        self.identity = identity;
+                    }
+                    if let Some(version) = self.probe_version() {
+                        // S-NEW-10: probe first; the initialize waits for the verdict.
+                        self.app_init = Some(id);
+                        self.step(now, PhaseEvent::ProbeStarted);
+                        self.send_probe(now, version);
+                        return Ok(SendReceipt::Queued);
+                    }
                     self.step(now, PhaseEvent::InitializeSent);
                     let s = self.post_message(message, Purpose::Request(id), Some(method));
                     return Ok(SendReceipt::Posted(s));
