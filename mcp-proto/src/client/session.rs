@@ -338,6 +338,7 @@ impl ClientSession {
                 // A modern server explains a 4xx with a JSON-RPC error (S-NEW-7, S-NEW-9):
                 // it is the request's response.
                 if !self.legacy()
+                    && self.probe.as_ref() != Some(&id)
                     && let ClientError::HttpStatus { body, .. } = &err
                     && modern::error_response(body).is_some()
                 {
@@ -959,10 +960,14 @@ impl ClientSession {
             return;
         };
         if &*req.method == DISCOVER {
+            let stream = match req.state {
+                ReqState::Sent { stream } => stream,
+                _ => StreamId(0),
+            };
             self.end_request(id, RequestResult::Cancelled, abort);
             if self.probe.as_ref() == Some(id) {
                 self.probe = None;
-                self.on_probe_failed(now, err);
+                self.on_probe_failed(now, stream, err);
             }
             return;
         }
@@ -1011,7 +1016,16 @@ impl ClientSession {
 
     /// The probe failed without a JSON-RPC answer: a 4xx means "not modern" (fall back), a
     /// 5xx, a transport failure or a timeout fails the app's `initialize`.
-    fn on_probe_failed(&mut self, now: Instant, err: ClientError) {
+    fn on_probe_failed(&mut self, now: Instant, stream: StreamId, err: ClientError) {
+        // G-11: a recognised modern error in the body decides, whatever its id.
+        if let ClientError::HttpStatus { body, .. } = &err
+            && let Some(r) = modern::error_response(body)
+            && let Outcome::Error(e) = &r.outcome
+            && modern::is_modern_error(e.code)
+        {
+            self.on_probe_response(now, stream, r);
+            return;
+        }
         match &err {
             ClientError::HttpStatus { status, .. } if status.is_client_error() => {
                 self.probe_not_modern(now)
