@@ -53,7 +53,11 @@ fn s_new_10_a_modern_server_answers_the_probe_and_initialize_is_answered_from_di
     assert!(h.client.is_ready());
     assert_eq!(h.client.era(), Some(Era::Modern));
     let posts = h.intents_of(HttpRequestKind::Post);
-    assert_eq!(posts.len(), 1, "only the probe: no initialize, no initialized");
+    assert_eq!(
+        posts.len(),
+        1,
+        "only the probe: no initialize, no initialized"
+    );
     assert_eq!(body(&posts[0].1)["method"], "server/discover");
     let result = h.result_of(1).expect("the app's initialize is answered");
     assert_eq!(result["protocolVersion"], "2026-07-28");
@@ -87,9 +91,11 @@ fn s_new_4_s_new_7_s_new_8_every_modern_request_carries_meta_and_mirrored_header
             .with_client_identity(identity),
         modern_server(),
         Some(ModernServer {
-            tools: vec![json!({"name": "execute_sql", "inputSchema": {"type": "object",
+            tools: vec![
+                json!({"name": "execute_sql", "inputSchema": {"type": "object",
                 "properties": {"region": {"type": "string", "x-mcp-header": "Region"},
-                               "query": {"type": "string"}}}})],
+                               "query": {"type": "string"}}}}),
+            ],
             ..ModernServer::default()
         }),
     );
@@ -112,15 +118,27 @@ fn s_new_4_s_new_7_s_new_8_every_modern_request_carries_meta_and_mirrored_header
     for (_, p) in &posts {
         let b = body(p);
         let meta = &b["params"]["_meta"];
-        assert_eq!(meta["io.modelcontextprotocol/protocolVersion"], "2026-07-28");
-        assert_eq!(meta["io.modelcontextprotocol/clientInfo"]["name"], "cfg-client");
-        assert_eq!(meta["io.modelcontextprotocol/clientCapabilities"], json!({"sampling": {}}));
+        assert_eq!(
+            meta["io.modelcontextprotocol/protocolVersion"],
+            "2026-07-28"
+        );
+        assert_eq!(
+            meta["io.modelcontextprotocol/clientInfo"]["name"],
+            "cfg-client"
+        );
+        assert_eq!(
+            meta["io.modelcontextprotocol/clientCapabilities"],
+            json!({"sampling": {}})
+        );
         assert_eq!(p.headers["mcp-protocol-version"], "2026-07-28");
         assert_eq!(p.headers["mcp-method"], b["method"].as_str().unwrap());
         assert!(p.headers.get("mcp-session-id").is_none());
     }
     assert_eq!(posts[1].1.headers["mcp-name"], "=?base64?aMOpbGxv?=");
-    assert_eq!(posts[2].1.headers["mcp-name"], "=?base64?ZmlsZTovLy/DqQ==?=");
+    assert_eq!(
+        posts[2].1.headers["mcp-name"],
+        "=?base64?ZmlsZTovLy/DqQ==?="
+    );
     assert_eq!(posts[3].1.headers["mcp-name"], "execute_sql");
     assert_eq!(posts[3].1.headers["mcp-param-region"], "us-west1");
 }
@@ -146,7 +164,9 @@ fn s_new_8_tools_with_invalid_x_mcp_header_are_removed_from_tools_list() {
     assert_eq!(tools.as_array().unwrap().len(), 1);
     assert_eq!(tools[0]["name"], "good");
     assert_eq!(
-        h.count_events(|e| matches!(e, ClientEvent::InvalidToolDefinition { tool, .. } if tool == "bad")),
+        h.count_events(
+            |e| matches!(e, ClientEvent::InvalidToolDefinition { tool, .. } if tool == "bad")
+        ),
         1
     );
 }
@@ -163,7 +183,10 @@ fn s_new_10_a_legacy_400_falls_back_to_initialize() {
     init(&mut h);
     assert!(h.client.is_ready());
     assert_eq!(h.client.era(), Some(Era::Legacy));
-    assert_eq!(h.client.protocol_version(), Some(ProtocolVersion::V2025_11_25));
+    assert_eq!(
+        h.client.protocol_version(),
+        Some(ProtocolVersion::V2025_11_25)
+    );
     assert!(h.client.session_id().is_some());
     let methods: Vec<String> = h
         .intents_of(HttpRequestKind::Post)
@@ -322,7 +345,11 @@ fn s_new_10_forced_modern_refuses_a_legacy_server_and_a_5xx_probe_is_an_error() 
         &h.outcomes_of(1)[..],
         [RequestResult::Failed(ClientError::ModernUnsupported)]
     ));
-    assert_eq!(h.intents_of(HttpRequestKind::Post).len(), 1, "no initialize");
+    assert_eq!(
+        h.intents_of(HttpRequestKind::Post).len(),
+        1,
+        "no initialize"
+    );
     // A server error is not a verdict: the initialize fails, nothing is cached, and the app
     // may try again.
     let cache = EraCache::new();
@@ -392,7 +419,10 @@ fn s_new_10_the_era_is_cached_per_origin_and_shared() {
     }));
     // A cached modern origin that turns out legacy is re-probed: the entry is forgotten
     // and the session falls back.
-    cache.insert("http://moved", KnownEra::Modern(ProtocolVersion::V2026_07_28));
+    cache.insert(
+        "http://moved",
+        KnownEra::Modern(ProtocolVersion::V2026_07_28),
+    );
     let mut h = auto(
         ClientConfig::new()
             .with_era(EraMode::Auto)
@@ -432,8 +462,16 @@ fn s_new_10_requests_sent_during_the_probe_wait_and_go_out_in_the_detected_era()
     assert!(h.client.is_ready());
     h.run_for(Duration::from_millis(50));
     assert!(h.result_of(id).is_some(), "{:?}", h.outcomes_of(id));
-    let last = h.intents_of(HttpRequestKind::Post).last().unwrap().1.clone();
-    assert_eq!(body(&last)["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"], "2026-07-28");
+    let last = h
+        .intents_of(HttpRequestKind::Post)
+        .last()
+        .unwrap()
+        .1
+        .clone();
+    assert_eq!(
+        body(&last)["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
 }
 
 #[test]

@@ -94,8 +94,10 @@ fn s_new_9_listening_is_a_subscriptions_listen_post_with_the_filter() {
         notifications(&h),
         ["notifications/subscriptions/acknowledged"]
     );
-    let parts = h.server.push_modern(json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed",
-        "params":{"_meta":{"io.modelcontextprotocol/subscriptionId": l[0].1["id"]}}}));
+    let parts = h.server.push_modern(
+        json!({"jsonrpc":"2.0","method":"notifications/tools/list_changed",
+        "params":{"_meta":{"io.modelcontextprotocol/subscriptionId": l[0].1["id"]}}}),
+    );
     h.deliver(parts);
     h.run_for(Duration::from_millis(50));
     assert_eq!(
@@ -150,8 +152,13 @@ fn s_new_9_a_stream_that_ends_after_its_acknowledgement_reconnects_with_a_new_id
     h.run_for(Duration::from_secs(10));
     let l = listens(&h);
     assert!(l.len() >= 3, "{l:?}");
-    let ids: std::collections::BTreeSet<String> = l.iter().map(|(_, b)| b["id"].to_string()).collect();
-    assert_eq!(ids.len(), l.len(), "every subscriptions/listen has its own id");
+    let ids: std::collections::BTreeSet<String> =
+        l.iter().map(|(_, b)| b["id"].to_string()).collect();
+    assert_eq!(
+        ids.len(),
+        l.len(),
+        "every subscriptions/listen has its own id"
+    );
     // Progress resets the backoff: every reconnect is attempt 0, never sooner than the
     // minimum delay.
     let backoff = BackoffConfig::default();
@@ -207,8 +214,10 @@ fn s_new_9_a_graceful_end_is_recognised() {
     h.drain();
     h.run_for(Duration::from_millis(50));
     let id = listens(&h)[0].1["id"].clone();
-    let parts = h.server.push_modern(json!({"jsonrpc":"2.0","id":id,"result":{"resultType":"complete",
-        "_meta":{"io.modelcontextprotocol/subscriptionId": id}}}));
+    let parts = h.server.push_modern(
+        json!({"jsonrpc":"2.0","id":id,"result":{"resultType":"complete",
+        "_meta":{"io.modelcontextprotocol/subscriptionId": id}}}),
+    );
     h.deliver(parts);
     h.run_for(Duration::from_millis(50));
     assert_eq!(
@@ -236,7 +245,11 @@ fn s_new_6_stop_listening_closes_the_stream_and_sends_nothing() {
         s,
         mcp_tests::client_harness::Seen::Abort(a) if *a == stream
     )));
-    assert_eq!(h.server.received.len(), before, "no notifications/cancelled");
+    assert_eq!(
+        h.server.received.len(),
+        before,
+        "no notifications/cancelled"
+    );
 }
 
 #[test]

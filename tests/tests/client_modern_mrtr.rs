@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use mcp_proto::client::{
-    ApiMisuse, ClientConfig, ClientError, ClientEvent, HttpRequestKind, Limit, Message,
-    RequestId, RequestResult, SendReceipt,
+    ApiMisuse, ClientConfig, ClientError, ClientEvent, HttpRequestKind, Limit, Message, RequestId,
+    RequestResult, SendReceipt,
 };
 use mcp_proto::version::ProtocolVersion;
 use mcp_tests::client_harness::{Harness, ModernServer, NetConfig, ServerConfig};
@@ -68,7 +68,10 @@ fn s_new_5_input_requests_reach_the_app_and_the_retry_carries_the_answers() {
     assert_ne!(bodies[1]["id"], bodies[0]["id"], "a retry has a new id");
     assert!(bodies[0]["params"].get("inputResponses").is_none());
     assert!(bodies[0]["params"].get("requestState").is_none());
-    assert_eq!(bodies[1]["params"]["inputResponses"]["q"], json!({"ok": true}));
+    assert_eq!(
+        bodies[1]["params"]["inputResponses"]["q"],
+        json!({"ok": true})
+    );
     assert_eq!(bodies[1]["params"]["requestState"], "st-1");
     // The retry is a full modern request.
     assert_eq!(
@@ -101,7 +104,9 @@ fn s_new_5_rounds_are_bounded_with_a_typed_error() {
     h.run_for(Duration::from_millis(200));
     assert!(matches!(
         &h.outcomes_of(1)[..],
-        [RequestResult::Failed(ClientError::TooManyInputRounds { limit: 3 })]
+        [RequestResult::Failed(ClientError::TooManyInputRounds {
+            limit: 3
+        })]
     ));
     assert_eq!(posts(&h).len(), 4, "the first POST and three retries");
     assert_eq!(
@@ -128,7 +133,8 @@ fn s_new_5_an_input_handler_error_fails_the_request() {
     h.run_for(Duration::from_millis(50));
     let (iid, _) = input_requests(&h).pop().unwrap();
     let iid = serde_json::to_value(&iid).unwrap();
-    let r = h.send(json!({"jsonrpc":"2.0","id":iid,"error":{"code":-32601,"message":"no handler"}}));
+    let r =
+        h.send(json!({"jsonrpc":"2.0","id":iid,"error":{"code":-32601,"message":"no handler"}}));
     assert_eq!(r, Ok(SendReceipt::Absorbed));
     h.run_for(Duration::from_millis(50));
     assert!(matches!(
@@ -160,7 +166,10 @@ fn s_new_5_s_new_6_cancelling_while_the_app_answers_stops_its_handlers() {
         })
         .collect();
     assert_eq!(cancelled.len(), 1);
-    assert_eq!(cancelled[0]["requestId"], serde_json::to_value(&iid).unwrap());
+    assert_eq!(
+        cancelled[0]["requestId"],
+        serde_json::to_value(&iid).unwrap()
+    );
     // A late answer is refused like any response in the modern era, and nothing is POSTed.
     let iid = serde_json::to_value(&iid).unwrap();
     assert!(matches!(

@@ -7,9 +7,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_proto::client::{
-    ClientConfig, EraMode, HttpRequestKind, Input, Output, TransportFailure,
-};
+use mcp_proto::client::{ClientConfig, EraMode, HttpRequestKind, Input, Output, TransportFailure};
 use mcp_proto::service::bind::{ClientBinding, Routed};
 use mcp_proto::version::ProtocolVersion;
 use mcp_tests::client_harness::{Harness, ModernServer, NetConfig, Part, ServerConfig};
@@ -25,12 +23,14 @@ fn pump(h: &mut Harness, b: &mut ClientBinding, exec: &Executor) {
             moved = true;
             match b.handle_output(out) {
                 Routed::Transport(Output::Http(req)) => {
-                    h.log.push((h.now, mcp_tests::client_harness::Seen::Http(req.clone())));
+                    h.log
+                        .push((h.now, mcp_tests::client_harness::Seen::Http(req.clone())));
                     let parts = h.server.handle(h.now, &req);
                     h.deliver(parts);
                 }
                 Routed::Transport(Output::Abort(s)) => {
-                    h.log.push((h.now, mcp_tests::client_harness::Seen::Abort(s)));
+                    h.log
+                        .push((h.now, mcp_tests::client_harness::Seen::Abort(s)));
                     h.net.kill(s);
                     h.server.abort(s);
                 }
@@ -54,7 +54,9 @@ fn pump(h: &mut Harness, b: &mut ClientBinding, exec: &Executor) {
                         headers: &headers,
                     },
                 ),
-                Part::Chunk(chunk) => h.client.handle_input(h.now, Input::Body { stream: s, chunk }),
+                Part::Chunk(chunk) => h
+                    .client
+                    .handle_input(h.now, Input::Body { stream: s, chunk }),
                 Part::End => {
                     h.server.gone(s);
                     h.client.handle_input(h.now, Input::End { stream: s })
@@ -131,17 +133,16 @@ fn s_new_5_the_sampling_handler_answers_an_mrtr_round() {
 
 #[test]
 fn s_new_6_dropping_a_typed_call_closes_its_stream() {
-    let (mut h, mut b, exec) = modern_pair(ClientConfig::new().with_version(ProtocolVersion::V2026_07_28));
+    let (mut h, mut b, exec) =
+        modern_pair(ClientConfig::new().with_version(ProtocolVersion::V2026_07_28));
     let client = b.client().clone();
     let done = Arc::new(Mutex::new(false));
     let d = done.clone();
     let sleeper = exec.sleep(Duration::from_millis(10));
     exec.spawn(async move {
         // `hang` never answers: the call is dropped when the sleep wins.
-        let call = client.request_with::<mcp_proto::schema::ListTools>(
-            Default::default(),
-            Default::default(),
-        );
+        let call = client
+            .request_with::<mcp_proto::schema::ListTools>(Default::default(), Default::default());
         let call = std::pin::pin!(call);
         let _ = futures_select(call, sleeper).await;
         *d.lock().unwrap() = true;
@@ -160,7 +161,11 @@ fn s_new_6_dropping_a_typed_call_closes_its_stream() {
         s,
         mcp_tests::client_harness::Seen::Abort(a) if *a == post
     )));
-    assert_eq!(h.intents_of(HttpRequestKind::Post).len(), 1, "no notifications/cancelled");
+    assert_eq!(
+        h.intents_of(HttpRequestKind::Post).len(),
+        1,
+        "no notifications/cancelled"
+    );
 }
 
 /// The first of two futures to finish (`true` when it was `a`).

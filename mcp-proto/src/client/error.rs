@@ -229,7 +229,9 @@ pub enum ClientError {
     /// The server answered `initialize` (after a failed modern probe) with 400, 404 or 405:
     /// it may speak only the deprecated HTTP+SSE transport of 2024-11-05, which this crate
     /// does not implement (S-NEW-10, S-BC-3).
-    #[error("no Streamable HTTP endpoint (initialize answered {status}); HTTP+SSE (2024-11-05) is not supported")]
+    #[error(
+        "no Streamable HTTP endpoint (initialize answered {status}); HTTP+SSE (2024-11-05) is not supported"
+    )]
     LegacySseTransport {
         /// The status of the `initialize` POST.
         status: StatusCode,

@@ -148,11 +148,7 @@ impl ClientSession {
                     self.end_request(&id, RequestResult::Cancelled, true);
                 }
                 if let Some(id) = self.app_init.take() {
-                    self.end_request(
-                        &id,
-                        RequestResult::Failed(ClientError::TimedOut),
-                        true,
-                    );
+                    self.end_request(&id, RequestResult::Failed(ClientError::TimedOut), true);
                 }
                 self.version = None;
                 self.phase = Phase::Uninitialized;

@@ -165,7 +165,9 @@ enum Phase {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ReqState {
     Queued,
-    Sent { stream: StreamId },
+    Sent {
+        stream: StreamId,
+    },
     /// Modern era: an `InputRequiredResult` arrived and the app is answering its input
     /// requests (MRTR, S-NEW-5).
     AwaitingInput,
@@ -424,7 +426,9 @@ impl ClientSession {
                     // MRTR: an answer to one of the input requests the session handed out
                     // is collected for the retry, never POSTed (S-NEW-5).
                     if let Ok(Message::Response(r)) = crate::jsonrpc::parse_message(&message)
-                        && r.id.as_ref().is_some_and(|i| self.input_ids.contains_key(i))
+                        && r.id
+                            .as_ref()
+                            .is_some_and(|i| self.input_ids.contains_key(i))
                     {
                         self.input_answer(now, r);
                         return Ok(SendReceipt::Absorbed);

@@ -326,38 +326,77 @@ mod tests {
         )
         .unwrap();
         let v: Value = serde_json::from_slice(&b).unwrap();
-        assert_eq!(v["params"]["_meta"][meta_keys::CLIENT_INFO]["name"], "mcp-proto");
-        assert!(with_meta(br#"{"jsonrpc":"2.0","method":"n"}"#, ProtocolVersion::V2026_07_28, &id).is_none());
+        assert_eq!(
+            v["params"]["_meta"][meta_keys::CLIENT_INFO]["name"],
+            "mcp-proto"
+        );
+        assert!(
+            with_meta(
+                br#"{"jsonrpc":"2.0","method":"n"}"#,
+                ProtocolVersion::V2026_07_28,
+                &id
+            )
+            .is_none()
+        );
     }
 
     #[test]
     fn g_11_only_the_modern_codes_identify_a_modern_server() {
         let none: &[ProtocolVersion] = &[];
         assert!(matches!(
-            verdict(&resp(r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"Unsupported protocol version"}}"#), none),
+            verdict(
+                &resp(
+                    r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32000,"message":"Unsupported protocol version"}}"#
+                ),
+                none
+            ),
             Verdict::NotModern
         ));
         assert!(matches!(
-            verdict(&resp(r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"nope"}}"#), none),
+            verdict(
+                &resp(r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"nope"}}"#),
+                none
+            ),
             Verdict::NotModern
         ));
         assert!(matches!(
-            verdict(&resp(r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32020,"message":"m"}}"#), none),
+            verdict(
+                &resp(r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32020,"message":"m"}}"#),
+                none
+            ),
             Verdict::ModernRefused(_)
         ));
         assert!(matches!(
-            verdict(&resp(r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"m","data":{"supported":["2026-07-28"]}}}"#), none),
+            verdict(
+                &resp(
+                    r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"m","data":{"supported":["2026-07-28"]}}}"#
+                ),
+                none
+            ),
             Verdict::Retry(ProtocolVersion::V2026_07_28)
         ));
         assert!(matches!(
-            verdict(&resp(r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"m","data":{"supported":["2026-07-28"]}}}"#), &[ProtocolVersion::V2026_07_28]),
+            verdict(
+                &resp(
+                    r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"m","data":{"supported":["2026-07-28"]}}}"#
+                ),
+                &[ProtocolVersion::V2026_07_28]
+            ),
             Verdict::ModernRefused(_)
         ));
         assert!(matches!(
-            verdict(&resp(r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"m","data":{"supported":["2025-11-25","1999-01-01"]}}}"#), none),
+            verdict(
+                &resp(
+                    r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"m","data":{"supported":["2025-11-25","1999-01-01"]}}}"#
+                ),
+                none
+            ),
             Verdict::Legacy
         ));
-        assert!(matches!(verdict(&resp(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#), none), Verdict::Modern));
+        assert!(matches!(
+            verdict(&resp(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#), none),
+            Verdict::Modern
+        ));
     }
 
     #[test]
@@ -366,11 +405,15 @@ mod tests {
         let ir = input_required(&raw).unwrap().unwrap();
         assert_eq!(ir.requests.len(), 2);
         assert_eq!(ir.state.as_deref(), Some("st"));
-        let complete = RawValue::from_string(r#"{"resultType":"complete","content":[]}"#.into()).unwrap();
+        let complete =
+            RawValue::from_string(r#"{"resultType":"complete","content":[]}"#.into()).unwrap();
         assert!(input_required(&complete).is_none());
         let empty = RawValue::from_string(r#"{"resultType":"input_required"}"#.into()).unwrap();
         assert!(matches!(input_required(&empty), Some(Err(_))));
-        let answers = vec![("a".to_owned(), RawValue::from_string(r#"{"roots":[]}"#.into()).unwrap())];
+        let answers = vec![(
+            "a".to_owned(),
+            RawValue::from_string(r#"{"roots":[]}"#.into()).unwrap(),
+        )];
         let b = retry(
             br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"t"}}"#,
             &RequestId::String("7#1".into()),
@@ -381,9 +424,18 @@ mod tests {
         let v: Value = serde_json::from_slice(&b).unwrap();
         assert_eq!(v["id"], "7#1");
         assert_eq!(v["params"]["name"], "t");
-        assert_eq!(v["params"]["inputResponses"]["a"]["roots"], serde_json::json!([]));
+        assert_eq!(
+            v["params"]["inputResponses"]["a"]["roots"],
+            serde_json::json!([])
+        );
         assert_eq!(v["params"]["requestState"], "st");
-        let b = retry(br#"{"jsonrpc":"2.0","id":7,"method":"x"}"#, &RequestId::Number(8), &[], None).unwrap();
+        let b = retry(
+            br#"{"jsonrpc":"2.0","id":7,"method":"x"}"#,
+            &RequestId::Number(8),
+            &[],
+            None,
+        )
+        .unwrap();
         let v: Value = serde_json::from_slice(&b).unwrap();
         assert!(v["params"].get("requestState").is_none());
     }

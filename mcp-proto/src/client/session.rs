@@ -307,9 +307,7 @@ impl ClientSession {
         let err = match err {
             // S-NEW-10: the probe said "not modern" and initialize has no endpoint either.
             ClientError::HttpStatus { status, .. }
-                if was_init
-                    && self.fell_back
-                    && matches!(status.as_u16(), 400 | 404 | 405) =>
+                if was_init && self.fell_back && matches!(status.as_u16(), 400 | 404 | 405) =>
             {
                 ClientError::LegacySseTransport { status }
             }
@@ -537,13 +535,7 @@ impl ClientSession {
     }
 
     /// The response to request `id` arrived on `stream`.
-    fn complete(
-        &mut self,
-        now: Instant,
-        stream: StreamId,
-        id: RequestId,
-        mut response: Response,
-    ) {
+    fn complete(&mut self, now: Instant, stream: StreamId, id: RequestId, mut response: Response) {
         let Some(req) = self.requests.get(&id) else {
             return;
         };
@@ -850,7 +842,10 @@ impl ClientSession {
         let mut learned = Vec::new();
         let mut rejected = Vec::new();
         tools.retain(|t| {
-            let name = t.get("name").and_then(serde_json::Value::as_str).unwrap_or("");
+            let name = t
+                .get("name")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("");
             let schema = t.get("inputSchema").cloned().unwrap_or_default();
             match crate::mirror::ParamHeader::from_input_schema(&schema) {
                 Ok(decls) => {

@@ -588,7 +588,11 @@ impl FakeServer {
             return status(400, rpc_error(None, -32700, "parse error", None));
         };
         let id = body.get("id").cloned();
-        let method = body.get("method").and_then(Value::as_str).unwrap_or("").to_string();
+        let method = body
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         let params = body.get("params").cloned();
         let Some(id) = id else {
             return vec![(s, head(202, None, &[])), (s, Part::End)];
@@ -604,11 +608,22 @@ impl FakeServer {
         };
         if !m.supported.contains(&version) {
             let data = json!({"supported": m.supported, "requested": version});
-            return status(400, rpc_error(Some(&id), -32022, "Unsupported protocol version", Some(data)));
+            return status(
+                400,
+                rpc_error(
+                    Some(&id),
+                    -32022,
+                    "Unsupported protocol version",
+                    Some(data),
+                ),
+            );
         }
         // S-NEW-7, S-NEW-8: the mirrored headers against the body.
         let decls = if method == "tools/call" {
-            let name = params.as_ref().and_then(|p| p.get("name")).and_then(Value::as_str);
+            let name = params
+                .as_ref()
+                .and_then(|p| p.get("name"))
+                .and_then(Value::as_str);
             m.tools
                 .iter()
                 .find(|t| t.get("name").and_then(Value::as_str) == name)
@@ -622,8 +637,13 @@ impl FakeServer {
         let raw = params
             .as_ref()
             .and_then(|p| serde_json::value::to_raw_value(p).ok());
-        if let Err(e) = mcp_proto::mirror::check_headers(&req.headers, &method, raw.as_deref(), &decls) {
-            return status(400, rpc_error(Some(&id), -32020, &format!("HeaderMismatch: {e:?}"), None));
+        if let Err(e) =
+            mcp_proto::mirror::check_headers(&req.headers, &method, raw.as_deref(), &decls)
+        {
+            return status(
+                400,
+                rpc_error(Some(&id), -32020, &format!("HeaderMismatch: {e:?}"), None),
+            );
         }
         let p = params.unwrap_or(Value::Null);
         let result = match method.as_str() {
