@@ -2,7 +2,9 @@
 //!
 //! Defaults are safe: bounded SSE events and JSON bodies, a bounded number of in-flight
 //! requests, 1 s → 30 s jittered backoff, a reconnect budget, automatic re-initialization on
-//! session expiry, no continuous listening unless asked (the seed's `WithContinuousListening`).
+//! session expiry, no continuous listening unless asked (the seed's `WithContinuousListening`),
+//! the legacy era unless [`EraMode::Auto`] or [`EraMode::Modern`] is chosen, at most 8
+//! input rounds per request (MRTR), 4096 tools' `x-mcp-header` declarations remembered.
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -22,6 +22,11 @@
 //! - A connection that brought a new event id is *progress* (e.g. a 2025-11-25 server polling
 //!   with `retry`, S-POST-20): the backoff restarts from its first step, floored by `retry`.
 //! - Every reconnect carries `Last-Event-ID` when an id was seen (S-RES-5, S-SSE-15).
+//! - **The modern era** (2026-07-28, S-NEW-9) listens with a `subscriptions/listen` POST (the
+//!   facade builds it, with a new id and no `Last-Event-ID`, S-NEW-3); the machine is the same
+//!   but for two rules: 404 is final like 405 (the method does not exist), and since modern
+//!   streams carry no event ids, a delivered message (the acknowledgement comes first) is the
+//!   progress that restarts the backoff.
 //!
 //! ```text
 //! state       | input                                    | next         | effects

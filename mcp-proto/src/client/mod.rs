@@ -43,7 +43,8 @@
 //! - **Outputs**: [`poll_output`](ClientSession::poll_output) yields [`Output`]s — HTTP
 //!   intents, aborts, server messages, request outcomes (exactly one per request: a response,
 //!   a typed error, or cancelled), and [`ClientEvent`]s; [`poll_timeout`](ClientSession::poll_timeout).
-//! - **Getters**: `session_id`, `protocol_version`, `is_ready`, `is_closed`, `in_flight`.
+//! - **Getters**: `session_id`, `protocol_version`, `era`, `discovery`, `is_ready`,
+//!   `is_closed`, `in_flight`.
 //!
 //! # Theory of operation
 //!
@@ -83,7 +84,63 @@
 //! **Eras**: the negotiated (or configured) [`ProtocolVersion`] selects behaviour: batches
 //! only where `allows_batch`; sessions, the GET stream, resumption and
 //! `notifications/cancelled` only where `has_sessions` (the modern era cancels by dropping the
-//! stream, S-NEW-6, and has no GET, S-NEW-1). Nothing assumes a session id exists.
+//! stream, S-NEW-6, and has no GET, S-NEW-1). Nothing assumes a session id exists. There is
+//! one machine: every rule below is a question the version answers, not a second code path.
+//!
+//! **Era detection** ([`EraMode`], S-NEW-10, G-11): with `EraMode::Legacy` (the default) the
+//! app's `initialize` goes out as is. With `Auto` (dual-era) or `Modern`, the app still sends
+//! `initialize`, and the session holds it (phase `Probing`) while it POSTs its own
+//! `server/discover` (id `mcp-proto-discover-N`) with the modern `_meta` and headers, using
+//! the app's `clientInfo`/`capabilities`. A result means modern: the session answers the
+//! app's `initialize` itself from the discovery result (`protocolVersion` 2026-07-28,
+//! `capabilities`, `serverInfo`, `instructions`; the modern server has no `initialize`,
+//! S-NEW-4), goes `Ready` and absorbs the app's `notifications/initialized`. A JSON-RPC error
+//! `-32020/-32021/-32022` (in a 200 or in a 4xx body, whatever its id) also means modern:
+//! `-32022` naming a modern version we speak and have not tried re-probes with it, naming only
+//! legacy versions falls back, otherwise the error is the `initialize`'s response. Any other
+//! error or 4xx means legacy: the app's `initialize` is POSTed, and a 400/404/405 to it is
+//! [`ClientError::LegacySseTransport`] (HTTP+SSE, which we do not speak). A 5xx, a transport
+//! failure or a timeout fails the `initialize` without a verdict. `Modern` turns "legacy" into
+//! [`ClientError::ModernUnsupported`]. The verdict goes into the shared [`EraCache`] for the
+//! origin the app named (modern at once; legacy once `initialize` succeeded); a cached legacy
+//! origin is not probed, a cached modern one is probed at its version, and a cached modern
+//! origin that answers as legacy is forgotten and falls back.
+//!
+//! **Modern requests** (S-NEW-4, S-NEW-7, S-NEW-8): every POSTed request gets `_meta`
+//! `io.modelcontextprotocol/protocolVersion` (always the session's, so it equals the
+//! `MCP-Protocol-Version` header), `clientCapabilities` and `clientInfo` (the app's, when it
+//! set them; else the [`ClientIdentity`]), and the mirrored headers of [`crate::mirror`]:
+//! `Mcp-Method`, `Mcp-Name`, and `Mcp-Param-*` for tools whose `x-mcp-header` declarations the
+//! session learnt from `tools/list` results (tools with invalid declarations are removed from
+//! the result, [`ClientEvent::InvalidToolDefinition`]). No session id, no GET, no
+//! `Last-Event-ID`: a broken stream fails its request ([`ProtocolError::StreamEndedWithoutResponse`]
+//! or [`ClientError::Transport`]) and the app re-issues it under a new id (S-NEW-3). A 4xx
+//! whose body is a JSON-RPC error (unknown method → 404 `-32601`, `-32020`, `-32022`, S-NEW-9)
+//! is delivered as the request's response. The app cannot send responses
+//! ([`ApiMisuse::ResponseNotAllowed`], S-NEW-5) except to input requests (below).
+//!
+//! **Multi round-trip requests** (S-NEW-5): a result with `"resultType": "input_required"`
+//! does not end the request. Each of its `inputRequests` is handed to the app as a server
+//! request ([`Output::Message`], id `mcp-proto-input/<request>/<round>/<key>`), exactly as a
+//! legacy server's `sampling/createMessage` would be, so the same handlers answer it; the
+//! app's `send` of the answer is collected ([`SendReceipt::Absorbed`]), never POSTed. When
+//! every answer is in (or at once when there were no input requests), the original request is
+//! POSTed again with `inputResponses`, the exact `requestState` (none when the server gave
+//! none) and a new wire id (`<request>#input-<round>`, mapped back: the app only ever sees its
+//! own id). An error answer fails the request ([`ClientError::InputRequestFailed`]); more than
+//! `max_input_rounds` rounds fail it ([`ClientError::TooManyInputRounds`]); the request
+//! timeout covers every round; cancelling while the app answers sends the app a
+//! `notifications/cancelled` for each pending input request (so its handlers stop) and
+//! nothing to the server.
+//!
+//! **Modern listening** (S-NEW-9): `listen` (or continuous listening) opens
+//! `subscriptions/listen` as a POST with the configured notification filter
+//! ([`ClientConfig::with_subscription_filter`]; without one there is nothing to listen for:
+//! [`ClientEvent::ListenUnsupported`]). The same `listen.rs` machine runs it, with the same
+//! backoff, failure budget and `retry` floors; 404 and 405 are final; a delivered message
+//! (the acknowledgement comes first) is progress; a new id per attempt; the response to
+//! `subscriptions/listen` (a graceful end) is [`ClientEvent::SubscriptionEnded`];
+//! `stop_listening` closes the stream, which is the cancellation (S-NEW-6).
 //!
 //! **Other decisions**:
 //! - Messages sent before the session is ready — even before `initialize` is sent — are
@@ -100,10 +157,12 @@
 //!
 //! Three state machines, each in its own file with a theory of operation, an ASCII state
 //! table and one exhaustive `match`: the session phase (`lifecycle.rs`: Uninitialized →
-//! Initializing → Acknowledging → Ready, Reinitializing on expiry, Closing → Closed), one
+//! [Probing →] Initializing → Acknowledging → Ready, Probing → Ready in the modern era,
+//! Reinitializing on expiry, Closing → Closed), one
 //! POST exchange and its resumes (`post.rs`), and the GET listening stream (`listen.rs`).
 //! `session.rs` builds intents, runs the sub-machines and routes what they yield; `wire.rs`
-//! is the seam to `jsonrpc` and `sse`; `backoff.rs` the deterministic jittered backoff;
+//! is the seam to `jsonrpc` and `sse`; `modern.rs` the modern era's JSON (`_meta`, the probe
+//! verdict, input requests and retries); `backoff.rs` the deterministic jittered backoff;
 //! `config.rs`, `io.rs`, `event.rs` and `error.rs` the public vocabulary.
 
 mod backoff;
