@@ -684,9 +684,9 @@ impl FakeServer {
             }
             "nope" => return status(404, rpc_error(Some(&id), -32601, "Method not found", None)),
             "hang" => {
-                let mut out = vec![(s, head(200, Some("text/event-stream"), &[]))];
+                // Opens a stream and never answers.
                 self.new_logical(s, None);
-                return out.drain(..).collect();
+                return vec![(s, head(200, Some("text/event-stream"), &[]))];
             }
             _ => json!({"echo": method, "params": p}),
         };
