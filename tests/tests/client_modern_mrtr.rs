@@ -210,3 +210,28 @@ fn s_new_5_an_app_id_equal_to_a_retry_id_is_refused_while_in_use() {
     );
     assert!(matches!(r, Err(ApiMisuse::DuplicateRequestId { .. })));
 }
+
+#[test]
+fn s_new_5_the_input_requests_of_one_round_are_bounded() {
+    let mut h = modern(ClientConfig::new().with_max_input_requests(2));
+    let many: serde_json::Map<String, Value> = (0..3)
+        .map(|i| (format!("k{i}"), json!({"method": "roots/list"})))
+        .collect();
+    h.server.script(
+        mcp_tests::client_harness::Match::Method("tools/call"),
+        mcp_tests::client_harness::Reply::Json(json!({"jsonrpc":"2.0","id":1,"result":{
+            "resultType":"input_required","inputRequests": many}})),
+    );
+    call(&mut h, 1, "whatever");
+    h.run_for(Duration::from_millis(50));
+    assert!(matches!(
+        &h.outcomes_of(1)[..],
+        [RequestResult::Failed(ClientError::Protocol(
+            mcp_proto::client::ProtocolError::LimitExceeded {
+                limit: Limit::InputRequests
+            }
+        ))]
+    ));
+    assert!(input_requests(&h).is_empty(), "none handed to the app");
+    assert_eq!(h.client.in_flight(), 0);
+}

@@ -4,7 +4,8 @@
 //! requests, 1 s → 30 s jittered backoff, a reconnect budget, automatic re-initialization on
 //! session expiry, no continuous listening unless asked (the seed's `WithContinuousListening`),
 //! the legacy era unless [`EraMode::Auto`] or [`EraMode::Modern`] is chosen, at most 8
-//! input rounds per request (MRTR), 4096 tools' `x-mcp-header` declarations remembered.
+//! input rounds per request and 32 input requests per round (MRTR), 4096 tools'
+//! `x-mcp-header` declarations remembered.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -195,6 +196,7 @@ pub struct ClientConfig {
     pub(crate) max_input_rounds: u32,
     pub(crate) subscription: Option<Value>,
     pub(crate) max_known_tools: usize,
+    pub(crate) max_input_requests: usize,
 }
 
 impl Default for ClientConfig {
@@ -219,6 +221,7 @@ impl Default for ClientConfig {
             max_input_rounds: 8,
             subscription: None,
             max_known_tools: 4096,
+            max_input_requests: 32,
         }
     }
 }
@@ -245,6 +248,7 @@ impl fmt::Debug for ClientConfig {
             .field("max_input_rounds", &self.max_input_rounds)
             .field("subscription", &self.subscription)
             .field("max_known_tools", &self.max_known_tools)
+            .field("max_input_requests", &self.max_input_requests)
             .finish()
     }
 }
@@ -268,7 +272,10 @@ impl ClientConfig {
     }
 
     /// Starts at a known version with no session: ready at once, `MCP-Protocol-Version` on
-    /// every request. This is how the modern era (2026-07-28, no `initialize`) starts.
+    /// every request. With 2026-07-28 this starts the modern era without a probe and without
+    /// `initialize` (an app `initialize` is then [`super::ApiMisuse::AlreadyInitialized`]);
+    /// the `_meta` identity is [`ClientConfig::with_client_identity`]'s. To detect the era,
+    /// use [`ClientConfig::with_era`] instead.
     pub fn with_version(mut self, version: ProtocolVersion) -> Self {
         self.start = Start::Version(version);
         self
@@ -384,6 +391,14 @@ impl ClientConfig {
     /// [`super::ClientError::TooManyInputRounds`] (8; S-NEW-5, MRTR).
     pub fn with_max_input_rounds(mut self, rounds: u32) -> Self {
         self.max_input_rounds = rounds;
+        self
+    }
+
+    /// How many input requests one `InputRequiredResult` may carry (32); more fail the
+    /// request with [`super::ProtocolError::LimitExceeded`] (`InputRequests`), since each is
+    /// handed to the app.
+    pub fn with_max_input_requests(mut self, n: usize) -> Self {
+        self.max_input_requests = n;
         self
     }
 

@@ -36,6 +36,8 @@ pub enum Limit {
     ResumeFailures,
     /// `max_input_rounds` of one request (MRTR, S-NEW-5).
     InputRounds,
+    /// `max_input_requests` in one `InputRequiredResult` (MRTR).
+    InputRequests,
 }
 
 /// The server broke the protocol. Carries the HTTP status that led to it, when there was one

@@ -326,6 +326,7 @@ pub struct ClientSession {
     /// The `x-mcp-header` declarations of the tools seen in `tools/list` (S-NEW-8).
     tool_headers: BTreeMap<String, Vec<crate::mirror::ParamHeader>>,
     max_known_tools: usize,
+    max_input_requests: usize,
 }
 
 impl std::fmt::Debug for ClientSession {
@@ -367,6 +368,7 @@ impl ClientSession {
             max_input_rounds,
             subscription,
             max_known_tools,
+            max_input_requests,
         } = config;
         let (phase, session, version) = match start {
             Start::Fresh => (Phase::Uninitialized, None, None),
@@ -417,6 +419,7 @@ impl ClientSession {
             own_seq: 0,
             tool_headers: BTreeMap::new(),
             max_known_tools,
+            max_input_requests,
         };
         s.maybe_start_listen(now);
         s

@@ -1058,6 +1058,16 @@ impl ClientSession {
         parsed: Result<modern::InputRequired, ClientError>,
     ) {
         let ir = match parsed {
+            Ok(ir) if ir.requests.len() > self.max_input_requests => {
+                let limit = Limit::InputRequests;
+                self.event(ClientEvent::LimitExceeded {
+                    stream: Some(stream),
+                    limit,
+                });
+                let err = ProtocolError::LimitExceeded { limit }.into();
+                self.end_request(&id, RequestResult::Failed(err), false);
+                return;
+            }
             Ok(ir) => ir,
             Err(e) => {
                 self.end_request(&id, RequestResult::Failed(e), false);
