@@ -495,3 +495,41 @@ fn s_new_7_s_new_9_a_modern_4xx_error_body_is_the_response() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn s_new_10_requests_queued_during_the_probe_go_out_legacy_after_a_fallback() {
+    let mut h = auto(
+        ClientConfig::new().with_era(EraMode::Auto),
+        ServerConfig::default(),
+        None,
+    );
+    h.server
+        .script(Match::Method("server/discover"), Reply::Hang);
+    h.send(initialize_request(1, "2025-11-25")).unwrap();
+    let id = h.request("tools/list");
+    h.run_for(Duration::from_millis(50));
+    assert!(h.outcomes_of(id).is_empty());
+    // The probe's exchange finally fails with a 400 (a legacy server): fall back.
+    let probe = h.intents_of(HttpRequestKind::Post)[0].1.stream;
+    h.client.handle_response_head(
+        h.now,
+        probe,
+        http::StatusCode::BAD_REQUEST,
+        &http::HeaderMap::new(),
+    );
+    h.client.handle_end(h.now, probe);
+    h.drain();
+    h.run_for(Duration::from_millis(200));
+    assert_eq!(h.client.era(), Some(Era::Legacy));
+    assert!(h.result_of(id).is_some(), "{:?}", h.outcomes_of(id));
+    let (_, last) = h.intents_of(HttpRequestKind::Post).pop().unwrap();
+    let b = body(&last);
+    assert_eq!(b["method"], "tools/list");
+    assert!(
+        b["params"].get("_meta").is_none(),
+        "no modern _meta in the legacy era"
+    );
+    assert!(last.headers.get("mcp-method").is_none());
+    assert_eq!(last.headers["mcp-protocol-version"], "2025-11-25");
+    assert!(last.headers.get("mcp-session-id").is_some());
+}
