@@ -282,6 +282,8 @@ impl ClientSession {
         self.session = session.clone();
         self.version = Some(version);
         self.epoch += 1;
+        // Only the `initialize` right after a failed probe can mean "HTTP+SSE only".
+        self.fell_back = false;
         if self.era_mode != EraMode::Legacy
             && let Some((cache, origin)) = &self.era_cache
         {
