@@ -533,3 +533,34 @@ fn s_new_10_requests_queued_during_the_probe_go_out_legacy_after_a_fallback() {
     assert_eq!(last.headers["mcp-protocol-version"], "2025-11-25");
     assert!(last.headers.get("mcp-session-id").is_some());
 }
+
+#[test]
+fn s_new_10_a_cached_modern_era_that_stops_holding_is_forgotten() {
+    let cache = EraCache::new();
+    let mut h = auto(
+        ClientConfig::new()
+            .with_era(EraMode::Auto)
+            .with_era_cache(cache.clone(), "http://o"),
+        modern_server(),
+        Some(ModernServer::default()),
+    );
+    init(&mut h);
+    assert!(matches!(cache.get("http://o"), Some(KnownEra::Modern(_))));
+    // A modern error does not shake it ...
+    let id = h.request("nope");
+    h.run_for(Duration::from_millis(50));
+    assert!(h.result_of(id).is_none() && h.outcomes_of(id).len() == 1);
+    assert!(matches!(cache.get("http://o"), Some(KnownEra::Modern(_))));
+    // ... a legacy-looking 400 does: the next session probes again.
+    h.server.script(
+        Match::Method("tools/list"),
+        Reply::Status(400, vec![], Bytes::new()),
+    );
+    let id = h.request("tools/list");
+    h.run_for(Duration::from_millis(50));
+    assert!(matches!(
+        &h.outcomes_of(id)[..],
+        [RequestResult::Failed(ClientError::HttpStatus { .. })]
+    ));
+    assert_eq!(cache.get("http://o"), None);
+}

@@ -104,7 +104,9 @@
 //! [`ClientError::ModernUnsupported`]. The verdict goes into the shared [`EraCache`] for the
 //! origin the app named (modern at once; legacy once `initialize` succeeded); a cached legacy
 //! origin is not probed, a cached modern one is probed at its version, and a cached modern
-//! origin that answers as legacy is forgotten and falls back.
+//! origin that answers as legacy is forgotten and falls back — at the probe, or later when an
+//! ordinary modern request gets a 400/404/405 without a JSON-RPC error (the next session
+//! probes again).
 //!
 //! **Modern requests** (S-NEW-4, S-NEW-7, S-NEW-8): every POSTed request gets `_meta`
 //! `io.modelcontextprotocol/protocolVersion` (always the session's, so it equals the

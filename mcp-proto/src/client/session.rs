@@ -346,6 +346,20 @@ impl ClientSession {
                         return;
                     }
                 }
+                // A modern session whose server now answers like a legacy one (a 400, 404 or
+                // 405 without a JSON-RPC error): the cached era no longer holds; the next
+                // session for the origin probes again (versioning.mdx: "re-probing if the
+                // cached assumption later fails").
+                if !self.legacy()
+                    && self.probe.as_ref() != Some(&id)
+                    && let ClientError::HttpStatus { status, body } = &err
+                    && matches!(status.as_u16(), 400 | 404 | 405)
+                    && modern::error_response(body).is_none()
+                    && let Some((cache, origin)) = &self.era_cache
+                    && matches!(cache.get(origin), Some(KnownEra::Modern(_)))
+                {
+                    cache.forget(origin);
+                }
                 self.fail_from_stream(now, stream, &id, err);
             }
             Purpose::Notification(m) => self.event(ClientEvent::PostRejected {
