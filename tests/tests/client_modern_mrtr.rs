@@ -235,3 +235,39 @@ fn s_new_5_the_input_requests_of_one_round_are_bounded() {
     assert!(input_requests(&h).is_empty(), "none handed to the app");
     assert_eq!(h.client.in_flight(), 0);
 }
+
+#[test]
+fn s_new_5_rounds_work_over_sse_replies_too() {
+    let mut h = Harness::new(
+        ClientConfig::new()
+            .with_era(mcp_proto::client::EraMode::Auto)
+            .with_seed(5),
+        ServerConfig {
+            issue_sessions: false,
+            get_supported: false,
+            sse_replies: true,
+            ..ServerConfig::default()
+        },
+        NetConfig::default(),
+    );
+    h.server.modern = Some(ModernServer::default());
+    h.send(mcp_tests::client_harness::initialize_request(
+        1,
+        "2025-11-25",
+    ))
+    .unwrap();
+    h.run_for(Duration::from_millis(100));
+    assert_eq!(h.result_of(1).unwrap()["protocolVersion"], "2026-07-28");
+    call(&mut h, 7, "needs_input");
+    h.run_for(Duration::from_millis(100));
+    assert_eq!(h.result_of(7).unwrap()["answer"], json!({"ok": true}));
+    assert_eq!(posts(&h).len(), 3, "probe, call, retry");
+    assert!(
+        h.events().iter().all(|e| !matches!(
+            e,
+            ClientEvent::UnmatchedResponse { .. } | ClientEvent::InvalidMessage { .. }
+        )),
+        "{:?}",
+        h.events()
+    );
+}
