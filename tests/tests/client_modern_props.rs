@@ -15,6 +15,10 @@
 //! - two listening POSTs are never closer than the minimum backoff, unless the app restarted
 //!   listening in between (no reconnect storm);
 //! - every request ends with exactly one outcome, and nothing follows `Closed`.
+//!
+//! A second property drives a dual-era session that fell back to a 2025 server (restarts,
+//! re-initializations, listening, SSE or JSON replies): one probe ever, and no modern `_meta`
+//! or mirrored header after it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -304,5 +308,125 @@ proptest! {
         ops in prop::collection::vec(op(), 0..60),
     ) {
         run(auto, seed, &ops);
+    }
+}
+
+#[derive(Debug, Clone)]
+enum LegacyOp {
+    Request(u8),
+    Cancel(u8),
+    Restart,
+    Listen,
+    StopListening,
+    Advance(u32),
+}
+
+fn legacy_op() -> impl Strategy<Value = LegacyOp> {
+    prop_oneof![
+        4 => (0u8..3).prop_map(LegacyOp::Request),
+        1 => any::<u8>().prop_map(LegacyOp::Cancel),
+        1 => Just(LegacyOp::Restart),
+        1 => Just(LegacyOp::Listen),
+        1 => Just(LegacyOp::StopListening),
+        3 => prop_oneof![0u32..500, 0u32..60_000].prop_map(LegacyOp::Advance),
+    ]
+}
+
+/// A dual-era session that fell back stays legacy: one probe, ever (re-initialization after
+/// a server restart replays `initialize`, it does not probe); no modern `_meta` nor mirrored
+/// headers on anything after it; every request ends with exactly one outcome.
+fn run_fallback(seed: u64, sse: bool, ops: &[LegacyOp]) {
+    let mut h = Harness::new(
+        ClientConfig::new()
+            .with_era(EraMode::Auto)
+            .with_seed(seed)
+            .with_request_timeout(Some(Duration::from_secs(60)))
+            .with_continuous_listening(true),
+        ServerConfig {
+            sse_replies: sse,
+            ..ServerConfig::default()
+        },
+        NetConfig::default(),
+    );
+    h.send(initialize_request(1, "2025-11-25")).unwrap();
+    h.run_for(Duration::from_millis(200));
+    assert!(h.client.is_ready());
+    assert_eq!(h.client.era(), Some(mcp_proto::Era::Legacy));
+    let mut sent = vec![1i64];
+    let mut next = 10i64;
+    for op in ops {
+        match op {
+            LegacyOp::Request(k) => {
+                next += 1;
+                let m = ["tools/list", "hang", "ask"][*k as usize % 3];
+                if h.send(json!({"jsonrpc":"2.0","id":next,"method":m,"params":{}}))
+                    .is_ok()
+                {
+                    sent.push(next);
+                }
+            }
+            LegacyOp::Cancel(p) => {
+                let id = sent[*p as usize % sent.len()];
+                let _ = h.client.cancel(h.now, &RequestId::Number(id), None);
+                h.drain();
+            }
+            LegacyOp::Restart => h.restart_server(),
+            LegacyOp::Listen => {
+                let _ = h.client.listen(h.now);
+                h.drain();
+            }
+            LegacyOp::StopListening => {
+                let _ = h.client.stop_listening(h.now);
+                h.drain();
+            }
+            LegacyOp::Advance(ms) => h.run_for(Duration::from_millis(u64::from(*ms))),
+        }
+    }
+    h.run_for(Duration::from_secs(120));
+    h.client.close(h.now);
+    h.drain();
+    h.run_for(Duration::from_secs(10));
+    let intents = h.intents();
+    let probes = intents
+        .iter()
+        .filter(|r| {
+            serde_json::from_slice::<Value>(&r.body).is_ok_and(|b| b["method"] == "server/discover")
+        })
+        .count();
+    assert_eq!(probes, 1, "one probe, ever");
+    for r in &intents[1..] {
+        assert!(r.headers.get("mcp-method").is_none(), "{r:?}");
+        if let Ok(b) = serde_json::from_slice::<Value>(&r.body) {
+            assert!(
+                b["params"]
+                    .get("_meta")
+                    .is_none_or(|m| m.get("io.modelcontextprotocol/protocolVersion").is_none()),
+                "{b}"
+            );
+        }
+    }
+    let mut outcomes: BTreeMap<RequestId, u32> = BTreeMap::new();
+    for o in h.outcomes() {
+        *outcomes.entry(o.id).or_default() += 1;
+    }
+    for id in &sent {
+        assert_eq!(
+            outcomes.get(&RequestId::Number(*id)).copied().unwrap_or(0),
+            1,
+            "request {id}"
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, .. ProptestConfig::default() })]
+
+    #[test]
+    fn a_fallen_back_session_stays_legacy(
+        seed in any::<u64>(),
+        sse in any::<bool>(),
+        ops in prop::collection::vec(legacy_op(), 0..40),
+    ) {
+        run_fallback(seed, sse, &ops);
     }
 }
