@@ -29,8 +29,15 @@
 //! - **`list_*` fetch every page**, following `nextCursor`; a server that repeats a cursor
 //!   gets an error instead of an endless loop. `*_page` methods fetch one.
 //! - **Version**: `initialize` offers [`ProtocolVersion::LATEST_LEGACY`] (or the configured
-//!   one) and accepts any legacy revision the server picks that this crate speaks; another
-//!   answer is [`RequestError::UnsupportedVersion`].
+//!   one) and accepts any revision this crate speaks; another answer is
+//!   [`RequestError::UnsupportedVersion`]. Over a dual-era `ClientSession`
+//!   (`EraMode::Auto`), `initialize` works in both eras: against a modern server the session
+//!   answers it from `server/discover` with `protocolVersion` `2026-07-28`, and
+//!   `notifications/initialized` is absorbed.
+//! - **Multi round-trip requests** (2026-07-28, S-NEW-5): the session hands each input
+//!   request of an `InputRequiredResult` to the client as a server request, so the same
+//!   sampling / elicitation / roots handlers answer it; the session retries the call with
+//!   the answers. A call's future resolves only with the final result.
 //! - **Server requests without a handler** are answered `-32601`, and the matching
 //!   capability is not declared.
 
@@ -650,9 +657,11 @@ impl Client {
             ..InitializeRequestParams::default()
         };
         let result = self.request::<Initialize>(params).await?;
-        match ProtocolVersion::parse(&result.protocol_version) {
-            Some(v) if ProtocolVersion::LEGACY.contains(&v) => {}
-            _ => return Err(RequestError::UnsupportedVersion(result.protocol_version)),
+        // A legacy revision the server negotiated, or — on a `ClientSession` that probed a
+        // modern server (`EraMode::Auto`/`Modern`) — the modern revision, with the answer the
+        // session built from `server/discover` (S-NEW-4, S-NEW-10).
+        if ProtocolVersion::parse(&result.protocol_version).is_none() {
+            return Err(RequestError::UnsupportedVersion(result.protocol_version));
         }
         *lock(&self.inner.server) = Some(result.clone());
         self.notify(methods::NOTIFICATION_INITIALIZED, None)?;
