@@ -45,7 +45,7 @@ mod notifications;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures_channel::mpsc;
@@ -312,6 +312,7 @@ impl ClientBuilder {
                 elicitation: self.elicitation,
                 roots: self.roots,
                 next_id: AtomicI64::new(1),
+                closed: AtomicBool::new(false),
                 pending: PendingRequests::new(),
                 progress: Mutex::new(HashMap::new()),
                 subscribers: Mutex::new(Vec::new()),
@@ -331,6 +332,9 @@ struct ClientInner {
     elicitation: Option<ElicitationHandler>,
     roots: Option<RootsHandler>,
     next_id: AtomicI64,
+    /// Set by [`Client::close`]: later calls fail at once instead of waiting for a
+    /// connection that will never answer them.
+    closed: AtomicBool,
     pending: PendingRequests<RequestId>,
     progress: Mutex<HashMap<ProgressToken, ProgressCallback>>,
     subscribers: Mutex<Vec<mpsc::UnboundedSender<ServerNotification>>>,
@@ -478,6 +482,8 @@ impl Client {
     /// The connection ended: every waiting call fails with [`PeerError::Closed`], requests
     /// being answered are cancelled, and the notification streams end.
     pub fn close(&self) {
+        // The flag first: a call registering concurrently either sees it or is failed below.
+        self.inner.closed.store(true, Ordering::SeqCst);
         self.inner.pending.fail_all(PeerError::Closed);
         let serving: Vec<_> = lock(&self.inner.serving).drain().map(|(_, t)| t).collect();
         for token in serving {
@@ -618,6 +624,12 @@ impl Client {
             done: false,
         };
         let answer = self.inner.pending.register(id.clone());
+        if self.inner.closed.load(Ordering::SeqCst) {
+            // Closed before this call registered: nothing would ever answer it.
+            guard.done = true;
+            self.inner.pending.remove(&guard.id);
+            return Err(PeerError::Closed.into());
+        }
         if let Err(e) =
             self.inner
                 .transport
@@ -637,6 +649,9 @@ impl Client {
 
     /// Sends a notification.
     pub fn notify(&self, method: &str, params: Option<Value>) -> Result<(), RequestError> {
+        if self.inner.closed.load(Ordering::SeqCst) {
+            return Err(PeerError::Closed.into());
+        }
         let raw = params
             .map(|p| to_raw(&p))
             .transpose()
