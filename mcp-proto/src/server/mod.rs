@@ -63,6 +63,7 @@
 mod config;
 mod error;
 mod inbound;
+mod modern;
 mod outbound;
 mod security;
 mod session;
@@ -76,8 +77,9 @@ use std::time::Instant;
 use bytes::Bytes;
 use http::{HeaderMap, Method, StatusCode, Uri};
 
-pub use config::{OverflowPolicy, ResponseMode, ServerConfig};
+pub use config::{OverflowPolicy, ParamHeaderSource, ResponseMode, ServerConfig};
 pub use error::{CancelReason, CloseReason, ProtocolError, SendError, ServerRequestError};
+pub use modern::REMOVED_IN_MODERN;
 pub use security::{
     AllowedOrigins, AuthDecision, Authenticator, CorsConfig, HostValidation,
     ProtectedResourceMetadata, WELL_KNOWN_PRM,
