@@ -497,6 +497,12 @@ impl Router {
                 .is_some_and(|p| p.serves(path, &self.config.endpoint_path))
     }
 
+    /// Installs where `x-mcp-header` declarations come from (see
+    /// [`ServerConfig::param_headers`]); the service binding calls it when none is configured.
+    pub fn set_param_headers(&mut self, source: std::sync::Arc<dyn ParamHeaderSource>) {
+        self.config.param_headers = Some(source);
+    }
+
     fn advance(&mut self, now: Instant) {
         if now > self.now {
             self.now = now;
