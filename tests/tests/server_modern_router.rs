@@ -61,6 +61,7 @@ fn s_new_1_get_and_delete_are_405_for_modern_clients() {
             StatusCode::METHOD_NOT_ALLOWED,
             "{method}"
         );
+        assert_eq!(h.response(s).header("allow"), Some("POST, OPTIONS"));
     }
     assert_eq!(h.router.session_count(), 0);
 }

@@ -214,7 +214,9 @@ impl Router {
         let principal = self.authenticate(head)?;
         if self.is_modern(head.headers) && matches!(*head.method, Method::GET | Method::DELETE) {
             // S-NEW-1: no GET stream and no session to delete in 2026-07-28.
-            return Err(plain(ProtocolError::MethodNotAllowed));
+            let mut allow = HeaderMap::new();
+            allow.insert(header::ALLOW, HeaderValue::from_static("POST, OPTIONS"));
+            return Err((ProtocolError::MethodNotAllowed, allow));
         }
         match *head.method {
             Method::POST => self.post_head(stream, head, principal).map_err(plain),
@@ -950,7 +952,7 @@ impl Router {
         body: Option<Bytes>,
         stop_reading: bool,
     ) {
-        if error == ProtocolError::MethodNotAllowed {
+        if error == ProtocolError::MethodNotAllowed && !headers.contains_key(header::ALLOW) {
             headers.insert(header::ALLOW, HeaderValue::from_static(ALLOW));
         }
         headers.insert(

@@ -1,11 +1,11 @@
 //! Multi round-trip requests (MRTR, 2026-07-28, SEP-2322): how one handler's awaited
-//! server→client request (sampling, elicitation, roots through [`RequestContext`]) becomes an
+//! server→client request (sampling, elicitation, roots through [`RequestContext`](super::RequestContext)) becomes an
 //! `InputRequiredResult` for a modern client, while a legacy client gets a real JSON-RPC
 //! request from the very same code.
 //!
 //! # Theory of operation: re-run with the answers available
 //!
-//! A modern `tools/call`, `prompts/get` or `resources/read` gets an [`Mrtr`] round. Each
+//! A modern `tools/call`, `prompts/get` or `resources/read` gets an MRTR round. Each
 //! `send_request` of its handler, in call order, takes a key `"{n}:{method}"` (its index in
 //! this run and the method, so a handler that asks something else on a re-run is asked
 //! again rather than handed a foreign answer):
