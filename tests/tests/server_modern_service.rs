@@ -326,8 +326,13 @@ fn mrtr_never_asks_what_the_client_did_not_declare() {
     let mut svc = Svc::new(&greeter(Arc::new(AtomicUsize::new(0))));
     let s = svc.send(modern(1, "tools/call", json!({"name": "greet"}), json!({})));
     let r = svc.json(s);
-    assert!(r["result"].get("inputRequests").is_none(), "{r}");
-    assert_eq!(r["result"]["isError"], true);
+    assert!(r.get("result").is_none(), "{r}");
+    assert_eq!(svc.h.response(s).status(), StatusCode::BAD_REQUEST);
+    assert_eq!(r["error"]["code"], -32021);
+    assert_eq!(
+        r["error"]["data"]["requiredCapabilities"],
+        json!({"elicitation": {}})
+    );
 }
 
 #[test]
@@ -455,4 +460,37 @@ fn sessionless_requests_with_the_same_id_do_not_cross_talk() {
         assert_eq!(msgs[0]["params"]["data"], tag);
         assert_eq!(text_of(&msgs[1]), tag);
     }
+}
+
+#[test]
+fn s_new_9_listen_stream_carries_resource_updates_it_subscribed_to() {
+    let resource = mcp_proto::schema::Resource {
+        uri: "file:///r".into(),
+        name: "r".into(),
+        ..Default::default()
+    };
+    let server = Server::new("r", "1").resource(resource, |_, _| async { Ok(Vec::new()) });
+    let mut svc = Svc::new(&server);
+    let s = svc.send(modern(
+        3,
+        "subscriptions/listen",
+        json!({"notifications": {"resourceSubscriptions": ["file:///r"]}}),
+        json!({}),
+    ));
+    let ack = &svc.h.response(s).sse_messages()[0];
+    assert_eq!(
+        ack["params"]["notifications"]["resourceSubscriptions"],
+        json!(["file:///r"])
+    );
+    assert_eq!(server.notify_resource_updated("file:///other"), 0);
+    assert_eq!(server.notify_resource_updated("file:///r"), 1);
+    svc.settle();
+    let msgs = svc.h.response(s).sse_messages();
+    assert_eq!(msgs.len(), 2, "{msgs:?}");
+    assert_eq!(msgs[1]["method"], "notifications/resources/updated");
+    assert_eq!(msgs[1]["params"]["uri"], "file:///r");
+    assert_eq!(
+        msgs[1]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        3
+    );
 }

@@ -277,16 +277,26 @@ impl RequestContext {
                     R::METHOD
                 )));
             };
-            // MRTR: never an input request the client did not declare support for.
-            match R::METHOD {
+            // MRTR: never an input request the client did not declare support for; the
+            // request fails with `MissingRequiredClientCapabilityError` (-32021, HTTP 400).
+            let caps = self.client_capabilities();
+            let declared = |has: fn(&ClientCapabilities) -> bool| caps.as_ref().is_none_or(has);
+            let missing = match R::METHOD {
                 methods::ELICITATION_CREATE => {
-                    self.require("elicitation", |c| c.elicitation.is_some())?
+                    (!declared(|c| c.elicitation.is_some())).then_some("elicitation")
                 }
                 methods::SAMPLING_CREATE_MESSAGE => {
-                    self.require("sampling", |c| c.sampling.is_some())?
+                    (!declared(|c| c.sampling.is_some())).then_some("sampling")
                 }
-                methods::ROOTS_LIST => self.require("roots", |c| c.roots.is_some())?,
-                _ => {}
+                methods::ROOTS_LIST => (!declared(|c| c.roots.is_some())).then_some("roots"),
+                _ => None,
+            };
+            if let Some(what) = missing {
+                return Err(Error::protocol(
+                    crate::schema::error_codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    format_args!("Server requires the {what} capability for this request"),
+                )
+                .with_data(serde_json::json!({"requiredCapabilities": {what: {}}})));
             }
             return match mrtr.ask(R::METHOD, &raw)? {
                 Some(answer) => serde_json::from_value(answer).map_err(|e| {
