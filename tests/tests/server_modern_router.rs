@@ -434,3 +434,27 @@ fn legacy_sessions_are_untouched_on_a_modern_router() {
     let g = h.send(Req::get(&id).version("2025-06-18"));
     assert!(h.response(g).is_sse());
 }
+
+#[test]
+fn modern_requests_in_flight_are_bounded() {
+    let mut h = Harness::new(
+        ServerConfig::default()
+            .with_modern()
+            .with_max_modern_in_flight(2),
+    );
+    let _a = h.send(modern(1, "tools/list", json!({})));
+    let (first, _, _) = h.expect_request();
+    let _b = h.send(modern(2, "tools/list", json!({})));
+    let (_second, _, _) = h.expect_request();
+    let c = h.send(modern(3, "tools/list", json!({})));
+    let (status, body) = error_of(&h, c);
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(body["id"], 3);
+    assert!(h.next_request().is_none());
+    // Legacy sessions are not counted against it.
+    let _ = h.initialize("2025-11-25");
+    // Once one is answered, there is room again.
+    h.reply(first, r#"{"tools":[]}"#);
+    let _d = h.send(modern(4, "tools/list", json!({})));
+    assert!(h.next_request().is_some());
+}

@@ -116,6 +116,10 @@ pub struct ServerConfig {
     /// ([`ServerBinding::param_header_source`](crate::service::bind::ServerBinding::param_header_source))
     /// and installs it on the router itself if none is configured.
     pub param_headers: Option<std::sync::Arc<dyn ParamHeaderSource>>,
+    /// At most this many 2026-07-28 requests in flight at once (each holds its HTTP
+    /// exchange; `subscriptions/listen` streams count until closed); beyond it, 503.
+    /// Default 10 000.
+    pub max_modern_in_flight: usize,
     /// `Host`/`Origin` validation (S-SEC-1/2/5). Default: loopback only.
     pub host_validation: HostValidation,
     /// CORS, opt-in. Seed: `WithStreamableHTTPCORS`.
@@ -153,6 +157,7 @@ impl Default for ServerConfig {
             server_request_timeout: Duration::from_secs(60),
             supported_versions: ProtocolVersion::LEGACY.to_vec(),
             param_headers: None,
+            max_modern_in_flight: 10_000,
             host_validation: HostValidation::Loopback,
             cors: None,
             protected_resource: None,
@@ -335,6 +340,12 @@ impl ServerConfig {
     /// [`ProtocolVersion::ALL`].
     pub fn with_modern(mut self) -> Self {
         self.supported_versions = ProtocolVersion::ALL.to_vec();
+        self
+    }
+
+    /// The cap on modern requests in flight (see [`ServerConfig::max_modern_in_flight`]).
+    pub fn with_max_modern_in_flight(mut self, max: usize) -> Self {
+        self.max_modern_in_flight = max;
         self
     }
 

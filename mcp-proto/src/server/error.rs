@@ -93,6 +93,10 @@ pub enum ProtocolError {
         "invalid request: 2026-07-28 clients must not POST JSON-RPC responses; answer input requests with inputResponses on a retry"
     )]
     ModernResponse,
+    /// 2026-07-28: [`ServerConfig::max_modern_in_flight`](super::ServerConfig) requests are
+    /// already in flight (503).
+    #[error("too many requests in flight; try again later")]
+    TooManyRequests,
 }
 
 impl ProtocolError {
@@ -118,7 +122,7 @@ impl ProtocolError {
             MethodNotFound(_) => StatusCode::NOT_FOUND,
             HostNotAllowed | OriginNotAllowed | InsufficientScope => StatusCode::FORBIDDEN,
             Unauthorized => StatusCode::UNAUTHORIZED,
-            TooManySessions => StatusCode::SERVICE_UNAVAILABLE,
+            TooManySessions | TooManyRequests => StatusCode::SERVICE_UNAVAILABLE,
             BadSessionIdGenerated => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

@@ -427,6 +427,8 @@ pub struct Router {
     outbound: HashMap<OutboundId, Outbound>,
     timers: TimerQueue,
     out: VecDeque<ServerOutput>,
+    /// Modern request streams alive (bounded by `max_modern_in_flight`).
+    modern_streams: usize,
 }
 
 impl std::fmt::Debug for Router {
@@ -456,6 +458,7 @@ impl Router {
             outbound: HashMap::new(),
             timers: TimerQueue::default(),
             out: VecDeque::new(),
+            modern_streams: 0,
         }
     }
 

@@ -125,7 +125,14 @@ impl Router {
             }
             Ok(Message::Request(r)) => r,
         };
-        if let Err(e) = self.admit_modern(&request, &mirrored) {
+        let admitted = self.admit_modern(&request, &mirrored).and_then(|()| {
+            if self.modern_streams >= self.config.max_modern_in_flight {
+                Err(ProtocolError::TooManyRequests)
+            } else {
+                Ok(())
+            }
+        });
+        if let Err(e) = admitted {
             let body = self.protocol_error_body(Some(request.id.clone()), &e);
             return self.refuse(stream, e, origin, HeaderMap::new(), Some(body), false);
         }
@@ -172,6 +179,7 @@ impl Router {
     fn start_modern(&mut self, stream: StreamId, ctx: &PostContext, request: Request) {
         let lsid = self.next();
         let handle = RequestHandle(self.next());
+        self.modern_streams += 1;
         self.inflight.insert(
             handle,
             InFlight {

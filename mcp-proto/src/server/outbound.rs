@@ -881,6 +881,9 @@ impl Router {
         };
         self.timers.clear(&mut ls.retention, Timer::Retention(lsid));
         self.timers.clear(&mut ls.grace, Timer::ResumeGrace(lsid));
+        if ls.modern {
+            self.modern_streams = self.modern_streams.saturating_sub(1);
+        }
         if let Some(conn) = ls.connection.take()
             && self.exchanges.contains_key(&conn)
         {
