@@ -125,13 +125,10 @@ impl Router {
             }
             Ok(Message::Request(r)) => r,
         };
-        let admitted = self.admit_modern(&request, &mirrored).and_then(|()| {
-            if self.modern_streams >= self.config.max_modern_in_flight {
-                Err(ProtocolError::TooManyRequests)
-            } else {
-                Ok(())
-            }
-        });
+        let mut admitted = self.admit_modern(&request, &mirrored);
+        if admitted.is_ok() && self.modern_streams >= self.config.max_modern_in_flight {
+            admitted = Err(ProtocolError::TooManyRequests);
+        }
         if let Err(e) = admitted {
             let body = self.protocol_error_body(Some(request.id.clone()), &e);
             return self.refuse(stream, e, origin, HeaderMap::new(), Some(body), false);
