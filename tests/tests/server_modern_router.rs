@@ -458,3 +458,34 @@ fn modern_requests_in_flight_are_bounded() {
     let _d = h.send(modern(4, "tools/list", json!({})));
     assert!(h.next_request().is_some());
 }
+
+#[test]
+fn s_new_9_in_sse_mode_errors_keep_their_status_and_results_stream() {
+    let mut h = Harness::new(
+        ServerConfig::default()
+            .with_modern()
+            .with_response_mode(mcp_proto::server::ResponseMode::Sse),
+    );
+    let s = h.send(modern(1, "no/such", json!({})));
+    assert!(
+        h.response(s).status.is_none(),
+        "the head waits for the answer"
+    );
+    let (handle, _, _) = h.expect_request();
+    h.router
+        .respond(
+            h.now,
+            handle,
+            Outcome::Error(ErrorObject::new(-32601, "Method not found")),
+        )
+        .unwrap();
+    h.pump();
+    assert_eq!(h.response(s).status(), StatusCode::NOT_FOUND);
+    let s = h.send(modern(2, "tools/list", json!({})));
+    let (handle, _, _) = h.expect_request();
+    h.reply(handle, r#"{"tools":[]}"#);
+    let r = h.response(s);
+    assert!(r.is_sse());
+    assert_eq!(r.sse_messages()[0]["id"], 2);
+    assert!(r.ended);
+}

@@ -37,6 +37,7 @@
 //!  method exists in 2026-07-28 (initialize, ping: no)  404 -32601
 //!  headers mirror the body (mirror::check_headers)     400 -32020 HeaderMismatch
 //!  _meta has protocolVersion and clientCapabilities    400 -32602
+//!  fewer than max_modern_in_flight in flight           503 -32000
 //!  otherwise                                           handed to the app (session: None)
 //! ```
 
