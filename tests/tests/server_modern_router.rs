@@ -489,3 +489,28 @@ fn s_new_9_in_sse_mode_errors_keep_their_status_and_results_stream() {
     assert_eq!(r.sse_messages()[0]["id"], 2);
     assert!(r.ended);
 }
+
+struct Broken;
+impl ParamHeaderSource for Broken {
+    fn param_headers(&self, _tool: &str) -> Vec<ParamHeader> {
+        vec![ParamHeader {
+            name: "not a token\r\n".into(),
+            path: vec!["x".into()],
+        }]
+    }
+}
+
+#[test]
+fn an_invalid_declaration_from_the_app_never_panics_the_router() {
+    let mut h = Harness::new(
+        ServerConfig::default()
+            .with_modern()
+            .with_param_headers(Arc::new(Broken)),
+    );
+    let _ = h.send(modern(
+        1,
+        "tools/call",
+        json!({"name": "t", "arguments": {"x": 1}}),
+    ));
+    assert!(h.next_request().is_some());
+}

@@ -152,6 +152,15 @@ impl Router {
                 .unwrap_or_default(),
             _ => Vec::new(),
         };
+        // A source may hand back declarations nobody validated: keep only those that make a
+        // header name (mirror::ParamHeader::header_name would refuse the others).
+        let decls: Vec<_> = decls
+            .into_iter()
+            .filter(|d| {
+                let name = format!("{}{}", mirror::MCP_PARAM_PREFIX, d.name);
+                !d.name.is_empty() && http::HeaderName::from_bytes(name.as_bytes()).is_ok()
+            })
+            .collect();
         mirror::check_headers(mirrored, method, params, &decls)
             .map_err(|e| ProtocolError::HeaderMismatch(e.to_string().into()))?;
         let meta = parsed.and_then(|p| p.meta);
