@@ -128,9 +128,18 @@ fn s_new_4_missing_meta_fields_are_400_with_32602() {
 }
 
 #[test]
-fn s_new_4_initialize_and_ping_do_not_exist_in_modern() {
+fn s_new_4_removed_methods_do_not_exist_in_modern() {
     let mut h = harness();
-    for m in ["initialize", "ping"] {
+    let removed = mcp_proto::server::REMOVED_IN_MODERN;
+    for m in [
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+    ] {
+        assert!(removed.contains(&m), "{m}");
+    }
+    for m in removed {
         let s = h.send(modern(3, m, json!({})));
         let (status, body) = error_of(&h, s);
         assert_eq!(status, StatusCode::NOT_FOUND, "{m}");

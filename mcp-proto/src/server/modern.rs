@@ -34,7 +34,7 @@
 //!  not a batch                                         400 -32600
 //!  not a response (S-NEW-5)                            400 -32600
 //!  notification                                        202, handed to the app
-//!  method exists in 2026-07-28 (initialize, ping: no)  404 -32601
+//!  method not removed in 2026-07-28 (initialize, …)    404 -32601
 //!  headers mirror the body (mirror::check_headers)     400 -32020 HeaderMismatch
 //!  _meta has protocolVersion and clientCapabilities    400 -32602
 //!  fewer than max_modern_in_flight in flight           503 -32000
@@ -52,9 +52,17 @@ use crate::jsonrpc::{InvalidMessage, Message, Request};
 use crate::mirror;
 use crate::schema::meta_keys;
 
-/// Methods of the legacy era that 2026-07-28 removed (S-NEW-4): a modern request for them
-/// gets 404 + -32601 from the router itself.
-pub const REMOVED_IN_MODERN: [&str; 2] = ["initialize", "ping"];
+/// Methods of the legacy era that 2026-07-28 removed (S-NEW-4; absent from its schema): a
+/// modern request for them gets 404 + -32601 from the router itself. Per-request `_meta`
+/// replaces `initialize` and `logging/setLevel`; `subscriptions/listen` replaces
+/// `resources/subscribe`.
+pub const REMOVED_IN_MODERN: [&str; 5] = [
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
 
 #[derive(Deserialize)]
 struct MetaOnly {
