@@ -206,3 +206,26 @@ async fn s_new_6_listen_stream_delivers_then_closing_cancels() {
     .await;
     bounded("shutdown", serving.shutdown()).await;
 }
+
+#[tokio::test]
+async fn s_new_8_mcp_param_headers_checked_over_http() {
+    let schema = json!({"type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"}}});
+    let server = Server::new("sql", "1").tool(
+        Tool::with_schema("execute_sql", schema.as_object().unwrap().clone()),
+        |_, _| async { Ok(CallToolResult::text("rows")) },
+    );
+    let listener = bounded("bind", tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .await
+        .expect("bind");
+    let config = ServerConfig::default().with_modern().with_param_headers(
+        mcp_proto::service::bind::ServerBinding::param_headers_of(&server),
+    );
+    let serving = mcp_tokio::serve(listener, server, config).expect("serve");
+    let addr = serving.local_addr();
+    let params = json!({"name": "execute_sql", "arguments": {"region": "us-west1"}});
+    let resp = send(addr, Method::POST, "tools/call", 1, params).await;
+    assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(body_json(resp).await["error"]["code"], -32020);
+    bounded("shutdown", serving.shutdown()).await;
+}

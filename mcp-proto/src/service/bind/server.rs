@@ -148,7 +148,14 @@ impl ServerBinding {
     ///
     /// [`ServerConfig::param_headers`]: crate::server::ServerConfig::param_headers
     pub fn param_header_source(&self) -> Arc<dyn ParamHeaderSource> {
-        Arc::new(ToolParamHeaders(self.server.clone()))
+        Self::param_headers_of(&self.server)
+    }
+
+    /// [`param_header_source`](Self::param_header_source) for a server not bound yet: put it
+    /// in the router's config (`ServerConfig::with_param_headers`) when the driver may feed a
+    /// request before its first [`apply`](Self::apply).
+    pub fn param_headers_of(server: &Server) -> Arc<dyn ParamHeaderSource> {
+        Arc::new(ToolParamHeaders(server.clone()))
     }
 
     /// The server.
