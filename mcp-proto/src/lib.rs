@@ -20,6 +20,8 @@
 //!   GET / DELETE answers, SSE streams with resumability, heartbeats, idle eviction, `Host`
 //!   and `Origin` validation, CORS, RFC 9728 metadata.
 //! - [`http`]: header names, media types, and the header grammars the transport reads.
+//! - [`mirror`]: the 2026-07-28 header mirroring rules (`Mcp-Method`, `Mcp-Name`,
+//!   `Mcp-Param-*`, the Base64 sentinel) and the server's header/body check (S-NEW-7/8).
 //! - [`version`]: the protocol revisions and the behaviours each one selects.
 //! - [`schema`]: the MCP schema types (params, results, notifications, content, capabilities)
 //!   of the legacy revisions and of 2026-07-28, the method names, and the [`schema::Request`]
@@ -38,6 +40,7 @@
 pub mod client;
 pub mod http;
 pub mod jsonrpc;
+pub mod mirror;
 pub mod schema;
 pub mod server;
 pub mod service;

@@ -113,6 +113,20 @@ fn transport_failures_close_and_bad_arguments() {
     let c3 = client.clone();
     let err = exec.block_on(async move { c3.call_tool("x", json!([1, 2])).await.unwrap_err() });
     assert!(matches!(err, RequestError::Encode(_)), "{err:?}");
+    // A call or notification after close fails at once: nothing would ever answer it.
+    let sent_before = transport.0.lock().unwrap().len();
+    let c4 = client.clone();
+    let err = exec.block_on(async move { c4.ping().await.unwrap_err() });
+    assert!(
+        matches!(err, RequestError::Transport(PeerError::Closed)),
+        "{err:?}"
+    );
+    assert!(client.notify("notifications/x", None).is_err());
+    assert_eq!(
+        transport.0.lock().unwrap().len(),
+        sent_before,
+        "nothing sent after close"
+    );
     // An unknown or late answer is reported, not applied.
     assert!(!client.handle_response(Response::result(
         RequestId::Number(99),

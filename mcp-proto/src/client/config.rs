@@ -2,12 +2,18 @@
 //!
 //! Defaults are safe: bounded SSE events and JSON bodies, a bounded number of in-flight
 //! requests, 1 s → 30 s jittered backoff, a reconnect budget, automatic re-initialization on
-//! session expiry, no continuous listening unless asked (the seed's `WithContinuousListening`).
+//! session expiry, no continuous listening unless asked (the seed's `WithContinuousListening`),
+//! the legacy era unless [`EraMode::Auto`] or [`EraMode::Modern`] is chosen, at most 8
+//! input rounds per request and 32 input requests per round (MRTR), 4096 tools'
+//! `x-mcp-header` declarations remembered.
 
+use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http::{HeaderMap, Method};
+use serde_json::Value;
 
 use super::backoff::{BackoffConfig, FailureBudget};
 use super::io::HttpRequestKind;
@@ -85,6 +91,89 @@ pub(crate) enum Start {
     Version(ProtocolVersion),
 }
 
+/// Which era(s) a session may speak (S-NEW-10). The era is a property of the server, chosen
+/// once per origin; see [`EraCache`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum EraMode {
+    /// Legacy only (2025-03-26 … 2025-11-25): the app's `initialize` is POSTed as is. The
+    /// default, so that existing apps keep their exact behaviour.
+    #[default]
+    Legacy,
+    /// Dual-era: the app's `initialize` first triggers a `server/discover` probe; a result
+    /// or a recognised modern error (G-11) keeps the session modern, anything else falls back
+    /// to `initialize` (S-NEW-10).
+    Auto,
+    /// Modern only (2026-07-28): the probe must succeed; a legacy server is
+    /// [`super::ClientError::ModernUnsupported`].
+    Modern,
+}
+
+/// What is known about an origin's era.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum KnownEra {
+    /// It answered the probe as a legacy server (and `initialize` succeeded).
+    Legacy,
+    /// It speaks the modern era, at this version.
+    Modern(ProtocolVersion),
+}
+
+/// The era detected per origin, shared by every session given a clone (S-NEW-10: "cache the
+/// era per origin"; versioning.mdx: for the lifetime of the origin). The core does no I/O:
+/// the app names the origin (scheme, host and port of the endpoint) when it configures a
+/// session with [`ClientConfig::with_era_cache`]. Cheap to clone; clones share the entries.
+#[derive(Debug, Clone, Default)]
+pub struct EraCache {
+    entries: Arc<Mutex<BTreeMap<String, KnownEra>>>,
+}
+
+impl EraCache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn map(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, KnownEra>> {
+        // A panic while holding this lock cannot leave the map half-written.
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The era known for `origin`.
+    pub fn get(&self, origin: &str) -> Option<KnownEra> {
+        self.map().get(origin).copied()
+    }
+
+    /// Records the era of `origin` (the app may also preload it, e.g. from disk).
+    pub fn insert(&self, origin: &str, era: KnownEra) {
+        self.map().insert(origin.to_owned(), era);
+    }
+
+    /// Forgets `origin` (the next session probes again).
+    pub fn forget(&self, origin: &str) {
+        self.map().remove(origin);
+    }
+}
+
+/// Who the client is, for the modern era's per-request `_meta` (S-NEW-4):
+/// `io.modelcontextprotocol/clientInfo` and `io.modelcontextprotocol/clientCapabilities`.
+/// An app `initialize` overrides it with its own `clientInfo` and `capabilities`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientIdentity {
+    /// The `Implementation` object (`name`, `version`, …).
+    pub client_info: Value,
+    /// The `ClientCapabilities` object.
+    pub capabilities: Value,
+}
+
+impl Default for ClientIdentity {
+    fn default() -> Self {
+        ClientIdentity {
+            client_info: serde_json::json!({"name": "mcp-proto", "version": env!("CARGO_PKG_VERSION")}),
+            capabilities: serde_json::json!({}),
+        }
+    }
+}
+
 /// The configuration of a [`super::ClientSession`]. Build it with [`ClientConfig::new`] (or
 /// `default()`) and the `with_*` methods.
 pub struct ClientConfig {
@@ -101,6 +190,13 @@ pub struct ClientConfig {
     pub(crate) request_timeout: Option<Duration>,
     pub(crate) close_timeout: Duration,
     pub(crate) seed: u64,
+    pub(crate) era: EraMode,
+    pub(crate) era_cache: Option<(EraCache, Box<str>)>,
+    pub(crate) identity: ClientIdentity,
+    pub(crate) max_input_rounds: u32,
+    pub(crate) subscription: Option<Value>,
+    pub(crate) max_known_tools: usize,
+    pub(crate) max_input_requests: usize,
 }
 
 impl Default for ClientConfig {
@@ -119,6 +215,13 @@ impl Default for ClientConfig {
             request_timeout: None,
             close_timeout: Duration::from_secs(5),
             seed: 0x6D63_702D_636C_6E74,
+            era: EraMode::Legacy,
+            era_cache: None,
+            identity: ClientIdentity::default(),
+            max_input_rounds: 8,
+            subscription: None,
+            max_known_tools: 4096,
+            max_input_requests: 32,
         }
     }
 }
@@ -139,6 +242,13 @@ impl fmt::Debug for ClientConfig {
             .field("request_timeout", &self.request_timeout)
             .field("close_timeout", &self.close_timeout)
             .field("seed", &self.seed)
+            .field("era", &self.era)
+            .field("era_cache", &self.era_cache.as_ref().map(|(_, o)| o))
+            .field("identity", &self.identity)
+            .field("max_input_rounds", &self.max_input_rounds)
+            .field("subscription", &self.subscription)
+            .field("max_known_tools", &self.max_known_tools)
+            .field("max_input_requests", &self.max_input_requests)
             .finish()
     }
 }
@@ -162,7 +272,10 @@ impl ClientConfig {
     }
 
     /// Starts at a known version with no session: ready at once, `MCP-Protocol-Version` on
-    /// every request. This is how the modern era (2026-07-28, no `initialize`) starts.
+    /// every request. With 2026-07-28 this starts the modern era without a probe and without
+    /// `initialize` (an app `initialize` is then [`super::ApiMisuse::AlreadyInitialized`]);
+    /// the `_meta` identity is [`ClientConfig::with_client_identity`]'s. To detect the era,
+    /// use [`ClientConfig::with_era`] instead.
     pub fn with_version(mut self, version: ProtocolVersion) -> Self {
         self.start = Start::Version(version);
         self
@@ -248,6 +361,61 @@ impl ClientConfig {
     /// do not reconnect in step; tests pass a fixed one.
     pub fn with_seed(mut self, seed: u64) -> Self {
         self.seed = seed;
+        self
+    }
+
+    /// Which era(s) the session may speak ([`EraMode::Legacy`] by default). With `Auto` or
+    /// `Modern`, the app still sends `initialize`: the session probes with `server/discover`
+    /// first and, in the modern era, answers that `initialize` itself from the discovery
+    /// result (the modern server has no `initialize`, S-NEW-4).
+    pub fn with_era(mut self, era: EraMode) -> Self {
+        self.era = era;
+        self
+    }
+
+    /// Shares `cache` for `origin` (S-NEW-10): a known legacy origin is not probed, a known
+    /// modern one is probed at its cached version, and what the probe learns is written back.
+    pub fn with_era_cache(mut self, cache: EraCache, origin: impl Into<String>) -> Self {
+        self.era_cache = Some((cache, origin.into().into_boxed_str()));
+        self
+    }
+
+    /// The identity sent in every modern request's `_meta` until an app `initialize` gives
+    /// its own (default: `{"name":"mcp-proto","version":…}` and no capabilities).
+    pub fn with_client_identity(mut self, identity: ClientIdentity) -> Self {
+        self.identity = identity;
+        self
+    }
+
+    /// How many `InputRequiredResult` rounds one request may go through before it fails with
+    /// [`super::ClientError::TooManyInputRounds`] (8; S-NEW-5, MRTR).
+    pub fn with_max_input_rounds(mut self, rounds: u32) -> Self {
+        self.max_input_rounds = rounds;
+        self
+    }
+
+    /// How many input requests one `InputRequiredResult` may carry (32); more fail the
+    /// request with [`super::ProtocolError::LimitExceeded`] (`InputRequests`), since each is
+    /// handed to the app.
+    pub fn with_max_input_requests(mut self, n: usize) -> Self {
+        self.max_input_requests = n;
+        self
+    }
+
+    /// The `notifications` filter of the modern era's listening stream
+    /// (`subscriptions/listen`, e.g. `{"toolsListChanged": true}`). Without one, the modern
+    /// era has nothing to listen for and `listen` reports
+    /// [`super::ClientEvent::ListenUnsupported`] (there is no GET stream, S-NEW-1).
+    pub fn with_subscription_filter(mut self, filter: Value) -> Self {
+        self.subscription = Some(filter);
+        self
+    }
+
+    /// How many tools' `x-mcp-header` declarations the session remembers from `tools/list`
+    /// (4096); the headers of a tool beyond it are not sent, and the server answers
+    /// `HeaderMismatch` for it.
+    pub fn with_max_known_tools(mut self, n: usize) -> Self {
+        self.max_known_tools = n;
         self
     }
 

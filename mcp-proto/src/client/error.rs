@@ -34,6 +34,10 @@ pub enum Limit {
     ListenFailures,
     /// `max_resume_failures` of a POST stream.
     ResumeFailures,
+    /// `max_input_rounds` of one request (MRTR, S-NEW-5).
+    InputRounds,
+    /// `max_input_requests` in one `InputRequiredResult` (MRTR).
+    InputRequests,
 }
 
 /// The server broke the protocol. Carries the HTTP status that led to it, when there was one
@@ -195,4 +199,43 @@ pub enum ClientError {
     /// The session was closed before the response.
     #[error("session closed")]
     Closed,
+    /// The server asked for input (`InputRequiredResult`, S-NEW-5) more than
+    /// `max_input_rounds` times for one request.
+    #[error("more than {limit} input rounds")]
+    TooManyInputRounds {
+        /// The limit.
+        limit: u32,
+    },
+    /// The app answered one of the server's input requests with an error, so the request
+    /// cannot be retried with a complete `inputResponses` (S-NEW-5).
+    #[error("input request {key:?} failed: {code} {message}")]
+    InputRequestFailed {
+        /// The key of the input request.
+        key: String,
+        /// The error code the app answered.
+        code: i64,
+        /// Its message.
+        message: String,
+    },
+    /// An `InputRequiredResult` that cannot be acted on (an input request without a method,
+    /// a `requestState` that is not a string …).
+    #[error("malformed InputRequiredResult: {detail}")]
+    MalformedInputRequest {
+        /// What was wrong.
+        detail: String,
+    },
+    /// [`super::EraMode::Modern`] was forced and the server does not speak the modern era
+    /// (its answer to `server/discover` was not a result nor a recognised modern error).
+    #[error("the server does not speak the modern era")]
+    ModernUnsupported,
+    /// The server answered `initialize` (after a failed modern probe) with 400, 404 or 405:
+    /// it may speak only the deprecated HTTP+SSE transport of 2024-11-05, which this crate
+    /// does not implement (S-NEW-10, S-BC-3).
+    #[error(
+        "no Streamable HTTP endpoint (initialize answered {status}); HTTP+SSE (2024-11-05) is not supported"
+    )]
+    LegacySseTransport {
+        /// The status of the `initialize` POST.
+        status: StatusCode,
+    },
 }

@@ -9,7 +9,7 @@ use super::error::{ClientError, Limit};
 use super::io::StreamId;
 use super::wire::RequestId;
 use crate::http::BearerChallenge;
-use crate::version::ProtocolVersion;
+use crate::version::{Era, ProtocolVersion};
 
 /// Which logical stream a reconnect concerns.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -169,6 +169,31 @@ pub enum ClientEvent {
     },
     /// The bearer-token provider returned a value that cannot be a header; it was not sent.
     InvalidBearerToken,
+    /// The server's era is known (S-NEW-10): probed (`cached: false`) or taken from the
+    /// [`super::EraCache`] (`cached: true`). `version` is the modern version in use, `None` for
+    /// the legacy era (whose version `initialize` negotiates next).
+    EraDetected {
+        /// The era.
+        era: Era,
+        /// The modern version chosen, if modern.
+        version: Option<ProtocolVersion>,
+        /// Whether it came from the cache.
+        cached: bool,
+    },
+    /// The server ended the modern listening stream with the response to
+    /// `subscriptions/listen` (a graceful end); the stream is reopened like any ended one.
+    SubscriptionEnded {
+        /// The exchange.
+        stream: StreamId,
+    },
+    /// A tool of a modern `tools/list` result declares invalid `x-mcp-header` parameters: it
+    /// was removed from the result given to the app (S-NEW-8).
+    InvalidToolDefinition {
+        /// The tool's name.
+        tool: String,
+        /// Why it is invalid.
+        reason: String,
+    },
     /// The session is closed: no output follows.
     Closed {
         /// How the DELETE went.

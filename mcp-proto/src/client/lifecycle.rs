@@ -15,6 +15,12 @@
 //! phase           | event                                   | next            | effects
 //! ----------------+-----------------------------------------+-----------------+------------------------------------
 //! Uninitialized   | InitializeSent                          | Initializing    |
+//! Uninitialized   | ProbeStarted (Auto/Modern era mode)     | Probing         | (POST server/discover)
+//! Probing         | ProbeModern                             | Ready           | EraDetected; Initialized; the app's
+//!                 |                                         |                 | initialize answered from discover; Ready;
+//!                 |                                         |                 | flush queue; open subscriptions/listen
+//! Probing         | ProbeLegacy                             | Initializing    | EraDetected; POST the app's initialize
+//! Probing         | ProbeFailed / InitializeFailed          | Uninitialized   | (probe dropped)
 //! Initializing    | InitializeAccepted (the app's)          | Acknowledging   | Initialized; POST initialized
 //! Initializing    | InitializeFailed                        | Uninitialized   |
 //! Reinitializing  | InitializeAccepted (the replay)         | Acknowledging   | Reinitialized; POST initialized
@@ -25,6 +31,7 @@
 //! other open      | Expired                                 | (same)          | SessionExpired
 //! open            | CloseRequested, with a DELETE           | Closing         |
 //! open            | CloseRequested, no session              | Closed          | Closed(NoSession)
+//!                 |  (open: every phase but Closing/Closed, Probing included)
 //! Closing         | DeleteDone                              | Closed          | Closed(reason)
 //! ```
 //!
@@ -43,6 +50,14 @@ use super::*;
 pub(super) enum PhaseEvent {
     /// The app's `initialize` was POSTed.
     InitializeSent,
+    /// The app's `initialize` is held while `server/discover` probes the era (S-NEW-10).
+    ProbeStarted,
+    /// The probe found a modern server; its answer came on `stream`.
+    ProbeModern { stream: StreamId },
+    /// The probe found a legacy server: the app's `initialize` goes out.
+    ProbeLegacy,
+    /// The probe failed (the app's `initialize` already has its outcome).
+    ProbeFailed,
     /// An `initialize` (the app's, or the session's replay) was answered with a version we
     /// speak.
     InitializeAccepted {
@@ -71,6 +86,72 @@ impl ClientSession {
         match (self.phase, ev) {
             (Phase::Uninitialized, PhaseEvent::InitializeSent) => {
                 self.phase = Phase::Initializing;
+            }
+            (Phase::Uninitialized, PhaseEvent::ProbeStarted) => {
+                self.phase = Phase::Probing;
+            }
+            (Phase::Probing, PhaseEvent::ProbeModern { stream }) => {
+                let version = self.version.unwrap_or(ProtocolVersion::V2026_07_28);
+                self.epoch += 1;
+                self.fell_back = false;
+                self.event(ClientEvent::EraDetected {
+                    era: crate::version::Era::Modern,
+                    version: Some(version),
+                    cached: false,
+                });
+                if let Some(id) = self.app_init.take() {
+                    let response = match &self.discovered {
+                        Some(d) => modern::initialize_result(id.clone(), version, d),
+                        None => modern::initialize_result(
+                            id.clone(),
+                            version,
+                            &serde_json::value::RawValue::from_string("{}".into())
+                                .expect("valid JSON"),
+                        ),
+                    };
+                    self.requests.remove(&id);
+                    self.outcome(id, RequestResult::Response { stream, response });
+                }
+                self.event(ClientEvent::Initialized {
+                    session_id: None,
+                    version,
+                });
+                self.phase = Phase::Ready;
+                self.reinit_streak = 0;
+                self.event(ClientEvent::Ready {
+                    acknowledged: Ok(()),
+                });
+                while let Some(p) = self.pending.pop_front() {
+                    self.post_message(p.bytes, p.purpose, p.rpc_method);
+                }
+                self.maybe_start_listen(now);
+            }
+            (Phase::Probing, PhaseEvent::ProbeLegacy) => {
+                self.version = None;
+                self.fell_back = true;
+                self.event(ClientEvent::EraDetected {
+                    era: crate::version::Era::Legacy,
+                    version: None,
+                    cached: false,
+                });
+                self.phase = Phase::Initializing;
+                if let (Some(id), Some(bytes)) = (self.app_init.take(), self.saved_init.clone()) {
+                    if self.requests.contains_key(&id) {
+                        self.post_message(bytes, Purpose::Request(id), Some(INITIALIZE.into()));
+                    } else {
+                        self.phase = Phase::Uninitialized;
+                    }
+                }
+            }
+            (Phase::Probing, PhaseEvent::ProbeFailed | PhaseEvent::InitializeFailed) => {
+                if let Some(id) = self.probe.take() {
+                    self.end_request(&id, RequestResult::Cancelled, true);
+                }
+                if let Some(id) = self.app_init.take() {
+                    self.end_request(&id, RequestResult::Failed(ClientError::TimedOut), true);
+                }
+                self.version = None;
+                self.phase = Phase::Uninitialized;
             }
             (
                 Phase::Initializing,
@@ -138,13 +219,14 @@ impl ClientSession {
                 }
             }
             (
-                Phase::Uninitialized | Phase::Initializing | Phase::Reinitializing,
+                Phase::Uninitialized | Phase::Probing | Phase::Initializing | Phase::Reinitializing,
                 PhaseEvent::Expired,
             ) => {
                 self.clear_session(now);
             }
             (
                 Phase::Uninitialized
+                | Phase::Probing
                 | Phase::Initializing
                 | Phase::Acknowledging
                 | Phase::Ready
@@ -167,6 +249,7 @@ impl ClientSession {
             // an acknowledgement after an expiry, a second close …). Nothing changes.
             (
                 Phase::Uninitialized
+                | Phase::Probing
                 | Phase::Initializing
                 | Phase::Acknowledging
                 | Phase::Ready
@@ -199,6 +282,13 @@ impl ClientSession {
         self.session = session.clone();
         self.version = Some(version);
         self.epoch += 1;
+        // Only the `initialize` right after a failed probe can mean "HTTP+SSE only".
+        self.fell_back = false;
+        if self.era_mode != EraMode::Legacy
+            && let Some((cache, origin)) = &self.era_cache
+        {
+            cache.insert(origin, KnownEra::Legacy);
+        }
         self.event(match reinit {
             None => ClientEvent::Initialized {
                 session_id: session,
@@ -245,6 +335,9 @@ impl ClientSession {
                 deadline: Some(after(now, self.handshake_timeout())),
                 internal: true,
                 epoch: self.epoch,
+                rounds: 0,
+                wire: None,
+                inputs: None,
             },
         );
         self.phase = Phase::Reinitializing;
@@ -291,8 +384,7 @@ impl ClientSession {
             .map(|(id, _)| id.clone())
             .collect();
         for id in due {
-            self.end_request(&id, RequestResult::Failed(ClientError::TimedOut), true);
-            self.step(now, PhaseEvent::ReinitFailed(ClientError::TimedOut));
+            self.internal_failed(now, &id, ClientError::TimedOut, true);
         }
         if self.phase == Phase::Acknowledging && self.ack_deadline.is_some_and(|d| d <= now) {
             let acks: Vec<StreamId> = self

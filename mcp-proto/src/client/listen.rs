@@ -22,6 +22,11 @@
 //! - A connection that brought a new event id is *progress* (e.g. a 2025-11-25 server polling
 //!   with `retry`, S-POST-20): the backoff restarts from its first step, floored by `retry`.
 //! - Every reconnect carries `Last-Event-ID` when an id was seen (S-RES-5, S-SSE-15).
+//! - **The modern era** (2026-07-28, S-NEW-9) listens with a `subscriptions/listen` POST (the
+//!   facade builds it, with a new id and no `Last-Event-ID`, S-NEW-3); the machine is the same
+//!   but for two rules: 404 is final like 405 (the method does not exist), and since modern
+//!   streams carry no event ids, a delivered message (the acknowledgement comes first) is the
+//!   progress that restarts the backoff.
 //!
 //! ```text
 //! state       | input                                    | next         | effects
@@ -29,14 +34,15 @@
 //! Idle        | Start, GET exists in the era             | Opening      | Open(GET [+ Last-Event-ID])
 //! Idle        | Start, no GET in the era                 | Unsupported  | ListenUnsupported
 //! Opening     | 2xx text/event-stream                    | Open         | ListenOpened [, Resumed]
-//! Opening     | 405                                      | Unsupported  | ListenUnsupported
+//! Opening     | 405 (or 404 in the modern era)           | Unsupported  | ListenUnsupported
 //! Opening     | 401, or 403 with a Bearer challenge      | Stopped      | Abort, AuthRequired, ListenGaveUp(Auth)
 //! Opening     | 404 and a session id was carried         | Idle         | Abort, SessionNotFound
 //! Opening     | other status, other media type           | Backoff|Stop | Abort, → failure
 //! Opening     | Failed                                   | Backoff|Stop | → failure
 //! Open        | Chunk                                    | Open         | Payloads
 //! Open        | Chunk over max_sse_event_bytes           | Backoff|Stop | Abort, LimitExceeded, → failure
-//! Open        | End / Failed, new event id seen          | Backoff      | Reconnecting (attempt 0)
+//! Open        | End / Failed, new event id seen (modern:  | Backoff      | Reconnecting (attempt 0)
+//!             |   a message delivered)                   |              |
 //! Open        | End / Failed, no new event id            | Backoff|Stop | → failure
 //! Backoff{at} | Timer, now ≥ at                          | Opening      | Open(GET + Last-Event-ID)
 //! any live    | Suspend (session gone)                   | Idle         | Abort; event ids forgotten
@@ -64,9 +70,11 @@ use crate::http::{BearerChallenge, bearer_challenge, content_type_is, mime};
 #[derive(Debug)]
 pub(crate) enum ListenInput<'a> {
     /// The session is ready and the app wants to listen; `supported` is whether the era has a
-    /// GET stream.
+    /// listening stream (the GET, or `subscriptions/listen` with a filter); `modern` selects
+    /// the 2026-07-28 rules (404 is final too; progress is a delivered message).
     Start {
         supported: bool,
+        modern: bool,
     },
     Head {
         status: StatusCode,
@@ -142,6 +150,8 @@ pub(crate) struct Listen {
     retry_after: Option<Duration>,
     attempt: u32,
     failures: FailureWindow,
+    /// The modern era: `subscriptions/listen` instead of GET.
+    modern: bool,
     state: ListenState,
 }
 
@@ -155,6 +165,7 @@ impl Listen {
             retry_after: None,
             attempt: 0,
             failures,
+            modern: false,
             state: ListenState::Idle,
         }
     }
@@ -200,7 +211,8 @@ impl Listen {
         let state = std::mem::replace(&mut self.state, ListenState::Idle);
         self.state = match (state, input) {
             (ListenState::Unsupported, _) => ListenState::Unsupported,
-            (ListenState::Idle, ListenInput::Start { supported }) => {
+            (ListenState::Idle, ListenInput::Start { supported, modern }) => {
+                self.modern = modern;
                 if !supported {
                     fx.push(ListenEffect::Event(ClientEvent::ListenUnsupported));
                     ListenState::Unsupported
@@ -221,6 +233,11 @@ impl Listen {
             (ListenState::Open { stream, mut reader }, ListenInput::Chunk(chunk)) => {
                 let y = reader.feed(chunk, &mut self.last_event_id, &mut self.retry);
                 if !y.payloads.is_empty() {
+                    // Modern streams carry no event ids: a delivered message (the
+                    // acknowledgement comes first) is the progress.
+                    if self.modern {
+                        reader.progressed = true;
+                    }
                     fx.push(ListenEffect::Payloads(stream, y.payloads));
                 }
                 if y.error.is_some() {
@@ -324,7 +341,9 @@ impl Listen {
             };
         }
         fx.push(ListenEffect::Abort(stream));
-        if status == StatusCode::METHOD_NOT_ALLOWED {
+        if status == StatusCode::METHOD_NOT_ALLOWED
+            || (self.modern && status == StatusCode::NOT_FOUND)
+        {
             fx.push(ListenEffect::Event(ClientEvent::ListenUnsupported));
             return ListenState::Unsupported;
         }

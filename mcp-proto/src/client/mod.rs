@@ -43,7 +43,8 @@
 //! - **Outputs**: [`poll_output`](ClientSession::poll_output) yields [`Output`]s — HTTP
 //!   intents, aborts, server messages, request outcomes (exactly one per request: a response,
 //!   a typed error, or cancelled), and [`ClientEvent`]s; [`poll_timeout`](ClientSession::poll_timeout).
-//! - **Getters**: `session_id`, `protocol_version`, `is_ready`, `is_closed`, `in_flight`.
+//! - **Getters**: `session_id`, `protocol_version`, `era`, `discovery`, `is_ready`,
+//!   `is_closed`, `in_flight`.
 //!
 //! # Theory of operation
 //!
@@ -83,7 +84,65 @@
 //! **Eras**: the negotiated (or configured) [`ProtocolVersion`] selects behaviour: batches
 //! only where `allows_batch`; sessions, the GET stream, resumption and
 //! `notifications/cancelled` only where `has_sessions` (the modern era cancels by dropping the
-//! stream, S-NEW-6, and has no GET, S-NEW-1). Nothing assumes a session id exists.
+//! stream, S-NEW-6, and has no GET, S-NEW-1). Nothing assumes a session id exists. There is
+//! one machine: every rule below is a question the version answers, not a second code path.
+//!
+//! **Era detection** ([`EraMode`], S-NEW-10, G-11): with `EraMode::Legacy` (the default) the
+//! app's `initialize` goes out as is. With `Auto` (dual-era) or `Modern`, the app still sends
+//! `initialize`, and the session holds it (phase `Probing`) while it POSTs its own
+//! `server/discover` (id `mcp-proto-discover-N`) with the modern `_meta` and headers, using
+//! the app's `clientInfo`/`capabilities`. A result means modern: the session answers the
+//! app's `initialize` itself from the discovery result (`protocolVersion` 2026-07-28,
+//! `capabilities`, `serverInfo`, `instructions`; the modern server has no `initialize`,
+//! S-NEW-4), goes `Ready` and absorbs the app's `notifications/initialized`. A JSON-RPC error
+//! `-32020/-32021/-32022` (in a 200 or in a 4xx body, whatever its id) also means modern:
+//! `-32022` naming a modern version we speak and have not tried re-probes with it, naming only
+//! legacy versions falls back, otherwise the error is the `initialize`'s response. Any other
+//! error or 4xx means legacy: the app's `initialize` is POSTed, and a 400/404/405 to it is
+//! [`ClientError::LegacySseTransport`] (HTTP+SSE, which we do not speak). A 5xx, a transport
+//! failure or a timeout fails the `initialize` without a verdict. `Modern` turns "legacy" into
+//! [`ClientError::ModernUnsupported`]. The verdict goes into the shared [`EraCache`] for the
+//! origin the app named (modern at once; legacy once `initialize` succeeded); a cached legacy
+//! origin is not probed, a cached modern one is probed at its version, and a cached modern
+//! origin that answers as legacy is forgotten and falls back — at the probe, or later when an
+//! ordinary modern request gets a 400/404/405 without a JSON-RPC error (the next session
+//! probes again).
+//!
+//! **Modern requests** (S-NEW-4, S-NEW-7, S-NEW-8): every POSTed request gets `_meta`
+//! `io.modelcontextprotocol/protocolVersion` (always the session's, so it equals the
+//! `MCP-Protocol-Version` header), `clientCapabilities` and `clientInfo` (the app's, when it
+//! set them; else the [`ClientIdentity`]), and the mirrored headers of [`crate::mirror`]:
+//! `Mcp-Method`, `Mcp-Name`, and `Mcp-Param-*` for tools whose `x-mcp-header` declarations the
+//! session learnt from `tools/list` results (tools with invalid declarations are removed from
+//! the result, [`ClientEvent::InvalidToolDefinition`]). No session id, no GET, no
+//! `Last-Event-ID`: a broken stream fails its request ([`ProtocolError::StreamEndedWithoutResponse`]
+//! or [`ClientError::Transport`]) and the app re-issues it under a new id (S-NEW-3). A 4xx
+//! whose body is a JSON-RPC error (unknown method → 404 `-32601`, `-32020`, `-32022`, S-NEW-9)
+//! is delivered as the request's response. The app cannot send responses
+//! ([`ApiMisuse::ResponseNotAllowed`], S-NEW-5) except to input requests (below).
+//!
+//! **Multi round-trip requests** (S-NEW-5): a result with `"resultType": "input_required"`
+//! does not end the request. Each of its `inputRequests` is handed to the app as a server
+//! request ([`Output::Message`], id `mcp-proto-input/<request>/<round>/<key>`), exactly as a
+//! legacy server's `sampling/createMessage` would be, so the same handlers answer it; the
+//! app's `send` of the answer is collected ([`SendReceipt::Absorbed`]), never POSTed. When
+//! every answer is in (or at once when there were no input requests), the original request is
+//! POSTed again with `inputResponses`, the exact `requestState` (none when the server gave
+//! none) and a new wire id (`<request>#input-<round>`, mapped back: the app only ever sees its
+//! own id). An error answer fails the request ([`ClientError::InputRequestFailed`]); more than
+//! `max_input_rounds` rounds fail it ([`ClientError::TooManyInputRounds`]); the request
+//! timeout covers every round; cancelling while the app answers sends the app a
+//! `notifications/cancelled` for each pending input request (so its handlers stop) and
+//! nothing to the server.
+//!
+//! **Modern listening** (S-NEW-9): `listen` (or continuous listening) opens
+//! `subscriptions/listen` as a POST with the configured notification filter
+//! ([`ClientConfig::with_subscription_filter`]; without one there is nothing to listen for:
+//! [`ClientEvent::ListenUnsupported`]). The same `listen.rs` machine runs it, with the same
+//! backoff, failure budget and `retry` floors; 404 and 405 are final; a delivered message
+//! (the acknowledgement comes first) is progress; a new id per attempt; the response to
+//! `subscriptions/listen` (a graceful end) is [`ClientEvent::SubscriptionEnded`];
+//! `stop_listening` closes the stream, which is the cancellation (S-NEW-6).
 //!
 //! **Other decisions**:
 //! - Messages sent before the session is ready — even before `initialize` is sent — are
@@ -100,10 +159,12 @@
 //!
 //! Three state machines, each in its own file with a theory of operation, an ASCII state
 //! table and one exhaustive `match`: the session phase (`lifecycle.rs`: Uninitialized →
-//! Initializing → Acknowledging → Ready, Reinitializing on expiry, Closing → Closed), one
+//! [Probing →] Initializing → Acknowledging → Ready, Probing → Ready in the modern era,
+//! Reinitializing on expiry, Closing → Closed), one
 //! POST exchange and its resumes (`post.rs`), and the GET listening stream (`listen.rs`).
 //! `session.rs` builds intents, runs the sub-machines and routes what they yield; `wire.rs`
-//! is the seam to `jsonrpc` and `sse`; `backoff.rs` the deterministic jittered backoff;
+//! is the seam to `jsonrpc` and `sse`; `modern.rs` the modern era's JSON (`_meta`, the probe
+//! verdict, input requests and retries); `backoff.rs` the deterministic jittered backoff;
 //! `config.rs`, `io.rs`, `event.rs` and `error.rs` the public vocabulary.
 
 mod backoff;
@@ -113,6 +174,7 @@ mod event;
 mod io;
 mod lifecycle;
 mod listen;
+mod modern;
 mod post;
 mod wire;
 
@@ -124,7 +186,10 @@ use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
 use http::{HeaderMap, HeaderValue, Method, StatusCode};
 
 pub use backoff::{BackoffConfig, FailureBudget};
-pub use config::{ClientConfig, HeaderContext, HeaderFn, Limits, TokenProvider};
+pub use config::{
+    ClientConfig, ClientIdentity, EraCache, EraMode, HeaderContext, HeaderFn, KnownEra, Limits,
+    TokenProvider,
+};
 pub use error::{ApiMisuse, ClientError, Limit, ProtocolError};
 pub use event::{ClientEvent, CloseReason, ListenStop, StreamRole};
 pub use io::{
@@ -149,6 +214,7 @@ const MAX_REINIT_STREAK: u32 = 3;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
     Uninitialized,
+    Probing,
     Initializing,
     Acknowledging,
     Ready,
@@ -160,7 +226,23 @@ enum Phase {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ReqState {
     Queued,
-    Sent { stream: StreamId },
+    Sent {
+        stream: StreamId,
+    },
+    /// Modern era: an `InputRequiredResult` arrived and the app is answering its input
+    /// requests (MRTR, S-NEW-5).
+    AwaitingInput,
+}
+
+/// The input requests of one MRTR round waiting for the app's answers.
+#[derive(Debug)]
+struct Inputs {
+    /// Answers by key (`None`: not answered yet), in the server's order.
+    answers: Vec<(String, Option<Box<serde_json::value::RawValue>>)>,
+    /// The server's `requestState`, echoed exactly on the retry.
+    state: Option<String>,
+    /// The stream the `InputRequiredResult` came on.
+    stream: StreamId,
 }
 
 #[derive(Debug)]
@@ -175,6 +257,13 @@ struct Req {
     internal: bool,
     /// The session epoch of the last POST.
     epoch: u64,
+    /// `InputRequiredResult` rounds so far (MRTR).
+    rounds: u32,
+    /// The JSON-RPC id of the current retry on the wire, when it differs from the app's id
+    /// (MRTR: a retry MUST have a new id).
+    wire: Option<RequestId>,
+    /// The current round's input requests.
+    inputs: Option<Box<Inputs>>,
 }
 
 #[derive(Debug)]
@@ -211,6 +300,35 @@ pub struct ClientSession {
     backoff: Backoff,
     next_stream: u64,
     out: VecDeque<Output>,
+    // ---- the modern era (2026-07-28) and era detection
+    era_mode: EraMode,
+    era_cache: Option<(EraCache, Box<str>)>,
+    identity: ClientIdentity,
+    max_input_rounds: u32,
+    subscription: Option<serde_json::Value>,
+    /// The app's `initialize`, held while the probe runs.
+    app_init: Option<RequestId>,
+    /// The `server/discover` probe in flight.
+    probe: Option<RequestId>,
+    /// Modern versions already probed.
+    probe_tried: Vec<ProtocolVersion>,
+    /// The probe failed and the app's `initialize` went out: a 400/404/405 to it means
+    /// HTTP+SSE.
+    fell_back: bool,
+    /// The last `server/discover` result.
+    discovered: Option<Box<serde_json::value::RawValue>>,
+    /// Input request id (as given to the app) → (the request it belongs to, its key).
+    input_ids: BTreeMap<RequestId, (RequestId, String)>,
+    /// Wire id of an MRTR retry → the app's id.
+    aliases: BTreeMap<RequestId, RequestId>,
+    /// The JSON-RPC id of the open `subscriptions/listen`.
+    listen_rpc: Option<RequestId>,
+    /// Counter for the session's own ids.
+    own_seq: u64,
+    /// The `x-mcp-header` declarations of the tools seen in `tools/list` (S-NEW-8).
+    tool_headers: BTreeMap<String, Vec<crate::mirror::ParamHeader>>,
+    max_known_tools: usize,
+    max_input_requests: usize,
 }
 
 impl std::fmt::Debug for ClientSession {
@@ -246,6 +364,13 @@ impl ClientSession {
             request_timeout,
             close_timeout,
             seed,
+            era,
+            era_cache,
+            identity,
+            max_input_rounds,
+            subscription,
+            max_known_tools,
+            max_input_requests,
         } = config;
         let (phase, session, version) = match start {
             Start::Fresh => (Phase::Uninitialized, None, None),
@@ -280,6 +405,23 @@ impl ClientSession {
             backoff: Backoff::new(backoff, seed),
             next_stream: 0,
             out: VecDeque::new(),
+            era_mode: era,
+            era_cache,
+            identity,
+            max_input_rounds,
+            subscription,
+            app_init: None,
+            probe: None,
+            probe_tried: Vec::new(),
+            fell_back: false,
+            discovered: None,
+            input_ids: BTreeMap::new(),
+            aliases: BTreeMap::new(),
+            listen_rpc: None,
+            own_seq: 0,
+            tool_headers: BTreeMap::new(),
+            max_known_tools,
+            max_input_requests,
         };
         s.maybe_start_listen(now);
         s
@@ -295,6 +437,20 @@ impl ClientSession {
     /// The negotiated (or configured) protocol version.
     pub fn protocol_version(&self) -> Option<ProtocolVersion> {
         self.version
+    }
+
+    /// The era in use: `None` until it is known (before `initialize` is answered, or while the
+    /// `server/discover` probe runs).
+    pub fn era(&self) -> Option<crate::version::Era> {
+        match self.phase {
+            Phase::Probing => None,
+            _ => self.version.map(ProtocolVersion::era),
+        }
+    }
+
+    /// The raw result of the last `server/discover` (modern era), if one was received.
+    pub fn discovery(&self) -> Option<&serde_json::value::RawValue> {
+        self.discovered.as_deref()
     }
 
     /// Whether messages go out at once (initialized and acknowledged).
@@ -331,6 +487,16 @@ impl ClientSession {
         match wire::classify(&message)? {
             Outgoing::Response => {
                 if let Some(v) = self.version.filter(|v| !v.has_sessions()) {
+                    // MRTR: an answer to one of the input requests the session handed out
+                    // is collected for the retry, never POSTed (S-NEW-5).
+                    if let Ok(Message::Response(r)) = crate::jsonrpc::parse_message(&message)
+                        && r.id
+                            .as_ref()
+                            .is_some_and(|i| self.input_ids.contains_key(i))
+                    {
+                        self.input_answer(now, r);
+                        return Ok(SendReceipt::Absorbed);
+                    }
                     return Err(ApiMisuse::ResponseNotAllowed { version: v });
                 }
                 self.dispatch(message, Purpose::Response, None)
@@ -342,7 +508,10 @@ impl ClientSession {
                 self.dispatch(message, Purpose::Notification(method.clone()), Some(method))
             }
             Outgoing::Request { id, method } => {
-                if self.requests.contains_key(&id) {
+                if self.requests.contains_key(&id)
+                    || self.aliases.contains_key(&id)
+                    || self.input_ids.contains_key(&id)
+                {
                     return Err(ApiMisuse::DuplicateRequestId { id });
                 }
                 let limit = self.limits.max_in_flight_requests;
@@ -370,10 +539,23 @@ impl ClientSession {
                         deadline: self.request_timeout.map(|t| after(now, t)),
                         internal: false,
                         epoch: self.epoch,
+                        rounds: 0,
+                        wire: None,
+                        inputs: None,
                     },
                 );
                 if is_init {
                     self.saved_init = Some(message.clone());
+                    if let Some(identity) = modern::identity_from_initialize(&message) {
+                        self.identity = identity;
+                    }
+                    if let Some(version) = self.probe_version() {
+                        // S-NEW-10: probe first; the initialize waits for the verdict.
+                        self.app_init = Some(id);
+                        self.step(now, PhaseEvent::ProbeStarted);
+                        self.send_probe(now, version);
+                        return Ok(SendReceipt::Queued);
+                    }
                     self.step(now, PhaseEvent::InitializeSent);
                     let s = self.post_message(message, Purpose::Request(id), Some(method));
                     return Ok(SendReceipt::Posted(s));

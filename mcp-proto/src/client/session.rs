@@ -8,7 +8,9 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
 
 use super::lifecycle::PhaseEvent;
+use super::modern::{self, DISCOVER, SUBSCRIPTIONS_LISTEN, Verdict};
 use super::*;
+use crate::jsonrpc::{Notification, Outcome, Request};
 
 impl ClientSession {
     pub(super) fn event(&mut self, e: ClientEvent) {
@@ -68,13 +70,21 @@ impl ClientSession {
     ) -> StreamId {
         let is_init =
             matches!(purpose, Purpose::Request(_)) && rpc_method.as_deref() == Some(INITIALIZE);
-        let (headers, carried) = self.build_headers(
+        let (mut headers, carried) = self.build_headers(
             HttpRequestKind::Post,
             &Method::POST,
             rpc_method.as_deref(),
             !is_init,
             None,
         );
+        let bytes = match self.version.filter(|v| !v.has_sessions()) {
+            Some(v) => {
+                let bytes = modern::with_meta(&bytes, v, &self.identity).unwrap_or(bytes);
+                self.mirror(&bytes, &mut headers);
+                bytes
+            }
+            None => bytes,
+        };
         let stream = self.alloc();
         self.out.push_back(Output::Http(HttpRequest {
             stream,
@@ -290,11 +300,24 @@ impl ClientSession {
             return;
         }
         if req.internal {
-            self.requests.remove(id);
-            self.step(now, PhaseEvent::ReinitFailed(err));
+            self.internal_failed(now, id, err, false);
             return;
         }
         let was_init = &*req.method == INITIALIZE;
+        let err = match err {
+            // S-NEW-10: the probe said "not modern" and initialize has no endpoint either.
+            ClientError::HttpStatus { status, .. }
+                if was_init && self.fell_back && matches!(status.as_u16(), 400 | 404 | 405) =>
+            {
+                ClientError::LegacySseTransport { status }
+            }
+            ClientError::EndpointNotFound if was_init && self.fell_back => {
+                ClientError::LegacySseTransport {
+                    status: http::StatusCode::NOT_FOUND,
+                }
+            }
+            other => other,
+        };
         self.end_request(id, RequestResult::Failed(err), false);
         if was_init {
             self.step(now, PhaseEvent::InitializeFailed);
@@ -307,9 +330,37 @@ impl ClientSession {
         };
         match p.purpose.clone() {
             Purpose::Request(id) => {
-                if !p.answered {
-                    self.fail_from_stream(now, stream, &id, err);
+                if p.answered {
+                    return;
                 }
+                // A modern server explains a 4xx with a JSON-RPC error (S-NEW-7, S-NEW-9):
+                // it is the request's response.
+                if !self.legacy()
+                    && self.probe.as_ref() != Some(&id)
+                    && let ClientError::HttpStatus { body, .. } = &err
+                    && modern::error_response(body).is_some()
+                {
+                    let body = body.clone();
+                    self.route(now, stream, &body, true);
+                    if self.own_request(stream).is_none() {
+                        return;
+                    }
+                }
+                // A modern session whose server now answers like a legacy one (a 400, 404 or
+                // 405 without a JSON-RPC error): the cached era no longer holds; the next
+                // session for the origin probes again (versioning.mdx: "re-probing if the
+                // cached assumption later fails").
+                if !self.legacy()
+                    && self.probe.as_ref() != Some(&id)
+                    && let ClientError::HttpStatus { status, body } = &err
+                    && matches!(status.as_u16(), 400 | 404 | 405)
+                    && modern::error_response(body).is_none()
+                    && let Some((cache, origin)) = &self.era_cache
+                    && matches!(cache.get(origin), Some(KnownEra::Modern(_)))
+                {
+                    cache.forget(origin);
+                }
+                self.fail_from_stream(now, stream, &id, err);
             }
             Purpose::Notification(m) => self.event(ClientEvent::PostRejected {
                 stream,
@@ -437,8 +488,7 @@ impl ClientSession {
             && r.state == (ReqState::Sent { stream })
         {
             if r.internal {
-                self.requests.remove(id);
-                self.step(now, PhaseEvent::ReinitFailed(err));
+                self.internal_failed(now, id, err, false);
             } else {
                 self.end_request(id, RequestResult::Failed(err), false);
             }
@@ -467,8 +517,13 @@ impl ClientSession {
             match item {
                 Err(error) => self.event(ClientEvent::InvalidMessage { stream, error }),
                 Ok(Message::Response(r)) => {
+                    if r.id.is_some() && r.id == self.listen_rpc {
+                        // The graceful end of the modern listening stream.
+                        self.event(ClientEvent::SubscriptionEnded { stream });
+                        continue;
+                    }
                     let id = match &r.id {
-                        Some(id) => Some(id.clone()),
+                        Some(id) => Some(self.aliases.get(id).cloned().unwrap_or(id.clone())),
                         // S-RPC-7: an id-less error answers the request of its own POST.
                         None if json_post || self.own_request(stream).is_some() => {
                             self.own_request(stream)
@@ -494,10 +549,40 @@ impl ClientSession {
     }
 
     /// The response to request `id` arrived on `stream`.
-    fn complete(&mut self, now: Instant, stream: StreamId, id: RequestId, response: Response) {
+    fn complete(&mut self, now: Instant, stream: StreamId, id: RequestId, mut response: Response) {
+        let Some(req) = self.requests.get(&id) else {
+            return;
+        };
+        if req.internal && &*req.method == DISCOVER {
+            self.requests.remove(&id);
+            self.mark_answered(stream);
+            if self.probe.as_ref() == Some(&id) {
+                self.on_probe_response(now, stream, response);
+            }
+            return;
+        }
+        if !self.legacy()
+            && !req.internal
+            && let Outcome::Result(raw) = &response.outcome
+            && let Some(parsed) = modern::input_required(raw)
+        {
+            if let ReqState::Sent { stream: s } = req.state {
+                self.mark_answered(s);
+            }
+            self.on_input_required(now, stream, id, parsed);
+            return;
+        }
         let Some(req) = self.requests.remove(&id) else {
             return;
         };
+        if let Some(w) = &req.wire {
+            self.aliases.remove(w);
+        }
+        // The app sees its own id, whatever id the wire carried (MRTR retries).
+        response.id = Some(id.clone());
+        if !self.legacy() && &*req.method == "tools/list" {
+            response = self.learn_tools(response);
+        }
         let mut head_session = None;
         if let ReqState::Sent { stream: s } = req.state
             && let Some(p) = self.posts.get_mut(&s)
@@ -542,7 +627,18 @@ impl ClientSession {
         self.outcome(id, RequestResult::Response { stream, response });
     }
 
-    fn outcome(&mut self, id: RequestId, result: RequestResult) {
+    /// The request on `stream` has its answer: the machine only drains what follows.
+    fn mark_answered(&mut self, stream: StreamId) {
+        if let Some(p) = self.posts.get_mut(&stream) {
+            if p.is_live() {
+                p.answered = true;
+            } else {
+                self.posts.remove(&stream);
+            }
+        }
+    }
+
+    pub(super) fn outcome(&mut self, id: RequestId, result: RequestResult) {
         self.out
             .push_back(Output::Outcome(RequestOutcome { id, result }));
     }
@@ -553,10 +649,38 @@ impl ClientSession {
         let Some(req) = self.requests.remove(id) else {
             return;
         };
+        if let Some(w) = &req.wire {
+            self.aliases.remove(w);
+        }
         match req.state {
             ReqState::Queued => self
                 .pending
                 .retain(|p| !matches!(&p.purpose, Purpose::Request(q) if q == id)),
+            ReqState::AwaitingInput => {
+                // Tell the app's input handlers to stop, as a server cancels its requests.
+                let stream = req.inputs.as_ref().map_or(StreamId(0), |i| i.stream);
+                let ids: Vec<RequestId> = self
+                    .input_ids
+                    .iter()
+                    .filter(|(_, (r, _))| r == id)
+                    .map(|(i, _)| i.clone())
+                    .collect();
+                for i in ids {
+                    self.input_ids.remove(&i);
+                    let params = serde_json::json!({
+                        "requestId": serde_json::to_value(&i).unwrap_or_default(),
+                        "reason": "the request ended",
+                    });
+                    let params = serde_json::value::to_raw_value(&params).ok();
+                    self.out.push_back(Output::Message(Delivered {
+                        stream,
+                        message: Message::Notification(Notification::new(
+                            "notifications/cancelled",
+                            params,
+                        )),
+                    }));
+                }
+            }
             ReqState::Sent { stream } => {
                 if abort
                     && let Some(p) = self.posts.remove(&stream)
@@ -595,8 +719,11 @@ impl ClientSession {
 
     pub(super) fn maybe_start_listen(&mut self, now: Instant) {
         if self.phase == Phase::Ready && self.listen.wanted && self.listen.is_idle() {
-            let supported = self.legacy();
-            self.run_listen(now, ListenInput::Start { supported });
+            // The modern era has no GET (S-NEW-1); it listens with `subscriptions/listen`
+            // when the app gave a filter (S-NEW-9).
+            let modern = !self.legacy();
+            let supported = !modern || self.subscription.is_some();
+            self.run_listen(now, ListenInput::Start { supported, modern });
         }
     }
 
@@ -616,6 +743,33 @@ impl ClientSession {
 
     fn apply_listen(&mut self, now: Instant, effect: ListenEffect) {
         match effect {
+            ListenEffect::Open { stream, .. } if !self.legacy() => {
+                let body = self.listen_request();
+                let (mut headers, _) = self.build_headers(
+                    HttpRequestKind::Listen,
+                    &Method::POST,
+                    Some(SUBSCRIPTIONS_LISTEN),
+                    true,
+                    None,
+                );
+                headers.insert(
+                    http::header::ACCEPT,
+                    HeaderValue::from_static(crate::http::mime::POST_ACCEPT),
+                );
+                headers.insert(
+                    http::header::CONTENT_TYPE,
+                    HeaderValue::from_static(crate::http::mime::APPLICATION_JSON),
+                );
+                self.mirror(&body, &mut headers);
+                self.listen.carried_session = None;
+                self.out.push_back(Output::Http(HttpRequest {
+                    stream,
+                    kind: HttpRequestKind::Listen,
+                    method: Method::POST,
+                    headers,
+                    body,
+                }));
+            }
             ListenEffect::Open {
                 stream,
                 last_event_id,
@@ -662,5 +816,411 @@ impl ClientSession {
                 challenge,
             }),
         }
+    }
+    // ------------------------------------------------------------------ the modern era
+
+    /// The request headers that mirror the body (S-NEW-8): `Mcp-Method`, `Mcp-Name`,
+    /// `Mcp-Param-*`, via [`crate::mirror`].
+    pub(super) fn mirror(&self, body: &[u8], headers: &mut HeaderMap) {
+        let Some((method, params)) = modern::method_and_params(body) else {
+            return;
+        };
+        let raw = serde_json::value::to_raw_value(&params).ok();
+        for (name, value) in crate::mirror::mirror_headers(&method, raw.as_deref()) {
+            headers.insert(name, value);
+        }
+        if method == "tools/call"
+            && let Some(name) = params.get("name").and_then(serde_json::Value::as_str)
+            && let Some(decls) = self.tool_headers.get(name)
+        {
+            for (name, value) in crate::mirror::param_headers(decls, params.get("arguments")) {
+                headers.insert(name, value);
+            }
+        }
+    }
+
+    /// Learns the `x-mcp-header` declarations of the tools in a `tools/list` result and drops
+    /// the tools whose declarations are invalid (S-NEW-8: a client MUST exclude them), with a
+    /// [`ClientEvent::InvalidToolDefinition`] each. Returns the result to give the app.
+    fn learn_tools(&mut self, response: Response) -> Response {
+        let Outcome::Result(raw) = &response.outcome else {
+            return response;
+        };
+        let Ok(mut v) = serde_json::from_str::<serde_json::Value>(raw.get()) else {
+            return response;
+        };
+        let Some(tools) = v.get_mut("tools").and_then(serde_json::Value::as_array_mut) else {
+            return response;
+        };
+        let mut dropped = false;
+        let mut learned = Vec::new();
+        let mut rejected = Vec::new();
+        tools.retain(|t| {
+            let name = t
+                .get("name")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("");
+            let schema = t.get("inputSchema").cloned().unwrap_or_default();
+            match crate::mirror::ParamHeader::from_input_schema(&schema) {
+                Ok(decls) => {
+                    learned.push((name.to_owned(), decls));
+                    true
+                }
+                Err(e) => {
+                    rejected.push((name.to_owned(), e.to_string()));
+                    dropped = true;
+                    false
+                }
+            }
+        });
+        for (name, decls) in learned {
+            if decls.is_empty() {
+                self.tool_headers.remove(&name);
+            } else if self.tool_headers.len() < self.max_known_tools
+                || self.tool_headers.contains_key(&name)
+            {
+                self.tool_headers.insert(name, decls);
+            }
+        }
+        for (tool, reason) in rejected {
+            self.event(ClientEvent::InvalidToolDefinition { tool, reason });
+        }
+        if !dropped {
+            return response;
+        }
+        match serde_json::value::to_raw_value(&v) {
+            Ok(raw) => Response {
+                id: response.id,
+                outcome: Outcome::Result(raw),
+            },
+            Err(_) => response,
+        }
+    }
+
+    /// A fresh id the session owns (`mcp-proto-<what>-N`), not used by any request.
+    pub(super) fn own_id(&mut self, what: &str) -> RequestId {
+        loop {
+            self.own_seq += 1;
+            let id = RequestId::String(format!("mcp-proto-{what}-{}", self.own_seq).into());
+            if !self.requests.contains_key(&id)
+                && !self.aliases.contains_key(&id)
+                && !self.input_ids.contains_key(&id)
+            {
+                return id;
+            }
+        }
+    }
+
+    /// The modern version to probe with, or `None` to go straight to `initialize`.
+    pub(super) fn probe_version(&mut self) -> Option<ProtocolVersion> {
+        if self.era_mode == EraMode::Legacy {
+            return None;
+        }
+        self.probe_tried.clear();
+        let cached = self.era_cache.as_ref().and_then(|(c, o)| c.get(o));
+        match cached {
+            Some(KnownEra::Legacy) if self.era_mode == EraMode::Auto => {
+                self.event(ClientEvent::EraDetected {
+                    era: crate::version::Era::Legacy,
+                    version: None,
+                    cached: true,
+                });
+                None
+            }
+            Some(KnownEra::Modern(v)) if !v.has_sessions() => Some(v),
+            _ => Some(ProtocolVersion::V2026_07_28),
+        }
+    }
+
+    /// POSTs `server/discover` at `version` as the session's own request.
+    pub(super) fn send_probe(&mut self, now: Instant, version: ProtocolVersion) {
+        let id = self.own_id("discover");
+        self.probe_tried.push(version);
+        self.version = Some(version);
+        let bytes = modern::request(&id, DISCOVER, serde_json::json!({}));
+        self.requests.insert(
+            id.clone(),
+            Req {
+                method: DISCOVER.into(),
+                bytes: bytes.clone(),
+                state: ReqState::Queued,
+                retried: false,
+                deadline: Some(after(now, self.handshake_timeout())),
+                internal: true,
+                epoch: self.epoch,
+                rounds: 0,
+                wire: None,
+                inputs: None,
+            },
+        );
+        self.probe = Some(id.clone());
+        self.post_message(bytes, Purpose::Request(id), Some(DISCOVER.into()));
+    }
+
+    /// One of the session's own requests failed (re-initialization or the probe).
+    pub(super) fn internal_failed(
+        &mut self,
+        now: Instant,
+        id: &RequestId,
+        err: ClientError,
+        abort: bool,
+    ) {
+        let Some(req) = self.requests.get(id) else {
+            return;
+        };
+        if &*req.method == DISCOVER {
+            let stream = match req.state {
+                ReqState::Sent { stream } => stream,
+                _ => StreamId(0),
+            };
+            self.end_request(id, RequestResult::Cancelled, abort);
+            if self.probe.as_ref() == Some(id) {
+                self.probe = None;
+                self.on_probe_failed(now, stream, err);
+            }
+            return;
+        }
+        self.end_request(id, RequestResult::Failed(err.clone()), abort);
+        self.step(now, PhaseEvent::ReinitFailed(err));
+    }
+
+    fn cache_era(&self, era: KnownEra) {
+        if let Some((cache, origin)) = &self.era_cache {
+            cache.insert(origin, era);
+        }
+    }
+
+    /// The probe's answer (a result or a JSON-RPC error, S-NEW-10, G-11).
+    fn on_probe_response(&mut self, now: Instant, stream: StreamId, response: Response) {
+        self.probe = None;
+        match modern::verdict(&response, &self.probe_tried) {
+            Verdict::Modern => {
+                let v = self.version.unwrap_or(ProtocolVersion::V2026_07_28);
+                if let Outcome::Result(raw) = response.outcome {
+                    self.discovered = Some(raw);
+                }
+                self.cache_era(KnownEra::Modern(v));
+                self.step(now, PhaseEvent::ProbeModern { stream });
+            }
+            Verdict::Retry(v) => self.send_probe(now, v),
+            Verdict::ModernRefused(mut response) => {
+                // A modern server refused the probe: stay modern, give the app the error.
+                let v = self.version.unwrap_or(ProtocolVersion::V2026_07_28);
+                self.cache_era(KnownEra::Modern(v));
+                self.event(ClientEvent::EraDetected {
+                    era: crate::version::Era::Modern,
+                    version: Some(v),
+                    cached: false,
+                });
+                if let Some(id) = self.app_init.take() {
+                    response.id = Some(id.clone());
+                    self.requests.remove(&id);
+                    self.outcome(id, RequestResult::Response { stream, response });
+                }
+                self.step(now, PhaseEvent::ProbeFailed);
+            }
+            Verdict::Legacy | Verdict::NotModern => self.probe_not_modern(now),
+        }
+    }
+
+    /// The probe failed without a JSON-RPC answer: a 4xx means "not modern" (fall back), a
+    /// 5xx, a transport failure or a timeout fails the app's `initialize`.
+    fn on_probe_failed(&mut self, now: Instant, stream: StreamId, err: ClientError) {
+        // G-11: a recognised modern error in the body decides, whatever its id.
+        if let ClientError::HttpStatus { body, .. } = &err
+            && let Some(r) = modern::error_response(body)
+            && let Outcome::Error(e) = &r.outcome
+            && modern::is_modern_error(e.code)
+        {
+            self.on_probe_response(now, stream, r);
+            return;
+        }
+        match &err {
+            ClientError::HttpStatus { status, .. } if status.is_client_error() => {
+                self.probe_not_modern(now)
+            }
+            ClientError::EndpointNotFound => self.probe_not_modern(now),
+            _ => self.fail_app_init(now, err),
+        }
+    }
+
+    fn fail_app_init(&mut self, now: Instant, err: ClientError) {
+        if let Some(id) = self.app_init.take() {
+            self.end_request(&id, RequestResult::Failed(err), true);
+        }
+        self.step(now, PhaseEvent::ProbeFailed);
+    }
+
+    fn probe_not_modern(&mut self, now: Instant) {
+        if self.era_mode == EraMode::Modern {
+            self.fail_app_init(now, ClientError::ModernUnsupported);
+            return;
+        }
+        if let Some((cache, origin)) = &self.era_cache {
+            cache.forget(origin);
+        }
+        self.step(now, PhaseEvent::ProbeLegacy);
+    }
+
+    /// An `InputRequiredResult` for request `id` (MRTR, S-NEW-5): hand its input requests to
+    /// the app as server requests, or retry at once when there are none.
+    fn on_input_required(
+        &mut self,
+        now: Instant,
+        stream: StreamId,
+        id: RequestId,
+        parsed: Result<modern::InputRequired, ClientError>,
+    ) {
+        let ir = match parsed {
+            Ok(ir) if ir.requests.len() > self.max_input_requests => {
+                let limit = Limit::InputRequests;
+                self.event(ClientEvent::LimitExceeded {
+                    stream: Some(stream),
+                    limit,
+                });
+                let err = ProtocolError::LimitExceeded { limit }.into();
+                self.end_request(&id, RequestResult::Failed(err), false);
+                return;
+            }
+            Ok(ir) => ir,
+            Err(e) => {
+                self.end_request(&id, RequestResult::Failed(e), false);
+                return;
+            }
+        };
+        let limit = self.max_input_rounds;
+        let Some(req) = self.requests.get_mut(&id) else {
+            return;
+        };
+        req.rounds += 1;
+        if req.rounds > limit {
+            self.event(ClientEvent::LimitExceeded {
+                stream: Some(stream),
+                limit: Limit::InputRounds,
+            });
+            self.end_request(
+                &id,
+                RequestResult::Failed(ClientError::TooManyInputRounds { limit }),
+                false,
+            );
+            return;
+        }
+        let round = req.rounds;
+        req.state = ReqState::AwaitingInput;
+        req.inputs = Some(Box::new(Inputs {
+            answers: ir.requests.iter().map(|r| (r.key.clone(), None)).collect(),
+            state: ir.state,
+            stream,
+        }));
+        if ir.requests.is_empty() {
+            self.retry_request(now, &id);
+            return;
+        }
+        for r in ir.requests {
+            let iid = RequestId::String(
+                format!("mcp-proto-input/{}/{round}/{}", plain(&id), r.key).into(),
+            );
+            self.input_ids.insert(iid.clone(), (id.clone(), r.key));
+            self.out.push_back(Output::Message(Delivered {
+                stream,
+                message: Message::Request(Request::new(iid, r.method, r.params)),
+            }));
+        }
+    }
+
+    /// The app answered one input request.
+    pub(super) fn input_answer(&mut self, now: Instant, response: Response) {
+        let Some((id, key)) = response.id.as_ref().and_then(|i| self.input_ids.remove(i)) else {
+            return;
+        };
+        match response.outcome {
+            Outcome::Result(raw) => {
+                let Some(inputs) = self.requests.get_mut(&id).and_then(|r| r.inputs.as_mut())
+                else {
+                    return;
+                };
+                if let Some(slot) = inputs.answers.iter_mut().find(|(k, _)| *k == key) {
+                    slot.1 = Some(raw);
+                }
+                if inputs.answers.iter().all(|(_, a)| a.is_some()) {
+                    self.retry_request(now, &id);
+                }
+            }
+            Outcome::Error(e) => {
+                let err = ClientError::InputRequestFailed {
+                    key,
+                    code: e.code,
+                    message: e.message.to_string(),
+                };
+                self.end_request(&id, RequestResult::Failed(err), false);
+            }
+        }
+    }
+
+    /// Re-POSTs request `id` with this round's answers under a new wire id.
+    fn retry_request(&mut self, _now: Instant, id: &RequestId) {
+        let Some(req) = self.requests.get(id) else {
+            return;
+        };
+        let round = req.rounds;
+        let mut wire = RequestId::String(format!("{}#input-{round}", plain(id)).into());
+        while self.requests.contains_key(&wire) || self.aliases.contains_key(&wire) {
+            wire = RequestId::String(format!("{wire}'").into());
+        }
+        let Some(req) = self.requests.get_mut(id) else {
+            return;
+        };
+        let inputs = req.inputs.take();
+        let (answers, state) = match inputs {
+            Some(i) => (
+                i.answers
+                    .into_iter()
+                    .filter_map(|(k, a)| a.map(|a| (k, a)))
+                    .collect::<Vec<_>>(),
+                i.state,
+            ),
+            None => (Vec::new(), None),
+        };
+        let Some(bytes) = modern::retry(&req.bytes, &wire, &answers, state.as_deref()) else {
+            let err = ClientError::MalformedInputRequest {
+                detail: "the request cannot be retried".into(),
+            };
+            self.end_request(id, RequestResult::Failed(err), false);
+            return;
+        };
+        if let Some(old) = req.wire.replace(wire.clone()) {
+            self.aliases.remove(&old);
+        }
+        req.state = ReqState::Queued;
+        let method = req.method.clone();
+        self.aliases.insert(wire, id.clone());
+        self.post_message(bytes, Purpose::Request(id.clone()), Some(method));
+    }
+
+    /// The `subscriptions/listen` request of the modern listening stream.
+    fn listen_request(&mut self) -> Bytes {
+        let id = self.own_id("listen");
+        self.listen_rpc = Some(id.clone());
+        let filter = self
+            .subscription
+            .clone()
+            .unwrap_or_else(|| serde_json::json!({}));
+        let bytes = modern::request(
+            &id,
+            SUBSCRIPTIONS_LISTEN,
+            serde_json::json!({ "notifications": filter }),
+        );
+        match self.version {
+            Some(v) => modern::with_meta(&bytes, v, &self.identity).unwrap_or(bytes),
+            None => bytes,
+        }
+    }
+}
+
+/// An id as plain text (no quotes around strings), for the session's derived ids.
+fn plain(id: &RequestId) -> String {
+    match id {
+        RequestId::Number(n) => n.to_string(),
+        RequestId::String(s) => s.to_string(),
     }
 }

@@ -59,7 +59,7 @@ const VERSIONS: [&str; 6] = [
     "",
 ];
 
-const BODIES: [&str; 14] = [
+const BODIES: [&str; 17] = [
     r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}"#,
     r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26"}}"#,
     r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
@@ -74,6 +74,10 @@ const BODIES: [&str; 14] = [
     r#"{"jsonrpc":"2.0""#,
     r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#,
     r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#,
+    // 2026-07-28 requests: per-request `_meta`, mirrored headers (see `head_headers`).
+    r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#,
+    r#"{"jsonrpc":"2.0","id":6,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#,
+    r#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
 ];
 
 #[derive(Default)]
@@ -127,6 +131,7 @@ fn drain(router: &mut Router, seen: &mut Seen) {
 
 fn config(b: &mut Bytes<'_>) -> ServerConfig {
     let flags = b.byte();
+    let mut modern = false;
     let mut c = ServerConfig::default()
         .with_stateless(flags & 1 != 0)
         .with_response_mode(match (flags >> 1) % 3 {
@@ -135,7 +140,14 @@ fn config(b: &mut Bytes<'_>) -> ServerConfig {
             _ => ResponseMode::Json,
         })
         .with_max_body_bytes(64 + (b.byte() as usize) * 8)
-        .with_max_sessions(1 + (b.byte() as usize % 8))
+        .with_max_sessions({
+            let n = b.byte();
+            if n & 128 != 0 {
+                // Both eras on one router (2026-07-28 requests are then admitted).
+                modern = true;
+            }
+            1 + (n as usize % 8)
+        })
         .with_listen_queue(
             b.byte() as usize % 4,
             if flags & 8 != 0 {
@@ -146,6 +158,9 @@ fn config(b: &mut Bytes<'_>) -> ServerConfig {
         )
         .with_session_idle_ttl(Some(Duration::from_secs(1 + b.byte() as u64)))
         .with_resumability(flags & 16 == 0);
+    if modern {
+        c = c.with_modern();
+    }
     if flags & 32 != 0 {
         c = c.with_cors(CorsConfig::allow_origins(["https://app.example"]));
     }
@@ -202,6 +217,22 @@ fn head_headers(b: &mut Bytes<'_>, seen: &Seen) -> HeaderMap {
             HeaderName::from_static("mcp-protocol-version"),
             HeaderValue::from_static(v),
         );
+        if *v == "2026-07-28" {
+            // Mirrored headers that match some bodies and not others (S-NEW-8).
+            let m = b.byte();
+            let method = ["tools/call", "tools/list", "subscriptions/listen", "ping"];
+            h.insert(
+                HeaderName::from_static("mcp-method"),
+                HeaderValue::from_static(method[m as usize % method.len()]),
+            );
+            if m & 64 != 0 {
+                let name = if m & 32 != 0 { "x" } else { "=?base64?eA==?=" };
+                h.insert(
+                    HeaderName::from_static("mcp-name"),
+                    HeaderValue::from_static(name),
+                );
+            }
+        }
     }
     if flags & 128 != 0 {
         let lei = b

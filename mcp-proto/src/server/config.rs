@@ -103,9 +103,23 @@ pub struct ServerConfig {
     pub server_request_timeout: Duration,
     /// The protocol revisions accepted in `MCP-Protocol-Version` and negotiated by
     /// `initialize`. Default: the legacy revisions (2025-03-26, 2025-06-18, 2025-11-25); a
-    /// 2026-07-28 probe therefore gets 400, which is how a modern client detects a legacy
-    /// server (S-NEW-10, G-11).
+    /// 2026-07-28 probe therefore gets 400 (-32000), which is how a modern client detects a
+    /// legacy server (S-NEW-10, G-11). Adding 2026-07-28 ([`ServerConfig::with_modern`])
+    /// turns on the modern era next to the legacy one: requests whose `MCP-Protocol-Version`
+    /// is 2026-07-28 are served sessionless (see [`Router`](super::Router)), an unsupported
+    /// version gets `UnsupportedProtocolVersionError` (-32022), and `initialize` still
+    /// negotiates among the legacy revisions only.
     pub supported_versions: Vec<ProtocolVersion>,
+    /// Where the router finds the `x-mcp-header` declarations of a tool, to check a modern
+    /// `tools/call`'s `Mcp-Param-*` headers against its arguments (S-NEW-8). `None`: no
+    /// parameter headers are checked. The service binding provides one
+    /// ([`ServerBinding::param_header_source`](crate::service::bind::ServerBinding::param_header_source))
+    /// and installs it on the router itself if none is configured.
+    pub param_headers: Option<std::sync::Arc<dyn ParamHeaderSource>>,
+    /// At most this many 2026-07-28 requests in flight at once (each holds its HTTP
+    /// exchange; `subscriptions/listen` streams count until closed); beyond it, 503.
+    /// Default 10 000.
+    pub max_modern_in_flight: usize,
     /// `Host`/`Origin` validation (S-SEC-1/2/5). Default: loopback only.
     pub host_validation: HostValidation,
     /// CORS, opt-in. Seed: `WithStreamableHTTPCORS`.
@@ -142,6 +156,8 @@ impl Default for ServerConfig {
             overflow_policy: OverflowPolicy::DropOldestNotification,
             server_request_timeout: Duration::from_secs(60),
             supported_versions: ProtocolVersion::LEGACY.to_vec(),
+            param_headers: None,
+            max_modern_in_flight: 10_000,
             host_validation: HostValidation::Loopback,
             cors: None,
             protected_resource: None,
@@ -335,6 +351,32 @@ impl ServerConfig {
         self
     }
 
+    /// Serves the modern era (2026-07-28) next to the legacy revisions: every revision in
+    /// [`ProtocolVersion::ALL`].
+    pub fn with_modern(mut self) -> Self {
+        self.supported_versions = ProtocolVersion::ALL.to_vec();
+        self
+    }
+
+    /// The cap on modern requests in flight (see [`ServerConfig::max_modern_in_flight`]).
+    pub fn with_max_modern_in_flight(mut self, max: usize) -> Self {
+        self.max_modern_in_flight = max;
+        self
+    }
+
+    /// Whether a modern revision is among [`supported_versions`](Self::supported_versions).
+    pub fn modern_enabled(&self) -> bool {
+        self.supported_versions
+            .iter()
+            .any(|v| v.era() == crate::Era::Modern)
+    }
+
+    /// Where `x-mcp-header` declarations come from (see [`ServerConfig::param_headers`]).
+    pub fn with_param_headers(mut self, source: std::sync::Arc<dyn ParamHeaderSource>) -> Self {
+        self.param_headers = Some(source);
+        self
+    }
+
     /// Adjusts `Host` validation to the address the server is bound to: loopback validation
     /// for a loopback address (the DNS-rebinding defence, S-SEC-5), none for any other
     /// address unless an allow-list was already configured. Adapters call this with their
@@ -345,4 +387,11 @@ impl ServerConfig {
         }
         self
     }
+}
+
+/// The `x-mcp-header` declarations of the tools a server offers, for the router's S-NEW-8
+/// check of `Mcp-Param-*` headers.
+pub trait ParamHeaderSource: Send + Sync {
+    /// The declarations of tool `name` (empty for an unknown tool or one without any).
+    fn param_headers(&self, tool: &str) -> Vec<crate::mirror::ParamHeader>;
 }

@@ -73,6 +73,30 @@ pub enum ProtocolError {
     /// misconfiguration, answered 500 rather than sent.
     #[error("internal error: invalid session id generated")]
     BadSessionIdGenerated,
+    /// 2026-07-28: the mirrored headers do not match the body, or a required one is missing or
+    /// malformed (S-NEW-7, S-NEW-8; `HeaderMismatch`, -32020). The text says which.
+    #[error("{0}")]
+    HeaderMismatch(Box<str>),
+    /// 2026-07-28: `MCP-Protocol-Version` names a revision this server does not speak
+    /// (`UnsupportedProtocolVersionError`, -32022; the body's `data` lists the supported
+    /// ones and echoes the requested one).
+    #[error("Unsupported protocol version: {0}")]
+    UnsupportedProtocolVersion(Box<str>),
+    /// 2026-07-28: the request's `_meta` lacks a required field (S-NEW-4; -32602).
+    #[error("Invalid params: _meta must carry {0} (2026-07-28)")]
+    MissingRequestMeta(&'static str),
+    /// 2026-07-28: a method this revision does not have (S-NEW-9; 404, -32601).
+    #[error("Method not found: {0}")]
+    MethodNotFound(Box<str>),
+    /// 2026-07-28: a client POSTed a JSON-RPC response (S-NEW-5; -32600).
+    #[error(
+        "invalid request: 2026-07-28 clients must not POST JSON-RPC responses; answer input requests with inputResponses on a retry"
+    )]
+    ModernResponse,
+    /// 2026-07-28: [`ServerConfig::max_modern_in_flight`](super::ServerConfig) requests are
+    /// already in flight (503).
+    #[error("too many requests in flight; try again later")]
+    TooManyRequests,
 }
 
 impl ProtocolError {
@@ -85,22 +109,39 @@ impl ProtocolError {
             NotAcceptable(_) => StatusCode::NOT_ACCEPTABLE,
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
-            Parse | InvalidRequest(_) | BatchNotAllowed | MissingSessionId | UnsupportedVersion
-            | UnknownLastEventId => StatusCode::BAD_REQUEST,
+            Parse
+            | InvalidRequest(_)
+            | BatchNotAllowed
+            | MissingSessionId
+            | UnsupportedVersion
+            | UnknownLastEventId
+            | HeaderMismatch(_)
+            | UnsupportedProtocolVersion(_)
+            | MissingRequestMeta(_)
+            | ModernResponse => StatusCode::BAD_REQUEST,
+            MethodNotFound(_) => StatusCode::NOT_FOUND,
             HostNotAllowed | OriginNotAllowed | InsufficientScope => StatusCode::FORBIDDEN,
             Unauthorized => StatusCode::UNAUTHORIZED,
-            TooManySessions => StatusCode::SERVICE_UNAVAILABLE,
+            TooManySessions | TooManyRequests => StatusCode::SERVICE_UNAVAILABLE,
             BadSessionIdGenerated => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
 
     /// The JSON-RPC error code of the body: -32700 and -32600 where JSON-RPC defines them,
     /// -32603 for our own fault, and -32000 (implementation-defined, what legacy servers
-    /// send, G-11) for transport-level refusals.
+    /// send, G-11) for transport-level refusals; the 2026-07-28 refusals use the codes that
+    /// revision assigns (-32020, -32022, -32602, -32601; S-NEW-11).
     pub fn code(&self) -> i64 {
+        use crate::schema::error_codes as c;
         match self {
             ProtocolError::Parse => -32700,
-            ProtocolError::InvalidRequest(_) | ProtocolError::BatchNotAllowed => -32600,
+            ProtocolError::InvalidRequest(_)
+            | ProtocolError::BatchNotAllowed
+            | ProtocolError::ModernResponse => -32600,
+            ProtocolError::HeaderMismatch(_) => c::HEADER_MISMATCH,
+            ProtocolError::UnsupportedProtocolVersion(_) => c::UNSUPPORTED_PROTOCOL_VERSION,
+            ProtocolError::MissingRequestMeta(_) => c::INVALID_PARAMS,
+            ProtocolError::MethodNotFound(_) => c::METHOD_NOT_FOUND,
             ProtocolError::BadSessionIdGenerated => -32603,
             _ => -32000,
         }
@@ -137,6 +178,11 @@ pub enum SendError {
     /// The message could not be serialized.
     #[error("the message is not valid JSON")]
     InvalidMessage,
+    /// 2026-07-28: the server never sends JSON-RPC requests to a modern client (S-NEW-5);
+    /// sampling, elicitation and roots travel as input requests of an `InputRequiredResult`
+    /// (MRTR) instead.
+    #[error("2026-07-28: no server-to-client requests; use an InputRequiredResult (MRTR)")]
+    ModernNoRequests,
 }
 
 /// How a server→client request ended without an answer.

@@ -21,9 +21,10 @@ use super::{
     InFlight, RequestHandle, RequestHead, Router, ServerEvent, ServerOutput, SessionHandle,
     StreamId,
 };
-use crate::ProtocolVersion;
 use crate::http::{accepts, content_type_is, header as mcp_header, mime};
 use crate::jsonrpc::{Body, ErrorObject, Message, Outcome, Response, error_codes, parse_body};
+
+use crate::{Era, ProtocolVersion};
 
 const ALLOW: &str = "GET, POST, DELETE, OPTIONS";
 
@@ -211,6 +212,12 @@ impl Router {
             return self.preflight(stream, origin);
         }
         let principal = self.authenticate(head)?;
+        if self.is_modern(head.headers) && matches!(*head.method, Method::GET | Method::DELETE) {
+            // S-NEW-1: no GET stream and no session to delete in 2026-07-28.
+            let mut allow = HeaderMap::new();
+            allow.insert(header::ALLOW, HeaderValue::from_static("POST, OPTIONS"));
+            return Err((ProtocolError::MethodNotAllowed, allow));
+        }
         match *head.method {
             Method::POST => self.post_head(stream, head, principal).map_err(plain),
             Method::GET => self.get_head(stream, head, principal).map_err(plain),
@@ -353,6 +360,57 @@ impl Router {
         }
     }
 
+    /// Whether the request speaks the modern era: modern revisions are enabled and its
+    /// `MCP-Protocol-Version` names one (the header selects the era; S-NEW-7).
+    pub(crate) fn is_modern(&self, headers: &HeaderMap) -> bool {
+        self.config.modern_enabled()
+            && matches!(self.header_version(headers), Ok(Some(v)) if v.era() == Era::Modern)
+    }
+
+    /// The refusal for an unsupported `MCP-Protocol-Version`: -32022 with the supported list
+    /// when the modern era is on (S-NEW-7), else the legacy -32000 (S-VER-4, G-11).
+    fn unsupported_version(&self, requested: Option<&str>) -> ProtocolError {
+        if self.config.modern_enabled() {
+            ProtocolError::UnsupportedProtocolVersion(requested.unwrap_or_default().into())
+        } else {
+            ProtocolError::UnsupportedVersion
+        }
+    }
+
+    /// A JSON-RPC error body for `error`, with `id`; the -32022 body carries `data.supported`
+    /// and `data.requested` (`UnsupportedProtocolVersionError`).
+    pub(crate) fn protocol_error_body(
+        &self,
+        id: Option<crate::jsonrpc::RequestId>,
+        error: &ProtocolError,
+    ) -> Bytes {
+        let data = match error {
+            ProtocolError::UnsupportedProtocolVersion(requested) => {
+                let supported: Vec<&str> = self
+                    .config
+                    .supported_versions
+                    .iter()
+                    .map(|v| v.as_str())
+                    .collect();
+                serde_json::value::to_raw_value(&serde_json::json!({
+                    "supported": supported,
+                    "requested": requested,
+                }))
+                .ok()
+            }
+            _ => None,
+        };
+        Message::Response(Response {
+            id,
+            outcome: Outcome::Error(ErrorObject {
+                code: error.code(),
+                message: error.to_string().into(),
+                data,
+            }),
+        })
+        .to_bytes()
+    }
+
     fn require_session(
         &mut self,
         head: &RequestHead<'_>,
@@ -362,7 +420,7 @@ impl Router {
             .lookup_session(head.headers, principal)?
             .ok_or(ProtocolError::MissingSessionId)?;
         self.header_version(head.headers)
-            .map_err(|()| ProtocolError::UnsupportedVersion)?;
+            .map_err(|()| self.unsupported_version(raw_version(head.headers)))?;
         self.session_step(session, SessionEvent::Activity);
         Ok(session)
     }
@@ -399,14 +457,16 @@ impl Router {
         if declared.is_some_and(|n| n > self.config.max_body_bytes as u64) {
             return Err(ProtocolError::PayloadTooLarge(self.config.max_body_bytes));
         }
-        let session = if self.config.stateless {
+        // S-NEW-2: a modern request has no session; its `Mcp-Session-Id` is ignored.
+        let modern = self.is_modern(head.headers);
+        let session = if self.config.stateless || modern {
             None
         } else {
             self.lookup_session(head.headers, principal.as_deref())?
         };
         let header_version = self.header_version(head.headers);
         if let Some(s) = session {
-            header_version.map_err(|()| ProtocolError::UnsupportedVersion)?;
+            header_version.map_err(|()| self.unsupported_version(raw_version(head.headers)))?;
             self.session_step(s, SessionEvent::Activity);
             if let Some(sess) = self.sessions.get_mut(&s) {
                 sess.open_connections += 1;
@@ -420,6 +480,8 @@ impl Router {
             principal,
             origin: origin_of(head.headers),
             body: Vec::new(),
+            mirrored: modern.then(|| mirrored_headers(head.headers)),
+            requested_version: raw_version(head.headers).map(Into::into),
         };
         self.exchanges.insert(
             stream,
@@ -489,7 +551,8 @@ impl Router {
     }
 
     /// Parses and dispatches a complete POST body.
-    fn process_post(&mut self, stream: StreamId, ctx: PostContext) {
+    fn process_post(&mut self, stream: StreamId, mut ctx: PostContext) {
+        let mirrored = ctx.mirrored.take();
         let origin = ctx.origin.as_deref();
         let (items, batch) = match parse_body(&ctx.body) {
             Ok(Body::Single(m)) => (vec![Ok(m)], false),
@@ -506,10 +569,37 @@ impl Router {
                 return;
             }
         };
+        if let Some(mirrored) = mirrored {
+            let origin = ctx.origin.clone();
+            return self.process_modern(stream, &ctx, origin.as_deref(), items, batch, mirrored);
+        }
+        if self.config.modern_enabled()
+            && let [Ok(Message::Request(r))] = items.as_slice()
+            && !batch
+            && let Some(v) = meta_protocol_version(r.params.as_deref())
+        {
+            // A body that says 2026-07-28 under a legacy (or no) header: the headers do not
+            // mirror the body (S-NEW-7).
+            let e = ProtocolError::HeaderMismatch(
+                format!(
+                    "Header mismatch: MCP-Protocol-Version header value {:?} does not match body value {v:?}",
+                    ctx.requested_version.as_deref().unwrap_or_default()
+                )
+                .into(),
+            );
+            let body = self.protocol_error_body(Some(r.id.clone()), &e);
+            return self.refuse(stream, e, origin, HeaderMap::new(), Some(body), false);
+        }
         let initialize = match items.as_slice() {
             [Ok(Message::Request(r))] if !batch => (&*r.method == "initialize").then_some(r),
             _ => None,
         };
+        if self.config.modern_enabled() && initialize.is_none() && ctx.header_version.is_err() {
+            // With the modern era on, an unsupported version is answered before anything
+            // session-related: a client probing with a version we lack learns our list
+            // (S-NEW-7) instead of "initialize first".
+            return self.refuse_unsupported(stream, &ctx, &items);
+        }
         let session = match ctx.session {
             Some(s) if self.sessions.contains_key(&s) => Some(s),
             Some(_) => {
@@ -547,14 +637,7 @@ impl Router {
         };
         let is_init = initialize.is_some();
         if !is_init && ctx.header_version.is_err() {
-            return self.refuse(
-                stream,
-                ProtocolError::UnsupportedVersion,
-                origin,
-                HeaderMap::new(),
-                None,
-                false,
-            );
+            return self.refuse_unsupported(stream, &ctx, &items);
         }
         let version = match session.and_then(|s| self.sessions.get(&s)) {
             Some(s) => s.version,
@@ -690,6 +773,9 @@ impl Router {
                 origin: ctx.origin.clone(),
                 retention: None,
                 grace: None,
+                modern: false,
+                sse_only: false,
+                error_status: None,
             },
         );
         self.exchanges.insert(
@@ -710,6 +796,32 @@ impl Router {
         }
     }
 
+    /// Refuses a POST whose `MCP-Protocol-Version` we do not support (S-VER-4; -32022 with
+    /// the supported list when the modern era is on, S-NEW-7).
+    fn refuse_unsupported(
+        &mut self,
+        stream: StreamId,
+        ctx: &PostContext,
+        items: &[crate::jsonrpc::BatchItem],
+    ) {
+        let e = self.unsupported_version(ctx.requested_version.as_deref());
+        let id = match items {
+            // The legacy answer keeps its historical null id.
+            [Ok(Message::Request(r))] if self.config.modern_enabled() => Some(r.id.clone()),
+            _ => None,
+        };
+        let body = self.protocol_error_body(id, &e);
+        let origin = ctx.origin.clone();
+        self.refuse(
+            stream,
+            e,
+            origin.as_deref(),
+            HeaderMap::new(),
+            Some(body),
+            false,
+        );
+    }
+
     fn create_session(
         &mut self,
         principal: Option<Box<str>>,
@@ -727,9 +839,21 @@ impl Router {
             }
         }
         let id = id.ok_or(ProtocolError::BadSessionIdGenerated)?;
+        // `initialize` negotiates among the legacy revisions only (it does not exist in
+        // 2026-07-28).
+        let legacy = |v: &ProtocolVersion| {
+            v.era() == Era::Legacy && self.config.supported_versions.contains(v)
+        };
         let version = requested
-            .filter(|v| self.config.supported_versions.contains(v))
-            .or_else(|| self.config.supported_versions.iter().copied().max())
+            .filter(legacy)
+            .or_else(|| {
+                self.config
+                    .supported_versions
+                    .iter()
+                    .copied()
+                    .filter(legacy)
+                    .max()
+            })
             .unwrap_or(ProtocolVersion::LATEST_LEGACY);
         let handle = SessionHandle(self.next());
         self.by_id.insert(id.clone(), handle);
@@ -828,7 +952,7 @@ impl Router {
         body: Option<Bytes>,
         stop_reading: bool,
     ) {
-        if error == ProtocolError::MethodNotAllowed {
+        if error == ProtocolError::MethodNotAllowed && !headers.contains_key(header::ALLOW) {
             headers.insert(header::ALLOW, HeaderValue::from_static(ALLOW));
         }
         headers.insert(
@@ -836,7 +960,7 @@ impl Router {
             HeaderValue::from_static(mime::APPLICATION_JSON),
         );
         self.cors_headers(origin, &mut headers);
-        let body = body.unwrap_or_else(|| error_body(None, error.code(), &error.to_string()));
+        let body = body.unwrap_or_else(|| self.protocol_error_body(None, &error));
         let status = error.status_hint();
         self.out
             .push_back(ServerOutput::Event(ServerEvent::Rejected { stream, error }));
@@ -885,4 +1009,45 @@ pub(crate) fn join_array(parts: &[Bytes]) -> Bytes {
     }
     v.push(b']');
     Bytes::from(v)
+}
+
+/// The raw `MCP-Protocol-Version` text, if readable.
+fn raw_version(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(mcp_header::MCP_PROTOCOL_VERSION)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+}
+
+/// The headers a modern request mirrors from its body (S-NEW-7, S-NEW-8), kept until the
+/// body is complete: `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`.
+fn mirrored_headers(headers: &HeaderMap) -> HeaderMap {
+    let mut kept = HeaderMap::new();
+    for (name, value) in headers {
+        let n = name.as_str();
+        if n == mcp_header::MCP_PROTOCOL_VERSION
+            || n == mcp_header::MCP_METHOD
+            || n == mcp_header::MCP_NAME
+            || n.starts_with(crate::mirror::MCP_PARAM_PREFIX)
+        {
+            kept.append(name.clone(), value.clone());
+        }
+    }
+    kept
+}
+
+/// `params._meta["io.modelcontextprotocol/protocolVersion"]` when it names a modern revision.
+fn meta_protocol_version(params: Option<&RawValue>) -> Option<String> {
+    #[derive(Deserialize)]
+    struct P {
+        #[serde(rename = "_meta")]
+        meta: Option<serde_json::Map<String, serde_json::Value>>,
+    }
+    let p: P = serde_json::from_str(params?.get()).ok()?;
+    let v = p
+        .meta?
+        .get(crate::mirror::META_PROTOCOL_VERSION)?
+        .as_str()?
+        .to_owned();
+    (ProtocolVersion::parse(&v)?.era() == Era::Modern).then_some(v)
 }

@@ -45,11 +45,24 @@
 //! - **Getters**: [`session_id`](Router::session_id), [`session_version`](Router::session_version),
 //!   [`session_count`](Router::session_count), [`owns_path`](Router::owns_path).
 //!
+//! # Both eras, one machine
+//!
+//! With [`ServerConfig::with_modern`] the router serves revision 2026-07-28 next to the legacy
+//! ones. The era is chosen per request by its `MCP-Protocol-Version` header (and a modern
+//! `_meta` under a legacy header is a mismatch, not a legacy request); a modern request runs
+//! through the same exchanges, logical streams and phase table with the behaviour its version
+//! selects — no session, no resumability, no server→client requests, GET/DELETE 405, its
+//! mirrored headers checked against the body. The `modern` module docs hold its admission
+//! table. Off (the default), a 2026-07-28 probe gets the legacy 400 -32000 that tells a
+//! modern client to fall back (G-11).
+//!
 //! # What the router answers itself
 //!
 //! 202 (only notifications or responses, S-POST-7), 400 (unparsable body -32700, not
-//! JSON-RPC -32600, missing session S-SESS-5, unsupported `MCP-Protocol-Version` S-VER-4,
-//! batch outside 2025-03-26), 401 (auth hook, with an RFC 9728 challenge), 403 (`Host`,
+//! JSON-RPC -32600, missing session S-SESS-5, unsupported `MCP-Protocol-Version` S-VER-4 —
+//! -32022 with `data.supported` when the modern era is on —, batch outside 2025-03-26;
+//! modern: header/body mismatch -32020, missing `_meta` fields -32602, a posted response
+//! -32600), 404 for a modern request of a removed method (-32601), 401 (auth hook, with an RFC 9728 challenge), 403 (`Host`,
 //! `Origin`, S-SEC-1/2/5), 404 (unknown path; unknown, expired, terminated or another
 //! principal's session, S-SESS-6), 405 (GET/DELETE disabled or stateless, S-GET-3,
 //! S-SESS-9), 406, 413, 415, 503 (session cap), CORS preflights, and the protected resource
@@ -63,6 +76,7 @@
 mod config;
 mod error;
 mod inbound;
+mod modern;
 mod outbound;
 mod security;
 mod session;
@@ -76,8 +90,9 @@ use std::time::Instant;
 use bytes::Bytes;
 use http::{HeaderMap, Method, StatusCode, Uri};
 
-pub use config::{OverflowPolicy, ResponseMode, ServerConfig};
+pub use config::{OverflowPolicy, ParamHeaderSource, ResponseMode, ServerConfig};
 pub use error::{CancelReason, CloseReason, ProtocolError, SendError, ServerRequestError};
+pub use modern::REMOVED_IN_MODERN;
 pub use security::{
     AllowedOrigins, AuthDecision, Authenticator, CorsConfig, HostValidation,
     ProtectedResourceMetadata, WELL_KNOWN_PRM,
@@ -389,8 +404,16 @@ struct Outbound {
 /// - **Resuming with an unknown `Last-Event-ID`** (bad format, another session's stream,
 ///   retention over) gets 400 rather than an empty 200 stream, which made clients loop
 ///   (peers.md item 5).
-/// - **Unsupported 2026-07-28 header** gets 400 (-32000 "Unsupported protocol version"),
-///   the signal a modern client uses to fall back (S-NEW-10, G-11).
+/// - **Unsupported 2026-07-28 header** (modern era off, the default) gets 400 (-32000
+///   "Unsupported protocol version"), the signal a modern client uses to fall back (S-NEW-10,
+///   G-11). With the modern era on, any unsupported version gets -32022 with the supported
+///   list, before any session check.
+/// - **Modern errors and HTTP status.** A modern answer that is an error with -32601 goes
+///   out as 404, with -32020/-32021/-32022 as 400 (S-NEW-9), provided nothing preceded it
+///   on the stream (the head waits for the first message for that reason); other errors,
+///   and any error after a notification, ride a 200.
+/// - **Modern notifications** (none is defined over HTTP in 2026-07-28) get 202 and reach
+///   the app with no session; `notifications/cancelled` is dropped (closing cancels).
 /// - **DELETE** answers 200 with no body.
 pub struct Router {
     config: ServerConfig,
@@ -404,6 +427,8 @@ pub struct Router {
     outbound: HashMap<OutboundId, Outbound>,
     timers: TimerQueue,
     out: VecDeque<ServerOutput>,
+    /// Modern request streams alive (bounded by `max_modern_in_flight`).
+    modern_streams: usize,
 }
 
 impl std::fmt::Debug for Router {
@@ -433,6 +458,7 @@ impl Router {
             outbound: HashMap::new(),
             timers: TimerQueue::default(),
             out: VecDeque::new(),
+            modern_streams: 0,
         }
     }
 
@@ -493,6 +519,12 @@ impl Router {
                 .protected_resource
                 .as_ref()
                 .is_some_and(|p| p.serves(path, &self.config.endpoint_path))
+    }
+
+    /// Installs where `x-mcp-header` declarations come from (see
+    /// [`ServerConfig::param_headers`]); the service binding calls it when none is configured.
+    pub fn set_param_headers(&mut self, source: std::sync::Arc<dyn ParamHeaderSource>) {
+        self.config.param_headers = Some(source);
     }
 
     fn advance(&mut self, now: Instant) {

@@ -45,6 +45,7 @@ impl Router {
                 if let Some(v) = read_protocol_version(Some(r))
                     && let Some(s) = inflight.session.and_then(|s| self.sessions.get_mut(&s))
                     && self.config.supported_versions.contains(&v)
+                    && v.era() == crate::Era::Legacy
                 {
                     s.version = v;
                     if let Some(ls) = self.streams.get_mut(&inflight.stream) {
@@ -58,6 +59,11 @@ impl Router {
         };
         if let Some(s) = inflight.session.and_then(|s| self.sessions.get_mut(&s)) {
             s.inflight.remove(&inflight.client_id);
+        }
+        if let (Outcome::Error(e), Some(ls)) = (&outcome, self.streams.get_mut(&inflight.stream))
+            && ls.modern
+        {
+            ls.error_status = super::modern::modern_error_status(e.code);
         }
         let payload = Message::Response(Response {
             id: Some(inflight.client_id),
@@ -136,12 +142,14 @@ impl Router {
         }
         let session = match target {
             Target::Session(s) => s,
-            Target::Request(h) => self
-                .inflight
-                .get(&h)
-                .ok_or(SendError::UnknownHandle)?
-                .session
-                .ok_or(SendError::Stateless)?,
+            Target::Request(h) => {
+                let f = self.inflight.get(&h).ok_or(SendError::UnknownHandle)?;
+                if self.streams.get(&f.stream).is_some_and(|l| l.modern) {
+                    // S-NEW-5: never a JSON-RPC request on a modern stream.
+                    return Err(SendError::ModernNoRequests);
+                }
+                f.session.ok_or(SendError::Stateless)?
+            }
         };
         if !self.sessions.contains_key(&session) {
             return Err(SendError::UnknownSession);
@@ -404,7 +412,11 @@ impl Router {
         let ls = self.streams.get(&lsid).ok_or(SendError::UnknownHandle)?;
         match ls.phase {
             Phase::Pending => {
-                let can_upgrade = self.config.response_mode == ResponseMode::Auto && ls.accept_sse;
+                // A modern stream in SSE mode waits Pending too (its head may still become an
+                // error status), and upgrades here.
+                let can_upgrade = (self.config.response_mode == ResponseMode::Auto
+                    || (ls.modern && self.config.response_mode == ResponseMode::Sse))
+                    && ls.accept_sse;
                 if can_upgrade {
                     self.upgrade(lsid);
                     self.write_event(lsid, payload);
@@ -626,6 +638,12 @@ impl Router {
                 if let StreamKind::Request { kept, .. } = &mut ls.kind {
                     kept.push(payload);
                 }
+                // A modern answer that is not an error status goes out as SSE when the mode
+                // or the client asks for it (legacy streams were upgraded at once instead).
+                let sse = self.config.response_mode == ResponseMode::Sse || ls.sse_only;
+                if ls.modern && last && ls.error_status.is_none() && sse && ls.accept_sse {
+                    self.upgrade(lsid);
+                }
             }
             Phase::Open | Phase::Detached => self.write_event(lsid, payload),
             Phase::Finished | Phase::Done => return,
@@ -659,8 +677,9 @@ impl Router {
             },
             StreamKind::Listen => return,
         };
+        let status = ls.error_status.unwrap_or(StatusCode::OK);
         if let Some(conn) = ls.connection {
-            self.answer(conn, StatusCode::OK, headers, Some(body));
+            self.answer(conn, status, headers, Some(body));
             self.remove_exchange(conn);
         }
         self.drop_stream(lsid);
@@ -722,6 +741,9 @@ impl Router {
                         origin: None,
                         retention: None,
                         grace: None,
+                        modern: false,
+                        sse_only: false,
+                        error_status: None,
                     },
                 );
                 if let Some(s) = self.sessions.get_mut(&session) {
@@ -859,6 +881,9 @@ impl Router {
         };
         self.timers.clear(&mut ls.retention, Timer::Retention(lsid));
         self.timers.clear(&mut ls.grace, Timer::ResumeGrace(lsid));
+        if ls.modern {
+            self.modern_streams = self.modern_streams.saturating_sub(1);
+        }
         if let Some(conn) = ls.connection.take()
             && self.exchanges.contains_key(&conn)
         {

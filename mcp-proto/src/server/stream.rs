@@ -156,6 +156,16 @@ pub(crate) struct LogicalStream {
     pub(crate) origin: Option<Box<str>>,
     pub(crate) retention: Option<Instant>,
     pub(crate) grace: Option<Instant>,
+    /// A 2026-07-28 request stream: sessionless, never resumable, no server→client requests,
+    /// and its head waits for the first message so that an error answer can carry its HTTP
+    /// status (S-NEW-9).
+    pub(crate) modern: bool,
+    /// The HTTP status a modern error answer maps to (404 for -32601, 400 for -32020..-32022),
+    /// used when the answer goes out as one JSON body.
+    pub(crate) error_status: Option<http::StatusCode>,
+    /// The client accepts SSE but not JSON (modern streams only: their answer then goes out
+    /// as SSE; a legacy stream in that case is upgraded at once).
+    pub(crate) sse_only: bool,
 }
 
 impl LogicalStream {
@@ -197,6 +207,12 @@ pub(crate) struct PostContext {
     pub(crate) principal: Option<Box<str>>,
     pub(crate) origin: Option<Box<str>>,
     pub(crate) body: Vec<u8>,
+    /// A 2026-07-28 request (its `MCP-Protocol-Version` is a modern revision we serve): the
+    /// mirrored headers (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`),
+    /// checked against the body once it is complete (S-NEW-8).
+    pub(crate) mirrored: Option<http::HeaderMap>,
+    /// The raw `MCP-Protocol-Version`, echoed in an `UnsupportedProtocolVersionError`.
+    pub(crate) requested_version: Option<Box<str>>,
 }
 
 /// Parses an event id `"<stream>-<seq>"`.

@@ -19,7 +19,9 @@ use mcp_proto::client::{
 use serde_json::{Value, json};
 
 pub use net::{Net, NetConfig, Part, Rng};
-pub use server::{FakeServer, Frame, Match, Reply, ServerConfig, SseEnd, encode_frame};
+pub use server::{
+    FakeServer, Frame, Match, ModernServer, Reply, ServerConfig, SseEnd, encode_frame,
+};
 
 /// What the harness saw, with times.
 #[derive(Debug, Clone)]

@@ -176,6 +176,50 @@ pub struct FakeServer {
     /// Server request id → (logical stream, client request id).
     asks: BTreeMap<String, (u64, Value)>,
     next_ask: u32,
+    /// When set, the server speaks the modern era (2026-07-28) instead; see [`ModernServer`].
+    pub modern: Option<ModernServer>,
+}
+
+/// The modern (2026-07-28) behaviour of the fake server: every POST is checked with
+/// [`mcp_proto::mirror::check_headers`] (400 `-32020` on a mismatch) and its `_meta`
+/// (400 `-32602` when a required field is missing, 400 `-32022` for an unsupported version);
+/// GET and DELETE are 405; `server/discover`, `subscriptions/listen` (acknowledged, then open;
+/// [`FakeServer::push_listen`] writes on it), MRTR tools, and 404 `-32601` for `nope`.
+///
+/// MRTR tools (`tools/call` by name): `needs_input` asks once for `sampling/createMessage`
+/// (key `q`) with `requestState` `"st-1"` and answers `{"answer": <inputResponses.q>,
+/// "state": <requestState>}`; `always_input` asks again every time; `state_only` returns
+/// only a `requestState` first.
+#[derive(Debug, Clone)]
+pub struct ModernServer {
+    /// The versions it accepts (and lists in `-32022` and `server/discover`).
+    pub supported: Vec<&'static str>,
+    /// The tools `tools/list` returns (their `x-mcp-header` declarations are enforced).
+    pub tools: Vec<Value>,
+    /// Whether `subscriptions/listen` exists (else 404 `-32601`).
+    pub listen: bool,
+}
+
+impl Default for ModernServer {
+    fn default() -> Self {
+        ModernServer {
+            supported: vec!["2026-07-28"],
+            tools: Vec::new(),
+            listen: true,
+        }
+    }
+}
+
+fn rpc_error(id: Option<&Value>, code: i64, message: &str, data: Option<Value>) -> Bytes {
+    let mut e = json!({"code": code, "message": message});
+    if let Some(d) = data {
+        e["data"] = d;
+    }
+    let mut v = json!({"jsonrpc": "2.0", "error": e});
+    if let Some(id) = id {
+        v["id"] = id.clone();
+    }
+    Bytes::from(v.to_string())
 }
 
 type Out = Vec<(StreamId, Part)>;
@@ -235,6 +279,7 @@ impl FakeServer {
             next_event: 0,
             asks: BTreeMap::new(),
             next_ask: 0,
+            modern: None,
         }
     }
 
@@ -380,6 +425,10 @@ impl FakeServer {
             return self.scripted(s, sid, reply, is_get);
         }
 
+        if let Some(m) = self.modern.clone() {
+            return self.handle_modern(&m, req, body);
+        }
+
         if req.method == Method::DELETE {
             if !self.cfg.delete_supported {
                 return vec![(s, head(405, None, &[])), (s, Part::End)];
@@ -520,6 +569,159 @@ impl FakeServer {
                 (s, Part::End),
             ]
         }
+    }
+
+    /// The modern era's answers (see [`ModernServer`]).
+    fn handle_modern(&mut self, m: &ModernServer, req: &HttpRequest, body: Option<Value>) -> Out {
+        let s = req.stream;
+        let status = |st: u16, b: Bytes| {
+            vec![
+                (s, head(st, Some("application/json"), &[])),
+                (s, Part::Chunk(b)),
+                (s, Part::End),
+            ]
+        };
+        if req.method != Method::POST {
+            return vec![(s, head(405, None, &[])), (s, Part::End)];
+        }
+        let Some(body) = body else {
+            return status(400, rpc_error(None, -32700, "parse error", None));
+        };
+        let id = body.get("id").cloned();
+        let method = body
+            .get("method")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let params = body.get("params").cloned();
+        let Some(id) = id else {
+            return vec![(s, head(202, None, &[])), (s, Part::End)];
+        };
+        // S-NEW-4: the required `_meta` fields.
+        let meta = params.as_ref().and_then(|p| p.get("_meta"));
+        let version = meta
+            .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
+            .and_then(Value::as_str);
+        let caps = meta.and_then(|m| m.get("io.modelcontextprotocol/clientCapabilities"));
+        let (Some(version), Some(_)) = (version, caps) else {
+            return status(400, rpc_error(Some(&id), -32602, "missing _meta", None));
+        };
+        if !m.supported.contains(&version) {
+            let data = json!({"supported": m.supported, "requested": version});
+            return status(
+                400,
+                rpc_error(
+                    Some(&id),
+                    -32022,
+                    "Unsupported protocol version",
+                    Some(data),
+                ),
+            );
+        }
+        // S-NEW-7, S-NEW-8: the mirrored headers against the body.
+        let decls = if method == "tools/call" {
+            let name = params
+                .as_ref()
+                .and_then(|p| p.get("name"))
+                .and_then(Value::as_str);
+            m.tools
+                .iter()
+                .find(|t| t.get("name").and_then(Value::as_str) == name)
+                .and_then(|t| {
+                    mcp_proto::mirror::ParamHeader::from_input_schema(t.get("inputSchema")?).ok()
+                })
+                .unwrap_or_default()
+        } else {
+            Vec::new()
+        };
+        let raw = params
+            .as_ref()
+            .and_then(|p| serde_json::value::to_raw_value(p).ok());
+        if let Err(e) =
+            mcp_proto::mirror::check_headers(&req.headers, &method, raw.as_deref(), &decls)
+        {
+            return status(
+                400,
+                rpc_error(Some(&id), -32020, &format!("HeaderMismatch: {e:?}"), None),
+            );
+        }
+        let p = params.unwrap_or(Value::Null);
+        let result = match method.as_str() {
+            "server/discover" => json!({
+                "resultType": "complete",
+                "supportedVersions": m.supported,
+                "capabilities": {"tools": {}},
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fake-modern", "version": "1"}},
+                "instructions": "modern fake"
+            }),
+            "subscriptions/listen" if m.listen => {
+                let mut out = vec![(s, head(200, Some("text/event-stream"), &[]))];
+                let l = self.new_logical(s, None);
+                self.listen.insert(String::new(), l);
+                let ack = json!({"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged",
+                    "params":{"_meta":{"io.modelcontextprotocol/subscriptionId": id},
+                              "notifications": p.get("notifications").cloned().unwrap_or(json!({}))}});
+                out.extend(self.emit_plain(l, ack));
+                return out;
+            }
+            "tools/list" => json!({"tools": m.tools}),
+            "tools/call" => {
+                let name = p.get("name").and_then(Value::as_str).unwrap_or("");
+                let answer = p.pointer("/inputResponses/q").cloned();
+                let state = p.get("requestState").cloned();
+                let ask = json!({"resultType": "input_required",
+                    "inputRequests": {"q": {"method": "sampling/createMessage",
+                        "params": {"messages": [{"role": "user", "content": {"type": "text", "text": "?"}}], "maxTokens": 5}}},
+                    "requestState": "st-1"});
+                match (name, answer) {
+                    ("always_input", _) | ("needs_input", None) => ask,
+                    ("state_only", _) if state.is_none() => {
+                        json!({"resultType": "input_required", "requestState": "only"})
+                    }
+                    (_, answer) => json!({"resultType": "complete", "content": [],
+                        "answer": answer, "state": state, "arguments": p.get("arguments")}),
+                }
+            }
+            "nope" => return status(404, rpc_error(Some(&id), -32601, "Method not found", None)),
+            "hang" => {
+                // Opens a stream and never answers.
+                self.new_logical(s, None);
+                return vec![(s, head(200, Some("text/event-stream"), &[]))];
+            }
+            _ => json!({"echo": method, "params": p}),
+        };
+        let resp = json!({"jsonrpc":"2.0","id":id,"result":result});
+        if self.cfg.sse_replies {
+            let mut out = vec![(s, head(200, Some("text/event-stream"), &[]))];
+            let l = self.new_logical(s, None);
+            out.extend(self.emit_plain(l, resp));
+            if let Some(lg) = self.logical.get_mut(&l) {
+                lg.finished = true;
+                lg.attached = None;
+            }
+            self.carrying.remove(&s);
+            out.push((s, Part::End));
+            out
+        } else {
+            status(200, Bytes::from(resp.to_string()))
+        }
+    }
+
+    /// Writes a message event without an id (the modern era has no resumability).
+    fn emit_plain(&mut self, l: u64, msg: Value) -> Out {
+        let b = encode_frame(&Frame::json(msg));
+        match self.logical.get(&l).and_then(|lg| lg.attached) {
+            Some(s) => vec![(s, Part::Chunk(b))],
+            None => Vec::new(),
+        }
+    }
+
+    /// Sends `msg` on the open modern listening stream (no event id).
+    pub fn push_modern(&mut self, msg: Value) -> Out {
+        let Some(&l) = self.listen.get("") else {
+            return Vec::new();
+        };
+        self.emit_plain(l, msg)
     }
 
     /// Writes the final response on logical stream `l` and ends it.

@@ -34,6 +34,14 @@ impl ClientTransport for BoundTransport {
 /// A [`Client`] on a [`ClientSession`]: calls become `send`, dropped calls `cancel`,
 /// outcomes complete the calls, and server requests come back as futures to spawn. See the
 /// [module docs](super).
+///
+/// Both eras go through the same code. In the modern era (a session built with
+/// `EraMode::Auto` or `Modern`, or `with_version(2026-07-28)`): `Client::initialize` is
+/// answered by the session from `server/discover`; the input requests of an
+/// `InputRequiredResult` arrive as server requests, are answered by the builder's sampling /
+/// elicitation / roots handlers, and their answers are absorbed by the session, which retries
+/// the call (MRTR, S-NEW-5) — the call's future sees only the final result; a dropped call
+/// closes its stream (S-NEW-6) instead of sending `notifications/cancelled`.
 pub struct ClientBinding {
     client: Client,
     queue: Arc<Queue<Command>>,

@@ -10,8 +10,8 @@ use crate::jsonrpc::{
     ErrorObject, Notification, Outcome, RawValue, Request, RequestId, error_codes,
 };
 use crate::server::{
-    OutboundId, RequestHandle, Router, SendError, ServerOutput, ServerRequestError, SessionHandle,
-    Target,
+    OutboundId, ParamHeaderSource, RequestHandle, Router, SendError, ServerOutput,
+    ServerRequestError, SessionHandle, Target,
 };
 use crate::service::server::BoxFuture;
 use crate::service::{
@@ -21,16 +21,19 @@ use crate::service::{
 /// The runtime's timer: a future that completes after the duration.
 pub type Sleep = Arc<dyn Fn(Duration) -> BoxFuture<'static, ()> + Send + Sync>;
 
+/// Who a peer speaks for: a router session, or one sessionless request (stateless mode, or
+/// a 2026-07-28 request), addressed by its handle so that two clients using the same request
+/// id never see each other's messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Owner {
+    Session(SessionHandle),
+    Request(RequestHandle),
+}
+
 enum Command {
-    Notify(Option<SessionHandle>, Option<RequestId>, Notification),
-    Request(
-        Option<SessionHandle>,
-        Option<RequestId>,
-        String,
-        Option<Box<RawValue>>,
-        u64,
-    ),
-    CloseStream(Option<SessionHandle>, RequestId),
+    Notify(Owner, Option<RequestId>, Notification),
+    Request(Owner, Option<RequestId>, String, Option<Box<RawValue>>, u64),
+    CloseStream(Owner, RequestId),
     Respond(RequestHandle, Option<Outcome>),
 }
 
@@ -38,14 +41,14 @@ struct BoundPeer {
     queue: Arc<Queue<Command>>,
     outbound: Arc<PendingRequests<u64>>,
     keys: Arc<AtomicU64>,
-    session: Option<SessionHandle>,
+    owner: Owner,
     sleep: Sleep,
 }
 
 impl Peer for BoundPeer {
     fn notify(&self, related: Option<&RequestId>, n: Notification) -> Result<(), PeerError> {
         self.queue
-            .push(Command::Notify(self.session, related.cloned(), n));
+            .push(Command::Notify(self.owner, related.cloned(), n));
         Ok(())
     }
 
@@ -58,7 +61,7 @@ impl Peer for BoundPeer {
         let key = self.keys.fetch_add(1, Ordering::Relaxed);
         let answer = self.outbound.register(key);
         self.queue.push(Command::Request(
-            self.session,
+            self.owner,
             related.cloned(),
             method.to_owned(),
             params,
@@ -69,7 +72,7 @@ impl Peer for BoundPeer {
 
     fn close_stream(&self, related: &RequestId) -> Result<(), PeerError> {
         self.queue
-            .push(Command::CloseStream(self.session, related.clone()));
+            .push(Command::CloseStream(self.owner, related.clone()));
         Ok(())
     }
 
@@ -99,8 +102,11 @@ pub struct ServerBinding {
     key_to_oid: HashMap<u64, OutboundId>,
     oid_to_key: HashMap<OutboundId, u64>,
     handles: HashMap<RequestHandle, (Option<SessionHandle>, RequestId)>,
-    by_id: HashMap<(Option<SessionHandle>, RequestId), RequestHandle>,
+    by_id: HashMap<(SessionHandle, RequestId), RequestHandle>,
     sessions: HashMap<SessionHandle, ServerSession>,
+    /// The one-request service sessions of sessionless requests, until they end.
+    requests: HashMap<RequestHandle, ServerSession>,
+    param_headers_installed: bool,
 }
 
 impl std::fmt::Debug for ServerBinding {
@@ -130,7 +136,26 @@ impl ServerBinding {
             handles: HashMap::new(),
             by_id: HashMap::new(),
             sessions: HashMap::new(),
+            requests: HashMap::new(),
+            param_headers_installed: false,
         }
+    }
+
+    /// The `x-mcp-header` declarations of the server's tools, for the router's S-NEW-8 check
+    /// of `Mcp-Param-*` headers ([`ServerConfig::param_headers`]). [`apply`](Self::apply)
+    /// installs it on a router that has none; put it in the config to cover the very first
+    /// request too.
+    ///
+    /// [`ServerConfig::param_headers`]: crate::server::ServerConfig::param_headers
+    pub fn param_header_source(&self) -> Arc<dyn ParamHeaderSource> {
+        Self::param_headers_of(&self.server)
+    }
+
+    /// [`param_header_source`](Self::param_header_source) for a server not bound yet: put it
+    /// in the router's config (`ServerConfig::with_param_headers`) when the driver may feed a
+    /// request before its first [`apply`](Self::apply).
+    pub fn param_headers_of(server: &Server) -> Arc<dyn ParamHeaderSource> {
+        Arc::new(ToolParamHeaders(server.clone()))
     }
 
     /// The server.
@@ -143,50 +168,69 @@ impl ServerBinding {
         self.sessions.values()
     }
 
-    fn session(&mut self, session: Option<SessionHandle>) -> ServerSession {
-        let peer = Arc::new(BoundPeer {
+    fn peer(&self, owner: Owner) -> Arc<BoundPeer> {
+        Arc::new(BoundPeer {
             queue: self.queue.clone(),
             outbound: self.outbound.clone(),
             keys: self.keys.clone(),
-            session,
+            owner,
             sleep: self.sleep.clone(),
-        });
-        match session {
-            Some(h) => self
-                .sessions
-                .entry(h)
-                .or_insert_with(|| self.server.session(peer))
-                .clone(),
-            None => self.server.session(peer),
+        })
+    }
+
+    fn session(&mut self, h: SessionHandle) -> ServerSession {
+        if let Some(s) = self.sessions.get(&h) {
+            return s.clone();
+        }
+        let s = self.server.session(self.peer(Owner::Session(h)));
+        self.sessions.insert(h, s.clone());
+        s
+    }
+
+    /// Where a message of `owner` related to `related` goes: that request's stream when it is
+    /// in flight, else the session's GET stream; a sessionless request has only its own
+    /// stream.
+    fn target(&self, owner: Owner, related: Option<&RequestId>) -> Option<Target> {
+        match owner {
+            Owner::Request(h) => related.map(|_| Target::Request(h)),
+            Owner::Session(s) => related
+                .and_then(|id| self.by_id.get(&(s, id.clone())))
+                .map(|h| Target::Request(*h))
+                .or(Some(Target::Session(s))),
         }
     }
 
-    fn target(
-        &self,
-        session: Option<SessionHandle>,
-        related: Option<&RequestId>,
-    ) -> Option<Target> {
-        related
-            .and_then(|id| self.by_id.get(&(session, id.clone())))
-            .map(|h| Target::Request(*h))
-            .or(session.map(Target::Session))
+    /// Forgets a request (answered or cancelled).
+    fn forget(&mut self, handle: RequestHandle) -> Option<(Option<SessionHandle>, RequestId)> {
+        self.requests.remove(&handle);
+        let (session, id) = self.handles.remove(&handle)?;
+        if let Some(s) = session {
+            self.by_id.remove(&(s, id.clone()));
+        }
+        Some((session, id))
     }
 
     /// Applies what the service queued, in order; then tells the client about server→client
     /// requests nobody waits for any more. Returns whether anything was applied.
     pub fn apply(&mut self, router: &mut Router, now: Instant) -> bool {
+        if !self.param_headers_installed {
+            self.param_headers_installed = true;
+            if router.config().param_headers.is_none() {
+                router.set_param_headers(self.param_header_source());
+            }
+        }
         let commands = self.queue.drain();
         let any = !commands.is_empty();
         for command in commands {
             match command {
-                Command::Notify(session, related, n) => {
-                    if let Some(target) = self.target(session, related.as_ref()) {
+                Command::Notify(owner, related, n) => {
+                    if let Some(target) = self.target(owner, related.as_ref()) {
                         // A closed session or cancelled request drops it; nothing to do.
                         let _ = router.notify(now, target, n);
                     }
                 }
-                Command::Request(session, related, method, params, key) => {
-                    let sent = match self.target(session, related.as_ref()) {
+                Command::Request(owner, related, method, params, key) => {
+                    let sent = match self.target(owner, related.as_ref()) {
                         Some(target) => router.send_request(now, target, &method, params, None),
                         None => Err(SendError::Stateless),
                     };
@@ -200,16 +244,14 @@ impl ServerBinding {
                         }
                     }
                 }
-                Command::CloseStream(session, id) => {
-                    if let Some(&h) = self.by_id.get(&(session, id)) {
+                Command::CloseStream(owner, id) => {
+                    if let Some(Target::Request(h)) = self.target(owner, Some(&id)) {
                         // Not resumable: the answer goes on the open stream as usual.
                         let _ = router.close_for_polling(now, Target::Request(h));
                     }
                 }
                 Command::Respond(handle, outcome) => {
-                    if let Some((s, id)) = self.handles.remove(&handle) {
-                        self.by_id.remove(&(s, id));
-                    }
+                    self.forget(handle);
                     if let Some(outcome) = outcome {
                         // Cancelled meanwhile: the router refuses, and nothing is sent.
                         let _ = router.respond(now, handle, outcome);
@@ -239,13 +281,21 @@ impl ServerBinding {
                 session,
                 notification,
             } => {
-                self.session(session).handle_notification(notification);
+                // A sessionless notification has no session to affect (stateless and
+                // 2026-07-28 clients send none that matter; S-NEW-6: closing cancels).
+                if let Some(h) = session {
+                    self.session(h).handle_notification(notification);
+                }
                 Routed::Done
             }
             ServerOutput::Cancelled { handle, .. } => {
-                if let Some((session, id)) = self.handles.remove(&handle) {
-                    self.by_id.remove(&(session, id.clone()));
-                    if let Some(s) = session.and_then(|h| self.sessions.get(&h)) {
+                let one_off = self.requests.get(&handle).cloned();
+                if let Some((session, id)) = self.forget(handle) {
+                    let s = session
+                        .and_then(|h| self.sessions.get(&h))
+                        .cloned()
+                        .or(one_off);
+                    if let Some(s) = s {
                         s.cancel(&id);
                     }
                 }
@@ -291,8 +341,18 @@ impl ServerBinding {
         request: Request,
     ) -> BoxFuture<'static, ()> {
         self.handles.insert(handle, (session, request.id.clone()));
-        self.by_id.insert((session, request.id.clone()), handle);
-        let answer = self.session(session).handle_request(request);
+        let service_session = match session {
+            Some(s) => {
+                self.by_id.insert((s, request.id.clone()), handle);
+                self.session(s)
+            }
+            None => {
+                let s = self.server.session(self.peer(Owner::Request(handle)));
+                self.requests.insert(handle, s.clone());
+                s
+            }
+        };
+        let answer = service_session.handle_request(request);
         let mut guard = AnswerGuard {
             queue: self.queue.clone(),
             handle,
@@ -330,5 +390,24 @@ impl Drop for AnswerGuard {
                 ))),
             ));
         }
+    }
+}
+
+/// The `x-mcp-header` declarations of a [`Server`]'s tools (S-NEW-8). A tool whose
+/// declarations are invalid has none checked (a conforming client drops such a tool).
+struct ToolParamHeaders(Server);
+
+impl ParamHeaderSource for ToolParamHeaders {
+    fn param_headers(&self, tool: &str) -> Vec<crate::mirror::ParamHeader> {
+        let schema = self
+            .0
+            .registry()
+            .tools
+            .iter()
+            .find(|t| t.tool.name == tool)
+            .map(|t| serde_json::Value::Object(t.tool.input_schema.clone()));
+        schema
+            .and_then(|s| crate::mirror::ParamHeader::from_input_schema(&s).ok())
+            .unwrap_or_default()
     }
 }

@@ -29,8 +29,15 @@
 //! - **`list_*` fetch every page**, following `nextCursor`; a server that repeats a cursor
 //!   gets an error instead of an endless loop. `*_page` methods fetch one.
 //! - **Version**: `initialize` offers [`ProtocolVersion::LATEST_LEGACY`] (or the configured
-//!   one) and accepts any legacy revision the server picks that this crate speaks; another
-//!   answer is [`RequestError::UnsupportedVersion`].
+//!   one) and accepts any revision this crate speaks; another answer is
+//!   [`RequestError::UnsupportedVersion`]. Over a dual-era `ClientSession`
+//!   (`EraMode::Auto`), `initialize` works in both eras: against a modern server the session
+//!   answers it from `server/discover` with `protocolVersion` `2026-07-28`, and
+//!   `notifications/initialized` is absorbed.
+//! - **Multi round-trip requests** (2026-07-28, S-NEW-5): the session hands each input
+//!   request of an `InputRequiredResult` to the client as a server request, so the same
+//!   sampling / elicitation / roots handlers answer it; the session retries the call with
+//!   the answers. A call's future resolves only with the final result.
 //! - **Server requests without a handler** are answered `-32601`, and the matching
 //!   capability is not declared.
 
@@ -38,7 +45,7 @@ mod notifications;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures_channel::mpsc;
@@ -305,6 +312,7 @@ impl ClientBuilder {
                 elicitation: self.elicitation,
                 roots: self.roots,
                 next_id: AtomicI64::new(1),
+                closed: AtomicBool::new(false),
                 pending: PendingRequests::new(),
                 progress: Mutex::new(HashMap::new()),
                 subscribers: Mutex::new(Vec::new()),
@@ -324,6 +332,9 @@ struct ClientInner {
     elicitation: Option<ElicitationHandler>,
     roots: Option<RootsHandler>,
     next_id: AtomicI64,
+    /// Set by [`Client::close`]: later calls fail at once instead of waiting for a
+    /// connection that will never answer them.
+    closed: AtomicBool,
     pending: PendingRequests<RequestId>,
     progress: Mutex<HashMap<ProgressToken, ProgressCallback>>,
     subscribers: Mutex<Vec<mpsc::UnboundedSender<ServerNotification>>>,
@@ -471,6 +482,8 @@ impl Client {
     /// The connection ended: every waiting call fails with [`PeerError::Closed`], requests
     /// being answered are cancelled, and the notification streams end.
     pub fn close(&self) {
+        // The flag first: a call registering concurrently either sees it or is failed below.
+        self.inner.closed.store(true, Ordering::SeqCst);
         self.inner.pending.fail_all(PeerError::Closed);
         let serving: Vec<_> = lock(&self.inner.serving).drain().map(|(_, t)| t).collect();
         for token in serving {
@@ -611,6 +624,12 @@ impl Client {
             done: false,
         };
         let answer = self.inner.pending.register(id.clone());
+        if self.inner.closed.load(Ordering::SeqCst) {
+            // Closed before this call registered: nothing would ever answer it.
+            guard.done = true;
+            self.inner.pending.remove(&guard.id);
+            return Err(PeerError::Closed.into());
+        }
         if let Err(e) =
             self.inner
                 .transport
@@ -630,6 +649,9 @@ impl Client {
 
     /// Sends a notification.
     pub fn notify(&self, method: &str, params: Option<Value>) -> Result<(), RequestError> {
+        if self.inner.closed.load(Ordering::SeqCst) {
+            return Err(PeerError::Closed.into());
+        }
         let raw = params
             .map(|p| to_raw(&p))
             .transpose()
@@ -650,9 +672,11 @@ impl Client {
             ..InitializeRequestParams::default()
         };
         let result = self.request::<Initialize>(params).await?;
-        match ProtocolVersion::parse(&result.protocol_version) {
-            Some(v) if ProtocolVersion::LEGACY.contains(&v) => {}
-            _ => return Err(RequestError::UnsupportedVersion(result.protocol_version)),
+        // A legacy revision the server negotiated, or — on a `ClientSession` that probed a
+        // modern server (`EraMode::Auto`/`Modern`) — the modern revision, with the answer the
+        // session built from `server/discover` (S-NEW-4, S-NEW-10).
+        if ProtocolVersion::parse(&result.protocol_version).is_none() {
+            return Err(RequestError::UnsupportedVersion(result.protocol_version));
         }
         *lock(&self.inner.server) = Some(result.clone());
         self.notify(methods::NOTIFICATION_INITIALIZED, None)?;

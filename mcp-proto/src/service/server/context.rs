@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::mrtr::Mrtr;
 use super::session::{SessionShared, log_notification};
 use super::{Server, ServerSession};
 use crate::ProtocolVersion;
@@ -42,6 +43,9 @@ pub struct RequestContext {
     meta: Option<Meta>,
     modern: Option<RequestMeta>,
     cancel: CancellationToken,
+    /// The MRTR round of a modern `tools/call` / `prompts/get` / `resources/read` (or why its
+    /// `requestState` was refused).
+    pub(crate) mrtr: Option<Result<Arc<Mrtr>, Error>>,
 }
 
 impl std::fmt::Debug for RequestContext {
@@ -70,12 +74,17 @@ impl RequestContext {
             .as_ref()
             .filter(|m| m.contains_key(schema::meta_keys::PROTOCOL_VERSION))
             .and_then(|m| RequestMeta::from_meta(m).ok());
+        let mrtr = modern.as_ref().and_then(|_| {
+            let max = session.server.config().max_input_rounds;
+            Mrtr::for_request(request, max).map(|r| r.map(Arc::new))
+        });
         RequestContext {
             session,
             id: request.id.clone(),
             meta,
             modern,
             cancel,
+            mrtr,
         }
     }
 
@@ -241,14 +250,69 @@ impl RequestContext {
         self.log(LoggingLevel::Error, data);
     }
 
+    /// Whether this request speaks the modern era (its `_meta` carries a protocol version).
+    pub fn is_modern(&self) -> bool {
+        self.modern.is_some()
+    }
+
     /// Sends a request of method `R` to the client, related to this request, and waits for
     /// its answer. A JSON-RPC error from the client becomes an [`Error`] that keeps its code
     /// (an application failure: in a tool, a tool error).
+    ///
+    /// The same call serves both eras: to a legacy client it is a JSON-RPC request on the
+    /// request's stream; to a modern one (2026-07-28) it is an input request of an MRTR round
+    /// — the handler is parked here, the client gets an `InputRequiredResult`, and when it
+    /// retries with `inputResponses` the handler runs again and this call resolves with the
+    /// answer (see [`mrtr`](super::mrtr) for the re-run rule and its bound). A modern request
+    /// of another method cannot ask (S-NEW-5: no server→client requests).
     pub async fn send_request<R: schema::Request>(
         &self,
         params: R::Params,
     ) -> Result<R::Result, Error> {
         let raw = to_raw(&params).map_err(Error::internal)?;
+        if self.modern.is_some() {
+            let Some(Ok(mrtr)) = &self.mrtr else {
+                return Err(Error::new(format_args!(
+                    "{}: 2026-07-28 allows input requests only in tools/call, prompts/get and resources/read",
+                    R::METHOD
+                )));
+            };
+            // MRTR: never an input request the client did not declare support for; the
+            // request fails with `MissingRequiredClientCapabilityError` (-32021, HTTP 400).
+            let caps = self.client_capabilities();
+            let declared = |has: fn(&ClientCapabilities) -> bool| caps.as_ref().is_none_or(has);
+            let missing = match R::METHOD {
+                methods::ELICITATION_CREATE => {
+                    (!declared(|c| c.elicitation.is_some())).then_some("elicitation")
+                }
+                methods::SAMPLING_CREATE_MESSAGE => {
+                    (!declared(|c| c.sampling.is_some())).then_some("sampling")
+                }
+                methods::ROOTS_LIST => (!declared(|c| c.roots.is_some())).then_some("roots"),
+                _ => None,
+            };
+            if let Some(what) = missing {
+                return Err(Error::protocol(
+                    crate::schema::error_codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    format_args!("Server requires the {what} capability for this request"),
+                )
+                .with_data(serde_json::json!({"requiredCapabilities": {what: {}}})));
+            }
+            return match mrtr.ask(R::METHOD, &raw)? {
+                Some(answer) => serde_json::from_value(answer).map_err(|e| {
+                    Error::invalid_params(format_args!(
+                        "the client's input response to {} is malformed: {e}",
+                        R::METHOD
+                    ))
+                }),
+                None => {
+                    // Parked: the round ends with an InputRequiredResult and this future is
+                    // dropped (mrtr::RaceInput).
+                    std::future::pending::<()>().await;
+                    Err(Error::internal("unreachable: an MRTR round was not ended"))
+                }
+            };
+        }
         let response = self
             .session
             .peer

@@ -8,13 +8,15 @@ use serde::de::DeserializeOwned;
 
 use super::{RequestContext, ResourceRequest, Server};
 use crate::ProtocolVersion;
+use crate::jsonrpc::Notification;
 use crate::jsonrpc::{Request, Response};
 use crate::schema::{
     CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult, Completion,
     DiscoverResult, EmptyResult, GetPromptRequestParams, InitializeRequestParams, InitializeResult,
     ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
     PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResult, ResultMeta,
-    SetLevelRequestParams, SubscribeRequestParams, methods,
+    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter,
+    SubscriptionsListenRequestParams, SubscriptionsListenResult, methods,
 };
 use crate::service::cancel::lock;
 use crate::service::error::to_raw;
@@ -102,6 +104,10 @@ impl Server {
                     let result = server.get_prompt(ctx, &request).await;
                     answer(&request, result)
                 }
+                methods::SUBSCRIPTIONS_LISTEN if ctx.is_modern() => {
+                    let result = server.listen(ctx, &request).await;
+                    answer(&request, result)
+                }
                 methods::COMPLETION_COMPLETE => {
                     let result = server.complete(ctx, &request).await;
                     answer(&request, result)
@@ -158,6 +164,72 @@ impl Server {
             meta: Some(meta.to_meta()),
             ..DiscoverResult::default()
         }
+    }
+
+    /// What a `subscriptions/listen` may have: what it asked for, within what the server's
+    /// capabilities announce.
+    fn grant(&self, asked: &SubscriptionFilter) -> SubscriptionFilter {
+        let caps = self.server_capabilities();
+        let on = |asked: Option<bool>, cap: Option<bool>| {
+            (asked == Some(true) && cap == Some(true)).then_some(true)
+        };
+        SubscriptionFilter {
+            tools_list_changed: on(
+                asked.tools_list_changed,
+                caps.tools.as_ref().and_then(|c| c.list_changed),
+            ),
+            prompts_list_changed: on(
+                asked.prompts_list_changed,
+                caps.prompts.as_ref().and_then(|c| c.list_changed),
+            ),
+            resources_list_changed: on(
+                asked.resources_list_changed,
+                caps.resources.as_ref().and_then(|c| c.list_changed),
+            ),
+            resource_subscriptions: asked
+                .resource_subscriptions
+                .clone()
+                .filter(|_| caps.resources.as_ref().and_then(|c| c.subscribe) == Some(true)),
+            ..SubscriptionFilter::default()
+        }
+    }
+
+    /// `subscriptions/listen` (2026-07-28): acknowledges what is granted, then keeps the
+    /// stream open and registered until the client closes it (which cancels this handler and
+    /// unregisters it). The server's change notifications reach it with the subscription id.
+    async fn listen(
+        &self,
+        ctx: RequestContext,
+        request: &Request,
+    ) -> Result<SubscriptionsListenResult, Error> {
+        let p: SubscriptionsListenRequestParams = params(request)?;
+        let granted = self.grant(&p.notifications);
+        let ack = serde_json::json!({
+            "notifications": granted,
+            "_meta": super::listener_meta(&ctx),
+        });
+        let raw = to_raw(&ack).map_err(Error::internal)?;
+        ctx.notify(Notification::new(
+            methods::NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED,
+            Some(raw),
+        ))
+        .map_err(|e| Error::internal(e.to_string()))?;
+        let id = self
+            .inner
+            .next_listener
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        lock(&self.inner.listeners).push(super::Listener {
+            id,
+            filter: granted,
+            ctx: ctx.clone(),
+        });
+        let _registered = ListenerGuard {
+            server: self.clone(),
+            id,
+        };
+        ctx.cancelled().await;
+        let meta = serde_json::json!({ "_meta": super::listener_meta(&ctx) });
+        serde_json::from_value(meta).map_err(Error::internal)
     }
 
     fn set_level(&self, ctx: &RequestContext, request: &Request) -> Result<EmptyResult, Error> {
@@ -386,6 +458,18 @@ impl Server {
             },
             ..CompleteResult::default()
         })
+    }
+}
+
+/// Unregisters a listen stream when its handler ends or is dropped.
+struct ListenerGuard {
+    server: Server,
+    id: u64,
+}
+
+impl Drop for ListenerGuard {
+    fn drop(&mut self) {
+        lock(&self.server.inner.listeners).retain(|l| l.id != self.id);
     }
 }
 

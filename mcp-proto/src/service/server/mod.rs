@@ -39,6 +39,7 @@
 
 mod context;
 mod dispatch;
+pub mod mrtr;
 mod session;
 
 use std::collections::BTreeMap;
@@ -151,12 +152,24 @@ pub(crate) struct Config {
     pub(crate) prompts_list_changed: Option<bool>,
     pub(crate) page_size: Option<usize>,
     pub(crate) validate_arguments: bool,
+    pub(crate) max_input_rounds: u32,
 }
 
 pub(crate) struct Inner {
     pub(crate) config: RwLock<Config>,
     pub(crate) registry: RwLock<Registry>,
     sessions: Mutex<Vec<Weak<SessionShared>>>,
+    /// Open `subscriptions/listen` streams (2026-07-28).
+    pub(crate) listeners: Mutex<Vec<Listener>>,
+    pub(crate) next_listener: std::sync::atomic::AtomicU64,
+}
+
+/// One open `subscriptions/listen` request: what it was granted, and its context (its
+/// notifications go on its own response stream).
+pub(crate) struct Listener {
+    pub(crate) id: u64,
+    pub(crate) filter: crate::schema::SubscriptionFilter,
+    pub(crate) ctx: RequestContext,
 }
 
 /// An MCP server definition: identity, capabilities, and the registry of tools, resources,
@@ -202,10 +215,13 @@ impl Server {
                 config: RwLock::new(Config {
                     info: Implementation::new(name, version),
                     validate_arguments: true,
+                    max_input_rounds: mrtr::DEFAULT_MAX_INPUT_ROUNDS,
                     ..Config::default()
                 }),
                 registry: RwLock::new(Registry::default()),
                 sessions: Mutex::new(Vec::new()),
+                listeners: Mutex::new(Vec::new()),
+                next_listener: std::sync::atomic::AtomicU64::new(1),
             }),
         }
     }
@@ -288,6 +304,14 @@ impl Server {
     /// that fails the check gets a tool error listing every problem.
     pub fn validate_arguments(self, on: bool) -> Self {
         self.config_mut().validate_arguments = on;
+        self
+    }
+
+    /// At most this many MRTR input rounds per modern request (default
+    /// [`mrtr::DEFAULT_MAX_INPUT_ROUNDS`]); a handler asking for more input after that gets an
+    /// error from its `send_request` instead of another round.
+    pub fn max_input_rounds(self, rounds: u32) -> Self {
+        self.config_mut().max_input_rounds = rounds;
         self
     }
 
@@ -604,6 +628,19 @@ impl Server {
                 let _ = session.notify(Notification::new(method, None));
             }
         }
+        for l in lock(&self.inner.listeners).iter() {
+            let wanted = match method {
+                methods::NOTIFICATION_TOOLS_LIST_CHANGED => l.filter.tools_list_changed,
+                methods::NOTIFICATION_PROMPTS_LIST_CHANGED => l.filter.prompts_list_changed,
+                _ => l.filter.resources_list_changed,
+            };
+            if wanted == Some(true) {
+                let params = serde_json::json!({ "_meta": listener_meta(&l.ctx) });
+                if let Ok(raw) = to_raw(&params) {
+                    let _ = l.ctx.notify(Notification::new(method, Some(raw)));
+                }
+            }
+        }
     }
 
     /// Tells every session subscribed to `uri` that the resource changed
@@ -624,6 +661,34 @@ impl Server {
                 }
             }
         }
+        for l in lock(&self.inner.listeners).iter() {
+            let wanted = l
+                .filter
+                .resource_subscriptions
+                .as_ref()
+                .is_some_and(|uris| uris.iter().any(|u| u == uri));
+            if wanted {
+                let params = serde_json::json!({ "uri": uri, "_meta": listener_meta(&l.ctx) });
+                if let Ok(raw) = to_raw(&params) {
+                    let n = Notification::new(methods::NOTIFICATION_RESOURCES_UPDATED, Some(raw));
+                    if l.ctx.notify(n).is_ok() {
+                        told += 1;
+                    }
+                }
+            }
+        }
         told
     }
+
+    /// How many `subscriptions/listen` streams are open.
+    pub fn listener_count(&self) -> usize {
+        lock(&self.inner.listeners).len()
+    }
+}
+
+/// The `_meta` of a notification on a listen stream: the subscription it belongs to.
+pub(crate) fn listener_meta(ctx: &RequestContext) -> serde_json::Value {
+    serde_json::json!({
+        crate::schema::meta_keys::SUBSCRIPTION_ID: super::schema_id::to_schema(ctx.request_id())
+    })
 }

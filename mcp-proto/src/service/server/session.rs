@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::mrtr::RaceInput;
 use super::{BoxFuture, RequestContext, Server};
 use crate::ProtocolVersion;
 use crate::jsonrpc::{
@@ -212,7 +213,15 @@ impl ServerSession {
                     ),
                 ));
             }
-            until_cancelled(token, server.handle_request(ctx, request)).await
+            match ctx.mrtr.clone() {
+                None => until_cancelled(token, server.handle_request(ctx, request)).await,
+                Some(Err(e)) => Some(Response::error(Some(request.id), e.to_error_object())),
+                Some(Ok(mrtr)) => {
+                    let id = request.id.clone();
+                    let work = server.handle_request(ctx, request);
+                    until_cancelled(token, RaceInput::new(work, mrtr, id)).await
+                }
+            }
         }
     }
 

@@ -1,0 +1,259 @@
+//! The modern era (2026-07-28) in the same router: how a request whose `MCP-Protocol-Version`
+//! is a modern revision is validated and admitted.
+//!
+//! # Theory of operation
+//!
+//! The era is a property of each request, not of the router: the header selects it
+//! ([`Router::is_modern`]), and a modern request then runs through the *same* machinery as a
+//! legacy one — an exchange bound to a request [`LogicalStream`] with the same phase table —
+//! with the behaviour its version selects:
+//!
+//! - **no session** (S-NEW-2): `Mcp-Session-Id` is never read, minted or echoed; the request
+//!   reaches the app with `session: None`;
+//! - **not resumable** (S-NEW-3): no event ids, no priming, `Last-Event-ID` never read, so a
+//!   disconnect is the *not resumable* row of the phase table: the handler is cancelled at
+//!   once and nothing more is written for it (S-NEW-6);
+//! - **no server→client requests** (S-NEW-5): [`Router::send_request`] on a modern request
+//!   fails with [`SendError::ModernNoRequests`](super::SendError); the service layer turns
+//!   sampling, elicitation and roots into MRTR rounds instead;
+//! - **the head waits** for the first message: a modern stream stays *Pending* until a
+//!   notification must precede the answer (then SSE, with `X-Accel-Buffering: no` and the
+//!   heartbeat comments of every SSE reply) or the answer arrives; an error answer then goes
+//!   out as one JSON body with its HTTP status (`-32601` → 404, `-32020..-32022` → 400,
+//!   S-NEW-9), a result as JSON or, when the client accepts only SSE or the mode is SSE, as a
+//!   one-event stream;
+//! - GET and DELETE get 405 (S-NEW-1).
+//!
+//! Admission of a modern POST, in order (each refusal is a JSON-RPC error carrying the
+//! request's id when the body has one):
+//!
+//! ```text
+//!  check                                               refusal
+//!  --------------------------------------------------  -----------------------------------
+//!  body is JSON / JSON-RPC                             400 -32700 / -32600 (as legacy)
+//!  not a batch                                         400 -32600
+//!  not a response (S-NEW-5)                            400 -32600
+//!  notification                                        202, handed to the app
+//!  method not removed in 2026-07-28 (initialize, …)    404 -32601
+//!  headers mirror the body (mirror::check_headers)     400 -32020 HeaderMismatch
+//!  _meta has protocolVersion and clientCapabilities    400 -32602
+//!  fewer than max_modern_in_flight in flight           503 -32000
+//!  otherwise                                           handed to the app (session: None)
+//! ```
+
+use http::HeaderMap;
+use serde::Deserialize;
+
+use super::error::ProtocolError;
+use super::stream::{Exchange, ExchangeState, LogicalStream, Phase, PostContext, StreamKind};
+use super::{InFlight, RequestHandle, Router, ServerOutput, StreamId};
+use crate::ProtocolVersion;
+use crate::jsonrpc::{InvalidMessage, Message, Request};
+use crate::mirror;
+use crate::schema::meta_keys;
+
+/// Methods of the legacy era that 2026-07-28 removed (S-NEW-4; absent from its schema): a
+/// modern request for them gets 404 + -32601 from the router itself. Per-request `_meta`
+/// replaces `initialize` and `logging/setLevel`; `subscriptions/listen` replaces
+/// `resources/subscribe`.
+pub const REMOVED_IN_MODERN: [&str; 5] = [
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+#[derive(Deserialize)]
+struct MetaOnly {
+    #[serde(rename = "_meta")]
+    meta: Option<serde_json::Map<String, serde_json::Value>>,
+    name: Option<serde_json::Value>,
+}
+
+impl Router {
+    /// Admits (or refuses) a complete modern POST body. See the module docs for the order.
+    pub(super) fn process_modern(
+        &mut self,
+        stream: StreamId,
+        ctx: &PostContext,
+        origin: Option<&str>,
+        items: Vec<Result<Message, InvalidMessage>>,
+        batch: bool,
+        mirrored: HeaderMap,
+    ) {
+        if batch {
+            return self.refuse(
+                stream,
+                ProtocolError::BatchNotAllowed,
+                origin,
+                HeaderMap::new(),
+                None,
+                false,
+            );
+        }
+        let Some(item) = items.into_iter().next() else {
+            return self.refuse(
+                stream,
+                ProtocolError::InvalidRequest("the body is empty"),
+                origin,
+                HeaderMap::new(),
+                None,
+                false,
+            );
+        };
+        let request = match item {
+            Err(invalid) => {
+                let body = Message::Response(invalid.to_error_response()).to_bytes();
+                let e = ProtocolError::InvalidRequest("the body is not a valid JSON-RPC message");
+                return self.refuse(stream, e, origin, HeaderMap::new(), Some(body), false);
+            }
+            Ok(Message::Response(_)) => {
+                return self.refuse(
+                    stream,
+                    ProtocolError::ModernResponse,
+                    origin,
+                    HeaderMap::new(),
+                    None,
+                    false,
+                );
+            }
+            Ok(Message::Notification(n)) => {
+                // Transport mechanics only (no client notification is defined over HTTP in
+                // 2026-07-28): 202, and the app may look at it. `notifications/cancelled`
+                // has no meaning here: closing the stream cancels (S-NEW-6).
+                if &*n.method != "notifications/cancelled" {
+                    self.out.push_back(ServerOutput::Notification {
+                        session: None,
+                        notification: n,
+                    });
+                }
+                let mut headers = HeaderMap::new();
+                self.cors_headers(origin, &mut headers);
+                return self.answer(stream, http::StatusCode::ACCEPTED, headers, None);
+            }
+            Ok(Message::Request(r)) => r,
+        };
+        let mut admitted = self.admit_modern(&request, &mirrored);
+        if admitted.is_ok() && self.modern_streams >= self.config.max_modern_in_flight {
+            admitted = Err(ProtocolError::TooManyRequests);
+        }
+        if let Err(e) = admitted {
+            let body = self.protocol_error_body(Some(request.id.clone()), &e);
+            return self.refuse(stream, e, origin, HeaderMap::new(), Some(body), false);
+        }
+        self.start_modern(stream, ctx, request);
+    }
+
+    /// The checks of a modern request, after it is known to be one request.
+    fn admit_modern(&self, request: &Request, mirrored: &HeaderMap) -> Result<(), ProtocolError> {
+        let method = &*request.method;
+        if REMOVED_IN_MODERN.contains(&method) {
+            return Err(ProtocolError::MethodNotFound(method.into()));
+        }
+        let params = request.params.as_deref();
+        let parsed: Option<MetaOnly> = params.and_then(|p| serde_json::from_str(p.get()).ok());
+        let decls = match (&self.config.param_headers, method, &parsed) {
+            (Some(source), "tools/call", Some(MetaOnly { name: Some(n), .. })) => n
+                .as_str()
+                .map(|n| source.param_headers(n))
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        // A source may hand back declarations nobody validated: keep only those that make a
+        // header name (mirror::ParamHeader::header_name would refuse the others).
+        let decls: Vec<_> = decls
+            .into_iter()
+            .filter(|d| {
+                let name = format!("{}{}", mirror::MCP_PARAM_PREFIX, d.name);
+                !d.name.is_empty() && http::HeaderName::from_bytes(name.as_bytes()).is_ok()
+            })
+            .collect();
+        mirror::check_headers(mirrored, method, params, &decls)
+            .map_err(|e| ProtocolError::HeaderMismatch(e.to_string().into()))?;
+        let meta = parsed.and_then(|p| p.meta);
+        let has = |key: &str, object: bool| {
+            meta.as_ref()
+                .and_then(|m| m.get(key))
+                .is_some_and(|v| if object { v.is_object() } else { v.is_string() })
+        };
+        if !has(meta_keys::PROTOCOL_VERSION, false) {
+            return Err(ProtocolError::MissingRequestMeta(
+                meta_keys::PROTOCOL_VERSION,
+            ));
+        }
+        if !has(meta_keys::CLIENT_CAPABILITIES, true) {
+            return Err(ProtocolError::MissingRequestMeta(
+                meta_keys::CLIENT_CAPABILITIES,
+            ));
+        }
+        Ok(())
+    }
+
+    /// Binds an admitted modern request to a fresh request stream and hands it to the app.
+    fn start_modern(&mut self, stream: StreamId, ctx: &PostContext, request: Request) {
+        let lsid = self.next();
+        let handle = RequestHandle(self.next());
+        self.modern_streams += 1;
+        self.inflight.insert(
+            handle,
+            InFlight {
+                session: None,
+                stream: lsid,
+                client_id: request.id.clone(),
+                initialize: false,
+            },
+        );
+        self.streams.insert(
+            lsid,
+            LogicalStream {
+                session: None,
+                kind: StreamKind::Request {
+                    pending: vec![handle],
+                    kept: Vec::new(),
+                    batch: false,
+                    initialize: false,
+                },
+                phase: Phase::Pending,
+                connection: Some(stream),
+                resumable: false,
+                version: ProtocolVersion::V2026_07_28,
+                last_seq: 0,
+                id_sent: false,
+                accept_sse: ctx.accept_sse,
+                origin: ctx.origin.clone(),
+                retention: None,
+                grace: None,
+                modern: true,
+                error_status: None,
+                sse_only: !ctx.accept_json,
+            },
+        );
+        self.exchanges.insert(
+            stream,
+            Exchange {
+                state: ExchangeState::Attached(lsid),
+                heartbeat: None,
+                session: None,
+            },
+        );
+        self.out.push_back(ServerOutput::Request {
+            handle,
+            session: None,
+            request,
+        });
+    }
+}
+
+/// The HTTP status of a modern error answer sent as one JSON body (S-NEW-9, S-NEW-7, and the
+/// 400 the schema prescribes for -32021).
+pub(super) fn modern_error_status(code: i64) -> Option<http::StatusCode> {
+    use crate::schema::error_codes as c;
+    match code {
+        c::METHOD_NOT_FOUND => Some(http::StatusCode::NOT_FOUND),
+        c::HEADER_MISMATCH
+        | c::MISSING_REQUIRED_CLIENT_CAPABILITY
+        | c::UNSUPPORTED_PROTOCOL_VERSION => Some(http::StatusCode::BAD_REQUEST),
+        _ => None,
+    }
+}

@@ -1,0 +1,345 @@
+//! Multi round-trip requests (MRTR, 2026-07-28, SEP-2322): how one handler's awaited
+//! server→client request (sampling, elicitation, roots through [`RequestContext`](super::RequestContext)) becomes an
+//! `InputRequiredResult` for a modern client, while a legacy client gets a real JSON-RPC
+//! request from the very same code.
+//!
+//! # Theory of operation: re-run with the answers available
+//!
+//! A modern `tools/call`, `prompts/get` or `resources/read` gets an MRTR round. Each
+//! `send_request` of its handler, in call order, takes a key `"{n}:{method}"` (its index in
+//! this run and the method, so a handler that asks something else on a re-run is asked
+//! again rather than handed a foreign answer):
+//!
+//! - when the round's answers hold that key, the awaited call resolves with it at once;
+//! - otherwise the request is recorded under that key and the round is *signalled*: the
+//!   handler stays parked at that `await`, and once it yields (every request it issued in
+//!   the same poll — a `join` of two asks — is recorded too) it is dropped and the client gets
+//!   `{"resultType": "input_required", "inputRequests": {key: {method, params}},
+//!   "requestState": …}`.
+//!
+//! The client retries the original request (new id) with `inputResponses` and the
+//! `requestState`; the handler runs again from the start, this time finding its answers.
+//! Handlers must therefore be *replayable*: what they do before their last ask runs once per
+//! round (side effects belong after the asks, or must be idempotent).
+//!
+//! `requestState` carries the answers of earlier rounds (so the client sends only the new
+//! ones), the round count, the method and a digest of the request's own params (minus
+//! `_meta`, `inputResponses`, `requestState`); a state presented on another method or other
+//! params, or malformed, is refused with -32602. It carries only what the client itself sent,
+//! so it is not encrypted or signed: tampering can change nothing a client could not send
+//! directly (the spec's exemption from integrity protection). Applications whose handlers
+//! branch on *server* secrets must not put them into answers.
+//!
+//! Bounded: after [`Server::max_input_rounds`](super::Server::max_input_rounds) rounds
+//! (default 8) a further ask fails with an error instead of another round.
+//!
+//! ```text
+//!  state        event                                  next         effect
+//!  -----------  -------------------------------------  -----------  ---------------------------
+//!  Running      ask, answer present                    Running      the await resolves
+//!  Running      ask, no answer, rounds < max           Signalled    request recorded
+//!  Running      ask, no answer, rounds = max           Running      the await fails
+//!  Signalled    further asks in the same poll          Signalled    recorded too
+//!  Signalled    handler yields                         Done         InputRequiredResult sent
+//!  Running      handler returns                        Done         its result sent
+//! ```
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::hash::{Hash, Hasher};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::{Context, Poll};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::jsonrpc::{RawValue, Request, RequestId, Response};
+use crate::schema::methods;
+use crate::service::Error;
+use crate::service::cancel::{CancellationToken, WaitForCancellation, lock};
+
+/// The methods on which a server may answer `InputRequiredResult` (the only ones).
+pub const MRTR_METHODS: [&str; 3] = [
+    methods::TOOLS_CALL,
+    methods::PROMPTS_GET,
+    methods::RESOURCES_READ,
+];
+
+/// Default bound on input rounds per request.
+pub const DEFAULT_MAX_INPUT_ROUNDS: u32 = 8;
+
+#[derive(Serialize, Deserialize)]
+struct State {
+    /// Method.
+    m: String,
+    /// Digest of the salient params.
+    d: String,
+    /// Rounds done.
+    n: u32,
+    /// Answers so far.
+    a: BTreeMap<String, Value>,
+}
+
+/// One modern request's MRTR bookkeeping (see the module docs).
+pub(crate) struct Mrtr {
+    method: String,
+    digest: String,
+    rounds: u32,
+    max_rounds: u32,
+    answers: BTreeMap<String, Value>,
+    next: AtomicUsize,
+    needed: std::sync::Mutex<BTreeMap<String, Value>>,
+    signal: CancellationToken,
+}
+
+impl std::fmt::Debug for Mrtr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mrtr")
+            .field("method", &self.method)
+            .field("rounds", &self.rounds)
+            .field("answers", &self.answers.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Sorts object keys recursively, so the digest does not depend on the client's key order.
+fn canonical(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let sorted: BTreeMap<&String, Value> =
+                m.iter().map(|(k, v)| (k, canonical(v))).collect();
+            Value::Object(sorted.into_iter().map(|(k, v)| (k.clone(), v)).collect())
+        }
+        Value::Array(a) => Value::Array(a.iter().map(canonical).collect()),
+        other => other.clone(),
+    }
+}
+
+fn digest(method: &str, params: &serde_json::Map<String, Value>) -> String {
+    let mut salient = params.clone();
+    for k in ["_meta", "inputResponses", "requestState"] {
+        salient.remove(k);
+    }
+    let mut h = std::hash::DefaultHasher::new();
+    method.hash(&mut h);
+    canonical(&Value::Object(salient)).to_string().hash(&mut h);
+    format!("{:016x}", h.finish())
+}
+
+impl Mrtr {
+    /// The round of `request` when it is a modern request of an MRTR method; `Err` when its
+    /// `requestState` or `inputResponses` cannot be accepted.
+    pub(crate) fn for_request(request: &Request, max_rounds: u32) -> Option<Result<Self, Error>> {
+        if !MRTR_METHODS.contains(&&*request.method) {
+            return None;
+        }
+        let params: serde_json::Map<String, Value> = request
+            .params
+            .as_deref()
+            .and_then(|p| serde_json::from_str(p.get()).ok())
+            .unwrap_or_default();
+        Some(Self::new(&request.method, &params, max_rounds))
+    }
+
+    fn new(
+        method: &str,
+        params: &serde_json::Map<String, Value>,
+        max_rounds: u32,
+    ) -> Result<Self, Error> {
+        let digest = digest(method, params);
+        let mut answers = BTreeMap::new();
+        let mut rounds = 0;
+        match params.get("requestState") {
+            None | Some(Value::Null) => {}
+            Some(Value::String(s)) => {
+                let state: State = B64
+                    .decode(s)
+                    .ok()
+                    .and_then(|b| serde_json::from_slice(&b).ok())
+                    .ok_or_else(|| Error::invalid_params("invalid requestState"))?;
+                if state.m != method || state.d != digest {
+                    return Err(Error::invalid_params(
+                        "requestState belongs to another request",
+                    ));
+                }
+                rounds = state.n;
+                answers = state.a;
+            }
+            Some(_) => return Err(Error::invalid_params("requestState must be a string")),
+        }
+        match params.get("inputResponses") {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(m)) => {
+                for (k, v) in m {
+                    answers.insert(k.clone(), v.clone());
+                }
+            }
+            Some(_) => return Err(Error::invalid_params("inputResponses must be an object")),
+        }
+        Ok(Mrtr {
+            method: method.to_owned(),
+            digest,
+            rounds,
+            max_rounds,
+            answers,
+            next: AtomicUsize::new(0),
+            needed: std::sync::Mutex::new(BTreeMap::new()),
+            signal: CancellationToken::new(),
+        })
+    }
+
+    /// A handler asks `method` with `params`: `Ok(Some(answer))` when this round has it,
+    /// `Ok(None)` when it was recorded for the client (the caller then parks), `Err` when the
+    /// round limit is reached.
+    pub(crate) fn ask(&self, method: &str, params: &RawValue) -> Result<Option<Value>, Error> {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let key = format!("{n}:{method}");
+        if let Some(answer) = self.answers.get(&key) {
+            return Ok(Some(answer.clone()));
+        }
+        if self.rounds >= self.max_rounds {
+            return Err(Error::new(format_args!(
+                "{method}: the client was already asked for input {} times on this request",
+                self.rounds
+            )));
+        }
+        let params: Value = serde_json::from_str(params.get()).unwrap_or(Value::Null);
+        lock(&self.needed).insert(key, serde_json::json!({"method": method, "params": params}));
+        self.signal.cancel();
+        Ok(None)
+    }
+
+    /// The `InputRequiredResult` of this round.
+    fn input_required(&self) -> Value {
+        let state = State {
+            m: self.method.clone(),
+            d: self.digest.clone(),
+            n: self.rounds + 1,
+            a: self.answers.clone(),
+        };
+        let state = B64.encode(serde_json::to_vec(&state).unwrap_or_default());
+        serde_json::json!({
+            "resultType": "input_required",
+            "inputRequests": *lock(&self.needed),
+            "requestState": state,
+        })
+    }
+}
+
+/// Runs a handler's future until it answers or its MRTR round is signalled (then answers
+/// with the round's `InputRequiredResult`). The handler is polled first, so every ask it
+/// makes in one poll lands in the same round.
+pub(crate) struct RaceInput<F> {
+    pub(crate) work: Pin<Box<F>>,
+    pub(crate) signal: WaitForCancellation,
+    pub(crate) mrtr: Arc<Mrtr>,
+    pub(crate) id: RequestId,
+}
+
+impl<F> RaceInput<F> {
+    pub(crate) fn new(work: F, mrtr: Arc<Mrtr>, id: RequestId) -> Self {
+        RaceInput {
+            work: Box::pin(work),
+            signal: mrtr.signal.cancelled(),
+            mrtr,
+            id,
+        }
+    }
+}
+
+impl<F: Future<Output = Response>> Future for RaceInput<F> {
+    type Output = Response;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Response> {
+        if let Poll::Ready(r) = self.work.as_mut().poll(cx) {
+            return Poll::Ready(r);
+        }
+        if Pin::new(&mut self.signal).poll(cx).is_ready() {
+            let result = self.mrtr.input_required();
+            let id = self.id.clone();
+            return Poll::Ready(match serde_json::value::to_raw_value(&result) {
+                Ok(raw) => Response::result(id, raw),
+                Err(e) => Response::error(Some(id), Error::internal(e).to_error_object()),
+            });
+        }
+        Poll::Pending
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn req(params: Value) -> Request {
+        Request {
+            id: RequestId::Number(1),
+            method: "tools/call".into(),
+            params: Some(serde_json::value::to_raw_value(&params).unwrap()),
+        }
+    }
+
+    #[test]
+    fn state_round_trips_and_binds_to_the_request() {
+        let p = json!({"name": "t", "arguments": {"b": 1, "a": 2}});
+        let m = Mrtr::for_request(&req(p.clone()), 8).unwrap().unwrap();
+        let raw = serde_json::value::to_raw_value(&json!({"message": "?"})).unwrap();
+        assert_eq!(m.ask("elicitation/create", &raw).unwrap(), None);
+        let r = m.input_required();
+        assert_eq!(r["resultType"], "input_required");
+        assert_eq!(
+            r["inputRequests"]["0:elicitation/create"]["method"],
+            "elicitation/create"
+        );
+        let state = r["requestState"].as_str().unwrap().to_owned();
+        // Retry, keys reordered: same request.
+        let retry = json!({"arguments": {"a": 2, "b": 1}, "name": "t", "requestState": state,
+            "inputResponses": {"0:elicitation/create": {"action": "decline"}}});
+        let m2 = Mrtr::for_request(&req(retry), 8).unwrap().unwrap();
+        assert_eq!(
+            m2.ask("elicitation/create", &raw).unwrap(),
+            Some(json!({"action": "decline"}))
+        );
+        // Other params: refused.
+        let other = json!({"name": "u", "requestState": state});
+        assert!(Mrtr::for_request(&req(other), 8).unwrap().is_err());
+        assert!(
+            Mrtr::for_request(&req(json!({"requestState": "!!"})), 8)
+                .unwrap()
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn rounds_are_bounded() {
+        let p = json!({"name": "t"});
+        let mut params = p.as_object().unwrap().clone();
+        let raw = serde_json::value::to_raw_value(&json!({})).unwrap();
+        for round in 0..3 {
+            let m = Mrtr::new("tools/call", &params, 2).unwrap();
+            // Asks a fresh question every round (answers never match: another index).
+            for _ in 0..round {
+                let _ = m.next.fetch_add(1, Ordering::Relaxed);
+            }
+            let asked = m.ask("roots/list", &raw);
+            if round < 2 {
+                assert_eq!(asked.unwrap(), None);
+                let r = m.input_required();
+                params.insert("requestState".into(), r["requestState"].clone());
+            } else {
+                assert!(asked.is_err(), "the third round is refused");
+            }
+        }
+    }
+
+    #[test]
+    fn only_the_three_methods_take_part() {
+        let mut r = req(json!({}));
+        r.method = "tools/list".into();
+        assert!(Mrtr::for_request(&r, 8).is_none());
+    }
+}

@@ -1,0 +1,496 @@
+//! The service layer on a router serving both eras, over raw HTTP inputs: one handler
+//! serves MRTR to a modern client and a real JSON-RPC request to a legacy one (S-NEW-5),
+//! `server/discover` (S-NEW-4), `subscriptions/listen` (S-NEW-9), cancellation by closing
+//! (S-NEW-6), `Mcp-Param-*` from the tools' `x-mcp-header` (S-NEW-8), and no cross-talk
+//! between sessionless requests that reuse an id.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use http::StatusCode;
+use mcp_proto::schema::{Elicit, ElicitRequestParams, ListRoots, RequestParams};
+use mcp_proto::server::{ServerConfig, ServerOutput, StreamId};
+use mcp_proto::service::bind::{Routed, ServerBinding};
+use mcp_proto::service::{CallToolResult, Server, Tool};
+use mcp_proto::{jsonrpc::Notification, mirror};
+use mcp_tests::exec::Executor;
+use mcp_tests::server_harness::{AppEvent, Harness, Req, raw};
+use serde_json::{Value, json};
+
+const V: &str = "2026-07-28";
+
+/// Router + the production [`ServerBinding`] + the test executor, fed raw HTTP.
+struct Svc {
+    h: Harness,
+    exec: Executor,
+    binding: ServerBinding,
+}
+
+impl Svc {
+    fn new(server: &Server) -> Svc {
+        let exec = Executor::new();
+        let timer = exec.clone();
+        let binding = ServerBinding::new(
+            server.clone(),
+            Arc::new(move |d| Box::pin(timer.sleep(d))),
+            Arc::new(|| {}),
+        );
+        let mut svc = Svc {
+            h: Harness::new(ServerConfig::default().with_modern()),
+            exec,
+            binding,
+        };
+        svc.settle();
+        svc
+    }
+
+    /// Moves everything until nothing moves (bounded).
+    fn settle(&mut self) {
+        for _ in 0..200 {
+            let mut moved = false;
+            while let Some(ev) = self.h.app.pop_front() {
+                moved = true;
+                let out = match ev {
+                    AppEvent::Request {
+                        handle,
+                        session,
+                        request,
+                    } => ServerOutput::Request {
+                        handle,
+                        session,
+                        request,
+                    },
+                    AppEvent::Notification {
+                        session,
+                        notification,
+                    } => ServerOutput::Notification {
+                        session,
+                        notification,
+                    },
+                    AppEvent::Other(o) => o,
+                };
+                if let Routed::Spawn(f) = self.binding.handle_output(out) {
+                    self.exec.spawn(f);
+                }
+            }
+            if self.exec.has_ready() {
+                moved = true;
+                self.exec.run_ready();
+            }
+            if self.binding.apply(&mut self.h.router, self.h.now) {
+                moved = true;
+            }
+            self.h.pump();
+            if !moved && self.h.app.is_empty() {
+                return;
+            }
+        }
+        panic!("the service never settled");
+    }
+
+    fn send(&mut self, req: Req) -> StreamId {
+        let s = self.h.send(req);
+        self.settle();
+        s
+    }
+
+    fn json(&self, s: StreamId) -> Value {
+        let r = self.h.response(s);
+        if r.is_sse() {
+            r.sse_messages().last().cloned().expect("an SSE message")
+        } else {
+            r.json()
+        }
+    }
+}
+
+fn meta(caps: Value) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": V,
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": caps
+    })
+}
+
+fn modern(id: i64, method: &str, mut params: Value, caps: Value) -> Req {
+    params["_meta"] = meta(caps);
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let mut req = Req::post(&body.to_string()).version(V);
+    for (name, value) in mirror::mirror_headers(method, Some(&raw(&params.to_string()))) {
+        req.headers.insert(name, value);
+    }
+    req
+}
+
+fn ask_name() -> ElicitRequestParams {
+    serde_json::from_value(json!({
+        "mode": "form",
+        "message": "Your name?",
+        "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}
+    }))
+    .unwrap()
+}
+
+/// One handler, both eras: asks the client (elicitation) and greets with the answer.
+fn greeter(runs: Arc<AtomicUsize>) -> Server {
+    Server::new("greeter", "1").tool(Tool::new("greet"), move |ctx, _| {
+        let runs = runs.clone();
+        async move {
+            runs.fetch_add(1, Ordering::SeqCst);
+            let answer = ctx.send_request::<Elicit>(ask_name()).await?;
+            let name = answer
+                .content
+                .as_ref()
+                .and_then(|c| c.get("name"))
+                .and_then(|v| serde_json::to_value(v).ok())
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_else(|| "nobody".to_owned());
+            Ok(CallToolResult::text(format!("hello {name}")))
+        }
+    })
+}
+
+fn text_of(response: &Value) -> &str {
+    response["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+}
+
+#[test]
+fn s_new_5_one_handler_serves_mrtr_to_a_modern_client() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut svc = Svc::new(&greeter(runs.clone()));
+    let caps = json!({"elicitation": {}});
+    let s = svc.send(modern(
+        1,
+        "tools/call",
+        json!({"name": "greet"}),
+        caps.clone(),
+    ));
+    let r = svc.json(s);
+    assert_eq!(svc.h.response(s).status(), StatusCode::OK);
+    assert_eq!(r["id"], 1);
+    let result = &r["result"];
+    assert_eq!(result["resultType"], "input_required");
+    let requests = result["inputRequests"].as_object().unwrap();
+    assert_eq!(requests.len(), 1);
+    let (key, input) = requests.iter().next().unwrap();
+    assert_eq!(input["method"], "elicitation/create");
+    assert_eq!(input["params"]["message"], "Your name?");
+    let state = result["requestState"].as_str().unwrap().to_owned();
+    // No JSON-RPC request ever went to the modern client.
+    assert!(
+        !svc.h
+            .response(s)
+            .messages()
+            .iter()
+            .any(|m| m.get("method").is_some())
+    );
+    // The retry (new id) with the answer and the state completes.
+    let retry = json!({
+        "name": "greet",
+        "inputResponses": {key.as_str(): {"action": "accept", "content": {"name": "Ada"}}},
+        "requestState": state,
+    });
+    let s = svc.send(modern(2, "tools/call", retry, caps));
+    let r = svc.json(s);
+    assert_eq!(r["id"], 2);
+    assert_eq!(text_of(&r), "hello Ada");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        2,
+        "re-run with the answer available"
+    );
+}
+
+#[test]
+fn s_new_5_the_same_handler_sends_a_real_request_to_a_legacy_client() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let mut svc = Svc::new(&greeter(runs.clone()));
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "legacy", "version": "1"}}});
+    let s = svc.send(Req::post(&init.to_string()));
+    let sid = svc
+        .h
+        .response(s)
+        .header("mcp-session-id")
+        .unwrap()
+        .to_owned();
+    assert_eq!(svc.json(s)["result"]["protocolVersion"], "2025-11-25");
+    svc.send(
+        Req::post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .session(&sid)
+            .version("2025-11-25"),
+    );
+    let call =
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "greet"}});
+    let s = svc.send(
+        Req::post(&call.to_string())
+            .session(&sid)
+            .version("2025-11-25"),
+    );
+    let msgs = svc.h.response(s).sse_messages();
+    let ask = msgs
+        .iter()
+        .find(|m| m["method"] == "elicitation/create")
+        .expect("a real elicitation/create request on the stream");
+    assert_eq!(ask["params"]["message"], "Your name?");
+    let answer = json!({"jsonrpc": "2.0", "id": ask["id"],
+        "result": {"action": "accept", "content": {"name": "Grace"}}});
+    let a = svc.send(
+        Req::post(&answer.to_string())
+            .session(&sid)
+            .version("2025-11-25"),
+    );
+    assert_eq!(svc.h.response(a).status(), StatusCode::ACCEPTED);
+    let r = svc.json(s);
+    assert_eq!(r["id"], 2);
+    assert_eq!(text_of(&r), "hello Grace");
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "legacy: one run");
+}
+
+#[test]
+fn mrtr_rounds_accumulate_answers_and_are_bounded() {
+    let server = |max| {
+        Server::new("two", "1")
+            .max_input_rounds(max)
+            .tool(Tool::new("two"), |ctx, _| async move {
+                let roots = ctx
+                    .send_request::<ListRoots>(RequestParams::default())
+                    .await?;
+                let who = ctx.send_request::<Elicit>(ask_name()).await?;
+                Ok(CallToolResult::text(format!(
+                    "{} roots, {:?}",
+                    roots.roots.len(),
+                    who.action
+                )))
+            })
+    };
+    let caps = json!({"elicitation": {}, "roots": {}});
+    let mut svc = Svc::new(&server(8));
+    let s = svc.send(modern(
+        1,
+        "tools/call",
+        json!({"name": "two"}),
+        caps.clone(),
+    ));
+    let r1 = svc.json(s)["result"].clone();
+    assert_eq!(
+        r1["inputRequests"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        ["0:roots/list"]
+    );
+    let retry = json!({"name": "two", "requestState": r1["requestState"],
+        "inputResponses": {"0:roots/list": {"roots": [{"uri": "file:///a"}]}}});
+    let s = svc.send(modern(2, "tools/call", retry, caps.clone()));
+    let r2 = svc.json(s)["result"].clone();
+    assert_eq!(
+        r2["inputRequests"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        ["1:elicitation/create"],
+        "the first answer is carried in requestState, not asked again"
+    );
+    let retry = json!({"name": "two", "requestState": r2["requestState"],
+        "inputResponses": {"1:elicitation/create": {"action": "decline"}}});
+    let s = svc.send(modern(3, "tools/call", retry, caps.clone()));
+    assert_eq!(text_of(&svc.json(s)), "1 roots, Decline");
+    // With one round allowed, the second ask fails instead (a tool error).
+    let mut svc = Svc::new(&server(1));
+    let s = svc.send(modern(
+        1,
+        "tools/call",
+        json!({"name": "two"}),
+        caps.clone(),
+    ));
+    let r1 = svc.json(s)["result"].clone();
+    let retry = json!({"name": "two", "requestState": r1["requestState"],
+        "inputResponses": {"0:roots/list": {"roots": []}}});
+    let s = svc.send(modern(2, "tools/call", retry, caps));
+    let r = svc.json(s);
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    // A state replayed on another tool call is refused.
+    let other = json!({"name": "other", "requestState": r1["requestState"]});
+    let s = svc.send(modern(3, "tools/call", other, json!({})));
+    assert_eq!(svc.json(s)["error"]["code"], -32602);
+}
+
+#[test]
+fn mrtr_never_asks_what_the_client_did_not_declare() {
+    let mut svc = Svc::new(&greeter(Arc::new(AtomicUsize::new(0))));
+    let s = svc.send(modern(1, "tools/call", json!({"name": "greet"}), json!({})));
+    let r = svc.json(s);
+    assert!(r.get("result").is_none(), "{r}");
+    assert_eq!(svc.h.response(s).status(), StatusCode::BAD_REQUEST);
+    assert_eq!(r["error"]["code"], -32021);
+    assert_eq!(
+        r["error"]["data"]["requiredCapabilities"],
+        json!({"elicitation": {}})
+    );
+}
+
+#[test]
+fn s_new_4_server_discover_is_answered() {
+    let mut svc = Svc::new(&greeter(Arc::new(AtomicUsize::new(0))));
+    let s = svc.send(modern(1, "server/discover", json!({}), json!({})));
+    let r = svc.json(s);
+    assert!(svc.h.response(s).header("mcp-session-id").is_none());
+    assert_eq!(r["result"]["supportedVersions"][0], V);
+    assert_eq!(
+        r["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "greeter"
+    );
+    assert!(r["result"]["capabilities"]["tools"].is_object());
+}
+
+#[test]
+fn s_new_9_unknown_method_is_404_through_the_service() {
+    let mut svc = Svc::new(&greeter(Arc::new(AtomicUsize::new(0))));
+    let s = svc.send(modern(1, "no/such", json!({}), json!({})));
+    assert_eq!(svc.h.response(s).status(), StatusCode::NOT_FOUND);
+    assert_eq!(svc.json(s)["error"]["code"], -32601);
+}
+
+#[test]
+fn s_new_9_subscriptions_listen_streams_list_changes_until_closed() {
+    let server = Server::new("l", "1").tool(Tool::new("a"), |_, _| async {
+        Ok(CallToolResult::text("a"))
+    });
+    let mut svc = Svc::new(&server);
+    let s = svc.send(modern(
+        7,
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true, "promptsListChanged": true}}),
+        json!({}),
+    ));
+    let msgs = svc.h.response(s).sse_messages();
+    assert_eq!(
+        msgs[0]["method"],
+        "notifications/subscriptions/acknowledged"
+    );
+    assert_eq!(
+        msgs[0]["params"]["notifications"],
+        json!({"toolsListChanged": true})
+    );
+    assert_eq!(
+        msgs[0]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        7
+    );
+    assert_eq!(server.listener_count(), 1);
+    server.add_tool(Tool::new("b"), |_, _| async {
+        Ok(CallToolResult::text("b"))
+    });
+    svc.settle();
+    let msgs = svc.h.response(s).sse_messages();
+    let changed = msgs.last().unwrap();
+    assert_eq!(changed["method"], "notifications/tools/list_changed");
+    assert_eq!(
+        changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        7
+    );
+    assert!(!svc.h.response(s).ended);
+    // Closing the stream cancels the listen handler and unregisters it (S-NEW-6).
+    svc.h.router.handle_disconnect(svc.h.now, s);
+    svc.h.pump();
+    svc.settle();
+    assert_eq!(server.listener_count(), 0);
+    let before = svc.h.response(s).body.len();
+    server.add_tool(Tool::new("c"), |_, _| async {
+        Ok(CallToolResult::text("c"))
+    });
+    svc.settle();
+    assert_eq!(svc.h.response(s).body.len(), before);
+}
+
+#[test]
+fn s_new_8_mcp_param_headers_follow_the_tools_x_mcp_header() {
+    let schema = json!({"type": "object", "properties": {
+        "region": {"type": "string", "x-mcp-header": "Region"}, "query": {"type": "string"}}});
+    let server = Server::new("sql", "1").tool(
+        Tool::with_schema("execute_sql", schema.as_object().unwrap().clone()),
+        |_, _| async { Ok(CallToolResult::text("rows")) },
+    );
+    let mut svc = Svc::new(&server);
+    let params = json!({"name": "execute_sql", "arguments": {"region": "us-west1", "query": "q"}});
+    let s = svc.send(modern(1, "tools/call", params.clone(), json!({})));
+    assert_eq!(svc.h.response(s).status(), StatusCode::BAD_REQUEST);
+    assert_eq!(svc.json(s)["error"]["code"], -32020);
+    let s =
+        svc.send(modern(2, "tools/call", params, json!({})).header("mcp-param-region", "us-west1"));
+    assert_eq!(text_of(&svc.json(s)), "rows");
+}
+
+#[test]
+fn sessionless_requests_with_the_same_id_do_not_cross_talk() {
+    let server = Server::new("p", "1").tool(Tool::new("tag"), |ctx, args| async move {
+        let tag = args.get_string("tag", "");
+        let n = Notification::new(
+            "notifications/message",
+            Some(raw(&json!({"level": "info", "data": tag}).to_string())),
+        );
+        let _ = ctx.notify(n);
+        ctx.sleep(std::time::Duration::from_millis(1)).await;
+        Ok(CallToolResult::text(tag))
+    });
+    let mut svc = Svc::new(&server);
+    let a = svc.h.send(modern(
+        1,
+        "tools/call",
+        json!({"name": "tag", "arguments": {"tag": "A"}}),
+        json!({}),
+    ));
+    let b = svc.h.send(modern(
+        1,
+        "tools/call",
+        json!({"name": "tag", "arguments": {"tag": "B"}}),
+        json!({}),
+    ));
+    svc.settle();
+    svc.exec.advance();
+    svc.settle();
+    for (s, tag) in [(a, "A"), (b, "B")] {
+        let msgs = svc.h.response(s).sse_messages();
+        assert_eq!(msgs.len(), 2, "{tag}: {msgs:?}");
+        assert_eq!(msgs[0]["params"]["data"], tag);
+        assert_eq!(text_of(&msgs[1]), tag);
+    }
+}
+
+#[test]
+fn s_new_9_listen_stream_carries_resource_updates_it_subscribed_to() {
+    let resource = mcp_proto::schema::Resource {
+        uri: "file:///r".into(),
+        name: "r".into(),
+        ..Default::default()
+    };
+    let server = Server::new("r", "1").resource(resource, |_, _| async { Ok(Vec::new()) });
+    let mut svc = Svc::new(&server);
+    let s = svc.send(modern(
+        3,
+        "subscriptions/listen",
+        json!({"notifications": {"resourceSubscriptions": ["file:///r"]}}),
+        json!({}),
+    ));
+    let ack = &svc.h.response(s).sse_messages()[0];
+    assert_eq!(
+        ack["params"]["notifications"]["resourceSubscriptions"],
+        json!(["file:///r"])
+    );
+    assert_eq!(server.notify_resource_updated("file:///other"), 0);
+    assert_eq!(server.notify_resource_updated("file:///r"), 1);
+    svc.settle();
+    let msgs = svc.h.response(s).sse_messages();
+    assert_eq!(msgs.len(), 2, "{msgs:?}");
+    assert_eq!(msgs[1]["method"], "notifications/resources/updated");
+    assert_eq!(msgs[1]["params"]["uri"], "file:///r");
+    assert_eq!(
+        msgs[1]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        3
+    );
+}
