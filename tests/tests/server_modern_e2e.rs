@@ -1,5 +1,6 @@
-//! The modern era end to end on loopback: a service [`Server`] on `mcp_tokio::serve` with
-//! both eras on, spoken to in raw HTTP with a hyper client. MRTR over real HTTP (S-NEW-5),
+//! The modern era end to end on loopback: a service [`Server`] on each runtime's `serve`
+//! (`mcp_tokio` and `mcp_smol`, one definition per scenario, instantiated for both at the
+//! end) with both eras on, spoken to in raw HTTP with a hyper client. MRTR over real HTTP (S-NEW-5),
 //! `subscriptions/listen` and cancellation by closing the stream (S-NEW-6, S-NEW-9), 405 for
 //! GET (S-NEW-1). Every await is bounded.
 
@@ -15,6 +16,7 @@ use mcp_proto::mirror;
 use mcp_proto::schema::{Elicit, ElicitRequestParams};
 use mcp_proto::server::ServerConfig;
 use mcp_proto::service::{CallToolResult, Server, Tool};
+use mcp_tests::runtime::{Runtime, Serving};
 use serde_json::{Value, json};
 
 const LIMIT: Duration = Duration::from_secs(10);
@@ -42,16 +44,14 @@ fn server() -> Server {
     })
 }
 
-async fn start(server: &Server) -> mcp_tokio::Serving {
-    let listener = bounded("bind", tokio::net::TcpListener::bind("127.0.0.1:0"))
+async fn start(rt: Runtime, server: &Server) -> Serving {
+    serve(rt, server.clone(), ServerConfig::default().with_modern()).await
+}
+
+async fn serve(rt: Runtime, server: Server, config: ServerConfig) -> Serving {
+    bounded("bind", rt.serve(server, config))
         .await
-        .expect("bind");
-    mcp_tokio::serve(
-        listener,
-        server.clone(),
-        ServerConfig::default().with_modern(),
-    )
-    .expect("serve")
+        .expect("serve")
 }
 
 /// A modern request on a fresh connection, with `_meta` and the mirrored headers.
@@ -133,10 +133,9 @@ async fn next_event(body: &mut Incoming, buf: &mut Vec<u8>) -> Value {
     }
 }
 
-#[tokio::test]
-async fn s_new_5_mrtr_round_trip_over_http() {
+async fn s_new_5_mrtr_round_trip_over_http(rt: Runtime) {
     let server = server();
-    let serving = start(&server).await;
+    let serving = start(rt, &server).await;
     let addr = serving.local_addr();
     let resp = send(
         addr,
@@ -168,10 +167,9 @@ async fn s_new_5_mrtr_round_trip_over_http() {
     bounded("shutdown", serving.shutdown()).await;
 }
 
-#[tokio::test]
-async fn s_new_6_listen_stream_delivers_then_closing_cancels() {
+async fn s_new_6_listen_stream_delivers_then_closing_cancels(rt: Runtime) {
     let server = server();
-    let serving = start(&server).await;
+    let serving = start(rt, &server).await;
     let addr = serving.local_addr();
     let resp = send(
         addr,
@@ -207,21 +205,17 @@ async fn s_new_6_listen_stream_delivers_then_closing_cancels() {
     bounded("shutdown", serving.shutdown()).await;
 }
 
-#[tokio::test]
-async fn s_new_8_mcp_param_headers_checked_over_http() {
+async fn s_new_8_mcp_param_headers_checked_over_http(rt: Runtime) {
     let schema = json!({"type": "object", "properties": {
         "region": {"type": "string", "x-mcp-header": "Region"}}});
     let server = Server::new("sql", "1").tool(
         Tool::with_schema("execute_sql", schema.as_object().unwrap().clone()),
         |_, _| async { Ok(CallToolResult::text("rows")) },
     );
-    let listener = bounded("bind", tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .await
-        .expect("bind");
     let config = ServerConfig::default().with_modern().with_param_headers(
         mcp_proto::service::bind::ServerBinding::param_headers_of(&server),
     );
-    let serving = mcp_tokio::serve(listener, server, config).expect("serve");
+    let serving = serve(rt, server, config).await;
     let addr = serving.local_addr();
     let params = json!({"name": "execute_sql", "arguments": {"region": "us-west1"}});
     let resp = send(addr, Method::POST, "tools/call", 1, params).await;
@@ -229,3 +223,33 @@ async fn s_new_8_mcp_param_headers_checked_over_http() {
     assert_eq!(body_json(resp).await["error"]["code"], -32020);
     bounded("shutdown", serving.shutdown()).await;
 }
+
+/// Instantiates every scenario for each server runtime.
+macro_rules! on_every_runtime {
+    ($($name:ident),* $(,)?) => {
+        mod tokio_server {
+            use mcp_tests::runtime::Runtime;
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name(Runtime::Tokio).await
+                }
+            )*
+        }
+        mod smol_server {
+            use mcp_tests::runtime::Runtime;
+            $(
+                #[tokio::test]
+                async fn $name() {
+                    super::$name(Runtime::Smol).await
+                }
+            )*
+        }
+    };
+}
+
+on_every_runtime![
+    s_new_5_mrtr_round_trip_over_http,
+    s_new_6_listen_stream_delivers_then_closing_cancels,
+    s_new_8_mcp_param_headers_checked_over_http,
+];
