@@ -262,8 +262,8 @@ fn s_new_7_unsupported_version_is_400_with_32022_and_the_supported_list() {
         body["error"]["data"]["supported"],
         json!(["2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"])
     );
-    // Without the modern era (the default), the same probe gets the legacy -32000 (G-11).
-    let mut legacy = Harness::new(ServerConfig::default());
+    // A legacy-only router answers the same probe with the legacy -32000 (G-11).
+    let mut legacy = Harness::new(ServerConfig::default().legacy_only());
     let s = legacy.send(modern(9, "tools/list", json!({})));
     let (status, body) = error_of(&legacy, s);
     assert_eq!(status, StatusCode::BAD_REQUEST);

@@ -494,3 +494,63 @@ fn s_new_9_listen_stream_carries_resource_updates_it_subscribed_to() {
         3
     );
 }
+
+#[path = "schema_support/mod.rs"]
+#[allow(dead_code)]
+mod schema_support;
+
+/// Results to a modern client carry what 2026-07-28 requires and the legacy shapes lack
+/// (`resultType`; `cacheScope` + `ttlMs` on cacheable results), and validate against the
+/// official 2026-07-28 schema; the same requests from a legacy client stay legacy-shaped.
+#[test]
+fn modern_results_validate_against_the_2026_07_28_schema() {
+    let server = mcp_tests::everything::server();
+    let mut svc = Svc::new(&server);
+    let caps = json!({"sampling": {}, "elicitation": {}});
+    let cases = [
+        ("server/discover", json!({}), "DiscoverResult"),
+        ("tools/list", json!({}), "ListToolsResult"),
+        ("prompts/list", json!({}), "ListPromptsResult"),
+        ("resources/list", json!({}), "ListResourcesResult"),
+        (
+            "resources/templates/list",
+            json!({}),
+            "ListResourceTemplatesResult",
+        ),
+        (
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": "hi"}}),
+            "CallToolResult",
+        ),
+    ];
+    let Some(spec) = schema_support::spec_data("modern_results_validate") else {
+        return;
+    };
+    let revision = schema_support::Revision::load(&spec, "2026-07-28");
+    for (i, (method, params, def)) in cases.into_iter().enumerate() {
+        let id = i64::try_from(i).unwrap() + 1;
+        let s = svc.send(modern(id, method, params, caps.clone()));
+        let r = svc.json(s);
+        let result = &r["result"];
+        assert_eq!(result["resultType"], "complete", "{method}: {r}");
+        if def != "CallToolResult" {
+            assert_eq!(result["cacheScope"], "private", "{method}: {r}");
+            assert_eq!(result["ttlMs"], 0, "{method}: {r}");
+        }
+        revision
+            .check(def, result)
+            .unwrap_or_else(|e| panic!("{method} answer is not a valid {def}: {e}\n{r}"));
+    }
+    // The server's own hint replaces the default.
+    let server = mcp_tests::everything::server().cache_hint(
+        mcp_proto::schema::CacheScope::Public,
+        std::time::Duration::from_secs(60),
+    );
+    let mut svc = Svc::new(&server);
+    let s = svc.send(modern(1, "tools/list", json!({}), caps));
+    let r = svc.json(s);
+    assert_eq!(
+        (&r["result"]["cacheScope"], &r["result"]["ttlMs"]),
+        (&json!("public"), &json!(60_000))
+    );
+}

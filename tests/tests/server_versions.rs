@@ -7,7 +7,9 @@ use mcp_tests::server_harness::{Harness, Req, init_body, init_result};
 
 #[test]
 fn s_ver_4_unsupported_version_is_400() {
-    let mut h = Harness::new(ServerConfig::default());
+    // Legacy-only: 2026-07-28 is unsupported too (with the modern era on, the default, an
+    // unsupported version gets -32022 instead: server_modern_router.rs, S-NEW-7).
+    let mut h = Harness::new(ServerConfig::default().legacy_only());
     let (id, _) = h.initialize("2025-11-25");
     for bad in ["1999-01-01", "garbage", "2024-11-05", "2026-07-28"] {
         let s = h.post_in(&id, bad, r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#);

@@ -102,13 +102,13 @@ pub struct ServerConfig {
     /// Deadline of a server→client request when the caller gives none.
     pub server_request_timeout: Duration,
     /// The protocol revisions accepted in `MCP-Protocol-Version` and negotiated by
-    /// `initialize`. Default: the legacy revisions (2025-03-26, 2025-06-18, 2025-11-25); a
-    /// 2026-07-28 probe therefore gets 400 (-32000), which is how a modern client detects a
-    /// legacy server (S-NEW-10, G-11). Adding 2026-07-28 ([`ServerConfig::with_modern`])
-    /// turns on the modern era next to the legacy one: requests whose `MCP-Protocol-Version`
-    /// is 2026-07-28 are served sessionless (see [`Router`](super::Router)), an unsupported
-    /// version gets `UnsupportedProtocolVersionError` (-32022), and `initialize` still
-    /// negotiates among the legacy revisions only.
+    /// `initialize`. Default: every revision ([`ProtocolVersion::ALL`]), so one router serves
+    /// both eras at once: requests whose `MCP-Protocol-Version` is 2026-07-28 are served
+    /// sessionless (see [`Router`](super::Router)), an unsupported version gets
+    /// `UnsupportedProtocolVersionError` (-32022), and `initialize` negotiates among the
+    /// legacy revisions only. [`ServerConfig::legacy_only`] keeps to the legacy revisions
+    /// (2025-03-26, 2025-06-18, 2025-11-25): a 2026-07-28 probe then gets 400 (-32000), which
+    /// is how a modern client detects a legacy server (S-NEW-10, G-11).
     pub supported_versions: Vec<ProtocolVersion>,
     /// Where the router finds the `x-mcp-header` declarations of a tool, to check a modern
     /// `tools/call`'s `Mcp-Param-*` headers against its arguments (S-NEW-8). `None`: no
@@ -155,7 +155,7 @@ impl Default for ServerConfig {
             listen_queue_capacity: 64,
             overflow_policy: OverflowPolicy::DropOldestNotification,
             server_request_timeout: Duration::from_secs(60),
-            supported_versions: ProtocolVersion::LEGACY.to_vec(),
+            supported_versions: ProtocolVersion::ALL.to_vec(),
             param_headers: None,
             max_modern_in_flight: 10_000,
             host_validation: HostValidation::Loopback,
@@ -352,9 +352,16 @@ impl ServerConfig {
     }
 
     /// Serves the modern era (2026-07-28) next to the legacy revisions: every revision in
-    /// [`ProtocolVersion::ALL`].
+    /// [`ProtocolVersion::ALL`] (the default).
     pub fn with_modern(mut self) -> Self {
         self.supported_versions = ProtocolVersion::ALL.to_vec();
+        self
+    }
+
+    /// Serves the legacy revisions only ([`ProtocolVersion::LEGACY`]): 2026-07-28 requests
+    /// get 400 with -32000, as a server written before that revision answers them.
+    pub fn legacy_only(mut self) -> Self {
+        self.supported_versions = ProtocolVersion::LEGACY.to_vec();
         self
     }
 

@@ -43,6 +43,61 @@ fn answer<T: Serialize>(request: &Request, result: Result<T, Error>) -> Response
     }
 }
 
+/// The methods whose results are cacheable in 2026-07-28 (`CacheableResult`, SEP-2549).
+const CACHEABLE: [&str; 6] = [
+    methods::TOOLS_LIST,
+    methods::PROMPTS_LIST,
+    methods::RESOURCES_LIST,
+    methods::RESOURCES_TEMPLATES_LIST,
+    methods::RESOURCES_READ,
+    methods::SERVER_DISCOVER,
+];
+
+/// Completes a result for a modern client with the fields 2026-07-28 requires of it and the
+/// legacy shapes lack: `resultType` (`"complete"` unless the result says otherwise, e.g. an
+/// MRTR `"input_required"`), and for a cacheable result `cacheScope` and `ttlMs` from the
+/// server's [`cache_hint`](Server::cache_hint) unless the result carries its own. Errors and
+/// non-object results pass unchanged.
+fn stamp_modern(
+    response: Response,
+    method: &str,
+    (scope, ttl_ms): (crate::schema::CacheScope, u64),
+) -> Response {
+    let crate::jsonrpc::Outcome::Result(raw) = &response.outcome else {
+        return response;
+    };
+    let Ok(serde_json::Value::Object(mut object)) = serde_json::from_str(raw.get()) else {
+        return response;
+    };
+    let mut changed = false;
+    if !object.contains_key("resultType") {
+        object.insert("resultType".into(), "complete".into());
+        changed = true;
+    }
+    let complete = object.get("resultType").and_then(|v| v.as_str()) == Some("complete");
+    if complete && CACHEABLE.contains(&method) {
+        if !object.contains_key("cacheScope") {
+            let scope = serde_json::to_value(scope).unwrap_or_else(|_| "private".into());
+            object.insert("cacheScope".into(), scope);
+            changed = true;
+        }
+        if !object.contains_key("ttlMs") {
+            object.insert("ttlMs".into(), ttl_ms.into());
+            changed = true;
+        }
+    }
+    if !changed {
+        return response;
+    }
+    match to_raw(&serde_json::Value::Object(object)) {
+        Ok(raw) => Response {
+            id: response.id,
+            outcome: crate::jsonrpc::Outcome::Result(raw),
+        },
+        Err(_) => response,
+    }
+}
+
 /// The page of `items` that starts at `cursor`, and the next cursor.
 fn page<T: Clone>(
     items: &[T],
@@ -75,6 +130,24 @@ impl Server {
     ) -> impl Future<Output = Response> + Send + 'static {
         let server = self.clone();
         async move {
+            let modern = ctx.is_modern();
+            let cache_hint = server
+                .config()
+                .cache_hint
+                .unwrap_or((crate::schema::CacheScope::Private, 0));
+            let method = request.method.clone();
+            let response = server.dispatch(ctx, request).await;
+            if modern {
+                stamp_modern(response, &method, cache_hint)
+            } else {
+                response
+            }
+        }
+    }
+
+    async fn dispatch(self, ctx: RequestContext, request: Request) -> Response {
+        let server = self;
+        {
             match &*request.method {
                 methods::INITIALIZE => answer(&request, server.initialize(&ctx, &request)),
                 methods::PING => answer(&request, Ok(EmptyResult::default())),

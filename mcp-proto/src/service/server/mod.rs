@@ -153,6 +153,9 @@ pub(crate) struct Config {
     pub(crate) page_size: Option<usize>,
     pub(crate) validate_arguments: bool,
     pub(crate) max_input_rounds: u32,
+    /// `cacheScope` and `ttlMs` of cacheable results to modern clients (2026-07-28); `None`:
+    /// `private`, 0 ms.
+    pub(crate) cache_hint: Option<(crate::schema::CacheScope, u64)>,
 }
 
 pub(crate) struct Inner {
@@ -312,6 +315,18 @@ impl Server {
     /// error from its `send_request` instead of another round.
     pub fn max_input_rounds(self, rounds: u32) -> Self {
         self.config_mut().max_input_rounds = rounds;
+        self
+    }
+
+    /// The caching hint of the cacheable results sent to modern clients (2026-07-28, SEP-2549:
+    /// `tools/list`, `prompts/list`, `resources/list`, `resources/templates/list`,
+    /// `resources/read`, `server/discover`): who may cache them and for how long. Default
+    /// `private` and 0 ms (immediately stale: nothing is promised), the safe choice for a
+    /// server whose lists can change or depend on the caller. A result whose handler set its
+    /// own `cacheScope`/`ttlMs` keeps them.
+    pub fn cache_hint(self, scope: crate::schema::CacheScope, ttl: std::time::Duration) -> Self {
+        let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        self.config_mut().cache_hint = Some((scope, ms));
         self
     }
 
