@@ -22,6 +22,10 @@
 //!    sends none (closing the stream is the cancellation, S-NEW-6).
 //! 8. `close`: legacy sends DELETE (S-SESS-8); modern has nothing to delete.
 //!
+//! Four control tests (`control_forced_modern_*`, one per runtime pair) show the fallback is
+//! not vacuous: a client forced to `EraMode::Modern` against a `legacy_only()` server fails
+//! to connect instead of ending legacy.
+//!
 //! What went over the wire is observed with the client's per-request header callback
 //! ([`ClientConfig::with_header_fn`]), which sees every HTTP request the core builds: its
 //! kind, HTTP method and JSON-RPC method. Every await is bounded.
@@ -106,7 +110,10 @@ struct Wire(Arc<Mutex<Vec<Sent>>>);
 
 impl Wire {
     fn all(&self) -> Vec<Sent> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     fn mark(&self) -> usize {
@@ -225,7 +232,11 @@ async fn scenario(era: EraCase, client_rt: Runtime, server_rt: Runtime) {
     let discovers = Wire::count_rpc(&opening, "server/discover");
     let initializes = Wire::count_rpc(&opening, "initialize");
     if era.ends_modern() {
-        assert_eq!(version, ProtocolVersion::V2026_07_28, "[version] {opening:?}");
+        assert_eq!(
+            version,
+            ProtocolVersion::V2026_07_28,
+            "[version] {opening:?}"
+        );
         assert_eq!(initializes, 0, "[version] no initialize: {opening:?}");
     } else {
         assert!(
@@ -396,9 +407,12 @@ async fn scenario(era: EraCase, client_rt: Runtime, server_rt: Runtime) {
     assert_ne!(probe.how.load(Ordering::SeqCst), 0, "[cancellation]");
     if era.ends_modern() {
         // A round trip after the handler ended: a cancellation notification would be out.
-        bounded("echo after cancel", client.call_tool("echo", json!({"text": "x"})))
-            .await
-            .expect("[cancellation] the client still works");
+        bounded(
+            "echo after cancel",
+            client.call_tool("echo", json!({"text": "x"})),
+        )
+        .await
+        .expect("[cancellation] the client still works");
         let sent = wire.since(mark);
         assert_eq!(
             Wire::count_rpc(&sent, "notifications/cancelled"),
@@ -412,9 +426,12 @@ async fn scenario(era: EraCase, client_rt: Runtime, server_rt: Runtime) {
             }
         })
         .await;
-        bounded("echo after cancel", client.call_tool("echo", json!({"text": "x"})))
-            .await
-            .expect("[cancellation] the session still works");
+        bounded(
+            "echo after cancel",
+            client.call_tool("echo", json!({"text": "x"})),
+        )
+        .await
+        .expect("[cancellation] the session still works");
     }
 
     // 8. close.
@@ -443,8 +460,14 @@ fn check_round_trip(what: &str, era: EraCase, sent: &[Sent]) {
     let calls = Wire::count_rpc(sent, "tools/call");
     let responses = Wire::responses(sent);
     if era.ends_modern() {
-        assert_eq!(calls, 2, "[{what}] an MRTR round: the call, then its retry: {sent:?}");
-        assert_eq!(responses, 0, "[{what}] no server request to answer: {sent:?}");
+        assert_eq!(
+            calls, 2,
+            "[{what}] an MRTR round: the call, then its retry: {sent:?}"
+        );
+        assert_eq!(
+            responses, 0,
+            "[{what}] no server request to answer: {sent:?}"
+        );
     } else {
         assert_eq!(calls, 1, "[{what}] one call: {sent:?}");
         assert_eq!(
@@ -452,6 +475,47 @@ fn check_round_trip(what: &str, era: EraCase, sent: &[Sent]) {
             "[{what}] the answer to the server's request is POSTed: {sent:?}"
         );
     }
+}
+
+/// The control of the `auto→legacy` column: a client forced to `EraMode::Modern` against a
+/// `legacy_only()` server does not fall back — it fails to connect (S-NEW-10: the era may be
+/// forced by configuration), having probed with `server/discover` and sent no `initialize`.
+async fn forced_modern_refuses_a_legacy_server(client_rt: Runtime, server_rt: Runtime) {
+    let probe = Arc::new(CancelProbe::default());
+    let serving = bounded(
+        "bind",
+        server_rt.serve(server(probe), ServerConfig::default().legacy_only()),
+    )
+    .await
+    .expect("serve");
+    let wire = Wire::default();
+    let log = wire.clone();
+    let config = ClientConfig::new()
+        .with_era(EraMode::Modern)
+        .with_header_fn(move |ctx, _| {
+            log.0
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(Sent {
+                    kind: ctx.kind,
+                    method: ctx.method.clone(),
+                    rpc: ctx.rpc_method.map(str::to_owned),
+                    session: ctx.session_id.map(str::to_owned),
+                });
+        });
+    let refused = bounded(
+        "connect",
+        client_rt.connect_with(serving.url(), conformance_client(), config),
+    )
+    .await;
+    assert!(
+        refused.is_err(),
+        "a modern-only client must not settle for a legacy server"
+    );
+    let sent = wire.all();
+    assert!(Wire::count_rpc(&sent, "server/discover") >= 1, "{sent:?}");
+    assert_eq!(Wire::count_rpc(&sent, "initialize"), 0, "{sent:?}");
+    bounded("shutdown", serving.shutdown()).await;
 }
 
 /// One test per cell: `matrix_<era>_<client>_to_<server>`.
@@ -483,4 +547,23 @@ matrix! {
     matrix_modern_tokio_to_smol: Modern, Tokio, Smol;
     matrix_modern_smol_to_tokio: Modern, Smol, Tokio;
     matrix_modern_smol_to_smol: Modern, Smol, Smol;
+}
+
+/// The control cells: one test per runtime pair.
+macro_rules! control {
+    ($($name:ident: $client:ident, $server:ident;)*) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $name() {
+                forced_modern_refuses_a_legacy_server(Runtime::$client, Runtime::$server).await
+            }
+        )*
+    };
+}
+
+control! {
+    control_forced_modern_tokio_to_tokio_legacy_only: Tokio, Tokio;
+    control_forced_modern_tokio_to_smol_legacy_only: Tokio, Smol;
+    control_forced_modern_smol_to_tokio_legacy_only: Smol, Tokio;
+    control_forced_modern_smol_to_smol_legacy_only: Smol, Smol;
 }
