@@ -219,12 +219,15 @@ async fn scenario(era: EraCase, client_rt: Runtime, server_rt: Runtime) {
                     session: ctx.session_id.map(str::to_owned),
                 });
         });
-    let client: Client = bounded(
-        "connect",
-        client_rt.connect_with(serving.url(), conformance_client(), config),
-    )
-    .await
-    .unwrap_or_else(|e| panic!("[version] connect failed: {e}"));
+    // `connect_with` is `start` + `initialize`; split so that the notification stream exists
+    // before the first byte (the modern listen stream's acknowledgement comes right away).
+    let client: Client = client_rt
+        .start(serving.url(), conformance_client(), config)
+        .expect("start");
+    let mut notes = client.notifications();
+    bounded("initialize", client.initialize())
+        .await
+        .unwrap_or_else(|e| panic!("[version] connect failed: {e}"));
 
     // 1. version / era.
     let version = client.protocol_version().expect("[version] negotiated");
@@ -311,8 +314,20 @@ async fn scenario(era: EraCase, client_rt: Runtime, server_rt: Runtime) {
     check_round_trip("elicitation", era, &wire.since(mark));
 
     // 6. notifications.
-    let mut notes = client.notifications();
     if era.ends_modern() {
+        next_matching(
+            &mut notes,
+            "[notifications] subscriptions/listen acknowledged",
+            |n| match n {
+                ServerNotification::Other(n)
+                    if &*n.method == "notifications/subscriptions/acknowledged" =>
+                {
+                    Some(())
+                }
+                _ => None,
+            },
+        )
+        .await;
         bounded("[notifications] the listen stream registers", async {
             while server.listener_count() == 0 {
                 tokio::time::sleep(Duration::from_millis(20)).await;
