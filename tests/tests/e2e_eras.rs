@@ -8,7 +8,8 @@
 //! Each cell checks, in order (a failing check panics with its name):
 //! 1. `version`: the negotiated revision and the era the client reached (S-NEW-10): legacy
 //!    cases end at a legacy revision after `initialize`; modern cases at 2026-07-28 with
-//!    `server/discover` and no `initialize` on the wire (S-NEW-4).
+//!    `server/discover` and no `initialize` on the wire (S-NEW-4); the server handler sees
+//!    the same revision for its request.
 //! 2. `tools/list` and 3. a `tools/call` echo.
 //! 4. `sampling` and 5. `elicitation` round trips through the typed client's handlers: a
 //!    real server→client request whose answer the client POSTs back (legacy), or an MRTR
@@ -159,23 +160,34 @@ impl Drop for OnDrop {
     }
 }
 
-/// The everything server plus `wait_for_cancel`, a tool that only ends when cancelled.
+/// The everything server plus `wait_for_cancel`, a tool that only ends when cancelled, and
+/// `version_seen`, which returns the revision the server handler sees for its request.
 fn server(probe: Arc<CancelProbe>) -> Server {
-    everything::server().tool(
-        Tool::new("wait_for_cancel").description("Waits until the call is cancelled"),
-        move |ctx, _| {
-            let probe = probe.clone();
-            async move {
-                let _guard = OnDrop(probe.clone());
-                probe.started.notify_one();
-                ctx.cancelled().await;
-                let _ = probe
-                    .how
-                    .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst);
-                Ok(CallToolResult::text("cancelled"))
-            }
-        },
-    )
+    everything::server()
+        .tool(
+            Tool::new("version_seen").description("The revision of this request, as served"),
+            |ctx, _| async move {
+                Ok(CallToolResult::text(
+                    ctx.protocol_version()
+                        .map_or("none", ProtocolVersion::as_str),
+                ))
+            },
+        )
+        .tool(
+            Tool::new("wait_for_cancel").description("Waits until the call is cancelled"),
+            move |ctx, _| {
+                let probe = probe.clone();
+                async move {
+                    let _guard = OnDrop(probe.clone());
+                    probe.started.notify_one();
+                    ctx.cancelled().await;
+                    let _ = probe
+                        .how
+                        .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst);
+                    Ok(CallToolResult::text("cancelled"))
+                }
+            },
+        )
 }
 
 async fn next_matching<T>(
@@ -257,6 +269,17 @@ async fn scenario(era: EraCase, client_rt: Runtime, server_rt: Runtime) {
     let info = client.server_info().expect("[version] server info");
     assert_eq!(info.server_info.name, "mcp-everything", "[version]");
     assert_eq!(info.protocol_version, version.as_str(), "[version]");
+
+    // The server handler sees the same revision (from `_meta` in the modern era, from the
+    // session's `initialize` in the legacy one).
+    let seen = bounded("version_seen", client.call_tool("version_seen", json!({})))
+        .await
+        .expect("[version] version_seen");
+    assert_eq!(
+        seen.first_text(),
+        Some(version.as_str()),
+        "[version] as served"
+    );
 
     // 2. tools/list.
     let tools = bounded("tools/list", client.list_tools())
