@@ -1066,6 +1066,57 @@ async fn a_post_stream_cut_mid_response_resumes_without_loss_or_repeat(
 /// Instantiates every scenario: server scenarios per server runtime, client scenarios per
 /// client runtime, pair scenarios per (server, client) pair. Each test gets a
 /// multi-threaded tokio runtime for its body.
+/// The transport's events reach the app (`Client::events`), and `listen_opened` resolves once
+/// the GET stream is open with continuous listening; without listening it resolves `false`
+/// when the client closes (never `true`).
+async fn listen_opened_and_events_reach_the_app(server: Runtime, client_rt: Runtime) {
+    use mcp_proto::client::{ClientConfig, ClientEvent};
+    let serving = start(server, ServerConfig::default()).await;
+    let builder = mcp_proto::service::client::Client::builder("events", "1");
+    let config = ClientConfig::new().with_continuous_listening(true);
+    let client = bounded(
+        "connect",
+        client_rt.connect_with(serving.url(), builder, config),
+    )
+    .await
+    .expect("connect");
+    let mut events = client.events();
+    assert!(bounded("listen_opened", client.listen_opened()).await);
+    // Events keep flowing to subscribers: a later call's stream, then close, ends the stream.
+    bounded("tools/list", client.list_tools())
+        .await
+        .expect("tools");
+    let c2 = client.client().clone();
+    bounded("close", client.close()).await;
+    let mut seen = Vec::new();
+    while let Some(event) = bounded("events end", events.next()).await {
+        seen.push(event);
+    }
+    assert!(
+        !seen
+            .iter()
+            .any(|e| matches!(e, ClientEvent::ListenUnsupported)),
+        "{seen:?}"
+    );
+    assert!(c2.listen_opened().await, "the opening is remembered");
+
+    // Without listening: nothing opens; close resolves the wait with false.
+    let builder = mcp_proto::service::client::Client::builder("events", "1");
+    let client = bounded(
+        "connect",
+        client_rt.connect_with(serving.url(), builder, ClientConfig::new()),
+    )
+    .await
+    .expect("connect");
+    let c3 = client.client().clone();
+    let waiting = tokio::spawn(async move { c3.listen_opened().await });
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert!(!waiting.is_finished(), "no listening stream was opened");
+    bounded("close", client.close()).await;
+    assert!(!bounded("wait ends", waiting).await.expect("join"));
+    bounded("shutdown", serving.shutdown()).await;
+}
+
 macro_rules! e2e {
     (
         server: [$($server:ident),* $(,)?],
@@ -1135,6 +1186,7 @@ e2e! {
         a_server_restart_is_repaired_by_reinitializing,
         a_post_stream_closed_for_polling_resumes_without_loss_or_repeat,
         a_post_stream_cut_mid_response_resumes_without_loss_or_repeat,
+        listen_opened_and_events_reach_the_app,
     ],
 }
 

@@ -131,11 +131,20 @@ async fn accept_defaults(params: ElicitRequestParams) -> Result<ElicitResult, Er
 }
 
 /// Declares elicitation, keeps the GET stream open, calls the tool; the server's
-/// `elicitation/create` (on the GET stream) is accepted with the schema's defaults.
+/// `elicitation/create` (on the GET stream) is accepted with the schema's defaults. The
+/// scenario's server sends it on the GET stream only, and drops it when none is open yet, so
+/// the tool is called once the stream has opened (bounded: the call is made anyway).
 async fn elicitation_defaults(rt: Runtime, url: &str) -> Result<(), String> {
     let builder = builder().elicitation_handler(accept_defaults);
     let config = ClientConfig::new().with_continuous_listening(true);
     with_client(rt, url, builder, config, |c| async move {
+        if rt
+            .timeout(Duration::from_secs(10), c.listen_opened())
+            .await
+            .is_none()
+        {
+            eprintln!("the GET stream did not open within 10 s; calling anyway");
+        }
         c.list_tools()
             .await
             .map_err(|e| format!("tools/list failed: {e}"))?;

@@ -123,6 +123,11 @@ impl ClientBinding {
                 }
                 Routed::Done
             }
+            Output::Event(event) => {
+                // To the app's event streams, and back to the adapter (which logs it).
+                self.client.handle_event(&event);
+                Routed::Transport(Output::Event(event))
+            }
             other => Routed::Transport(other),
         }
     }

@@ -53,7 +53,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-pub use notifications::{Notifications, ServerNotification};
+pub use notifications::{Events, Notifications, ServerNotification};
 
 use super::cancel::{CancellationToken, lock, until_cancelled};
 use super::error::to_raw;
@@ -316,6 +316,8 @@ impl ClientBuilder {
                 pending: PendingRequests::new(),
                 progress: Mutex::new(HashMap::new()),
                 subscribers: Mutex::new(Vec::new()),
+                event_subscribers: Mutex::new(Vec::new()),
+                listen_opened: AtomicBool::new(false),
                 server: Mutex::new(None),
                 serving: Mutex::new(HashMap::new()),
             }),
@@ -338,6 +340,10 @@ struct ClientInner {
     pending: PendingRequests<RequestId>,
     progress: Mutex<HashMap<ProgressToken, ProgressCallback>>,
     subscribers: Mutex<Vec<mpsc::UnboundedSender<ServerNotification>>>,
+    /// Subscribers of the transport's events (see [`Client::events`]).
+    event_subscribers: Mutex<Vec<mpsc::UnboundedSender<crate::client::ClientEvent>>>,
+    /// Whether a listening stream has opened at least once (see [`Client::listen_opened`]).
+    listen_opened: AtomicBool,
     server: Mutex<Option<InitializeResult>>,
     /// Server requests being answered, cancellable by `notifications/cancelled`.
     serving: Mutex<HashMap<RequestId, CancellationToken>>,
@@ -490,6 +496,7 @@ impl Client {
             token.cancel();
         }
         lock(&self.inner.subscribers).clear();
+        lock(&self.inner.event_subscribers).clear();
     }
 
     /// Feeds a notification from the server: progress goes to its call's callback, and
@@ -577,6 +584,54 @@ impl Client {
         let (tx, rx) = mpsc::unbounded();
         lock(&self.inner.subscribers).push(tx);
         Notifications { rx }
+    }
+
+    /// A stream of the transport's events (what [`ClientSession`](crate::client::ClientSession)
+    /// reports: ready, listening opened or given up, reconnects, expiry, limits, …) from now on,
+    /// as the binding ([`ClientBinding`](crate::service::bind::ClientBinding)) sees them. Ends
+    /// when the client closes. Each subscriber gets every event.
+    pub fn events(&self) -> Events {
+        let (tx, rx) = mpsc::unbounded();
+        lock(&self.inner.event_subscribers).push(tx);
+        Events { rx }
+    }
+
+    /// Resolves once a listening stream (the legacy GET stream, or 2026-07-28
+    /// `subscriptions/listen`) has opened, at any time since the client was built; at once if
+    /// it already has. Resolves to `false` when the client closes first. For an app that
+    /// needs what the server sends unasked before it calls a tool that triggers it.
+    pub async fn listen_opened(&self) -> bool {
+        let mut events = self.events();
+        if self.inner.listen_opened.load(Ordering::SeqCst) {
+            return true;
+        }
+        while let Some(event) = events.next().await {
+            if Self::opens_listening(&event) {
+                return true;
+            }
+        }
+        self.inner.listen_opened.load(Ordering::SeqCst)
+    }
+
+    fn opens_listening(event: &crate::client::ClientEvent) -> bool {
+        matches!(
+            event,
+            crate::client::ClientEvent::ListenOpened { .. }
+                | crate::client::ClientEvent::Resumed {
+                    role: crate::client::StreamRole::Listen,
+                    ..
+                }
+        )
+    }
+
+    /// Feeds a transport event (the binding calls it for every [`ClientEvent`]
+    /// (crate::client::ClientEvent) the session reports): it goes to every [`events`]
+    /// (Self::events) stream.
+    pub fn handle_event(&self, event: &crate::client::ClientEvent) {
+        if Self::opens_listening(event) {
+            self.inner.listen_opened.store(true, Ordering::SeqCst);
+        }
+        lock(&self.inner.event_subscribers).retain(|tx| tx.unbounded_send(event.clone()).is_ok());
     }
 
     // ---- calls -------------------------------------------------------------------------

@@ -94,3 +94,29 @@ impl Stream for Notifications {
         Pin::new(&mut self.rx).poll_next(cx)
     }
 }
+
+/// The stream of the transport's events, from [`Client::events`](super::Client::events).
+#[derive(Debug)]
+pub struct Events {
+    pub(crate) rx: mpsc::UnboundedReceiver<crate::client::ClientEvent>,
+}
+
+impl Events {
+    /// The next event, waiting for it; `None` once the client is closed.
+    pub async fn next(&mut self) -> Option<crate::client::ClientEvent> {
+        std::future::poll_fn(|cx| Pin::new(&mut self.rx).poll_next(cx)).await
+    }
+
+    /// The next event if one has arrived, without waiting.
+    pub fn try_next(&mut self) -> Option<crate::client::ClientEvent> {
+        self.rx.try_recv().ok()
+    }
+}
+
+impl Stream for Events {
+    type Item = crate::client::ClientEvent;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        Pin::new(&mut self.rx).poll_next(cx)
+    }
+}
