@@ -54,5 +54,6 @@ mod server;
 pub use client::{Client, ConnectError};
 pub use mcp_proto as proto;
 pub use server::{
-    DriverGone, McpService, RandomSessionIds, ResponseBody, Serving, ShutdownHandle, serve,
+    DriverGone, Limits, McpService, RandomSessionIds, ResponseAborted, ResponseBody, Serving,
+    ShutdownHandle, serve, serve_with,
 };

@@ -73,6 +73,10 @@ pub enum ProtocolError {
     /// misconfiguration, answered 500 rather than sent.
     #[error("internal error: invalid session id generated")]
     BadSessionIdGenerated,
+    /// A draining shutdown is under way ([`Router::begin_shutdown`](super::Router)): no new
+    /// request is taken; retry later or elsewhere.
+    #[error("the server is shutting down")]
+    ShuttingDown,
 }
 
 impl ProtocolError {
@@ -89,7 +93,7 @@ impl ProtocolError {
             | UnknownLastEventId => StatusCode::BAD_REQUEST,
             HostNotAllowed | OriginNotAllowed | InsufficientScope => StatusCode::FORBIDDEN,
             Unauthorized => StatusCode::UNAUTHORIZED,
-            TooManySessions => StatusCode::SERVICE_UNAVAILABLE,
+            TooManySessions | ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
             BadSessionIdGenerated => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

@@ -61,6 +61,7 @@
 //! Listed in the [`Router`] docs.
 
 mod config;
+mod drain;
 mod error;
 mod inbound;
 mod outbound;
@@ -77,6 +78,7 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, StatusCode, Uri};
 
 pub use config::{OverflowPolicy, ResponseMode, ServerConfig};
+pub use drain::DEFAULT_SHUTDOWN_GRACE;
 pub use error::{CancelReason, CloseReason, ProtocolError, SendError, ServerRequestError};
 pub use security::{
     AllowedOrigins, AuthDecision, Authenticator, CorsConfig, HostValidation,
@@ -404,6 +406,10 @@ pub struct Router {
     outbound: HashMap<OutboundId, Outbound>,
     timers: TimerQueue,
     out: VecDeque<ServerOutput>,
+    /// The end of a draining shutdown's grace period, once one began (see `drain.rs`).
+    drain_deadline: Option<Instant>,
+    /// The grace period ended and the hard shutdown ran.
+    drain_forced: bool,
 }
 
 impl std::fmt::Debug for Router {
@@ -433,6 +439,8 @@ impl Router {
             outbound: HashMap::new(),
             timers: TimerQueue::default(),
             out: VecDeque::new(),
+            drain_deadline: None,
+            drain_forced: false,
         }
     }
 
@@ -454,7 +462,10 @@ impl Router {
 
     /// The earliest instant at which [`handle_timeout`](Router::handle_timeout) has work.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.timers.next()
+        match (self.timers.next(), self.drain_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// The `Mcp-Session-Id` of a live session.

@@ -83,14 +83,15 @@ mod ours {
     use mcp_proto::service::{CallToolResult, Server, Tool, ToolArgs, required};
 
     pub(crate) async fn serve(listener: tokio::net::TcpListener) -> std::io::Result<()> {
-        let server = Server::new("bench-ours", env!("CARGO_PKG_VERSION")).tool(
-            Tool::new("echo")
-                .description("Returns its text")
-                .string("text", required().description("The text to return")),
-            |_ctx, args: ToolArgs| async move {
-                Ok(CallToolResult::text(args.get_string("text", "")))
-            },
-        );
+        let server =
+            Server::new("bench-ours", env!("CARGO_PKG_VERSION")).tool(
+                Tool::new("echo")
+                    .description("Returns its text")
+                    .string("text", required().description("The text to return")),
+                |_ctx, args: ToolArgs| async move {
+                    Ok(CallToolResult::text(args.get_string("text", "")))
+                },
+            );
         // Room for the load, latency and idle sessions of every repetition.
         let config = ServerConfig::default().with_max_sessions(100_000);
         let serving = mcp_tokio::serve(listener, server, config)?;
@@ -252,8 +253,15 @@ const USAGE: &str = "usage: bench-servers [--quick] [--servers ours,rmcp] [--rep
   --serve    run one server (what the benchmark starts in a child process)";
 
 enum Mode {
-    Bench { plan: Plan, servers: Vec<ServerKind> },
-    Serve { kind: ServerKind, bind: String, core: usize },
+    Bench {
+        plan: Plan,
+        servers: Vec<ServerKind>,
+    },
+    Serve {
+        kind: ServerKind,
+        bind: String,
+        core: usize,
+    },
 }
 
 fn parse_args() -> Result<Mode, String> {
@@ -269,7 +277,10 @@ fn parse_args() -> Result<Mode, String> {
             "--quick" => plan = Plan::quick(),
             "--reps" => {
                 let n = args.next().ok_or("--reps needs a number")?;
-                reps = Some(n.parse::<usize>().map_err(|e| format!("--reps {n:?}: {e}"))?);
+                reps = Some(
+                    n.parse::<usize>()
+                        .map_err(|e| format!("--reps {n:?}: {e}"))?,
+                );
             }
             "--servers" => {
                 let list = args.next().ok_or("--servers needs a list")?;
@@ -365,7 +376,14 @@ impl ServerProcess {
     fn start(kind: ServerKind) -> Result<ServerProcess, String> {
         let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
         let mut child = Command::new(exe)
-            .args(["--serve", kind.name(), "--bind", "127.0.0.1:0", "--core", "0"])
+            .args([
+                "--serve",
+                kind.name(),
+                "--bind",
+                "127.0.0.1:0",
+                "--core",
+                "0",
+            ])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -604,9 +622,7 @@ async fn open_session(target: &Target, conn: Option<Conn>) -> Result<Session, Wr
     }
     let id = sid.ok_or("initialize: no session id")?;
     let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let (status, _, _, body) = conn
-        .post(Some(&id), Bytes::from(note.to_string()))
-        .await?;
+    let (status, _, _, body) = conn.post(Some(&id), Bytes::from(note.to_string())).await?;
     if status != 202 {
         return Err(format!(
             "notifications/initialized: status {status}: {}",
@@ -628,7 +644,10 @@ fn echo_body(id: u64) -> (Bytes, String) {
 async fn call_echo(session: &mut Session, id: u64) -> Result<(), Wrong> {
     let (body, text) = echo_body(id);
     let (_, msg) = session.conn.rpc(Some(&session.id), id, body).await?;
-    match msg.pointer("/result/content/0/text").and_then(Value::as_str) {
+    match msg
+        .pointer("/result/content/0/text")
+        .and_then(Value::as_str)
+    {
         Some(t) if t == text && msg.pointer("/result/isError") != Some(&json!(true)) => Ok(()),
         _ => Err(format!("not the echo of {text:?}: {msg}")),
     }
