@@ -574,10 +574,10 @@ fn sse_response(body: &[u8], id: u64) -> Result<Value, Wrong> {
     for line in text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)) {
         if line.is_empty() {
             if !data.is_empty() {
-                if let Ok(v) = serde_json::from_str::<Value>(&data) {
-                    if v.get("id") == Some(&json!(id)) {
-                        found = Some(v);
-                    }
+                if let Ok(v) = serde_json::from_str::<Value>(&data)
+                    && v.get("id") == Some(&json!(id))
+                {
+                    found = Some(v);
                 }
                 data.clear();
             }
@@ -878,12 +878,15 @@ async fn measure(kind: ServerKind, plan: &Plan) -> Result<Figures, String> {
 // ------------------------------------------------------------------------------------------
 // The report.
 
+/// Whether `ours` meets a target given the reference (`rmcp`) figures.
+type Verdict = fn(&Figures, &Figures) -> bool;
+
 struct Metric {
     name: &'static str,
     unit: &'static str,
     get: fn(&Figures) -> f64,
     /// The target, as text, and whether `ours` meets it given `rmcp`'s figures.
-    target: Option<(&'static str, fn(&Figures, &Figures) -> bool)>,
+    target: Option<(&'static str, Verdict)>,
 }
 
 const METRICS: &[Metric] = &[
