@@ -36,7 +36,7 @@ use mcp_proto::server::{RequestHead, Router, ServerConfig, ServerOutput, StreamI
 use mcp_proto::service::Server;
 use mcp_proto::service::bind::{Routed, ServerBinding};
 use tokio::sync::mpsc::error::TrySendError;
-use tokio::sync::{Notify, mpsc, oneshot, watch};
+use tokio::sync::{Notify, mpsc, watch};
 
 /// The adapter's queue bounds (plain channel capacities: no protocol meaning).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,8 +100,6 @@ pub(crate) struct Exchange {
     /// Set when the exchange was cut (its channel overflowed): the body then ends with an
     /// error rather than cleanly.
     pub(crate) aborted: Arc<AtomicBool>,
-    /// Tells the request body pump to stop reading.
-    pub(crate) stop_reading: Option<oneshot::Sender<()>>,
 }
 
 /// A message from a connection to the driver. `key` names the exchange (allocated by the
@@ -285,14 +283,10 @@ impl State {
                     self.by_key.remove(&key);
                 }
             }
+            // The connection stops reading the body when the head (which comes with this)
+            // arrives: see `McpService::handle`.
             ServerOutput::StopReading { stream } => {
-                if let Some(stop) = self
-                    .exchanges
-                    .get_mut(&stream)
-                    .and_then(|(_, ex)| ex.stop_reading.take())
-                {
-                    let _ = stop.send(());
-                }
+                tracing::trace!(stream = stream.as_u64(), "stop reading");
             }
             ServerOutput::SessionCreated { session } => {
                 tracing::debug!(session = session.as_u64(), "session created");

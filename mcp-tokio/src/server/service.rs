@@ -15,7 +15,7 @@ use http_body_util::BodyExt;
 use mcp_proto::server::{DEFAULT_SHUTDOWN_GRACE, ServerConfig};
 use mcp_proto::service::Server;
 use tokio::sync::mpsc::error::TrySendError;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, watch};
 
 use super::driver::{self, Control, Exchange, Limits, Reply, ToDriver};
 
@@ -151,7 +151,6 @@ impl McpService {
         let key = self.shared.keys.fetch_add(1, Ordering::Relaxed);
         let (parts, body) = req.into_parts();
         let (reply_tx, mut reply_rx) = mpsc::channel(self.shared.limits.reply);
-        let (stop_tx, stop_rx) = oneshot::channel();
         let aborted = Arc::new(AtomicBool::new(false));
         let guard = Guard {
             key,
@@ -167,13 +166,24 @@ impl McpService {
                 exchange: Exchange {
                     reply: reply_tx,
                     aborted: aborted.clone(),
-                    stop_reading: Some(stop_tx),
                 },
             })
             .await
             .map_err(|_| DriverGone)?;
-        tokio::spawn(pump(key, body, self.shared.tx.clone(), stop_rx));
-        let (status, headers) = match reply_rx.recv().await {
+        // The body is read in this task while waiting for the head (no task per request).
+        // The router answers a POST only once it has the whole body, or early when it
+        // refuses it (`StopReading` comes with that answer): either way the head means the
+        // body is no longer needed, so reading stops there.
+        let mut pump = std::pin::pin!(pump(key, body, self.shared.tx.clone()));
+        let mut pumping = true;
+        let head = loop {
+            tokio::select! {
+                biased;
+                head = reply_rx.recv() => break head,
+                () = &mut pump, if pumping => pumping = false,
+            }
+        };
+        let (status, headers) = match head {
             Some(Reply::Head(status, headers)) => (status, headers),
             // The router always starts with the head; anything else means it is gone.
             _ => return Err(DriverGone),
@@ -203,8 +213,9 @@ where
     }
 }
 
-/// Reads the request body into the driver until it ends, fails, or the router says stop.
-async fn pump<B>(key: u64, mut body: B, tx: mpsc::Sender<ToDriver>, mut stop: oneshot::Receiver<()>)
+/// Reads the request body into the driver until it ends or fails (or the response head
+/// arrives first: see [`McpService::handle`]).
+async fn pump<B>(key: u64, mut body: B, tx: mpsc::Sender<ToDriver>)
 where
     B: Body<Data = Bytes> + Unpin,
 {
@@ -212,11 +223,7 @@ where
         // In a block, so that the frame (whose error type need not be `Send`) is gone
         // before the await below.
         let msg = {
-            let frame = tokio::select! {
-                biased;
-                _ = &mut stop => return,
-                frame = body.frame() => frame,
-            };
+            let frame = body.frame().await;
             match frame {
                 None => ToDriver::End { key },
                 Some(Ok(frame)) => match frame.into_data() {
