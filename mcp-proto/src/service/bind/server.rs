@@ -144,6 +144,10 @@ impl ServerBinding {
     }
 
     fn session(&mut self, session: Option<SessionHandle>) -> ServerSession {
+        // The common case (every request of a live session): no new peer to allocate.
+        if let Some(existing) = session.and_then(|h| self.sessions.get(&h)) {
+            return existing.clone();
+        }
         let peer = Arc::new(BoundPeer {
             queue: self.queue.clone(),
             outbound: self.outbound.clone(),
