@@ -45,8 +45,14 @@ use crate::http::mime;
 pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 impl Router {
-    /// Command: starts a draining shutdown at `now` that lasts at most `grace` (see the
-    /// [module](self) for what it does). Calling it again changes nothing.
+    /// Command: starts a draining shutdown at `now` that lasts at most `grace`. From now on
+    /// every new request gets 503 with a JSON-RPC error (-32000, "the server is shutting
+    /// down"), every GET stream's connection ends cleanly, and requests in flight are
+    /// answered as usual; once [`is_drained`](Router::is_drained), call
+    /// [`shutdown`](Router::shutdown). At `now + grace` ([`poll_timeout`](Router::poll_timeout)
+    /// reports it), [`handle_timeout`](Router::handle_timeout) answers exchanges still
+    /// waiting for their JSON answer with 503 and runs [`shutdown`](Router::shutdown) itself.
+    /// Calling it again changes nothing.
     pub fn begin_shutdown(&mut self, now: Instant, grace: Duration) {
         self.advance(now);
         if self.drain_deadline.is_some() {

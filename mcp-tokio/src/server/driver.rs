@@ -47,7 +47,8 @@ pub struct Limits {
     pub inbound: usize,
     /// Response chunks queued for one exchange that hyper has not written yet (a JSON body
     /// is one chunk, an SSE event one chunk). When full, the exchange is cut as a disconnect
-    /// (see the [driver](self)). Default 64.
+    /// and the exchange's body ends with [`ResponseAborted`](crate::ResponseAborted) so the
+    /// connection is aborted rather than ended as if complete. Default 64.
     pub reply: usize,
 }
 
