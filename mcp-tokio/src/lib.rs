@@ -27,6 +27,11 @@
 //! handler's wake-up, and feeds what fired with `Instant::now()`. A response body dropped
 //! before its end (the client left) becomes `handle_disconnect`.
 //!
+//! Every queue is bounded ([`Limits`], given to [`serve_with`]): connections wait when the
+//! driver's inbound queue is full, and an exchange whose reply queue fills (a client that
+//! stopped reading) is cut as a disconnect. [`Serving::shutdown_within`] drains: new requests
+//! get the core's 503, GET streams end cleanly, requests in flight finish, then it stops.
+//!
 //! # Client
 //!
 //! ```no_run
@@ -58,5 +63,6 @@ mod server;
 pub use client::{Client, ConnectBuilder, ConnectError};
 pub use mcp_proto as proto;
 pub use server::{
-    DriverGone, McpService, RandomSessionIds, ResponseBody, Serving, ShutdownHandle, serve,
+    DriverGone, Limits, McpService, RandomSessionIds, ResponseAborted, ResponseBody, Serving,
+    ShutdownHandle, serve, serve_with,
 };

@@ -97,6 +97,10 @@ pub enum ProtocolError {
     /// already in flight (503).
     #[error("too many requests in flight; try again later")]
     TooManyRequests,
+    /// A draining shutdown is under way ([`Router::begin_shutdown`](super::Router)): no new
+    /// request is taken; retry later or elsewhere.
+    #[error("the server is shutting down")]
+    ShuttingDown,
 }
 
 impl ProtocolError {
@@ -122,7 +126,7 @@ impl ProtocolError {
             MethodNotFound(_) => StatusCode::NOT_FOUND,
             HostNotAllowed | OriginNotAllowed | InsufficientScope => StatusCode::FORBIDDEN,
             Unauthorized => StatusCode::UNAUTHORIZED,
-            TooManySessions | TooManyRequests => StatusCode::SERVICE_UNAVAILABLE,
+            TooManySessions | TooManyRequests | ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
             BadSessionIdGenerated => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

@@ -70,6 +70,19 @@ impl Router {
         self.advance(now);
         let stream = StreamId(self.next());
         let origin = origin_of(head.headers);
+        if self.is_draining() {
+            let stop = head.method == Method::POST;
+            let error = ProtocolError::ShuttingDown;
+            self.refuse(
+                stream,
+                error,
+                origin.as_deref(),
+                HeaderMap::new(),
+                None,
+                stop,
+            );
+            return stream;
+        }
         if let Err((error, extra)) = self.route_head(stream, &head, origin.as_deref()) {
             let stop = head.method == Method::POST;
             self.refuse(stream, error, origin.as_deref(), extra, None, stop);

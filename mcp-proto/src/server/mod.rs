@@ -74,6 +74,7 @@
 //! Listed in the [`Router`] docs.
 
 mod config;
+mod drain;
 mod error;
 mod inbound;
 mod modern;
@@ -91,6 +92,7 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, StatusCode, Uri};
 
 pub use config::{OverflowPolicy, ParamHeaderSource, ResponseMode, ServerConfig};
+pub use drain::DEFAULT_SHUTDOWN_GRACE;
 pub use error::{CancelReason, CloseReason, ProtocolError, SendError, ServerRequestError};
 pub use modern::REMOVED_IN_MODERN;
 pub use security::{
@@ -429,6 +431,10 @@ pub struct Router {
     out: VecDeque<ServerOutput>,
     /// Modern request streams alive (bounded by `max_modern_in_flight`).
     modern_streams: usize,
+    /// The end of a draining shutdown's grace period, once one began (see `drain.rs`).
+    drain_deadline: Option<Instant>,
+    /// The grace period ended and the hard shutdown ran.
+    drain_forced: bool,
 }
 
 impl std::fmt::Debug for Router {
@@ -459,6 +465,8 @@ impl Router {
             timers: TimerQueue::default(),
             out: VecDeque::new(),
             modern_streams: 0,
+            drain_deadline: None,
+            drain_forced: false,
         }
     }
 
@@ -480,7 +488,10 @@ impl Router {
 
     /// The earliest instant at which [`handle_timeout`](Router::handle_timeout) has work.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        self.timers.next()
+        match (self.timers.next(), self.drain_timeout()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// The `Mcp-Session-Id` of a live session.

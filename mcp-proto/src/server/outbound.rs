@@ -335,6 +335,9 @@ impl Router {
     /// Input: time passed. Fires every timer due at `now`; early calls do nothing.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.advance(now);
+        if self.drain_expired(now) {
+            return;
+        }
         while let Some((_, timer)) = self.timers.pop_due(self.now) {
             match timer {
                 Timer::SessionIdle(h) => {

@@ -1,21 +1,88 @@
 //! The driver task: the one owner of the [`Router`] and the [`ServerBinding`].
 //!
 //! Connections send it [`ToDriver`] messages (request heads, body chunks, ends, disconnects)
-//! over one unbounded channel, so the messages of an exchange keep their order. It answers
-//! on a per-exchange channel ([`Exchange`]). Each turn: apply what the handlers queued, drain
-//! the router's outputs, then wait for the earliest of a message, a wake-up from a handler,
-//! the router's deadline, or shutdown, and feed what fired with `Instant::now()`.
+//! over one bounded channel ([`Limits::inbound`]), so the messages of an exchange keep their
+//! order; when it is full, connections wait (hyper stops reading requests: TCP backpressure).
+//! It answers on a bounded per-exchange channel ([`Exchange`], [`Limits::reply`] chunks).
+//! Each turn: apply what the handlers queued, drain the router's outputs, then wait for the
+//! earliest of a message, a wake-up from a handler, the router's deadline, or a shutdown
+//! command, and feed what fired with `Instant::now()`.
+//!
+//! # At the bounds
+//!
+//! A reply channel that is full means the client stopped reading (its TCP window, hyper's
+//! write buffer and the channel are all full): the exchange is treated as a disconnect
+//! ([`Router::handle_disconnect`]: a resumable stream detaches and its later events stay in
+//! the event store for a `Last-Event-ID` resume; a listen stream queues in its session under
+//! the core's overflow policy), and its body ends with an error so hyper aborts the
+//! connection instead of ending the chunked body cleanly (the client must not mistake the
+//! cut for a complete stream).
+//!
+//! # Shutdown
+//!
+//! A [`Control::Drain`] command calls [`Router::begin_shutdown`]; the driver keeps running
+//! until [`Router::is_drained`] (the core's grace deadline, from [`Router::poll_timeout`],
+//! bounds that), then calls [`Router::shutdown`], writes what it produced, and stops; the
+//! `stopped` flag then tells the connections to close.
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
 use mcp_proto::server::{RequestHead, Router, ServerConfig, ServerOutput, StreamId};
 use mcp_proto::service::Server;
 use mcp_proto::service::bind::{Routed, ServerBinding};
-use tokio::sync::{Notify, mpsc, oneshot, watch};
+use tokio::sync::mpsc::error::TrySendError;
+use tokio::sync::{Notify, mpsc, watch};
+
+/// The adapter's queue bounds (plain channel capacities: no protocol meaning).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// Messages queued from all connections to the driver (heads, body chunks, ends,
+    /// disconnects). When full, connections wait before reading more. Default 1024.
+    pub inbound: usize,
+    /// Response chunks queued for one exchange that hyper has not written yet (a JSON body
+    /// is one chunk, an SSE event one chunk). When full, the exchange is cut as a disconnect
+    /// and the exchange's body ends with [`ResponseAborted`](crate::ResponseAborted) so the
+    /// connection is aborted rather than ended as if complete. Default 64.
+    pub reply: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            inbound: 1024,
+            reply: 64,
+        }
+    }
+}
+
+impl Limits {
+    /// Sets [`Limits::inbound`] (at least 1).
+    pub fn with_inbound(mut self, capacity: usize) -> Self {
+        self.inbound = capacity.max(1);
+        self
+    }
+
+    /// Sets [`Limits::reply`] (at least 1).
+    pub fn with_reply(mut self, capacity: usize) -> Self {
+        self.reply = capacity.max(1);
+        self
+    }
+}
+
+/// What the service tells the driver besides requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Control {
+    /// Serve.
+    Run,
+    /// Drain within this grace period, then stop.
+    Drain(Duration),
+}
 
 /// What the driver sends back on an exchange's response channel.
 #[derive(Debug)]
@@ -30,9 +97,10 @@ pub(crate) enum Reply {
 #[derive(Debug)]
 pub(crate) struct Exchange {
     /// Response head and body chunks; dropping it ends the response.
-    pub(crate) reply: mpsc::UnboundedSender<Reply>,
-    /// Tells the request body pump to stop reading.
-    pub(crate) stop_reading: Option<oneshot::Sender<()>>,
+    pub(crate) reply: mpsc::Sender<Reply>,
+    /// Set when the exchange was cut (its channel overflowed): the body then ends with an
+    /// error rather than cleanly.
+    pub(crate) aborted: Arc<AtomicBool>,
 }
 
 /// A message from a connection to the driver. `key` names the exchange (allocated by the
@@ -60,12 +128,13 @@ struct State {
     exchanges: HashMap<StreamId, (u64, Exchange)>,
 }
 
-/// Runs the driver until `shutdown` turns true or every sender is gone.
+/// Runs the driver until a drain has finished or every sender is gone; then sets `stopped`.
 pub(crate) async fn run(
     server: Server,
     config: ServerConfig,
-    mut rx: mpsc::UnboundedReceiver<ToDriver>,
-    mut shutdown: watch::Receiver<bool>,
+    mut rx: mpsc::Receiver<ToDriver>,
+    mut control: watch::Receiver<Control>,
+    stopped: watch::Sender<bool>,
 ) {
     let wake = Arc::new(Notify::new());
     let waker = wake.clone();
@@ -80,8 +149,14 @@ pub(crate) async fn run(
         by_key: HashMap::new(),
         exchanges: HashMap::new(),
     };
+    let mut control_open = true;
     loop {
         st.pump(Instant::now());
+        if st.router.is_drained() {
+            st.router.shutdown(Instant::now());
+            st.pump(Instant::now());
+            break;
+        }
         let deadline = st.router.poll_timeout();
         // The clock before the sleep: a deadline already passed fires at once.
         if deadline.is_some_and(|d| d <= Instant::now()) {
@@ -96,9 +171,19 @@ pub(crate) async fn run(
         };
         tokio::select! {
             biased;
-            changed = shutdown.changed() => {
-                if changed.is_err() || *shutdown.borrow() {
-                    break;
+            changed = control.changed(), if control_open => {
+                let command = match changed {
+                    Ok(()) => *control.borrow_and_update(),
+                    // Every service handle is gone: nobody can drain it any more, and
+                    // the inbound channel closing ends the loop.
+                    Err(_) => {
+                        control_open = false;
+                        Control::Run
+                    }
+                };
+                if let Control::Drain(grace) = command {
+                    tracing::debug!(?grace, "mcp-tokio driver draining");
+                    st.router.begin_shutdown(Instant::now(), grace);
                 }
             }
             msg = rx.recv() => {
@@ -121,6 +206,7 @@ pub(crate) async fn run(
         sessions = st.router.session_count(),
         "mcp-tokio driver stopped"
     );
+    let _ = stopped.send(true);
 }
 
 impl State {
@@ -198,14 +284,10 @@ impl State {
                     self.by_key.remove(&key);
                 }
             }
+            // The connection stops reading the body when the head (which comes with this)
+            // arrives: see `McpService::handle`.
             ServerOutput::StopReading { stream } => {
-                if let Some(stop) = self
-                    .exchanges
-                    .get_mut(&stream)
-                    .and_then(|(_, ex)| ex.stop_reading.take())
-                {
-                    let _ = stop.send(());
-                }
+                tracing::trace!(stream = stream.as_u64(), "stop reading");
             }
             ServerOutput::SessionCreated { session } => {
                 tracing::debug!(session = session.as_u64(), "session created");
@@ -220,7 +302,19 @@ impl State {
 
     fn send(&mut self, stream: StreamId, reply: Reply) {
         let gone = match self.exchanges.get(&stream) {
-            Some((_, ex)) => ex.reply.send(reply).is_err(),
+            Some((_, ex)) => match ex.reply.try_send(reply) {
+                Ok(()) => false,
+                Err(TrySendError::Full(_)) => {
+                    // The client stopped reading: cut the exchange (see "At the bounds").
+                    ex.aborted.store(true, Ordering::Release);
+                    tracing::debug!(
+                        stream = stream.as_u64(),
+                        "reply queue full: the exchange is cut as a disconnect"
+                    );
+                    true
+                }
+                Err(TrySendError::Closed(_)) => true,
+            },
             None => false,
         };
         if gone {

@@ -7,16 +7,18 @@ mod service;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use mcp_proto::server::{ServerConfig, SessionIdGenerator};
+use mcp_proto::server::{DEFAULT_SHUTDOWN_GRACE, ServerConfig, SessionIdGenerator};
 use mcp_proto::service::Server;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 
-pub use service::{DriverGone, McpService, ResponseBody};
+pub use driver::Limits;
+pub use service::{DriverGone, McpService, ResponseAborted, ResponseBody};
 
 /// Session ids from the operating system's CSPRNG: 16 random bytes as 32 lowercase hex
 /// characters (S-SESS-2).
@@ -54,10 +56,17 @@ pub struct ShutdownHandle {
 }
 
 impl ShutdownHandle {
-    /// Starts the shutdown (see [`Serving::shutdown`]); [`Serving::wait`] sees it end.
+    /// Starts a draining shutdown with the core's default grace period
+    /// ([`DEFAULT_SHUTDOWN_GRACE`]); see [`Serving::shutdown_within`]. [`Serving::wait`]
+    /// sees it end.
     pub fn shutdown(&self) {
+        self.shutdown_within(DEFAULT_SHUTDOWN_GRACE);
+    }
+
+    /// Starts a draining shutdown bounded by `grace` (see [`Serving::shutdown_within`]).
+    pub fn shutdown_within(&self, grace: Duration) {
         let _ = self.stop.send(true);
-        self.service.shutdown();
+        self.service.shutdown_within(grace);
     }
 }
 
@@ -87,12 +96,21 @@ impl Serving {
         let _ = self.accept.await;
     }
 
-    /// Shuts down: stops accepting, asks every connection to close after its response in
-    /// progress, stops the driver (open SSE streams end, requests still being handled get
-    /// no response), and waits for the connections to finish. Wrap it in a timeout to
-    /// bound the wait on slow clients.
+    /// [`shutdown_within`](Serving::shutdown_within) the core's default grace period
+    /// ([`DEFAULT_SHUTDOWN_GRACE`]).
     pub async fn shutdown(self) {
-        self.trigger.shutdown();
+        self.shutdown_within(DEFAULT_SHUTDOWN_GRACE).await;
+    }
+
+    /// Shuts down, draining: stops accepting connections; on the open ones, new requests
+    /// are refused (the core answers 503 with a JSON-RPC error), GET streams end cleanly,
+    /// and requests in flight finish and have their responses written. When nothing is in
+    /// flight, or after `grace` (then what is left is cancelled and answered 503 where no
+    /// response started), the driver stops, every connection closes after its response in
+    /// progress, and this resolves. A client that does not read its response can hold its
+    /// connection open past `grace`: wrap the call in a timeout to bound that.
+    pub async fn shutdown_within(self, grace: Duration) {
+        self.trigger.shutdown_within(grace);
         self.wait().await;
     }
 }
@@ -112,12 +130,30 @@ impl Serving {
 ///
 /// Outside a tokio runtime.
 pub fn serve(listener: TcpListener, server: Server, config: ServerConfig) -> io::Result<Serving> {
+    serve_with(listener, server, config, Limits::default())
+}
+
+/// [`serve`] with explicit adapter queue bounds ([`Limits`]).
+///
+/// # Errors
+///
+/// When the listener's local address cannot be read.
+///
+/// # Panics
+///
+/// Outside a tokio runtime.
+pub fn serve_with(
+    listener: TcpListener,
+    server: Server,
+    config: ServerConfig,
+    limits: Limits,
+) -> io::Result<Serving> {
     let local_addr = listener.local_addr()?;
     let url = format!("http://{local_addr}{}", config.endpoint_path);
     let config = config
         .with_session_ids(RandomSessionIds)
         .bound_to(local_addr.ip());
-    let service = McpService::new(server, config);
+    let service = McpService::with_limits(server, config, limits);
     let (stop, stop_rx) = watch::channel(false);
     let accept = tokio::spawn(accept_loop(listener, service.clone(), stop_rx));
     tracing::info!(%url, "serving MCP");
@@ -144,7 +180,7 @@ async fn accept_loop(listener: TcpListener, service: McpService, mut stop: watch
                     if let Err(e) = tcp.set_nodelay(true) {
                         tracing::debug!(%peer, error = %e, "TCP_NODELAY");
                     }
-                    connections.spawn(connection(tcp, peer, service.clone(), stop.clone()));
+                    connections.spawn(connection(tcp, peer, service.clone()));
                 }
                 // Per-connection failures (resets, fd limits) must not end the server.
                 Err(e) => {
@@ -158,12 +194,10 @@ async fn accept_loop(listener: TcpListener, service: McpService, mut stop: watch
     while connections.join_next().await.is_some() {}
 }
 
-async fn connection(
-    tcp: tokio::net::TcpStream,
-    peer: SocketAddr,
-    service: McpService,
-    mut stop: watch::Receiver<bool>,
-) {
+/// Serves one connection until it ends or the driver stopped (the end of a drain: the
+/// connection then closes after its response in progress).
+async fn connection(tcp: tokio::net::TcpStream, peer: SocketAddr, service: McpService) {
+    let stopped = service.clone();
     // hyper's timer: its own defaults (the header read timeout) then apply, so a client that
     // never finishes a request head cannot hold the connection forever.
     let conn = http1::Builder::new()
@@ -172,7 +206,7 @@ async fn connection(
     let mut conn = std::pin::pin!(conn);
     let result = tokio::select! {
         result = conn.as_mut() => result,
-        _ = stop.changed() => {
+        () = stopped.stopped() => {
             conn.as_mut().graceful_shutdown();
             conn.await
         }

@@ -4,18 +4,20 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
-use mcp_proto::server::ServerConfig;
+use mcp_proto::server::{DEFAULT_SHUTDOWN_GRACE, ServerConfig};
 use mcp_proto::service::Server;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::mpsc::error::TrySendError;
+use tokio::sync::{mpsc, watch};
 
-use super::driver::{self, Exchange, Reply, ToDriver};
+use super::driver::{self, Control, Exchange, Limits, Reply, ToDriver};
 
 /// Why a request got no response: the driver stopped (shutdown) before answering.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,10 +31,26 @@ impl std::fmt::Display for DriverGone {
 
 impl std::error::Error for DriverGone {}
 
+/// Why a response body ended early: its queue overflowed because the client stopped
+/// reading ([`Limits::reply`]), so the exchange was cut; hyper then aborts the connection
+/// rather than end the body as if it were complete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResponseAborted;
+
+impl std::fmt::Display for ResponseAborted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the response was cut: the client stopped reading it")
+    }
+}
+
+impl std::error::Error for ResponseAborted {}
+
 struct Shared {
-    tx: mpsc::UnboundedSender<ToDriver>,
+    tx: mpsc::Sender<ToDriver>,
     keys: AtomicU64,
-    shutdown: watch::Sender<bool>,
+    control: watch::Sender<Control>,
+    stopped: watch::Receiver<bool>,
+    limits: Limits,
 }
 
 /// The MCP endpoint as a hyper [`Service`](hyper::service::Service): clone it into every
@@ -51,7 +69,8 @@ impl std::fmt::Debug for McpService {
 }
 
 impl McpService {
-    /// Spawns the driver of `server` with `config` on the current tokio runtime.
+    /// Spawns the driver of `server` with `config` on the current tokio runtime, with the
+    /// default [`Limits`].
     ///
     /// `config` is used as given: install a CSPRNG session id generator (as
     /// [`serve`](crate::serve) does with [`RandomSessionIds`](crate::RandomSessionIds)) and
@@ -61,21 +80,66 @@ impl McpService {
     ///
     /// Outside a tokio runtime.
     pub fn new(server: Server, config: ServerConfig) -> McpService {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let (shutdown, shutdown_rx) = watch::channel(false);
-        tokio::spawn(driver::run(server, config, rx, shutdown_rx));
+        McpService::with_limits(server, config, Limits::default())
+    }
+
+    /// [`new`](McpService::new) with explicit queue bounds.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime.
+    pub fn with_limits(server: Server, config: ServerConfig, limits: Limits) -> McpService {
+        let limits = Limits::default()
+            .with_inbound(limits.inbound)
+            .with_reply(limits.reply);
+        let (tx, rx) = mpsc::channel(limits.inbound);
+        let (control, control_rx) = watch::channel(Control::Run);
+        let (stopped_tx, stopped) = watch::channel(false);
+        tokio::spawn(driver::run(server, config, rx, control_rx, stopped_tx));
         McpService {
             shared: Arc::new(Shared {
                 tx,
                 keys: AtomicU64::new(1),
-                shutdown,
+                control,
+                stopped,
+                limits,
             }),
         }
     }
 
-    /// Stops the driver: open responses end, requests in flight get no response.
+    /// The queue bounds in force.
+    pub fn limits(&self) -> Limits {
+        self.shared.limits
+    }
+
+    /// Starts a draining shutdown with the core's default grace period
+    /// ([`DEFAULT_SHUTDOWN_GRACE`]); see [`shutdown_within`](McpService::shutdown_within).
     pub fn shutdown(&self) {
-        let _ = self.shared.shutdown.send(true);
+        self.shutdown_within(DEFAULT_SHUTDOWN_GRACE);
+    }
+
+    /// Starts a draining shutdown ([`Router::begin_shutdown`]): new requests are refused
+    /// (the core answers 503), GET streams end cleanly, requests in flight finish and their
+    /// responses are written; after `grace` whatever is left is cancelled. The driver then
+    /// stops ([`stopped`](McpService::stopped)). A second call changes nothing.
+    ///
+    /// [`Router::begin_shutdown`]: mcp_proto::server::Router::begin_shutdown
+    pub fn shutdown_within(&self, grace: Duration) {
+        self.shared.control.send_if_modified(|c| {
+            if *c == Control::Run {
+                *c = Control::Drain(grace);
+                true
+            } else {
+                false
+            }
+        });
+    }
+
+    /// Resolves once the driver has stopped (after a drain, or when every handle is gone).
+    pub async fn stopped(&self) {
+        let mut stopped = self.shared.stopped.clone();
+        // An error means the driver task is gone, which is stopped too.
+        let _ = stopped.wait_for(|s| *s).await;
     }
 
     /// Handles one HTTP exchange. Resolves to the response once the router sent its head;
@@ -86,13 +150,14 @@ impl McpService {
     {
         let key = self.shared.keys.fetch_add(1, Ordering::Relaxed);
         let (parts, body) = req.into_parts();
-        let (reply_tx, mut reply_rx) = mpsc::unbounded_channel();
-        let (stop_tx, stop_rx) = oneshot::channel();
+        let (reply_tx, mut reply_rx) = mpsc::channel(self.shared.limits.reply);
+        let aborted = Arc::new(AtomicBool::new(false));
         let guard = Guard {
             key,
             tx: self.shared.tx.clone(),
             armed: true,
         };
+        // Waits while the driver's queue is full: this connection reads nothing more.
         self.shared
             .tx
             .send(ToDriver::Head {
@@ -100,18 +165,32 @@ impl McpService {
                 parts: Box::new(parts),
                 exchange: Exchange {
                     reply: reply_tx,
-                    stop_reading: Some(stop_tx),
+                    aborted: aborted.clone(),
                 },
             })
+            .await
             .map_err(|_| DriverGone)?;
-        tokio::spawn(pump(key, body, self.shared.tx.clone(), stop_rx));
-        let (status, headers) = match reply_rx.recv().await {
+        // The body is read in this task while waiting for the head (no task per request).
+        // The router answers a POST only once it has the whole body, or early when it
+        // refuses it (`StopReading` comes with that answer): either way the head means the
+        // body is no longer needed, so reading stops there.
+        let mut pump = std::pin::pin!(pump(key, body, self.shared.tx.clone()));
+        let mut pumping = true;
+        let head = loop {
+            tokio::select! {
+                biased;
+                head = reply_rx.recv() => break head,
+                () = &mut pump, if pumping => pumping = false,
+            }
+        };
+        let (status, headers) = match head {
             Some(Reply::Head(status, headers)) => (status, headers),
             // The router always starts with the head; anything else means it is gone.
             _ => return Err(DriverGone),
         };
         let mut response = Response::new(ResponseBody {
             rx: reply_rx,
+            aborted,
             guard: Some(guard),
         });
         *response.status_mut() = status;
@@ -134,32 +213,29 @@ where
     }
 }
 
-/// Reads the request body into the driver until it ends, fails, or the router says stop.
-async fn pump<B>(
-    key: u64,
-    mut body: B,
-    tx: mpsc::UnboundedSender<ToDriver>,
-    mut stop: oneshot::Receiver<()>,
-) where
+/// Reads the request body into the driver until it ends or fails (or the response head
+/// arrives first: see [`McpService::handle`]).
+async fn pump<B>(key: u64, mut body: B, tx: mpsc::Sender<ToDriver>)
+where
     B: Body<Data = Bytes> + Unpin,
 {
     loop {
-        let frame = tokio::select! {
-            biased;
-            _ = &mut stop => return,
-            frame = body.frame() => frame,
-        };
-        let msg = match frame {
-            None => ToDriver::End { key },
-            Some(Ok(frame)) => match frame.into_data() {
-                Ok(chunk) => ToDriver::Body { key, chunk },
-                // Trailers carry nothing for the router.
-                Err(_) => continue,
-            },
-            Some(Err(_)) => ToDriver::Disconnect { key },
+        // In a block, so that the frame (whose error type need not be `Send`) is gone
+        // before the await below.
+        let msg = {
+            let frame = body.frame().await;
+            match frame {
+                None => ToDriver::End { key },
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(chunk) => ToDriver::Body { key, chunk },
+                    // Trailers carry nothing for the router.
+                    Err(_) => continue,
+                },
+                Some(Err(_)) => ToDriver::Disconnect { key },
+            }
         };
         let last = !matches!(msg, ToDriver::Body { .. });
-        if tx.send(msg).is_err() || last {
+        if tx.send(msg).await.is_err() || last {
             return;
         }
     }
@@ -168,14 +244,25 @@ async fn pump<B>(
 /// Reports a disconnect when the exchange is dropped before the driver ended it.
 struct Guard {
     key: u64,
-    tx: mpsc::UnboundedSender<ToDriver>,
+    tx: mpsc::Sender<ToDriver>,
     armed: bool,
 }
 
 impl Drop for Guard {
     fn drop(&mut self) {
-        if self.armed {
-            let _ = self.tx.send(ToDriver::Disconnect { key: self.key });
+        if !self.armed {
+            return;
+        }
+        let msg = ToDriver::Disconnect { key: self.key };
+        // A drop cannot wait: when the queue is full, a task delivers the disconnect (at
+        // most one per open exchange, so these tasks are bounded too).
+        if let Err(TrySendError::Full(msg)) = self.tx.try_send(msg)
+            && let Ok(rt) = tokio::runtime::Handle::try_current()
+        {
+            let tx = self.tx.clone();
+            rt.spawn(async move {
+                let _ = tx.send(msg).await;
+            });
         }
     }
 }
@@ -184,7 +271,8 @@ impl Drop for Guard {
 /// flushes each frame as it comes). Dropping it before its end tells the router the client
 /// went away.
 pub struct ResponseBody {
-    rx: mpsc::UnboundedReceiver<Reply>,
+    rx: mpsc::Receiver<Reply>,
+    aborted: Arc<AtomicBool>,
     guard: Option<Guard>,
 }
 
@@ -198,7 +286,7 @@ impl std::fmt::Debug for ResponseBody {
 
 impl Body for ResponseBody {
     type Data = Bytes;
-    type Error = std::convert::Infallible;
+    type Error = ResponseAborted;
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
@@ -217,6 +305,9 @@ impl Body for ResponseBody {
                 Poll::Ready(None) => {
                     if let Some(mut guard) = self.guard.take() {
                         guard.armed = false;
+                    }
+                    if self.aborted.load(Ordering::Acquire) {
+                        return Poll::Ready(Some(Err(ResponseAborted)));
                     }
                     return Poll::Ready(None);
                 }

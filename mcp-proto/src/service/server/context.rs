@@ -139,7 +139,7 @@ impl RequestContext {
         self.modern
             .as_ref()
             .and_then(|m| m.client_capabilities.clone())
-            .or_else(|| lock(&self.session.state).client_capabilities.clone())
+            .or_else(|| lock(&self.session.state).client_capabilities())
     }
 
     /// The least severe level the client wants, `None` for "no log messages". A 2026-07-28

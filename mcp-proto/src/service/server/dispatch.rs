@@ -206,7 +206,7 @@ impl Server {
             let mut state = lock(&session.shared.state);
             state.protocol_version = Some(version);
             state.client_info = Some(p.client_info);
-            state.client_capabilities = Some(p.capabilities);
+            state.set_client_capabilities(&p.capabilities);
         }
         // Capabilities first: they read the configuration lock themselves.
         let capabilities = self.server_capabilities();

@@ -161,7 +161,7 @@ pub(crate) struct Config {
 pub(crate) struct Inner {
     pub(crate) config: RwLock<Config>,
     pub(crate) registry: RwLock<Registry>,
-    sessions: Mutex<Vec<Weak<SessionShared>>>,
+    sessions: Mutex<SessionList>,
     /// Open `subscriptions/listen` streams (2026-07-28).
     pub(crate) listeners: Mutex<Vec<Listener>>,
     pub(crate) next_listener: std::sync::atomic::AtomicU64,
@@ -173,6 +173,22 @@ pub(crate) struct Listener {
     pub(crate) id: u64,
     pub(crate) filter: crate::schema::SubscriptionFilter,
     pub(crate) ctx: RequestContext,
+}
+
+/// The sessions of a server, weakly held. Dead entries are pruned when the list has doubled
+/// since the last prune, so connecting a session costs amortized O(1) instead of a scan of
+/// every session (which made opening N sessions O(N²)).
+#[derive(Default)]
+struct SessionList {
+    list: Vec<Weak<SessionShared>>,
+    prune_at: usize,
+}
+
+impl SessionList {
+    fn prune(&mut self) {
+        self.list.retain(|w| w.strong_count() > 0);
+        self.prune_at = (self.list.len() * 2).max(64);
+    }
 }
 
 /// An MCP server definition: identity, capabilities, and the registry of tools, resources,
@@ -222,7 +238,7 @@ impl Server {
                     ..Config::default()
                 }),
                 registry: RwLock::new(Registry::default()),
-                sessions: Mutex::new(Vec::new()),
+                sessions: Mutex::new(SessionList::default()),
                 listeners: Mutex::new(Vec::new()),
                 next_listener: std::sync::atomic::AtomicU64::new(1),
             }),
@@ -605,16 +621,19 @@ impl Server {
     pub fn session(&self, peer: Arc<dyn Peer>) -> ServerSession {
         let session = ServerSession::new(self.clone(), peer);
         let mut sessions = lock(&self.inner.sessions);
-        sessions.retain(|w| w.strong_count() > 0);
-        sessions.push(Arc::downgrade(&session.shared));
+        if sessions.list.len() >= sessions.prune_at {
+            sessions.prune();
+        }
+        sessions.list.push(Arc::downgrade(&session.shared));
         session
     }
 
     /// The live sessions.
     fn live_sessions(&self) -> Vec<ServerSession> {
         let mut sessions = lock(&self.inner.sessions);
-        sessions.retain(|w| w.strong_count() > 0);
+        sessions.prune();
         sessions
+            .list
             .iter()
             .filter_map(Weak::upgrade)
             .map(|shared| ServerSession { shared })
