@@ -2,8 +2,12 @@
 //! of `.ci/run` points it at the official TypeScript SDK's server (`tests/interop/ts-server.mjs`).
 //!
 //! ```text
-//! cargo run --bin mcp-interop-client -- [--runtime tokio|smol] <url>
+//! cargo run --bin mcp-interop-client -- [--runtime tokio|smol] [--era legacy|auto|modern] <url>
 //! ```
+//!
+//! `--era` is the client's era policy (`EraMode`; default legacy); with `auto` or `modern` the
+//! connection must end in 2026-07-28, where the GET-stream check is replaced by a
+//! `subscriptions/listen` acknowledgement and sampling is an MRTR round.
 //!
 //! Checks initialize, tools/list, `echo`, a notification on the GET stream (the `notify` tool
 //! sends a log message not tied to its request) and a sampling round trip (the `sample` tool
@@ -14,7 +18,7 @@ use std::future::Future;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use mcp_proto::client::ClientConfig;
+use mcp_proto::client::{ClientConfig, EraMode};
 use mcp_proto::schema::{
     CallToolResult, ContentBlock, CreateMessageResult, Role, SamplingContent,
     SamplingMessageContentBlock, StopReason, TextContent,
@@ -60,7 +64,7 @@ fn report(failures: &mut u32, name: &str, outcome: Result<String, String>) {
     }
 }
 
-async fn run(rt: Runtime, url: &str) -> u32 {
+async fn run(rt: Runtime, era: EraMode, url: &str) -> u32 {
     let mut failures = 0;
     let builder = ServiceClient::builder("mcp-interop-client", env!("CARGO_PKG_VERSION"))
         .sampling_handler(|params| async move {
@@ -85,7 +89,13 @@ async fn run(rt: Runtime, url: &str) -> u32 {
             })
         });
     // Continuous listening: the client keeps a GET stream open for what the server sends unasked.
-    let config = ClientConfig::new().with_continuous_listening(true);
+    let modern = era != EraMode::Legacy;
+    let mut config = ClientConfig::new()
+        .with_continuous_listening(true)
+        .with_era(era);
+    if modern {
+        config = config.with_subscription_filter(json!({"toolsListChanged": true}));
+    }
     let client = match bounded(rt, "initialize", rt.connect_with(url, builder, config)).await {
         Ok(c) => c,
         Err(e) => {
@@ -95,6 +105,9 @@ async fn run(rt: Runtime, url: &str) -> u32 {
     };
     let mut notifications = client.notifications();
     let info = client.server_info();
+    let is_modern = info
+        .as_ref()
+        .is_some_and(|i| i.protocol_version.as_str() >= "2026-07-28");
     report(
         &mut failures,
         "initialize",
@@ -104,7 +117,14 @@ async fn run(rt: Runtime, url: &str) -> u32 {
                 i.server_info.name, i.server_info.version, i.protocol_version
             )
         })
-        .ok_or_else(|| "no InitializeResult".to_owned()),
+        .ok_or_else(|| "no InitializeResult".to_owned())
+        .and_then(|detail| {
+            if is_modern == modern {
+                Ok(detail)
+            } else {
+                Err(format!("{detail}: not the era asked for ({era:?})"))
+            }
+        }),
     );
 
     let outcome = async {
@@ -136,6 +156,19 @@ async fn run(rt: Runtime, url: &str) -> u32 {
     report(&mut failures, "tools/call echo", outcome);
 
     let outcome = async {
+        if modern {
+            // 2026-07-28: no GET stream; what the server sends unasked rides the
+            // subscriptions/listen stream, acknowledged first.
+            return if bounded(rt, "listen", async {
+                Ok::<_, String>(client.listen_opened().await)
+            })
+            .await?
+            {
+                Ok("subscriptions/listen open".to_owned())
+            } else {
+                Err("subscriptions/listen did not open".to_owned())
+            };
+        }
         // A notification sent before the GET stream is open is lost (the spec lets the server
         // drop it), so the tool is called again, at most three times, until one arrives.
         for attempt in 1..=3 {
@@ -164,7 +197,12 @@ async fn run(rt: Runtime, url: &str) -> u32 {
         Err("no notifications/message after three calls of notify".to_owned())
     }
     .await;
-    report(&mut failures, "notification on the GET stream", outcome);
+    let what = if modern {
+        "subscriptions/listen"
+    } else {
+        "notification on the GET stream"
+    };
+    report(&mut failures, what, outcome);
 
     let outcome = async {
         let r = bounded(
@@ -185,7 +223,7 @@ async fn run(rt: Runtime, url: &str) -> u32 {
     let closed = rt.timeout(WAIT, client.close()).await;
     report(
         &mut failures,
-        "close (DELETE)",
+        if modern { "close" } else { "close (DELETE)" },
         closed
             .map(|()| String::new())
             .ok_or_else(|| format!("not closed in {WAIT:?}")),
@@ -193,31 +231,41 @@ async fn run(rt: Runtime, url: &str) -> u32 {
     failures
 }
 
-const USAGE: &str = "usage: mcp-interop-client [--runtime tokio|smol] <url>";
+const USAGE: &str =
+    "usage: mcp-interop-client [--runtime tokio|smol] [--era legacy|auto|modern] <url>";
 
-fn parse_args() -> Result<(Runtime, String), String> {
+fn parse_args() -> Result<(Runtime, EraMode, String), String> {
     let mut runtime = Runtime::Tokio;
+    let mut era = EraMode::Legacy;
     let mut url = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--runtime" => runtime = args.next().ok_or(USAGE)?.parse()?,
+            "--era" => {
+                era = match args.next().as_deref() {
+                    Some("legacy") => EraMode::Legacy,
+                    Some("auto") => EraMode::Auto,
+                    Some("modern") => EraMode::Modern,
+                    _ => return Err(USAGE.to_owned()),
+                }
+            }
             other if other.starts_with("--") || url.is_some() => return Err(USAGE.to_owned()),
             other => url = Some(other.to_owned()),
         }
     }
-    Ok((runtime, url.ok_or(USAGE)?))
+    Ok((runtime, era, url.ok_or(USAGE)?))
 }
 
 fn main() -> ExitCode {
-    let (rt, url) = match parse_args() {
+    let (rt, era, url) = match parse_args() {
         Ok(a) => a,
         Err(e) => {
             eprintln!("{e}");
             return ExitCode::from(2);
         }
     };
-    let failures = rt.block_on(run(rt, &url));
+    let failures = rt.block_on(run(rt, era, &url));
     if failures == 0 {
         println!("mcp-interop-client: all checks passed");
         ExitCode::SUCCESS
