@@ -496,7 +496,6 @@ fn s_new_9_listen_stream_carries_resource_updates_it_subscribed_to() {
 }
 
 #[path = "schema_support/mod.rs"]
-#[allow(dead_code)]
 mod schema_support;
 
 /// Results to a modern client carry what 2026-07-28 requires and the legacy shapes lack
