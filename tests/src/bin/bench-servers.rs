@@ -1,7 +1,8 @@
-//! Side-by-side benchmark of our tokio server and rmcp's streamable HTTP server.
+//! Side-by-side benchmark of our servers (tokio and smol adapters) and rmcp's streamable HTTP
+//! server.
 //!
 //! ```text
-//! cargo run --release -p mcp-tests --bin bench-servers [-- --quick] [--servers ours,rmcp] [--reps N]
+//! cargo run --release -p mcp-tests --bin bench-servers [-- --quick] [--servers ours,smol,rmcp] [--reps N]
 //! ```
 //!
 //! Each server runs in a child process (this binary re-executed with `--serve NAME --bind
@@ -19,10 +20,12 @@
 //!    the server's VmRSS delta (`/proc/<pid>/status`) per session.
 //!
 //! Phases 1-2 are repeated `--reps` times and the median of each figure is reported. The
-//! table at the end has one row per metric, one column per server, the ratio ours/rmcp and
-//! whether each target is met. The exit status is 1 if any reply was wrong.
+//! table at the end has one row per metric, one column per server, the ratio of each of ours
+//! to rmcp and whether each target is met (CPU per call ≤ 0.5× rmcp for tokio, ≤ 0.6× for smol;
+//! ≤ 2 KB per idle session; single-session p50 ≤ rmcp). The exit status is 1 if any reply was
+//! wrong.
 //!
-//! The server list is data ([`ServerKind::ALL`]): a third server is one variant away.
+//! The server list is data ([`ServerKind::ALL`]): another server is one variant away.
 
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader};
@@ -51,17 +54,28 @@ const CLOCK_TICKS_PER_SEC: u64 = 100;
 enum ServerKind {
     /// `mcp_tokio::serve` on `mcp_proto::service::Server`.
     Ours,
+    /// `mcp_smol::serve` (smol + async-h1) on the same `Server`.
+    Smol,
     /// rmcp's `StreamableHttpService` on hyper `http1`.
     Rmcp,
 }
 
 impl ServerKind {
-    const ALL: [ServerKind; 2] = [ServerKind::Ours, ServerKind::Rmcp];
+    const ALL: [ServerKind; 3] = [ServerKind::Ours, ServerKind::Smol, ServerKind::Rmcp];
 
     fn name(self) -> &'static str {
         match self {
             ServerKind::Ours => "ours",
+            ServerKind::Smol => "smol",
             ServerKind::Rmcp => "rmcp",
+        }
+    }
+
+    /// The issue's CPU-per-call target for this server, as a fraction of rmcp's.
+    fn cpu_target(self) -> f64 {
+        match self {
+            ServerKind::Smol => 0.6,
+            ServerKind::Ours | ServerKind::Rmcp => 0.5,
         }
     }
 
@@ -73,6 +87,8 @@ impl ServerKind {
     async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
         match self {
             ServerKind::Ours => ours::serve(listener).await,
+            // Served by its own runtime (see `main`), never through a tokio listener.
+            ServerKind::Smol => Err(std::io::Error::other("the smol server runs on smol")),
             ServerKind::Rmcp => rmcp_server::serve(listener).await,
         }
     }
@@ -82,19 +98,37 @@ mod ours {
     use mcp_proto::server::ServerConfig;
     use mcp_proto::service::{CallToolResult, Server, Tool, ToolArgs, required};
 
-    pub(crate) async fn serve(listener: tokio::net::TcpListener) -> std::io::Result<()> {
-        let server =
-            Server::new("bench-ours", env!("CARGO_PKG_VERSION")).tool(
+    /// The echo server, the same for both of our adapters.
+    pub(crate) fn server() -> Server {
+        Server::new("bench-ours", env!("CARGO_PKG_VERSION")).tool(
                 Tool::new("echo")
                     .description("Returns its text")
                     .string("text", required().description("The text to return")),
                 |_ctx, args: ToolArgs| async move {
                     Ok(CallToolResult::text(args.get_string("text", "")))
                 },
-            );
-        // Room for the load, latency and idle sessions of every repetition.
-        let config = ServerConfig::default().with_max_sessions(100_000);
-        let serving = mcp_tokio::serve(listener, server, config)?;
+            )
+    }
+
+    /// Room for the load, latency and idle sessions of every repetition.
+    pub(crate) fn config() -> ServerConfig {
+        ServerConfig::default().with_max_sessions(100_000)
+    }
+
+    pub(crate) async fn serve(listener: tokio::net::TcpListener) -> std::io::Result<()> {
+        let serving = mcp_tokio::serve(listener, server(), config())?;
+        println!("bench server on {}", serving.url());
+        super::wait_for_stdin_eof().await;
+        serving.shutdown_handle().shutdown();
+        Ok(())
+    }
+}
+
+mod smol_server {
+    /// `mcp_smol::serve` of the same echo server; runs inside `smol::block_on`.
+    pub(crate) async fn serve(bind: &str) -> std::io::Result<()> {
+        let listener = smol::net::TcpListener::bind(bind).await?;
+        let serving = mcp_smol::serve(listener, super::ours::server(), super::ours::config())?;
         println!("bench server on {}", serving.url());
         super::wait_for_stdin_eof().await;
         serving.shutdown_handle().shutdown();
@@ -245,10 +279,10 @@ impl Plan {
     }
 }
 
-const USAGE: &str = "usage: bench-servers [--quick] [--servers ours,rmcp] [--reps N]
+const USAGE: &str = "usage: bench-servers [--quick] [--servers ours,smol,rmcp] [--reps N]
        bench-servers --serve NAME [--bind ADDR:PORT] [--core N]
   --quick    small counts (5 sessions, 500 calls, 200 idle sessions, 1 repetition): a smoke test
-  --servers  which servers to compare, in order (default: ours,rmcp)
+  --servers  which servers to compare, in order (default: ours,smol,rmcp)
   --reps     repetitions of the load and latency phases (medians are reported; default 3)
   --serve    run one server (what the benchmark starts in a child process)";
 
@@ -334,20 +368,25 @@ fn main() -> ExitCode {
             if !pin_to(core) {
                 eprintln!("bench server: could not pin to core {core}");
             }
-            let rt = match tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            {
-                Ok(rt) => rt,
-                Err(e) => {
-                    eprintln!("no runtime: {e}");
-                    return ExitCode::FAILURE;
-                }
+            let result = if kind == ServerKind::Smol {
+                // smol's executor threads start after the pinning and inherit it.
+                smol::block_on(smol_server::serve(&bind))
+            } else {
+                let rt = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        eprintln!("no runtime: {e}");
+                        return ExitCode::FAILURE;
+                    }
+                };
+                rt.block_on(async move {
+                    let listener = tokio::net::TcpListener::bind(&bind).await?;
+                    kind.serve(listener).await
+                })
             };
-            let result = rt.block_on(async move {
-                let listener = tokio::net::TcpListener::bind(&bind).await?;
-                kind.serve(listener).await
-            });
             match result {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
@@ -879,13 +918,15 @@ async fn measure(kind: ServerKind, plan: &Plan) -> Result<Figures, String> {
 // The report.
 
 /// Whether `ours` meets a target given the reference (`rmcp`) figures.
-type Verdict = fn(&Figures, &Figures) -> bool;
+/// Whether server `kind` with figures `.1` meets a target given rmcp's figures `.2`.
+type Verdict = fn(ServerKind, &Figures, &Figures) -> bool;
 
 struct Metric {
     name: &'static str,
     unit: &'static str,
     get: fn(&Figures) -> f64,
-    /// The target, as text, and whether `ours` meets it given `rmcp`'s figures.
+    /// The target, as text (`{f}` stands for the server's CPU factor), and whether a server
+    /// meets it given `rmcp`'s figures.
     target: Option<(&'static str, Verdict)>,
 }
 
@@ -912,13 +953,15 @@ const METRICS: &[Metric] = &[
         name: "server CPU per call",
         unit: "µs",
         get: |f| f.cpu_us,
-        target: Some(("≤ 0.5× rmcp", |o, r| o.cpu_us <= 0.5 * r.cpu_us)),
+        target: Some(("≤ {f}× rmcp", |k, o, r| {
+            o.cpu_us <= k.cpu_target() * r.cpu_us
+        })),
     },
     Metric {
         name: "single-session p50 latency",
         unit: "µs",
         get: |f| f.single_p50,
-        target: Some(("≤ rmcp", |o, r| o.single_p50 <= r.single_p50)),
+        target: Some(("≤ rmcp", |_, o, r| o.single_p50 <= r.single_p50)),
     },
     Metric {
         name: "single-session p99 latency",
@@ -930,7 +973,7 @@ const METRICS: &[Metric] = &[
         name: "RSS per idle session",
         unit: "bytes",
         get: |f| f.idle_bytes,
-        target: Some(("≤ 2048 bytes", |o, _| o.idle_bytes <= 2048.0)),
+        target: Some(("≤ 2048 bytes", |_, o, _| o.idle_bytes <= 2048.0)),
     },
     Metric {
         name: "wrong replies",
@@ -947,18 +990,28 @@ fn table(plan: &Plan, results: &[(ServerKind, Figures)]) -> String {
         "bench-servers: {} sessions × {} workers × {} calls, 1 session × {} calls, {} idle sessions; median of {} run(s); servers pinned to core 0, load on core 1\n",
         plan.sessions, plan.sessions, plan.calls, plan.latency_calls, plan.idle, plan.reps
     );
-    let ours = results.iter().find(|(k, _)| *k == ServerKind::Ours);
     let rmcp = results.iter().find(|(k, _)| *k == ServerKind::Rmcp);
-    let ratio = ours.is_some() && rmcp.is_some();
+    // Every server but rmcp gets a ratio column and a verdict against rmcp.
+    let compared: Vec<&(ServerKind, Figures)> = match rmcp {
+        Some(_) => results
+            .iter()
+            .filter(|(k, _)| *k != ServerKind::Rmcp)
+            .collect(),
+        None => Vec::new(),
+    };
     let mut header = String::from("| metric |");
     let mut rule = String::from("|---|");
     for (k, _) in results {
         let _ = write!(header, " {} |", k.name());
         rule.push_str("---:|");
     }
-    if ratio {
-        header.push_str(" ours/rmcp | target |");
-        rule.push_str("---:|---|");
+    for (k, _) in &compared {
+        let _ = write!(header, " {}/rmcp |", k.name());
+        rule.push_str("---:|");
+    }
+    if !compared.is_empty() {
+        header.push_str(" target |");
+        rule.push_str("---|");
     }
     let _ = writeln!(out, "{header}\n{rule}");
     for m in METRICS {
@@ -975,17 +1028,30 @@ fn table(plan: &Plan, results: &[(ServerKind, Figures)]) -> String {
                 write!(row, " {v:.1} |")
             };
         }
-        if let (Some((_, o)), Some((_, r))) = (ours, rmcp) {
+        let Some((_, r)) = rmcp else {
+            let _ = writeln!(out, "{row}");
+            continue;
+        };
+        for (_, o) in &compared {
             let (a, b) = ((m.get)(o), (m.get)(r));
             if b > 0.0 {
                 let _ = write!(row, " {:.2} |", a / b);
             } else {
                 row.push_str(" – |");
             }
+        }
+        if !compared.is_empty() {
             match m.target {
                 Some((text, met)) => {
-                    let verdict = if met(o, r) { "met" } else { "**missed**" };
-                    let _ = write!(row, " {text}: {verdict} |");
+                    let verdicts: Vec<String> = compared
+                        .iter()
+                        .map(|(k, o)| {
+                            let text = text.replace("{f}", &k.cpu_target().to_string());
+                            let verdict = if met(*k, o, r) { "met" } else { "**missed**" };
+                            format!("{} {text}: {verdict}", k.name())
+                        })
+                        .collect();
+                    let _ = write!(row, " {} |", verdicts.join("; "));
                 }
                 None => row.push_str(" |"),
             }
