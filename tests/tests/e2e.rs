@@ -806,12 +806,25 @@ async fn a_server_restart_is_repaired_by_reinitializing(server: Runtime, client_
     .expect("re-bind the same port");
     // The client's session id is unknown there (404): only a new `initialize` lets a call
     // through.
-    let got = bounded(
+    //
+    // A pooled keep-alive connection to the old server whose close the client has not yet
+    // noticed (a loaded machine) fails that one call with a transport reset: the request may
+    // have reached the old process, so the core does not re-send a `tools/call` by itself (no
+    // silent re-execution); the app sees the failure and may call again, as done here once.
+    let mut got = bounded(
         "get_user after the restart",
         client.call_tool("get_user", json!({"user_id": "user_1"})),
     )
-    .await
-    .expect("the client re-initializes and the call succeeds");
+    .await;
+    if let Err(mcp_proto::service::client::RequestError::Transport(e)) = &got {
+        eprintln!("the first call after the restart met the old connection ({e}); once more");
+        got = bounded(
+            "get_user after the restart, again",
+            client.call_tool("get_user", json!({"user_id": "user_1"})),
+        )
+        .await;
+    }
+    let got = got.expect("the client re-initializes and the call succeeds");
     // The new server's store is empty: the call reached it.
     assert_eq!(got.is_error, Some(true), "{got:?}");
     // The call went out with the old session (404), then a fresh `initialize` (no session),
