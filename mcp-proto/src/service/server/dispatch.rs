@@ -53,11 +53,24 @@ const CACHEABLE: [&str; 6] = [
     methods::SERVER_DISCOVER,
 ];
 
+/// The top-level members of a result that [`stamp_modern`] may add, if present. Everything
+/// else is skipped without being built (no value tree, nothing re-serialized).
+#[derive(serde::Deserialize)]
+struct Stamped {
+    #[serde(rename = "resultType")]
+    result_type: Option<String>,
+    #[serde(rename = "cacheScope")]
+    cache_scope: Option<serde::de::IgnoredAny>,
+    #[serde(rename = "ttlMs")]
+    ttl_ms: Option<serde::de::IgnoredAny>,
+}
+
 /// Completes a result for a modern client with the fields 2026-07-28 requires of it and the
 /// legacy shapes lack: `resultType` (`"complete"` unless the result says otherwise, e.g. an
 /// MRTR `"input_required"`), and for a cacheable result `cacheScope` and `ttlMs` from the
 /// server's [`cache_hint`](Server::cache_hint) unless the result carries its own. Errors and
-/// non-object results pass unchanged.
+/// non-object results pass unchanged. The result text is only scanned for those three
+/// members; what is missing is spliced in after the opening brace.
 fn stamp_modern(
     response: Response,
     method: &str,
@@ -66,30 +79,39 @@ fn stamp_modern(
     let crate::jsonrpc::Outcome::Result(raw) = &response.outcome else {
         return response;
     };
-    let Ok(serde_json::Value::Object(mut object)) = serde_json::from_str(raw.get()) else {
+    let text = raw.get();
+    let Some(body) = text.trim_start().strip_prefix('{') else {
         return response;
     };
-    let mut changed = false;
-    if !object.contains_key("resultType") {
-        object.insert("resultType".into(), "complete".into());
-        changed = true;
+    let Ok(present) = serde_json::from_str::<Stamped>(text) else {
+        return response;
+    };
+    let mut added = String::new();
+    let result_type = present.result_type.as_deref().unwrap_or("complete");
+    if present.result_type.is_none() {
+        added.push_str(r#""resultType":"complete","#);
     }
-    let complete = object.get("resultType").and_then(|v| v.as_str()) == Some("complete");
-    if complete && CACHEABLE.contains(&method) {
-        if !object.contains_key("cacheScope") {
-            let scope = serde_json::to_value(scope).unwrap_or_else(|_| "private".into());
-            object.insert("cacheScope".into(), scope);
-            changed = true;
+    if result_type == "complete" && CACHEABLE.contains(&method) {
+        if present.cache_scope.is_none() {
+            let scope = match scope {
+                crate::schema::CacheScope::Public => "public",
+                crate::schema::CacheScope::Private => "private",
+            };
+            added.push_str(&format!(r#""cacheScope":"{scope}","#));
         }
-        if !object.contains_key("ttlMs") {
-            object.insert("ttlMs".into(), ttl_ms.into());
-            changed = true;
+        if present.ttl_ms.is_none() {
+            added.push_str(&format!(r#""ttlMs":{ttl_ms},"#));
         }
     }
-    if !changed {
+    if added.is_empty() {
         return response;
     }
-    match to_raw(&serde_json::Value::Object(object)) {
+    // `{}` takes the members without their last comma.
+    let rest = body.trim_start();
+    if rest.starts_with('}') {
+        added.pop();
+    }
+    match serde_json::value::RawValue::from_string(format!("{{{added}{body}")) {
         Ok(raw) => Response {
             id: response.id,
             outcome: crate::jsonrpc::Outcome::Result(raw),
@@ -566,5 +588,59 @@ mod tests {
         assert_eq!(page(&items, Some("5"), Some(2)).unwrap(), (vec![], None));
         assert!(page(&items, Some("6"), Some(2)).is_err());
         assert!(page(&items, Some("x"), None).is_err());
+    }
+}
+
+#[cfg(test)]
+mod stamp_tests {
+    use super::stamp_modern;
+    use crate::jsonrpc::{Outcome, RequestId, Response};
+    use crate::schema::CacheScope;
+
+    fn stamp(result: &str, method: &str) -> serde_json::Value {
+        let raw = serde_json::value::RawValue::from_string(result.to_owned()).unwrap();
+        let out = stamp_modern(
+            Response::result(RequestId::Number(1), raw),
+            method,
+            (CacheScope::Public, 5),
+        );
+        match out.outcome {
+            Outcome::Result(raw) => serde_json::from_str(raw.get()).unwrap(),
+            Outcome::Error(e) => panic!("{e:?}"),
+        }
+    }
+
+    #[test]
+    fn modern_results_get_only_what_they_lack() {
+        let v = stamp("{}", "tools/list");
+        assert_eq!(
+            v,
+            serde_json::json!({"resultType": "complete", "cacheScope": "public", "ttlMs": 5})
+        );
+        let v = stamp(r#" {"content":[{"resultType":"x"}]} "#, "tools/call");
+        assert_eq!(v["resultType"], "complete", "a nested key does not count");
+        assert!(v.get("ttlMs").is_none(), "tools/call is not cacheable");
+        let v = stamp(
+            r#"{"resultType":"input_required","inputRequests":{}}"#,
+            "prompts/list",
+        );
+        assert_eq!(v["resultType"], "input_required");
+        assert!(
+            v.get("cacheScope").is_none(),
+            "only complete results are cacheable"
+        );
+        let v = stamp(
+            r#"{"tools":[],"ttlMs":60,"cacheScope":"private"}"#,
+            "tools/list",
+        );
+        assert_eq!(
+            (&v["ttlMs"], &v["cacheScope"]),
+            (&serde_json::json!(60), &serde_json::json!("private"))
+        );
+        assert_eq!(
+            stamp("[1]", "tools/list"),
+            serde_json::json!([1]),
+            "not an object: unchanged"
+        );
     }
 }
