@@ -12,7 +12,9 @@
 //!    that carried it; and a 404 on an exchange carrying the current id always raises it.
 //! 4. No listening GET after a 405 to one.
 //! 5. Reconnect delays within `[server retry, max(cap, server retry)]`; two listening GETs of
-//!    one reconnect loop are never closer than the backoff's minimum delay.
+//!    one reconnect loop are never closer than the backoff's minimum delay, or than
+//!    `min_server_retry` where the server's `retry` sets the first reconnect (S-POST-23: it is
+//!    waited exactly, raised to that floor).
 //! 6. Every request ends with exactly one outcome (checked after a final `close`).
 //! 7. `poll_timeout` is never in the past after `handle_timeout`.
 //! 8. Memory is bounded: limits are small and requests in flight never exceed the limit.
@@ -693,8 +695,13 @@ impl Driver {
         if req.kind == HttpRequestKind::Listen {
             assert!(!self.listen_405, "invariant 4: GET after 405");
             if let (Some(t), false) = (self.last_listen_get, self.listen_reset) {
+                let floor = self.backoff.min_delay().min(
+                    self.backoff
+                        .min_server_retry
+                        .min(self.backoff.max_server_retry),
+                );
                 assert!(
-                    self.now - t >= self.backoff.min_delay(),
+                    self.now - t >= floor,
                     "invariant 5: listening GETs {:?} apart",
                     self.now - t
                 );
