@@ -22,7 +22,9 @@ use std::time::{Duration, Instant};
 
 use http::{HeaderValue, Uri, header};
 use mcp_proto::client::{self, ClientConfig, ClientSession, Input, Output};
-use mcp_proto::server::{self, RequestHead, Router, ServerConfig, ServerOutput};
+use mcp_proto::server::{
+    self, RequestHead, Router, ServerConfig, ServerOutput, SessionIdGenerator,
+};
 use mcp_proto::service::bind::{ClientBinding, Routed, ServerBinding};
 use mcp_proto::service::client::Client;
 use mcp_proto::service::{BoxFuture, CallToolResult, Server, Tool, required};
@@ -62,6 +64,20 @@ enum Signal {
     Close,
 }
 
+/// Session ids from the OS CSPRNG: 16 random bytes as hex (an empty id, which the router
+/// refuses, if the OS has no random source).
+struct OsRandomIds;
+
+impl SessionIdGenerator for OsRandomIds {
+    fn generate(&mut self) -> String {
+        let mut bytes = [0u8; 16];
+        match getrandom::fill(&mut bytes) {
+            Ok(()) => bytes.iter().map(|b| format!("{b:02x}")).collect(),
+            Err(_) => String::new(),
+        }
+    }
+}
+
 fn main() {
     let (signal, signals) = mpsc::channel::<Signal>();
 
@@ -89,9 +105,12 @@ fn main() {
     let s = signal.clone();
     let mut server_binding =
         ServerBinding::new(server, sleep, Arc::new(move || drop(s.send(Signal::Wake))));
-    // The default session ids are deterministic: fine in one process with no attacker; an
-    // adapter on a network installs a CSPRNG generator (`ServerConfig::with_session_ids`).
-    let mut router = Router::new(ServerConfig::default(), Instant::now());
+    // The core reads no random source: session ids come from the OS CSPRNG through the
+    // generator we install (without one the router refuses `initialize`).
+    let mut router = Router::new(
+        ServerConfig::default().with_session_ids(OsRandomIds),
+        Instant::now(),
+    );
 
     // The client.
     let s = signal.clone();

@@ -4,6 +4,8 @@
 //! body) goes out as soon as it is produced.
 
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
 use bytes::{Buf, Bytes};
@@ -33,6 +35,30 @@ impl<F: FnOnce() + Send + Sync + Unpin> Drop for OnDrop<F> {
     }
 }
 
+/// How a body talks back to the driver: the bytes async-h1 took (the core paces by them,
+/// `Router::handle_written`) and whether the core cut the exchange (the body then fails, so
+/// async-h1 never writes the terminating chunk of a cut response).
+pub(crate) struct Flow {
+    /// Set by the driver on the core's `ResponseAbort`.
+    pub(crate) aborted: Arc<AtomicBool>,
+    /// Reports taken bytes.
+    pub(crate) report: Box<dyn Fn(usize) + Send + Sync>,
+    /// Report once this many bytes are unreported (`ServerConfig::write_report_threshold`).
+    pub(crate) report_every: usize,
+}
+
+impl Flow {
+    /// No reports and never aborted (tests).
+    #[cfg(test)]
+    pub(crate) fn none() -> Self {
+        Flow {
+            aborted: Arc::default(),
+            report: Box::new(|_| {}),
+            report_every: usize::MAX,
+        }
+    }
+}
+
 /// A response body that reads the chunks of a channel until every sender is gone.
 ///
 /// `early_drop` runs when the body is dropped before its end (async-h1 drops it when a write
@@ -43,15 +69,26 @@ pub(crate) struct ChannelBody<F: FnOnce() + Send + Sync + Unpin, K: Send + Sync 
     buf: Bytes,
     early_drop: OnDrop<F>,
     keep: Option<K>,
+    flow: Flow,
+    /// Bytes consumed and not yet reported.
+    taken: usize,
 }
 
 impl<F: FnOnce() + Send + Sync + Unpin, K: Send + Sync + Unpin> ChannelBody<F, K> {
-    pub(crate) fn new(rx: Receiver<Bytes>, early_drop: OnDrop<F>, keep: K) -> Self {
+    pub(crate) fn new(rx: Receiver<Bytes>, early_drop: OnDrop<F>, keep: K, flow: Flow) -> Self {
         ChannelBody {
             rx: Box::pin(rx),
             buf: Bytes::new(),
             early_drop,
             keep: Some(keep),
+            flow,
+            taken: 0,
+        }
+    }
+
+    fn report(&mut self) {
+        if self.taken > 0 {
+            (self.flow.report)(std::mem::take(&mut self.taken));
         }
     }
 }
@@ -63,11 +100,21 @@ impl<F: FnOnce() + Send + Sync + Unpin, K: Send + Sync + Unpin> AsyncBufRead for
             match this.rx.as_mut().poll_next(cx) {
                 Poll::Ready(Some(chunk)) => this.buf = chunk,
                 Poll::Ready(None) => {
-                    // Every sender is gone: the router ended the response.
+                    // Every sender is gone: the router ended (or cut) the response.
                     this.early_drop.disarm();
                     this.keep = None;
+                    if this.flow.aborted.load(Ordering::Acquire) {
+                        return Poll::Ready(Err(std::io::Error::new(
+                            std::io::ErrorKind::ConnectionAborted,
+                            "the response was cut: the client stopped reading it",
+                        )));
+                    }
                 }
-                Poll::Pending => return Poll::Pending,
+                Poll::Pending => {
+                    // Everything given so far was taken: let the core send more.
+                    this.report();
+                    return Poll::Pending;
+                }
             }
         }
         Poll::Ready(Ok(&this.buf))
@@ -75,7 +122,12 @@ impl<F: FnOnce() + Send + Sync + Unpin, K: Send + Sync + Unpin> AsyncBufRead for
 
     fn consume(self: Pin<&mut Self>, amt: usize) {
         let this = self.get_mut();
-        this.buf.advance(amt.min(this.buf.len()));
+        let amt = amt.min(this.buf.len());
+        this.buf.advance(amt);
+        this.taken += amt;
+        if this.taken >= this.flow.report_every {
+            this.report();
+        }
     }
 }
 
@@ -114,8 +166,12 @@ mod tests {
             let (tx, rx) = smol::channel::unbounded();
             let dropped = Arc::new(AtomicBool::new(false));
             let d = dropped.clone();
-            let mut body =
-                ChannelBody::new(rx, OnDrop::new(move || d.store(true, Ordering::SeqCst)), ());
+            let mut body = ChannelBody::new(
+                rx,
+                OnDrop::new(move || d.store(true, Ordering::SeqCst)),
+                (),
+                Flow::none(),
+            );
             tx.send(Bytes::from_static(b"data: a\n\n")).await.unwrap();
             tx.send(Bytes::from_static(b"data: b\n\n")).await.unwrap();
             let mut buf = [0u8; 64];
@@ -135,7 +191,12 @@ mod tests {
         let (tx, rx) = smol::channel::unbounded::<Bytes>();
         let dropped = Arc::new(AtomicBool::new(false));
         let d = dropped.clone();
-        let body = ChannelBody::new(rx, OnDrop::new(move || d.store(true, Ordering::SeqCst)), ());
+        let body = ChannelBody::new(
+            rx,
+            OnDrop::new(move || d.store(true, Ordering::SeqCst)),
+            (),
+            Flow::none(),
+        );
         drop(body);
         assert!(dropped.load(Ordering::SeqCst));
         drop(tx);

@@ -1,5 +1,8 @@
-//! The conformance "everything" server (`conformance.md` §4), plus `echo(text)` and
-//! `test_notify_session` (a log message not tied to the request, for the interop step).
+//! The conformance "everything" server (`conformance.md` §4), plus `echo(text)`,
+//! `test_notify_session` (a log message not tied to the request, for the interop step) and
+//! the two ledger tools of the fault-injection suite (`faults.rs`): `ledger_count` (numbered
+//! progress on the request's stream) and `ledger_burst` (numbered log messages on the GET
+//! stream).
 //!
 //! Every tool, resource and prompt the `@modelcontextprotocol/conformance` 0.1.16 server
 //! suite names, with the texts, content types, timings (50 ms steps, on the transport's
@@ -15,7 +18,7 @@ use mcp_proto::schema::{
 use mcp_proto::service::{
     CallToolResult, ContentBlock, Error, GetPromptResult, Prompt, PromptMessage, RequestContext,
     Resource, ResourceContents, ResourceTemplate, Role, Server, Tool, ToolArgs, ToolResult,
-    required,
+    description, required,
 };
 use serde_json::json;
 
@@ -58,6 +61,48 @@ pub fn server() -> Server {
                     json!("notification on the GET stream"),
                 );
                 Ok(CallToolResult::text("notification sent"))
+            },
+        )
+        .tool(
+            Tool::new("ledger_count")
+                .description(
+                    "Sends progress 1..n (total n) on the request's stream, interval_ms apart, then returns \"counted n\"",
+                )
+                .integer("n", required().description("How many progress notifications"))
+                .integer("interval_ms", description("The pause between two (default 5)")),
+            |ctx, args: ToolArgs| async move {
+                let n = u64::try_from(args.get_int("n", 0).clamp(0, 100_000)).unwrap_or(0);
+                let pause = Duration::from_millis(
+                    u64::try_from(args.get_int("interval_ms", 5).clamp(0, 10_000)).unwrap_or(5),
+                );
+                for k in 1..=n {
+                    ctx.progress(k, Some(n));
+                    if !pause.is_zero() && k < n {
+                        ctx.sleep(pause).await;
+                    }
+                }
+                Ok(CallToolResult::text(format!("counted {n}")))
+            },
+        )
+        .tool(
+            Tool::new("ledger_burst")
+                .description(
+                    "Sends n log messages {burst, seq: 1..n} not tied to the request (so on the GET stream), then returns",
+                )
+                .integer("burst", required().description("The burst's number, echoed in each message"))
+                .integer("n", required().description("How many messages")),
+            |ctx, args: ToolArgs| async move {
+                let burst = args.get_int("burst", 0);
+                let n = args.get_int("n", 0).clamp(0, 100_000);
+                let session = ctx.session();
+                for seq in 1..=n {
+                    session.log(
+                        LoggingLevel::Info,
+                        Some("ledger"),
+                        json!({"burst": burst, "seq": seq}),
+                    );
+                }
+                Ok(CallToolResult::text(format!("burst {burst} sent")))
             },
         )
         .tool(

@@ -102,7 +102,10 @@ impl MemoryPair {
         let client_binding = ClientBinding::new(builder, Arc::new(|| {}));
         MemoryPair {
             client: client_binding.client().clone(),
-            router: Router::new(server_config, now),
+            router: Router::new(
+                server_config.with_insecure_test_session_ids_unless_set(),
+                now,
+            ),
             session: ClientSession::new(client_config, now),
             server_binding,
             client_binding,

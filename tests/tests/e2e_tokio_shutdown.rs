@@ -295,11 +295,11 @@ async fn stalled_get(addr: SocketAddr, sid: &str) -> tokio::net::TcpStream {
 }
 
 #[tokio::test]
-async fn a_client_that_stops_reading_is_cut_at_the_reply_bound() {
+async fn a_client_that_stops_reading_is_cut_by_the_core_backlog_budget() {
     const COUNT: i64 = 4_000;
     const SIZE: i64 = 16 * 1024;
     let sent = (COUNT * SIZE) as usize; // 64 MiB of log messages
-    let (serving, _) = start(Limits::default().with_reply(8)).await;
+    let (serving, _) = start(Limits::default()).await;
     let addr = serving.local_addr();
     let mut a = Conn::open(addr).await;
     let sid = open_session(&mut a).await;
@@ -321,7 +321,7 @@ async fn a_client_that_stops_reading_is_cut_at_the_reply_bound() {
     let done = body_json(resp).await;
     assert_eq!(done["result"]["content"][0]["text"], "flooded", "{done}");
     // Give the server time to push what it would push, then read everything it kept for
-    // this client: the kernel's socket buffers, hyper's write buffer and the bounded queue.
+    // this client: the kernel's socket buffers, hyper's write buffer and the core's send window.
     tokio::time::sleep(Duration::from_millis(500)).await;
     let mut got = Vec::new();
     let mut buf = vec![0u8; 64 * 1024];

@@ -33,7 +33,7 @@ fn a_router_with_custom_hooks_moves_to_another_thread() {
             mcp_proto::server::AuthDecision::allow("alice")
         })
         .with_event_store(mcp_proto::server::InMemoryEventStore::new(2, 1 << 20));
-    let router = Router::new(config, now);
+    let router = Router::new(config.with_insecure_test_session_ids(), now);
     let router = std::thread::spawn(move || router).join().unwrap();
     drop(router);
     let session = ClientSession::new(mcp_proto::client::ClientConfig::new(), now);

@@ -114,12 +114,13 @@ fn messages_wait_in_the_queue_until_a_get_opens() {
         .map(|m| m["method"].clone())
         .collect();
     assert_eq!(m, ["n/1", "n/2"]);
-    // Disconnect: the next messages queue again, and go to the next GET.
+    // Disconnect: the next messages are stored as the GET stream's events (a resume
+    // replays them), and a plain GET gets the ones the first connection never carried.
     h.router.handle_disconnect(h.now, g);
     h.pump();
     assert_eq!(
         h.notify(Target::Session(session), "n/3", "{}"),
-        Delivery::Queued
+        Delivery::StoredForResume
     );
     let g2 = h.send(Req::get(&id));
     let m: Vec<_> = h

@@ -88,7 +88,12 @@ fn idle_session_costs_at_most_2_kb_in_the_router() {
     );
     let initialized = br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
     let fresh = headers(None);
-    let mut router = Router::new(ServerConfig::default().with_max_sessions(SESSIONS + 1), now);
+    let mut router = Router::new(
+        ServerConfig::default()
+            .with_insecure_test_session_ids()
+            .with_max_sessions(SESSIONS + 1),
+        now,
+    );
     // Warm up one session so lazily created router-wide structures are not charged to the
     // measured ones, then measure.
     let mut ids = Vec::with_capacity(SESSIONS + 1);

@@ -223,7 +223,15 @@ fn evicted_events_are_reported_as_a_gap() {
     }
     let first = h.response(s).event_ids()[1].clone();
     let g = h.send(Req::get(&id).header("last-event-id", &first));
-    assert_eq!(h.response(g).sse_messages().len(), 2);
+    let messages = h.response(g).sse_messages();
+    assert_eq!(
+        messages.iter().filter(|m| m["method"] == "n").count(),
+        2,
+        "the two kept"
+    );
+    // The client is told: an `events-lost` event naming its cursor comes first.
+    assert_eq!(messages[0], serde_json::json!({ "lastEventId": first }));
+    assert!(String::from_utf8_lossy(&h.response(g).body).contains("event: events-lost\n"));
     assert!(
         h.events
             .iter()

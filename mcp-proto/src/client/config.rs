@@ -186,6 +186,7 @@ pub struct ClientConfig {
     pub(crate) backoff: BackoffConfig,
     pub(crate) listen_budget: FailureBudget,
     pub(crate) max_resume_failures: u32,
+    pub(crate) answered_stream_grace: Duration,
     pub(crate) limits: Limits,
     pub(crate) request_timeout: Option<Duration>,
     pub(crate) close_timeout: Duration,
@@ -211,6 +212,7 @@ impl Default for ClientConfig {
             backoff: BackoffConfig::default(),
             listen_budget: FailureBudget::default(),
             max_resume_failures: 5,
+            answered_stream_grace: Duration::from_secs(2),
             limits: Limits::default(),
             request_timeout: None,
             close_timeout: Duration::from_secs(5),
@@ -238,6 +240,7 @@ impl fmt::Debug for ClientConfig {
             .field("backoff", &self.backoff)
             .field("listen_budget", &self.listen_budget)
             .field("max_resume_failures", &self.max_resume_failures)
+            .field("answered_stream_grace", &self.answered_stream_grace)
             .field("limits", &self.limits)
             .field("request_timeout", &self.request_timeout)
             .field("close_timeout", &self.close_timeout)
@@ -335,6 +338,14 @@ impl ClientConfig {
     /// request fails (5).
     pub fn with_max_resume_failures(mut self, n: u32) -> Self {
         self.max_resume_failures = n;
+        self
+    }
+
+    /// How long an SSE stream whose request is answered stays open for what may follow
+    /// before the client closes it (2 s). Servers normally end it after the response; some
+    /// never end a resumed one, which would otherwise hold a connection for nothing.
+    pub fn with_answered_stream_grace(mut self, grace: Duration) -> Self {
+        self.answered_stream_grace = grace;
         self
     }
 

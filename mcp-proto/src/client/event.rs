@@ -122,6 +122,15 @@ pub enum ClientEvent {
         /// The `Last-Event-ID` sent.
         last_event_id: Box<str>,
     },
+    /// A resumed stream told us that some of its events after the `Last-Event-ID` we sent
+    /// were evicted before we came back (the server's retention is over): messages are
+    /// missing, and the application may want to re-read state (list tools, resources…).
+    EventsLost {
+        /// Which logical stream.
+        role: StreamRole,
+        /// The exchange that said so.
+        stream: StreamId,
+    },
     /// The listening stream stopped.
     ListenGaveUp {
         /// Why.

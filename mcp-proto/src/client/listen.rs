@@ -232,6 +232,12 @@ impl Listen {
             }
             (ListenState::Open { stream, mut reader }, ListenInput::Chunk(chunk)) => {
                 let y = reader.feed(chunk, &mut self.last_event_id, &mut self.retry);
+                if y.events_lost {
+                    fx.push(ListenEffect::Event(ClientEvent::EventsLost {
+                        role: StreamRole::Listen,
+                        stream,
+                    }));
+                }
                 if !y.payloads.is_empty() {
                     // Modern streams carry no event ids: a delivered message (the
                     // acknowledgement comes first) is the progress.

@@ -18,6 +18,10 @@
 //! resume failure; `max_resume_failures` of them in a row fail the request (peers.md items 5,
 //! 22, 23). Without an event id, or in the modern era (S-NEW-3), the request fails.
 //!
+//! Once its request is answered, an SSE stream gets `answered_stream_grace` (2 s) for what may
+//! follow and is then closed by the client (`Abort`): servers normally end it, but some never
+//! end a resumed stream, which would hold a connection for nothing.
+//!
 //! Decisions taken at the response head (error statuses, 401/403, 404 with a session) leave the
 //! exchange to drain in `Discard`/`ErrorBody`, bounded by `max_error_body_bytes`.
 //!
@@ -44,6 +48,7 @@
 //! Sse         | Chunk                                        | Sse         | Payloads
 //! Sse         | Chunk over max_sse_event_bytes               | Done|Backoff| Limit, Abort, → broken
 //! Sse         | End / Failed, answered or nothing expected   | Done        | Finished
+//! Sse         | Timer, answered, grace over                  | Done        | Abort, Finished
 //! Sse         | End / Failed, not answered                   | → broken    |
 //! ErrorBody   | Chunk (within max_error_body_bytes)          | ErrorBody   |
 //! ErrorBody   | Chunk (over the limit)                       | Done        | Limit, Failed(HttpStatus), Abort, Finished
@@ -120,6 +125,8 @@ pub(crate) enum PostEffect {
     },
     /// A limit was hit.
     Limit(Limit),
+    /// The server evicted events this stream had not received.
+    EventsLost,
     /// A resume is scheduled.
     ScheduleResume {
         at: Instant,
@@ -170,6 +177,8 @@ pub(crate) struct PostStream {
     pub(crate) resumable: bool,
     /// Set by the facade when the request's response was delivered.
     pub(crate) answered: bool,
+    /// When an answered SSE stream is closed by the client.
+    release_at: Option<Instant>,
     /// The `Mcp-Session-Id` of the response head, for `initialize`.
     pub(crate) head_session_id: Option<http::HeaderValue>,
     pub(crate) last_event_id: Option<Box<str>>,
@@ -194,6 +203,7 @@ impl PostStream {
             is_initialize,
             resumable,
             answered: false,
+            release_at: None,
             head_session_id: None,
             last_event_id: None,
             retry: None,
@@ -220,12 +230,19 @@ impl PostStream {
         !matches!(self.state, PostState::Backoff { .. } | PostState::Done)
     }
 
-    /// The resume deadline, if waiting for one.
+    /// The resume deadline, if waiting for one, or the end of an answered stream's grace.
     pub(crate) fn deadline(&self) -> Option<Instant> {
         match self.state {
             PostState::Backoff { at } => Some(at),
+            PostState::Sse(_) => self.release_at,
             _ => None,
         }
+    }
+
+    /// The request is answered: what follows is drained, for `grace` at most on a stream.
+    pub(crate) fn answer(&mut self, now: Instant, grace: Duration) {
+        self.answered = true;
+        self.release_at.get_or_insert(after(now, grace));
     }
 
     /// Whether the current exchange is a resume GET.
@@ -290,6 +307,9 @@ impl PostStream {
             }
             (PostState::Sse(mut reader), PostInput::Chunk(chunk)) => {
                 let y = reader.feed(chunk, &mut self.last_event_id, &mut self.retry);
+                if y.events_lost {
+                    fx.push(PostEffect::EventsLost);
+                }
                 if !y.payloads.is_empty() {
                     fx.push(PostEffect::Payloads(y.payloads));
                 }
@@ -354,6 +374,15 @@ impl PostStream {
                 fx.push(PostEffect::Finished);
                 PostState::Done
             }
+            (PostState::Sse(reader), PostInput::Timer) => {
+                if self.release_at.is_some_and(|at| ctx.now >= at) {
+                    fx.push(PostEffect::Abort);
+                    fx.push(PostEffect::Finished);
+                    PostState::Done
+                } else {
+                    PostState::Sse(reader)
+                }
+            }
             (PostState::Backoff { at }, PostInput::Timer) => {
                 if ctx.now >= at {
                     self.resuming = true;
@@ -368,11 +397,11 @@ impl PostStream {
             (
                 s @ (PostState::AwaitHead
                 | PostState::Json { .. }
-                | PostState::Sse(_)
                 | PostState::ErrorBody { .. }
                 | PostState::Discard { .. }),
                 PostInput::Timer | PostInput::Head { .. },
             ) => s,
+            (s @ PostState::Sse(_), PostInput::Head { .. }) => s,
             (s @ PostState::Backoff { .. }, _) => s,
             (PostState::Done, _) => PostState::Done,
         };

@@ -234,6 +234,15 @@ impl ClientSession {
                 stream: Some(stream),
                 limit,
             }),
+            PostEffect::EventsLost => {
+                if let Some(id) = self.posts.get(&stream).and_then(|p| p.request_id()) {
+                    let e = ClientEvent::EventsLost {
+                        role: StreamRole::Request(id.clone()),
+                        stream,
+                    };
+                    self.event(e);
+                }
+            }
             PostEffect::ScheduleResume {
                 at,
                 delay,
@@ -555,7 +564,7 @@ impl ClientSession {
         };
         if req.internal && &*req.method == DISCOVER {
             self.requests.remove(&id);
-            self.mark_answered(stream);
+            self.mark_answered(now, stream);
             if self.probe.as_ref() == Some(&id) {
                 self.on_probe_response(now, stream, response);
             }
@@ -567,7 +576,7 @@ impl ClientSession {
             && let Some(parsed) = modern::input_required(raw)
         {
             if let ReqState::Sent { stream: s } = req.state {
-                self.mark_answered(s);
+                self.mark_answered(now, s);
             }
             self.on_input_required(now, stream, id, parsed);
             return;
@@ -589,7 +598,7 @@ impl ClientSession {
         {
             head_session = p.head_session_id.clone();
             if p.is_live() {
-                p.answered = true;
+                p.answer(now, self.answered_stream_grace);
             } else {
                 self.posts.remove(&s);
             }
@@ -628,10 +637,10 @@ impl ClientSession {
     }
 
     /// The request on `stream` has its answer: the machine only drains what follows.
-    fn mark_answered(&mut self, stream: StreamId) {
+    fn mark_answered(&mut self, now: Instant, stream: StreamId) {
         if let Some(p) = self.posts.get_mut(&stream) {
             if p.is_live() {
-                p.answered = true;
+                p.answer(now, self.answered_stream_grace);
             } else {
                 self.posts.remove(&stream);
             }

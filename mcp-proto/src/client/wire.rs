@@ -159,6 +159,9 @@ pub(crate) struct SseYield {
     pub(crate) payloads: Vec<Bytes>,
     /// The stream went over a limit; it must be dropped.
     pub(crate) error: Option<ProtocolError>,
+    /// The server said events after our `Last-Event-ID` were evicted before we resumed
+    /// (an [`EVENTS_LOST`](crate::sse::EVENTS_LOST) event).
+    pub(crate) events_lost: bool,
 }
 
 impl SseReader {
@@ -192,6 +195,8 @@ impl SseReader {
                     // nothing (their id is recorded above).
                     if ev.is_message() && !ev.is_priming() {
                         out.payloads.push(ev.data);
+                    } else if ev.event.as_deref() == Some(crate::sse::EVENTS_LOST) {
+                        out.events_lost = true;
                     }
                 }
                 Ok(None) => break,

@@ -255,7 +255,7 @@ pub fn router(data: &[u8]) {
     let mut b = Bytes { data };
     let start = Instant::now();
     let mut now = start;
-    let mut router = Router::new(config(&mut b), now);
+    let mut router = Router::new(config(&mut b).with_insecure_test_session_ids(), now);
     let mut seen = Seen::default();
     let mut steps = 0;
     while !b.is_empty() && steps < 256 {

@@ -12,7 +12,7 @@
 //! | `WithProtectedResourceMetadata` | [`ServerConfig::protected_resource`] | off |
 //! | `WithDisableStreaming` (GET) | [`ServerConfig::enable_get_stream`] | GET enabled |
 //! | auth middleware | [`ServerConfig::authenticator`] | none |
-//! | session id manager | [`ServerConfig::session_ids`] | [`DeterministicSessionIds`] (tests only!) |
+//! | session id manager | [`ServerConfig::session_ids`] | none: the adapters install a CSPRNG-backed one; a core without one refuses `initialize` (500) |
 //! | event store | [`ServerConfig::event_store`] | [`InMemoryEventStore`] |
 
 use std::fmt;
@@ -95,12 +95,35 @@ pub struct ServerConfig {
     /// How long a resumable stream whose connection dropped keeps its handlers running while
     /// waiting for the client to resume; then they are cancelled.
     pub resume_grace: Duration,
-    /// Capacity of a session's queue of messages for a GET stream that is not open.
+    /// Capacity of a session's queue of messages for a GET stream that was never opened.
+    /// Once the session has a GET stream, messages for it while its connection is away are
+    /// written to the [`EventStore`] under that stream's event ids instead (a resume
+    /// replays them; a plain GET gets the ones never written to any connection).
     pub listen_queue_capacity: usize,
     /// What a full queue does.
     pub overflow_policy: OverflowPolicy,
     /// Deadline of a server→client request when the caller gives none.
     pub server_request_timeout: Duration,
+    /// Bytes of a streaming response the router hands to the adapter ahead of what the
+    /// client has taken ([`Router::handle_written`](super::Router::handle_written)); further
+    /// chunks wait in the router until the client reads (see `pace.rs`). Default 256 KiB.
+    pub send_window: usize,
+    /// A streaming connection with data waiting whose client took no byte for this long is
+    /// cut as a slow reader (aborted, then treated as a disconnect: a resumable stream
+    /// detaches and keeps its events for a resume). Default 30 s.
+    pub slow_reader_timeout: Duration,
+    /// Live (not replayed) bytes that may wait behind a full [`send_window`](Self::send_window)
+    /// on one connection; beyond it the connection is cut as a slow reader at once.
+    /// Default 8 MiB.
+    pub max_backlog_bytes: usize,
+    /// GET takeovers allowed per session within [`listen_takeover_window`](Self::listen_takeover_window):
+    /// a GET for a session whose listen stream already has a connection replaces that
+    /// connection (which may have died silently behind a proxy) while this budget lasts, and
+    /// is refused with 409 after, so two live GETs of one client cannot evict each other
+    /// forever. Default 3.
+    pub listen_takeovers: u32,
+    /// The window of [`listen_takeovers`](Self::listen_takeovers). Default 60 s.
+    pub listen_takeover_window: Duration,
     /// The protocol revisions accepted in `MCP-Protocol-Version` and negotiated by
     /// `initialize`. Default: every revision ([`ProtocolVersion::ALL`]), so one router serves
     /// both eras at once: requests whose `MCP-Protocol-Version` is 2026-07-28 are served
@@ -128,9 +151,11 @@ pub struct ServerConfig {
     pub protected_resource: Option<ProtectedResourceMetadata>,
     /// Validates each request's credentials; sessions are bound to the principal it returns.
     pub authenticator: Option<Box<dyn Authenticator + Send>>,
-    /// Where session ids come from. The default is **deterministic and insecure**: adapters
-    /// MUST install a CSPRNG-backed generator (S-SESS-2, S-SESS-12).
-    pub session_ids: Box<dyn SessionIdGenerator + Send>,
+    /// Where session ids come from. `None` (the default): every adapter's constructor
+    /// installs a CSPRNG-backed generator, and a router used without an adapter refuses
+    /// `initialize` with 500 rather than hand out guessable ids. A deterministic generator
+    /// only by [`with_insecure_test_session_ids`](Self::with_insecure_test_session_ids).
+    pub session_ids: Option<Box<dyn SessionIdGenerator + Send>>,
     /// Where SSE events are kept for replay.
     pub event_store: Box<dyn EventStore + Send>,
 }
@@ -155,6 +180,11 @@ impl Default for ServerConfig {
             listen_queue_capacity: 64,
             overflow_policy: OverflowPolicy::DropOldestNotification,
             server_request_timeout: Duration::from_secs(60),
+            send_window: 256 * 1024,
+            slow_reader_timeout: Duration::from_secs(30),
+            max_backlog_bytes: 8 * 1024 * 1024,
+            listen_takeovers: 3,
+            listen_takeover_window: Duration::from_secs(60),
             supported_versions: ProtocolVersion::ALL.to_vec(),
             param_headers: None,
             max_modern_in_flight: 10_000,
@@ -162,7 +192,7 @@ impl Default for ServerConfig {
             cors: None,
             protected_resource: None,
             authenticator: None,
-            session_ids: Box::new(DeterministicSessionIds::default()),
+            session_ids: None,
             event_store: Box::new(InMemoryEventStore::default()),
         }
     }
@@ -281,9 +311,59 @@ impl ServerConfig {
         self
     }
 
-    /// The session id generator. Adapters install a CSPRNG-backed one.
+    /// The session id generator (a CSPRNG-backed one, or a shared one for many instances).
     pub fn with_session_ids(mut self, ids: impl SessionIdGenerator + Send + 'static) -> Self {
-        self.session_ids = Box::new(ids);
+        self.session_ids = Some(Box::new(ids));
+        self
+    }
+
+    /// Installs `ids` unless a generator is already configured (what adapters call, so a
+    /// user's own generator wins).
+    pub fn or_session_ids(self, ids: impl SessionIdGenerator + Send + 'static) -> Self {
+        if self.session_ids.is_some() {
+            self
+        } else {
+            self.with_session_ids(ids)
+        }
+    }
+
+    /// **Insecure, for tests only**: predictable session ids (`insecure-test-session-1`, …)
+    /// from [`DeterministicSessionIds`]. Anyone who can guess an id can use the session.
+    pub fn with_insecure_test_session_ids(self) -> Self {
+        self.with_session_ids(DeterministicSessionIds::default())
+    }
+
+    /// [`with_insecure_test_session_ids`](Self::with_insecure_test_session_ids) unless a
+    /// generator is already configured: **for test harnesses only**.
+    pub fn with_insecure_test_session_ids_unless_set(self) -> Self {
+        self.or_session_ids(DeterministicSessionIds::default())
+    }
+
+    /// How many bytes an adapter may take from a streaming body before it reports them with
+    /// [`Router::handle_written`](super::Router::handle_written): a quarter of
+    /// [`send_window`](Self::send_window).
+    pub fn write_report_threshold(&self) -> usize {
+        (self.send_window / 4).max(1)
+    }
+
+    /// The pacing window (see [`ServerConfig::send_window`]; at least 1 byte).
+    pub fn with_send_window(mut self, bytes: usize) -> Self {
+        self.send_window = bytes.max(1);
+        self
+    }
+
+    /// The slow-reader rule (see [`ServerConfig::slow_reader_timeout`] and
+    /// [`ServerConfig::max_backlog_bytes`]).
+    pub fn with_slow_reader(mut self, timeout: Duration, max_backlog_bytes: usize) -> Self {
+        self.slow_reader_timeout = timeout;
+        self.max_backlog_bytes = max_backlog_bytes;
+        self
+    }
+
+    /// The GET takeover budget (see [`ServerConfig::listen_takeovers`]).
+    pub fn with_listen_takeovers(mut self, takeovers: u32, window: Duration) -> Self {
+        self.listen_takeovers = takeovers;
+        self.listen_takeover_window = window;
         self
     }
 

@@ -68,19 +68,17 @@ impl Router {
                     .get(&lsid)
                     .filter(|ls| matches!(ls.kind, StreamKind::Listen))
                     .map(|_| (*conn, lsid)),
-                ExchangeState::ReadingBody(_) => None,
+                ExchangeState::ReadingBody(_) | ExchangeState::Draining => None,
             })
             .collect();
         for (conn, lsid) in listening {
             if let Some(ls) = self.streams.get_mut(&lsid)
                 && ls.connection == Some(conn)
             {
-                ls.connection = None;
+                ls.detach();
                 ls.phase = Phase::Detached;
             }
-            self.out
-                .push_back(super::ServerOutput::ResponseEnd { stream: conn });
-            self.remove_exchange(conn);
+            self.end_exchange(conn);
         }
     }
 
@@ -127,7 +125,7 @@ impl Router {
                     .get(&lsid)
                     .filter(|ls| ls.phase == Phase::Pending && ls.connection == Some(*conn))
                     .map(|_| (*conn, lsid)),
-                ExchangeState::ReadingBody(_) => None,
+                ExchangeState::ReadingBody(_) | ExchangeState::Draining => None,
             })
             .collect();
         for (conn, lsid) in pending {

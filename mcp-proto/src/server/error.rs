@@ -101,6 +101,17 @@ pub enum ProtocolError {
     /// request is taken; retry later or elsewhere.
     #[error("the server is shutting down")]
     ShuttingDown,
+    /// The router has no session id generator (a server bug: every adapter installs one;
+    /// a router driven directly needs [`ServerConfig::with_session_ids`](super::ServerConfig::with_session_ids)).
+    #[error("the server cannot create sessions: no session id generator is configured")]
+    NoSessionIdGenerator,
+    /// A GET for a session whose GET stream already has a live connection, after the
+    /// session's takeover budget ([`ServerConfig::listen_takeovers`](super::ServerConfig))
+    /// was spent (409): keep using the open stream.
+    #[error(
+        "another GET stream is open for this session; keep using it (or close it before opening a new one)"
+    )]
+    ListenConflict,
 }
 
 impl ProtocolError {
@@ -127,7 +138,8 @@ impl ProtocolError {
             HostNotAllowed | OriginNotAllowed | InsufficientScope => StatusCode::FORBIDDEN,
             Unauthorized => StatusCode::UNAUTHORIZED,
             TooManySessions | TooManyRequests | ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
-            BadSessionIdGenerated => StatusCode::INTERNAL_SERVER_ERROR,
+            BadSessionIdGenerated | NoSessionIdGenerator => StatusCode::INTERNAL_SERVER_ERROR,
+            ListenConflict => StatusCode::CONFLICT,
         }
     }
 
@@ -146,7 +158,7 @@ impl ProtocolError {
             ProtocolError::UnsupportedProtocolVersion(_) => c::UNSUPPORTED_PROTOCOL_VERSION,
             ProtocolError::MissingRequestMeta(_) => c::INVALID_PARAMS,
             ProtocolError::MethodNotFound(_) => c::METHOD_NOT_FOUND,
-            ProtocolError::BadSessionIdGenerated => -32603,
+            ProtocolError::BadSessionIdGenerated | ProtocolError::NoSessionIdGenerator => -32603,
             _ => -32000,
         }
     }

@@ -159,12 +159,17 @@ impl Router {
     /// failed). See [`Router`] for what that cancels.
     pub fn handle_disconnect(&mut self, now: Instant, stream: StreamId) {
         self.advance(now);
+        self.disconnected(stream);
+    }
+
+    /// The connection of `stream` is gone (the client left, or the slow-reader rule cut it).
+    pub(crate) fn disconnected(&mut self, stream: StreamId) {
         let Some(ex) = self.exchanges.get(&stream) else {
             return;
         };
         let attached = match ex.state {
             ExchangeState::Attached(l) => Some(l),
-            ExchangeState::ReadingBody(_) => None,
+            ExchangeState::ReadingBody(_) | ExchangeState::Draining => None,
         };
         self.remove_exchange(stream);
         let Some(lsid) = attached else { return };
@@ -174,7 +179,7 @@ impl Router {
         if ls.connection != Some(stream) {
             return;
         }
-        ls.connection = None;
+        ls.detach();
         let resumable = ls.resumable && ls.id_sent;
         let listen = matches!(ls.kind, StreamKind::Listen);
         match ls
@@ -498,11 +503,7 @@ impl Router {
         };
         self.exchanges.insert(
             stream,
-            Exchange {
-                state: ExchangeState::ReadingBody(Box::new(ctx)),
-                heartbeat: None,
-                session,
-            },
+            Exchange::new(ExchangeState::ReadingBody(Box::new(ctx)), session),
         );
         Ok(())
     }
@@ -539,9 +540,17 @@ impl Router {
                 if !owned {
                     return Err(ProtocolError::UnknownLastEventId);
                 }
+                if self.sessions.get(&session).and_then(|s| s.listen) == Some(lsid) {
+                    self.charge_takeover(session, lsid)?;
+                }
                 self.resume(stream, session, lsid, seq, origin);
             }
-            None => self.open_listen(stream, session, origin),
+            None => {
+                if let Some(lsid) = self.sessions.get(&session).and_then(|s| s.listen) {
+                    self.charge_takeover(session, lsid)?;
+                }
+                self.open_listen(stream, session, origin);
+            }
         }
         Ok(())
     }
@@ -781,6 +790,7 @@ impl Router {
                 resumable,
                 version,
                 last_seq: 0,
+                detached_seq: 0,
                 id_sent: false,
                 accept_sse: ctx.accept_sse,
                 origin: ctx.origin.clone(),
@@ -793,11 +803,7 @@ impl Router {
         );
         self.exchanges.insert(
             stream,
-            Exchange {
-                state: ExchangeState::Attached(lsid),
-                heartbeat: None,
-                session,
-            },
+            Exchange::new(ExchangeState::Attached(lsid), session),
         );
         let sse_now = match self.config.response_mode {
             super::ResponseMode::Sse => true,
@@ -843,9 +849,14 @@ impl Router {
         if self.sessions.len() >= self.config.max_sessions {
             return Err(ProtocolError::TooManySessions);
         }
+        let ids = self
+            .config
+            .session_ids
+            .as_mut()
+            .ok_or(ProtocolError::NoSessionIdGenerator)?;
         let mut id = None;
         for _ in 0..3 {
-            let candidate = self.config.session_ids.generate();
+            let candidate = ids.generate();
             if is_valid_session_id(&candidate) && !self.by_id.contains_key(candidate.as_str()) {
                 id = Some(candidate.into_boxed_str());
                 break;

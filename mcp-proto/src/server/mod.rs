@@ -14,7 +14,11 @@
 //! use std::time::Instant;
 //! use mcp_proto::server::{RequestHead, Router, ServerConfig, ServerOutput};
 //! # fn next_http_request() -> (http::request::Parts, Vec<u8>) { unimplemented!() }
-//! let mut router = Router::new(ServerConfig::default(), Instant::now());
+//! # struct MyCsprngIds;
+//! # impl mcp_proto::server::SessionIdGenerator for MyCsprngIds { fn generate(&mut self) -> String { unimplemented!() } }
+//! // Session ids must come from a CSPRNG: the core reads no random source itself.
+//! let config = ServerConfig::default().with_session_ids(MyCsprngIds);
+//! let mut router = Router::new(config, Instant::now());
 //! let (parts, body) = next_http_request();
 //! let stream = router.handle_request(Instant::now(), RequestHead::from_parts(&parts));
 //! router.handle_body(Instant::now(), stream, &body);
@@ -79,6 +83,7 @@ mod error;
 mod inbound;
 mod modern;
 mod outbound;
+mod pace;
 mod security;
 mod session;
 mod store;
@@ -230,6 +235,14 @@ pub enum ServerOutput {
         /// The exchange.
         stream: StreamId,
     },
+    /// Cut the connection: the client stopped reading (the slow-reader rule,
+    /// [`ServerConfig::slow_reader_timeout`]). Abort it so that the client cannot mistake the
+    /// cut for a complete response (with chunked encoding: no terminating chunk); nothing
+    /// more comes for this exchange.
+    ResponseAbort {
+        /// The exchange.
+        stream: StreamId,
+    },
     /// The request was answered before its body was read: the adapter may stop reading it
     /// (and close the connection rather than drain a large body).
     StopReading {
@@ -354,6 +367,13 @@ pub enum ServerEvent {
         /// The connection.
         stream: StreamId,
     },
+    /// A client took nothing of a streaming response for
+    /// [`ServerConfig::slow_reader_timeout`] while data waited (or let too much pile up): its
+    /// connection was cut ([`ServerOutput::ResponseAbort`]) and treated as a disconnect.
+    SlowReader {
+        /// The connection.
+        stream: StreamId,
+    },
 }
 
 /// A client request in flight.
@@ -399,8 +419,20 @@ struct Outbound {
 /// - **A cancelled request's exchange** gets no JSON-RPC response (S-CANCEL-3): an SSE
 ///   stream ends, a pending JSON answer becomes an empty SSE stream (or, when the client
 ///   accepts only JSON, a -32800 error so the exchange still ends well-formed).
-/// - **GET takeover.** A second GET for a session replaces the first (ends its connection)
-///   instead of 409, because proxies drop GETs silently (peers.md item 15).
+/// - **GET takeover.** A second GET for a session replaces the first (ends its connection),
+///   because proxies drop GETs silently and the client must get a working stream at once;
+///   but only [`ServerConfig::listen_takeovers`] times per
+///   [`ServerConfig::listen_takeover_window`] (3 per minute): after that a GET for a stream
+///   that has a live connection gets 409, so two live GETs of one client cannot end each
+///   other forever.
+/// - **Pacing.** Streaming bodies go out as the client takes them
+///   ([`Router::handle_written`]); a client that takes nothing for
+///   [`ServerConfig::slow_reader_timeout`] while data waits is cut as a slow reader, never a
+///   fresh response for its size.
+/// - **The GET stream while away.** Messages for a session's GET stream while its
+///   connection is away are stored as its events and replayed on resume (as for request
+///   streams); a resume whose cursor fell out of retention gets the events still kept,
+///   preceded by an [`events-lost`](crate::sse::EVENTS_LOST) event.
 /// - **Idle.** A session is idle when no request arrived and no stream was open for the
 ///   whole TTL; a long-lived GET stream keeps its session alive.
 /// - **Resuming with an unknown `Last-Event-ID`** (bad format, another session's stream,

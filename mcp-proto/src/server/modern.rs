@@ -219,6 +219,7 @@ impl Router {
                 resumable: false,
                 version: ProtocolVersion::V2026_07_28,
                 last_seq: 0,
+                detached_seq: 0,
                 id_sent: false,
                 accept_sse: ctx.accept_sse,
                 origin: ctx.origin.clone(),
@@ -229,14 +230,8 @@ impl Router {
                 sse_only: !ctx.accept_json,
             },
         );
-        self.exchanges.insert(
-            stream,
-            Exchange {
-                state: ExchangeState::Attached(lsid),
-                heartbeat: None,
-                session: None,
-            },
-        );
+        self.exchanges
+            .insert(stream, Exchange::new(ExchangeState::Attached(lsid), None));
         self.out.push_back(ServerOutput::Request {
             handle,
             session: None,

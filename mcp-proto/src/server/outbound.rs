@@ -8,13 +8,15 @@ use http::StatusCode;
 use http::header::{self, HeaderMap, HeaderValue};
 use serde_json::value::RawValue;
 
+use super::error::ProtocolError;
 use super::error::{CancelReason, CloseReason, SendError, ServerRequestError};
 use super::inbound::{error_body, join_array, read_protocol_version};
+use super::pace::Push;
 use super::session::{Queued, SessionEvent};
 use super::store::Replay;
 use super::stream::{
     Exchange, ExchangeState, LogicalStream, Phase, StreamEvent, StreamKind, event_frame, event_id,
-    heartbeat_frame, priming_frame, retry_frame,
+    events_lost_frame, heartbeat_frame, priming_frame, retry_frame,
 };
 use super::timer::Timer;
 use super::{
@@ -218,7 +220,7 @@ impl Router {
         let Some(ls) = self.streams.get_mut(&lsid) else {
             return Err(SendError::UnknownHandle);
         };
-        let Some(conn) = ls.connection.take() else {
+        let Some(conn) = ls.detach() else {
             return Ok(()); // Already away.
         };
         ls.phase = Phase::Detached;
@@ -226,13 +228,8 @@ impl Router {
             let at = self.now + self.config.resume_grace;
             self.timers.set(&mut ls.grace, Timer::ResumeGrace(lsid), at);
         }
-        self.out.push_back(ServerOutput::ResponseBody {
-            stream: conn,
-            chunk: retry_frame(self.config.retry_interval),
-        });
-        self.out
-            .push_back(ServerOutput::ResponseEnd { stream: conn });
-        self.remove_exchange(conn);
+        self.send_chunk(conn, retry_frame(self.config.retry_interval), true);
+        self.end_exchange(conn);
         self.out
             .push_back(ServerOutput::Event(ServerEvent::ClosedForPolling {
                 stream: conn,
@@ -347,10 +344,24 @@ impl Router {
                     self.session_step(h, SessionEvent::IdleTimer { busy: false });
                 }
                 Timer::Heartbeat(stream) => {
-                    if let Some(ex) = self.exchanges.get_mut(&stream) {
+                    // A connection with data waiting needs no keep-alive (and a draining one
+                    // only finishes its backlog).
+                    let live = self.exchanges.get_mut(&stream).is_some_and(|ex| {
                         ex.heartbeat = None;
+                        !ex.pace.is_blocked() && matches!(ex.state, ExchangeState::Attached(_))
+                    });
+                    if live {
+                        self.write_raw(stream, heartbeat_frame());
                     }
-                    self.write_raw(stream, heartbeat_frame());
+                }
+                Timer::Stall(stream) => {
+                    let stalled = self.exchanges.get_mut(&stream).is_some_and(|ex| {
+                        ex.pace.stall = None;
+                        ex.pace.is_blocked()
+                    });
+                    if stalled {
+                        self.cut_slow_reader(stream);
+                    }
                 }
                 Timer::RequestDeadline(id) => {
                     if let Some(o) = self.outbound.get_mut(&id) {
@@ -457,13 +468,19 @@ impl Router {
             .get_mut(&session)
             .ok_or(SendError::UnknownSession)?;
         if let Some(lsid) = s.listen
-            && self
-                .streams
-                .get(&lsid)
-                .is_some_and(|l| l.connection.is_some())
+            && let Some(ls) = self.streams.get(&lsid)
         {
-            self.write_event(lsid, payload);
-            return Ok(Delivery::ListenStream);
+            // The GET stream is as durable as a request stream: while its connection is
+            // away, messages are stored under its event ids for the resume.
+            let delivery = match (ls.connection.is_some(), ls.resumable) {
+                (true, _) => Some(Delivery::ListenStream),
+                (false, true) => Some(Delivery::StoredForResume),
+                (false, false) => None,
+            };
+            if let Some(delivery) = delivery {
+                self.write_event(lsid, payload);
+                return Ok(delivery);
+            }
         }
         if s.queue.len() >= self.config.listen_queue_capacity {
             match self.config.overflow_policy {
@@ -567,10 +584,7 @@ impl Router {
         let Some(conn) = ls.connection else { return };
         ls.id_sent = true;
         let frame = priming_frame(&event_id(lsid, ls.last_seq), retry);
-        self.out.push_back(ServerOutput::ResponseBody {
-            stream: conn,
-            chunk: frame,
-        });
+        self.send_chunk(conn, frame, true);
     }
 
     /// Writes one message as an SSE event (stored when resumable).
@@ -604,16 +618,101 @@ impl Router {
         }
     }
 
-    /// A chunk on a live SSE connection; re-arms its heartbeat.
+    /// A live chunk on an SSE connection (paced: see `pace.rs`).
     fn write_raw(&mut self, conn: StreamId, chunk: Bytes) {
-        if !self.exchanges.contains_key(&conn) {
+        self.send_chunk(conn, chunk, true);
+    }
+
+    /// A chunk for `conn`, emitted while its send window has room and backlogged otherwise;
+    /// `live` is false for replayed events (they do not count against the backlog budget).
+    /// Every emitted chunk re-arms the connection's heartbeat.
+    pub(crate) fn send_chunk(&mut self, conn: StreamId, chunk: Bytes, live: bool) {
+        let (window, budget) = (self.config.send_window, self.config.max_backlog_bytes);
+        let Some(ex) = self.exchanges.get_mut(&conn) else {
+            return;
+        };
+        match ex.pace.push(chunk, live, window, budget) {
+            Push::Emit(chunk) => {
+                self.out.push_back(ServerOutput::ResponseBody {
+                    stream: conn,
+                    chunk,
+                });
+                self.arm_heartbeat(conn);
+            }
+            Push::Held { newly_blocked } => {
+                if newly_blocked {
+                    let at = self.now + self.config.slow_reader_timeout;
+                    self.timers.set(&mut ex.pace.stall, Timer::Stall(conn), at);
+                }
+            }
+            Push::OverBudget => self.cut_slow_reader(conn),
+        }
+    }
+
+    /// Input: the client took `bytes` more of `stream`'s body (the adapter handed them to the
+    /// connection). Lets the waiting chunks out up to [`ServerConfig::send_window`]. Report
+    /// at least every [`ServerConfig::write_report_threshold`] bytes taken, and whenever the
+    /// body has taken everything it was given and waits for more; more often is harmless.
+    /// Unknown or finished streams are ignored.
+    ///
+    /// [`ServerConfig::send_window`]: super::ServerConfig::send_window
+    /// [`ServerConfig::write_report_threshold`]: super::ServerConfig::write_report_threshold
+    pub fn handle_written(&mut self, now: Instant, stream: StreamId, bytes: usize) {
+        self.advance(now);
+        let window = self.config.send_window;
+        let Some(ex) = self.exchanges.get_mut(&stream) else {
+            return;
+        };
+        let ready = ex.pace.taken(bytes, window);
+        let blocked = ex.pace.is_blocked();
+        let draining = matches!(ex.state, ExchangeState::Draining);
+        if !blocked {
+            self.timers.clear(&mut ex.pace.stall, Timer::Stall(stream));
+        } else if bytes > 0 {
+            // Progress: the client gets a full timeout again.
+            let at = self.now + self.config.slow_reader_timeout;
+            self.timers
+                .set(&mut ex.pace.stall, Timer::Stall(stream), at);
+        }
+        let moved = !ready.is_empty();
+        for chunk in ready {
+            self.out
+                .push_back(ServerOutput::ResponseBody { stream, chunk });
+        }
+        if draining && !blocked {
+            self.out.push_back(ServerOutput::ResponseEnd { stream });
+            self.remove_exchange(stream);
+        } else if moved {
+            self.arm_heartbeat(stream);
+        }
+    }
+
+    /// Ends `conn`'s response after whatever it still has to write: at once when nothing
+    /// waits, else the exchange drains (leaves its stream; its end follows its backlog).
+    pub(crate) fn end_exchange(&mut self, conn: StreamId) {
+        let Some(ex) = self.exchanges.get_mut(&conn) else {
+            return;
+        };
+        if ex.pace.is_blocked() {
+            ex.state = ExchangeState::Draining;
+            self.timers.clear(&mut ex.heartbeat, Timer::Heartbeat(conn));
             return;
         }
-        self.out.push_back(ServerOutput::ResponseBody {
-            stream: conn,
-            chunk,
-        });
-        self.arm_heartbeat(conn);
+        self.out
+            .push_back(ServerOutput::ResponseEnd { stream: conn });
+        self.remove_exchange(conn);
+    }
+
+    /// The slow-reader rule fired (see `pace.rs`): abort the connection, then treat it as
+    /// the client's disconnect.
+    fn cut_slow_reader(&mut self, conn: StreamId) {
+        self.out
+            .push_back(ServerOutput::ResponseAbort { stream: conn });
+        self.out
+            .push_back(ServerOutput::Event(ServerEvent::SlowReader {
+                stream: conn,
+            }));
+        self.disconnected(conn);
     }
 
     fn arm_heartbeat(&mut self, conn: StreamId) {
@@ -698,9 +797,7 @@ impl Router {
         self.timers.clear(&mut ls.grace, Timer::ResumeGrace(lsid));
         let keep = ls.resumable && ls.last_seq > 0;
         if let Some(conn) = ls.connection.take() {
-            self.out
-                .push_back(ServerOutput::ResponseEnd { stream: conn });
-            self.remove_exchange(conn);
+            self.end_exchange(conn);
         }
         if keep {
             let Some(ls) = self.streams.get_mut(&lsid) else {
@@ -714,7 +811,9 @@ impl Router {
         }
     }
 
-    /// Opens (or takes over) the session's GET stream and flushes its queue.
+    /// Opens (or takes over) the session's GET stream: the priming event, then what was
+    /// stored since its last connection went away (the client cannot have seen it), then the
+    /// session's queue (messages from before any GET).
     pub(crate) fn open_listen(
         &mut self,
         conn: StreamId,
@@ -725,30 +824,19 @@ impl Router {
             return;
         };
         let version = s.version;
-        let lsid = match s.listen {
-            Some(l) if self.streams.contains_key(&l) => l,
-            _ => {
+        let existing = s.listen.filter(|l| self.streams.contains_key(l));
+        let lsid = match existing {
+            Some(l) => l,
+            None => {
                 let l = self.next();
-                self.streams.insert(
-                    l,
-                    LogicalStream {
-                        session: Some(session),
-                        kind: StreamKind::Listen,
-                        phase: Phase::Detached,
-                        connection: None,
-                        resumable: self.config.resumability,
-                        version,
-                        last_seq: 0,
-                        id_sent: false,
-                        accept_sse: true,
-                        origin: None,
-                        retention: None,
-                        grace: None,
-                        modern: false,
-                        sse_only: false,
-                        error_status: None,
-                    },
+                let ls = LogicalStream::new(
+                    Some(session),
+                    StreamKind::Listen,
+                    Phase::Detached,
+                    self.config.resumability,
+                    version,
                 );
+                self.streams.insert(l, ls);
                 if let Some(s) = self.sessions.get_mut(&session) {
                     s.listen = Some(l);
                     s.streams.push(l);
@@ -756,8 +844,16 @@ impl Router {
                 l
             }
         };
+        let unseen = self
+            .streams
+            .get(&lsid)
+            .filter(|ls| ls.resumable && ls.connection.is_none() && ls.last_seq > ls.detached_seq)
+            .map(|ls| ls.detached_seq);
         self.attach(conn, session, lsid, origin);
         self.prime(lsid);
+        if let Some(after) = unseen {
+            self.replay(conn, session, lsid, after);
+        }
         self.flush_queue(session);
     }
 
@@ -770,36 +866,77 @@ impl Router {
         seq: u64,
         origin: Option<Box<str>>,
     ) {
+        self.attach(conn, session, lsid, origin);
+        self.replay(conn, session, lsid, seq);
+        let Some(ls) = self.streams.get_mut(&lsid) else {
+            return;
+        };
+        if ls.phase == Phase::Finished {
+            ls.connection = None;
+            self.end_exchange(conn);
+        } else if matches!(ls.kind, StreamKind::Listen) {
+            self.flush_queue(session);
+        }
+    }
+
+    /// Writes the stored events of `lsid` after `seq` on `conn`, paced by the client's
+    /// reading. When some were evicted, an `events-lost` event (no id, so the client's
+    /// `Last-Event-ID` stays where it is) comes first, naming the id the client gave, so it
+    /// can tell that messages are missing (ordinary clients ignore the event type).
+    fn replay(&mut self, conn: StreamId, session: SessionHandle, lsid: u64, seq: u64) {
         let Some(sid) = self.sessions.get(&session).map(|s| s.id.clone()) else {
             return;
         };
-        let replay = self.config.event_store.replay_after(&sid, lsid, seq);
-        let (events, gap) = match replay {
+        let (events, gap) = match self.config.event_store.replay_after(&sid, lsid, seq) {
             Replay::Complete(e) => (e, false),
             Replay::Gap(e) => (e, true),
             Replay::Unknown => (Vec::new(), false),
         };
-        self.attach(conn, session, lsid, origin);
         self.out
             .push_back(ServerOutput::Event(ServerEvent::Resumed {
                 stream: conn,
                 replayed: events.len(),
                 gap,
             }));
+        if gap {
+            self.send_chunk(conn, events_lost_frame(&event_id(lsid, seq)), false);
+        }
         for e in events {
-            self.write_raw(conn, e.frame);
+            self.send_chunk(conn, e.frame, false);
         }
-        let Some(ls) = self.streams.get_mut(&lsid) else {
-            return;
+    }
+
+    /// A GET for `lsid`, the session's listen stream, while it has a connection: allowed
+    /// (the old connection will be ended) while the session's takeover budget lasts.
+    pub(crate) fn charge_takeover(
+        &mut self,
+        session: SessionHandle,
+        lsid: u64,
+    ) -> Result<(), ProtocolError> {
+        if self
+            .streams
+            .get(&lsid)
+            .is_none_or(|l| l.connection.is_none())
+        {
+            return Ok(());
+        }
+        let (budget, window, now) = (
+            self.config.listen_takeovers,
+            self.config.listen_takeover_window,
+            self.now,
+        );
+        let Some(s) = self.sessions.get_mut(&session) else {
+            return Ok(());
         };
-        if ls.phase == Phase::Finished {
-            ls.connection = None;
-            self.out
-                .push_back(ServerOutput::ResponseEnd { stream: conn });
-            self.remove_exchange(conn);
-        } else if matches!(ls.kind, StreamKind::Listen) {
-            self.flush_queue(session);
+        if s.takeover_window.is_none_or(|start| now >= start + window) {
+            s.takeover_window = Some(now);
+            s.takeovers = 0;
         }
+        if s.takeovers >= budget {
+            return Err(ProtocolError::ListenConflict);
+        }
+        s.takeovers += 1;
+        Ok(())
     }
 
     /// Binds `conn` to the logical stream, ending a previous connection (takeover).
@@ -821,11 +958,7 @@ impl Router {
         self.timers.clear(&mut ls.grace, Timer::ResumeGrace(lsid));
         self.exchanges.insert(
             conn,
-            Exchange {
-                state: ExchangeState::Attached(lsid),
-                heartbeat: None,
-                session: Some(session),
-            },
+            Exchange::new(ExchangeState::Attached(lsid), Some(session)),
         );
         if let Some(s) = self.sessions.get_mut(&session) {
             s.open_connections += 1;
@@ -868,6 +1001,7 @@ impl Router {
     pub(crate) fn remove_exchange(&mut self, conn: StreamId) {
         if let Some(mut ex) = self.exchanges.remove(&conn) {
             self.timers.clear(&mut ex.heartbeat, Timer::Heartbeat(conn));
+            self.timers.clear(&mut ex.pace.stall, Timer::Stall(conn));
             if let Some(h) = ex.session {
                 if let Some(s) = self.sessions.get_mut(&h) {
                     s.open_connections = s.open_connections.saturating_sub(1);
@@ -887,12 +1021,8 @@ impl Router {
         if ls.modern {
             self.modern_streams = self.modern_streams.saturating_sub(1);
         }
-        if let Some(conn) = ls.connection.take()
-            && self.exchanges.contains_key(&conn)
-        {
-            self.out
-                .push_back(ServerOutput::ResponseEnd { stream: conn });
-            self.remove_exchange(conn);
+        if let Some(conn) = ls.connection.take() {
+            self.end_exchange(conn);
         }
         if let Some(s) = ls.session.and_then(|s| self.sessions.get_mut(&s)) {
             s.streams.retain(|x| *x != lsid);
@@ -1029,6 +1159,7 @@ impl Router {
                     && let Some(mut ex) = self.exchanges.remove(&conn)
                 {
                     self.timers.clear(&mut ex.heartbeat, Timer::Heartbeat(conn));
+                    self.timers.clear(&mut ex.pace.stall, Timer::Stall(conn));
                     self.end_connection(conn, &ls);
                 }
             }

@@ -33,7 +33,8 @@
 //!  Open      last response                           Finished  connection ended; kept if ids sent
 //!  Open      disconnect / poll-close, resumable      Detached  grace timer (poll-close: retry sent)
 //!  Open      disconnect, not resumable               Done      handlers cancelled
-//!  Open      new GET takes over (listen)             Open      old connection ended
+//!  Open      new GET, takeover budget left           Open      old connection ended
+//!  Open      new GET, budget spent                   Open      the new GET gets 409
 //!  Detached  message or response                     Detached  event stored
 //!  Detached  last response                           Finished  retention timer
 //!  Detached  GET (+ Last-Event-ID)                   Open      replay, then live
@@ -42,14 +43,26 @@
 //!  Finished  retention timer                         Done      store entries removed
 //! ```
 //!
-//! A listen stream is Open or Detached only; a Detached listen stream queues messages in
-//! the session instead of storing them (they were never sent), bounded by the overflow
-//! policy.
+//! A listen stream is Open or Detached only. While Detached, its messages are written to the
+//! event store under its own ids like those of a detached request stream, so a GET with
+//! `Last-Event-ID` replays them; a plain GET replays the ones stored since the last
+//! connection went away (what the client cannot have seen). Only a session that never
+//! opened a GET stream queues messages in the session, bounded by the overflow policy.
+//!
+//! A GET for a listen stream that has a connection *takes over* (ends the old connection,
+//! which may have died silently behind a proxy) while the session's takeover budget lasts
+//! (`ServerConfig::listen_takeovers` per `listen_takeover_window`); after that it is refused
+//! with 409 and the live connection stays, so two GETs of one client cannot evict each other
+//! forever (the "Open, new GET" rows below).
+//!
+//! Each connection is paced by the client's reading (`pace.rs`): an exchange whose backlog
+//! is not empty when its stream lets go of it *drains* before its end is emitted.
 
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
+use super::pace::Pace;
 use super::{RequestHandle, SessionHandle, StreamId};
 use crate::ProtocolVersion;
 use crate::sse::{SseFrame, encode_comment, encode_priming};
@@ -149,6 +162,9 @@ pub(crate) struct LogicalStream {
     pub(crate) version: ProtocolVersion,
     /// Sequence number of the last event written (0 = only the priming event, if any).
     pub(crate) last_seq: u64,
+    /// `last_seq` when the connection last went away: a plain GET on a listen stream
+    /// replays what was stored after it.
+    pub(crate) detached_seq: u64,
     /// An event id reached the wire: the client can resume.
     pub(crate) id_sent: bool,
     pub(crate) accept_sse: bool,
@@ -169,6 +185,40 @@ pub(crate) struct LogicalStream {
 }
 
 impl LogicalStream {
+    /// A stream with no connection yet, in `phase`.
+    pub(crate) fn new(
+        session: Option<SessionHandle>,
+        kind: StreamKind,
+        phase: Phase,
+        resumable: bool,
+        version: ProtocolVersion,
+    ) -> Self {
+        LogicalStream {
+            session,
+            kind,
+            phase,
+            connection: None,
+            resumable,
+            version,
+            last_seq: 0,
+            detached_seq: 0,
+            id_sent: false,
+            accept_sse: true,
+            origin: None,
+            retention: None,
+            grace: None,
+            modern: false,
+            error_status: None,
+            sse_only: false,
+        }
+    }
+
+    /// Lets go of the connection (if any), remembering how far the stream had written.
+    pub(crate) fn detach(&mut self) -> Option<StreamId> {
+        self.detached_seq = self.last_seq;
+        self.connection.take()
+    }
+
     /// Whether this is a request stream with nothing left to answer.
     pub(crate) fn all_answered(&self) -> bool {
         match &self.kind {
@@ -184,6 +234,20 @@ pub(crate) struct Exchange {
     pub(crate) state: ExchangeState,
     pub(crate) heartbeat: Option<Instant>,
     pub(crate) session: Option<SessionHandle>,
+    /// How much of the body the client has taken (see `pace.rs`).
+    pub(crate) pace: Pace,
+}
+
+impl Exchange {
+    /// A new exchange in `state`.
+    pub(crate) fn new(state: ExchangeState, session: Option<SessionHandle>) -> Self {
+        Exchange {
+            state,
+            heartbeat: None,
+            session,
+            pace: Pace::default(),
+        }
+    }
 }
 
 /// Where an exchange is.
@@ -193,6 +257,8 @@ pub(crate) enum ExchangeState {
     ReadingBody(Box<PostContext>),
     /// Bound to a logical stream.
     Attached(u64),
+    /// Let go of by its stream with a backlog still to write: its end follows the backlog.
+    Draining,
 }
 
 /// What the head of a POST established, kept while its body arrives.
@@ -253,6 +319,16 @@ pub(crate) fn priming_frame(id: &str, retry: Duration) -> Bytes {
 /// dispatch nothing and only record the reconnection time.
 pub(crate) fn retry_frame(retry: Duration) -> Bytes {
     SseFrame::new().retry(retry).encode().unwrap_or_default()
+}
+
+/// The `events-lost` event written before a replay that has a gap: its data is the
+/// `Last-Event-ID` the client resumed from (see [`crate::sse::EVENTS_LOST`]).
+pub(crate) fn events_lost_frame(after: &str) -> Bytes {
+    let data = format!("{{\"lastEventId\":\"{after}\"}}");
+    SseFrame::data(data.as_bytes())
+        .event(crate::sse::EVENTS_LOST)
+        .encode()
+        .unwrap_or_default()
 }
 
 /// The heartbeat comment frame (S-SSE-16).

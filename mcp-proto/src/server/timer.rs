@@ -23,6 +23,9 @@ pub(crate) enum Timer {
     Retention(u64),
     /// A detached resumable stream's handlers are cancelled unless the client resumed.
     ResumeGrace(u64),
+    /// A connection with data waiting whose client has taken nothing since it was armed is
+    /// cut as a slow reader (`pace.rs`).
+    Stall(StreamId),
 }
 
 /// The ordered set of armed timers.

@@ -177,6 +177,12 @@ pub enum PeerError {
     /// or in the 2026-07-28 revision, say).
     #[error("the transport cannot carry this message: {0}")]
     Unsupported(String),
+    /// The exchange broke before the answer arrived and could not be resumed (the
+    /// connection was cut before any event id reached the client, or every resume brought
+    /// nothing). The server may or may not have acted on the request: the transport never
+    /// re-sends it by itself, so sending it again is the caller's choice.
+    #[error("the exchange broke before the answer and cannot be resumed: {0}")]
+    Interrupted(String),
     /// Another transport failure.
     #[error("transport failure: {0}")]
     Failed(String),

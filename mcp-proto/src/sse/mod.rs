@@ -60,6 +60,13 @@ mod encoder;
 mod tests;
 
 pub use decoder::SseDecoder;
+
+/// The SSE event type a server writes (with no `id`) at the head of a resumed stream when
+/// events after the client's `Last-Event-ID` were evicted before it came back: its data is
+/// `{"lastEventId":"…"}`. MCP messages travel as `message` events, so clients that do not
+/// know this type ignore it; this crate's client reports it as
+/// [`ClientEvent::EventsLost`](crate::client::ClientEvent::EventsLost).
+pub const EVENTS_LOST: &str = "events-lost";
 pub use encoder::{
     SseEncodeError, SseEncoder, SseFrame, encode_comment, encode_event, encode_priming,
 };

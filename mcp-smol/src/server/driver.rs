@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -31,6 +32,8 @@ pub(crate) struct Exchange {
     pub(crate) body: Sender<Bytes>,
     /// Tells the request body pump to stop reading (closing it is the signal).
     pub(crate) stop_reading: Sender<()>,
+    /// Set on the core's `ResponseAbort`: the body then fails instead of ending.
+    pub(crate) aborted: Arc<AtomicBool>,
 }
 
 /// A message from a connection to the driver. `key` names the exchange (allocated by the
@@ -50,6 +53,8 @@ pub(crate) enum ToDriver {
     /// The client went away (a write failed, the socket reached EOF, or the handler was
     /// dropped early).
     Disconnect { key: u64 },
+    /// The response body handed this many more bytes to async-h1.
+    Written { key: u64, bytes: usize },
 }
 
 struct State {
@@ -176,6 +181,11 @@ impl State {
                     self.router.handle_disconnect(now, stream);
                 }
             }
+            ToDriver::Written { key, bytes } => {
+                if let Some(&stream) = self.by_key.get(&key) {
+                    self.router.handle_written(now, stream, bytes);
+                }
+            }
         }
     }
 
@@ -232,6 +242,12 @@ impl State {
             ServerOutput::ResponseEnd { stream } => {
                 // Dropping the senders ends the body.
                 if let Some((key, _)) = self.exchanges.remove(&stream) {
+                    self.by_key.remove(&key);
+                }
+            }
+            ServerOutput::ResponseAbort { stream } => {
+                if let Some((key, ex)) = self.exchanges.remove(&stream) {
+                    ex.aborted.store(true, Ordering::Release);
                     self.by_key.remove(&key);
                 }
             }

@@ -40,7 +40,7 @@ use smol::future::FutureExt;
 use smol::io::AsyncReadExt;
 use smol::net::{TcpListener, TcpStream};
 
-use crate::body::{ChannelBody, OnDrop};
+use crate::body::{ChannelBody, Flow, OnDrop};
 use crate::convert;
 use driver::{Exchange, ToDriver};
 
@@ -68,6 +68,8 @@ impl SessionIdGenerator for RandomSessionIds {
 struct Shared {
     tx: Sender<ToDriver>,
     keys: AtomicU64,
+    /// `ServerConfig::write_report_threshold`.
+    report_every: usize,
 }
 
 /// A running server (from [`serve`]). Dropping it detaches the server (it keeps serving on
@@ -139,7 +141,8 @@ impl Drop for Serving {
 /// Serves `server` on `listener` (HTTP/1.1 through async-h1, `TCP_NODELAY` on every
 /// connection) on smol's global executor until [`Serving::shutdown`].
 ///
-/// `config` is adjusted as every adapter must: session ids from [`RandomSessionIds`],
+/// `config` is adjusted as every adapter must: session ids from [`RandomSessionIds`] (unless
+/// it has a generator),
 /// [`ServerConfig::bound_to`] the listener's address (loopback `Host` validation for a
 /// loopback bind), and [`ServerConfig::with_heartbeats_required`]: async-h1 notices a client
 /// that left only when a write fails, so an SSE stream must be written to now and then.
@@ -151,15 +154,17 @@ pub fn serve(listener: TcpListener, server: Server, config: ServerConfig) -> io:
     let local_addr = listener.local_addr()?;
     let url = format!("http://{local_addr}{}", config.endpoint_path);
     let config = config
-        .with_session_ids(RandomSessionIds)
+        .or_session_ids(RandomSessionIds)
         .bound_to(local_addr.ip())
         .with_heartbeats_required();
+    let report_every = config.write_report_threshold();
     let (tx, rx) = smol::channel::unbounded();
     let (stop, stop_rx) = smol::channel::bounded(1);
     smol::spawn(driver::run(server, config, rx, stop_rx.clone())).detach();
     let shared = Arc::new(Shared {
         tx,
         keys: AtomicU64::new(1),
+        report_every,
     });
     let accept = smol::spawn(accept_loop(listener, shared, stop_rx));
     tracing::info!(%url, "serving MCP");
@@ -269,6 +274,7 @@ async fn exchange(
     let (head_tx, head_rx) = smol::channel::bounded(1);
     let (body_tx, body_rx) = smol::channel::unbounded();
     let (stop_tx, stop_rx) = smol::channel::bounded(1);
+    let aborted = Arc::new(AtomicBool::new(false));
     // Until the body takes it over: a handler dropped early is a disconnect.
     let tx = shared.tx.clone();
     let disconnect = OnDrop::new(move || {
@@ -283,6 +289,7 @@ async fn exchange(
                 head: Some(head_tx),
                 body: body_tx,
                 stop_reading: stop_tx,
+                aborted: aborted.clone(),
             },
         })
         .map_err(|_| no_response("the MCP driver stopped"))?;
@@ -301,9 +308,17 @@ async fn exchange(
         tracing::error!(error = %e, "response head not representable in http-types");
         no_response(e)
     })?;
+    let report_tx = shared.tx.clone();
+    let flow = Flow {
+        aborted,
+        report: Box::new(move |bytes| {
+            let _ = report_tx.try_send(ToDriver::Written { key, bytes });
+        }),
+        report_every: shared.report_every,
+    };
     let mut res = http_types::Response::new(status);
     res.set_body(http_types::Body::from_reader(
-        ChannelBody::new(body_rx, disconnect, pump),
+        ChannelBody::new(body_rx, disconnect, pump, flow),
         None,
     ));
     // `set_body` adds the body's default content type; the router's headers are the only ones.

@@ -3,20 +3,19 @@
 //! Connections send it [`ToDriver`] messages (request heads, body chunks, ends, disconnects)
 //! over one bounded channel ([`Limits::inbound`]), so the messages of an exchange keep their
 //! order; when it is full, connections wait (hyper stops reading requests: TCP backpressure).
-//! It answers on a bounded per-exchange channel ([`Exchange`], [`Limits::reply`] chunks).
+//! It answers on a per-exchange channel ([`Exchange`]) that the core bounds: the router
+//! hands out at most its send window of body bytes that the response body has not reported
+//! taken ([`ToDriver::Written`]), so a client that reads slowly holds at most that much here.
 //! Each turn: apply what the handlers queued, drain the router's outputs, then wait for the
 //! earliest of a message, a wake-up from a handler, the router's deadline, or a shutdown
 //! command, and feed what fired with `Instant::now()`.
 //!
 //! # At the bounds
 //!
-//! A reply channel that is full means the client stopped reading (its TCP window, hyper's
-//! write buffer and the channel are all full): the exchange is treated as a disconnect
-//! ([`Router::handle_disconnect`]: a resumable stream detaches and its later events stay in
-//! the event store for a `Last-Event-ID` resume; a listen stream queues in its session under
-//! the core's overflow policy), and its body ends with an error so hyper aborts the
-//! connection instead of ending the chunked body cleanly (the client must not mistake the
-//! cut for a complete stream).
+//! Whether a client reads too slowly is the core's decision (its slow-reader rule): on
+//! [`ServerOutput::ResponseAbort`] the exchange's body ends with an error, so hyper aborts
+//! the connection instead of ending the chunked body cleanly (the client must not mistake
+//! the cut for a complete stream).
 //!
 //! # Shutdown
 //!
@@ -35,7 +34,6 @@ use http::{HeaderMap, StatusCode};
 use mcp_proto::server::{RequestHead, Router, ServerConfig, ServerOutput, StreamId};
 use mcp_proto::service::Server;
 use mcp_proto::service::bind::{Routed, ServerBinding};
-use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{Notify, mpsc, watch};
 
 /// The adapter's queue bounds (plain channel capacities: no protocol meaning).
@@ -43,21 +41,14 @@ use tokio::sync::{Notify, mpsc, watch};
 #[non_exhaustive]
 pub struct Limits {
     /// Messages queued from all connections to the driver (heads, body chunks, ends,
-    /// disconnects). When full, connections wait before reading more. Default 1024.
+    /// disconnects). When full, connections wait before reading more. Default 1024. (What a
+    /// response may hold is bounded by the core: `ServerConfig::send_window`.)
     pub inbound: usize,
-    /// Response chunks queued for one exchange that hyper has not written yet (a JSON body
-    /// is one chunk, an SSE event one chunk). When full, the exchange is cut as a disconnect
-    /// and the exchange's body ends with [`ResponseAborted`](crate::ResponseAborted) so the
-    /// connection is aborted rather than ended as if complete. Default 64.
-    pub reply: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits {
-            inbound: 1024,
-            reply: 64,
-        }
+        Limits { inbound: 1024 }
     }
 }
 
@@ -65,12 +56,6 @@ impl Limits {
     /// Sets [`Limits::inbound`] (at least 1).
     pub fn with_inbound(mut self, capacity: usize) -> Self {
         self.inbound = capacity.max(1);
-        self
-    }
-
-    /// Sets [`Limits::reply`] (at least 1).
-    pub fn with_reply(mut self, capacity: usize) -> Self {
-        self.reply = capacity.max(1);
         self
     }
 }
@@ -97,9 +82,9 @@ pub(crate) enum Reply {
 #[derive(Debug)]
 pub(crate) struct Exchange {
     /// Response head and body chunks; dropping it ends the response.
-    pub(crate) reply: mpsc::Sender<Reply>,
-    /// Set when the exchange was cut (its channel overflowed): the body then ends with an
-    /// error rather than cleanly.
+    pub(crate) reply: mpsc::UnboundedSender<Reply>,
+    /// Set when the core cut the exchange ([`ServerOutput::ResponseAbort`]): the body then
+    /// ends with an error rather than cleanly.
     pub(crate) aborted: Arc<AtomicBool>,
 }
 
@@ -119,6 +104,8 @@ pub(crate) enum ToDriver {
     End { key: u64 },
     /// The client went away (the response body or the request future was dropped early).
     Disconnect { key: u64 },
+    /// The response body handed this many more bytes to hyper.
+    Written { key: u64, bytes: usize },
 }
 
 struct State {
@@ -242,6 +229,11 @@ impl State {
                     self.router.handle_disconnect(now, stream);
                 }
             }
+            ToDriver::Written { key, bytes } => {
+                if let Some(&stream) = self.by_key.get(&key) {
+                    self.router.handle_written(now, stream, bytes);
+                }
+            }
         }
     }
 
@@ -284,6 +276,12 @@ impl State {
                     self.by_key.remove(&key);
                 }
             }
+            ServerOutput::ResponseAbort { stream } => {
+                if let Some((key, ex)) = self.exchanges.remove(&stream) {
+                    ex.aborted.store(true, Ordering::Release);
+                    self.by_key.remove(&key);
+                }
+            }
             // The connection stops reading the body when the head (which comes with this)
             // arrives: see `McpService::handle`.
             ServerOutput::StopReading { stream } => {
@@ -302,19 +300,7 @@ impl State {
 
     fn send(&mut self, stream: StreamId, reply: Reply) {
         let gone = match self.exchanges.get(&stream) {
-            Some((_, ex)) => match ex.reply.try_send(reply) {
-                Ok(()) => false,
-                Err(TrySendError::Full(_)) => {
-                    // The client stopped reading: cut the exchange (see "At the bounds").
-                    ex.aborted.store(true, Ordering::Release);
-                    tracing::debug!(
-                        stream = stream.as_u64(),
-                        "reply queue full: the exchange is cut as a disconnect"
-                    );
-                    true
-                }
-                Err(TrySendError::Closed(_)) => true,
-            },
+            Some((_, ex)) => ex.reply.send(reply).is_err(),
             None => false,
         };
         if gone {

@@ -118,9 +118,9 @@ impl Serving {
 /// Serves `server` on `listener` (HTTP/1.1, `TCP_NODELAY` on every connection) until
 /// [`Serving::shutdown`].
 ///
-/// `config` is adjusted as every adapter must: session ids from [`RandomSessionIds`], and
-/// [`ServerConfig::bound_to`] the listener's address (loopback `Host` validation for a
-/// loopback bind).
+/// `config` is adjusted as every adapter must: session ids from [`RandomSessionIds`] unless
+/// it has a generator, and [`ServerConfig::bound_to`] the listener's address (loopback
+/// `Host` validation for a loopback bind).
 ///
 /// # Errors
 ///
@@ -150,9 +150,7 @@ pub fn serve_with(
 ) -> io::Result<Serving> {
     let local_addr = listener.local_addr()?;
     let url = format!("http://{local_addr}{}", config.endpoint_path);
-    let config = config
-        .with_session_ids(RandomSessionIds)
-        .bound_to(local_addr.ip());
+    let config = config.bound_to(local_addr.ip());
     let service = McpService::with_limits(server, config, limits);
     let (stop, stop_rx) = watch::channel(false);
     let accept = tokio::spawn(accept_loop(listener, service.clone(), stop_rx));

@@ -31,9 +31,9 @@ impl std::fmt::Display for DriverGone {
 
 impl std::error::Error for DriverGone {}
 
-/// Why a response body ended early: its queue overflowed because the client stopped
-/// reading ([`Limits::reply`]), so the exchange was cut; hyper then aborts the connection
-/// rather than end the body as if it were complete.
+/// Why a response body ended early: the client stopped reading it and the core cut it
+/// (`ServerConfig::slow_reader_timeout`); hyper then aborts the connection rather than end
+/// the body as if it were complete.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ResponseAborted;
 
@@ -51,6 +51,8 @@ struct Shared {
     control: watch::Sender<Control>,
     stopped: watch::Receiver<bool>,
     limits: Limits,
+    /// `ServerConfig::write_report_threshold`.
+    report_every: usize,
 }
 
 /// The MCP endpoint as a hyper [`Service`](hyper::service::Service): clone it into every
@@ -72,9 +74,11 @@ impl McpService {
     /// Spawns the driver of `server` with `config` on the current tokio runtime, with the
     /// default [`Limits`].
     ///
-    /// `config` is used as given: install a CSPRNG session id generator (as
-    /// [`serve`](crate::serve) does with [`RandomSessionIds`](crate::RandomSessionIds)) and
-    /// call [`ServerConfig::bound_to`] first.
+    /// Secure by default: session ids come from [`RandomSessionIds`](crate::RandomSessionIds)
+    /// unless `config` has a generator, and `Host` validation is the core's default (loopback
+    /// only) unless `config` says otherwise: behind a public name, configure
+    /// [`ServerConfig::with_host_validation`] (or [`ServerConfig::bound_to`] the bind
+    /// address).
     ///
     /// # Panics
     ///
@@ -89,9 +93,9 @@ impl McpService {
     ///
     /// Outside a tokio runtime.
     pub fn with_limits(server: Server, config: ServerConfig, limits: Limits) -> McpService {
-        let limits = Limits::default()
-            .with_inbound(limits.inbound)
-            .with_reply(limits.reply);
+        let limits = Limits::default().with_inbound(limits.inbound);
+        let config = config.or_session_ids(crate::RandomSessionIds);
+        let report_every = config.write_report_threshold();
         let (tx, rx) = mpsc::channel(limits.inbound);
         let (control, control_rx) = watch::channel(Control::Run);
         let (stopped_tx, stopped) = watch::channel(false);
@@ -103,6 +107,7 @@ impl McpService {
                 control,
                 stopped,
                 limits,
+                report_every,
             }),
         }
     }
@@ -150,7 +155,7 @@ impl McpService {
     {
         let key = self.shared.keys.fetch_add(1, Ordering::Relaxed);
         let (parts, body) = req.into_parts();
-        let (reply_tx, mut reply_rx) = mpsc::channel(self.shared.limits.reply);
+        let (reply_tx, mut reply_rx) = mpsc::unbounded_channel();
         let aborted = Arc::new(AtomicBool::new(false));
         let guard = Guard {
             key,
@@ -192,6 +197,8 @@ impl McpService {
             rx: reply_rx,
             aborted,
             guard: Some(guard),
+            report_every: self.shared.report_every,
+            taken: 0,
         });
         *response.status_mut() = status;
         *response.headers_mut() = headers;
@@ -253,9 +260,15 @@ impl Drop for Guard {
         if !self.armed {
             return;
         }
-        let msg = ToDriver::Disconnect { key: self.key };
-        // A drop cannot wait: when the queue is full, a task delivers the disconnect (at
-        // most one per open exchange, so these tasks are bounded too).
+        self.deliver(ToDriver::Disconnect { key: self.key });
+    }
+}
+
+impl Guard {
+    /// Sends `msg` to the driver without waiting: when the queue is full, a task delivers it
+    /// (at most one disconnect per exchange, and a body reports again only after the driver
+    /// sent it more, so these tasks are bounded too).
+    fn deliver(&self, msg: ToDriver) {
         if let Err(TrySendError::Full(msg)) = self.tx.try_send(msg)
             && let Ok(rt) = tokio::runtime::Handle::try_current()
         {
@@ -271,9 +284,28 @@ impl Drop for Guard {
 /// flushes each frame as it comes). Dropping it before its end tells the router the client
 /// went away.
 pub struct ResponseBody {
-    rx: mpsc::Receiver<Reply>,
+    rx: mpsc::UnboundedReceiver<Reply>,
     aborted: Arc<AtomicBool>,
     guard: Option<Guard>,
+    /// Report taken bytes to the driver once this many are unreported.
+    report_every: usize,
+    /// Bytes handed to hyper and not yet reported ([`ToDriver::Written`]).
+    taken: usize,
+}
+
+impl ResponseBody {
+    /// Tells the driver how much of the body hyper took (the core paces by it).
+    fn report(&mut self) {
+        let Some(guard) = &self.guard else { return };
+        if self.taken == 0 {
+            return;
+        }
+        let msg = ToDriver::Written {
+            key: guard.key,
+            bytes: std::mem::take(&mut self.taken),
+        };
+        guard.deliver(msg);
+    }
 }
 
 impl std::fmt::Debug for ResponseBody {
@@ -298,6 +330,10 @@ impl Body for ResponseBody {
         loop {
             match self.rx.poll_recv(cx) {
                 Poll::Ready(Some(Reply::Body(chunk))) => {
+                    self.taken += chunk.len();
+                    if self.taken >= self.report_every {
+                        self.report();
+                    }
                     return Poll::Ready(Some(Ok(Frame::data(chunk))));
                 }
                 // A second head cannot happen; skip it rather than corrupt the body.
@@ -311,7 +347,11 @@ impl Body for ResponseBody {
                     }
                     return Poll::Ready(None);
                 }
-                Poll::Pending => return Poll::Pending,
+                Poll::Pending => {
+                    // Everything given so far was taken: let the core send more.
+                    self.report();
+                    return Poll::Pending;
+                }
             }
         }
     }

@@ -134,6 +134,8 @@ pub struct Collected {
     pub ended: bool,
     /// `StopReading` was seen.
     pub stopped_reading: bool,
+    /// `ResponseAbort` was seen (the core cut the connection).
+    pub aborted: bool,
 }
 
 impl Collected {
@@ -268,6 +270,14 @@ pub struct Harness {
     pub events: Vec<ServerEvent>,
     /// Every output in order, as `Debug` strings (for diagnosing failures).
     pub log: Vec<String>,
+    /// The client reads everything at once: every body chunk is reported taken
+    /// ([`Router::handle_written`]) as soon as it is drained. Off: streams in
+    /// [`Harness::stalled`] are not reported; call [`Harness::read`].
+    pub auto_read: bool,
+    /// Exchanges whose client reads nothing (while `auto_read` is on for the others).
+    pub stalled: std::collections::BTreeSet<StreamId>,
+    /// Bytes drained and not yet reported, per stalled exchange.
+    pub unread: BTreeMap<StreamId, usize>,
 }
 
 impl Harness {
@@ -275,14 +285,32 @@ impl Harness {
     pub fn new(config: ServerConfig) -> Self {
         let start = Instant::now();
         Harness {
-            router: Router::new(config, start),
+            router: Router::new(config.with_insecure_test_session_ids_unless_set(), start),
             start,
             now: start,
             exchanges: BTreeMap::new(),
             app: VecDeque::new(),
             events: Vec::new(),
             log: Vec::new(),
+            auto_read: true,
+            stalled: Default::default(),
+            unread: BTreeMap::new(),
         }
+    }
+
+    /// The client of `stream` takes `bytes` of what it was given (a stalled stream).
+    pub fn read(&mut self, stream: StreamId, bytes: usize) {
+        let left = self.unread.entry(stream).or_default();
+        let n = bytes.min(*left);
+        *left -= n;
+        self.router.handle_written(self.now, stream, n);
+        self.pump();
+    }
+
+    /// The client of `stream` takes everything it was given so far.
+    pub fn read_all(&mut self, stream: StreamId) {
+        let n = self.unread.get(&stream).copied().unwrap_or(0);
+        self.read(stream, n);
     }
 
     /// Feeds a whole request (head, body in one chunk, end) and drains the outputs.
@@ -307,8 +335,23 @@ impl Harness {
         stream
     }
 
-    /// Drains every output.
+    /// Drains every output (and, with `auto_read`, reports every chunk taken until nothing
+    /// moves).
     pub fn pump(&mut self) {
+        loop {
+            let taken = self.drain();
+            if taken.is_empty() {
+                return;
+            }
+            for (stream, n) in taken {
+                self.router.handle_written(self.now, stream, n);
+            }
+        }
+    }
+
+    /// Drains the outputs once; returns the bytes to report taken.
+    fn drain(&mut self) -> BTreeMap<StreamId, usize> {
+        let mut taken = BTreeMap::new();
         while let Some(out) = self.router.poll_output() {
             self.log.push(format!("{out:?}"));
             match out {
@@ -327,7 +370,19 @@ impl Harness {
                     assert!(c.status.is_some(), "body before head on {stream:?}");
                     assert!(!c.ended, "body after end on {stream:?}");
                     c.body.extend_from_slice(&chunk);
+                    let n = chunk.len();
                     c.chunks.push(chunk);
+                    if self.auto_read && !self.stalled.contains(&stream) {
+                        *taken.entry(stream).or_default() += n;
+                    } else {
+                        *self.unread.entry(stream).or_default() += n;
+                    }
+                }
+                ServerOutput::ResponseAbort { stream } => {
+                    let c = self.exchanges.entry(stream).or_default();
+                    assert!(!c.ended, "abort after end on {stream:?}");
+                    c.aborted = true;
+                    c.ended = true;
                 }
                 ServerOutput::ResponseEnd { stream } => {
                     let c = self.exchanges.entry(stream).or_default();
@@ -358,6 +413,7 @@ impl Harness {
                 other => self.app.push_back(AppEvent::Other(other)),
             }
         }
+        taken
     }
 
     /// What the router wrote for `stream`.

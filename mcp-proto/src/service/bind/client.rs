@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::{Queue, Routed, Wake};
-use crate::client::{ClientSession, Output, RequestResult};
+use crate::client::{ClientError, ClientSession, Output, ProtocolError, RequestResult};
 use crate::jsonrpc::{Message, RequestId};
 use crate::service::PeerError;
 use crate::service::client::{Client, ClientBuilder, ClientTransport};
@@ -115,8 +115,15 @@ impl ClientBinding {
                         self.client.handle_response(response);
                     }
                     RequestResult::Failed(e) => {
-                        self.client
-                            .fail_request(&outcome.id, PeerError::Failed(e.to_string()));
+                        let text = e.to_string();
+                        let error = match e {
+                            ClientError::Transport(_)
+                            | ClientError::Protocol(ProtocolError::StreamEndedWithoutResponse) => {
+                                PeerError::Interrupted(text)
+                            }
+                            _ => PeerError::Failed(text),
+                        };
+                        self.client.fail_request(&outcome.id, error);
                     }
                     // The call was dropped by its owner: nobody waits.
                     RequestResult::Cancelled => {}
