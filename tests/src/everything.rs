@@ -90,10 +90,14 @@ pub fn server() -> Server {
                     "Sends n log messages {burst, seq: 1..n} not tied to the request (so on the GET stream), then returns",
                 )
                 .integer("burst", required().description("The burst's number, echoed in each message"))
-                .integer("n", required().description("How many messages")),
+                .integer("n", required().description("How many messages"))
+                .integer("interval_ms", description("The pause between two (default 0)")),
             |ctx, args: ToolArgs| async move {
                 let burst = args.get_int("burst", 0);
                 let n = args.get_int("n", 0).clamp(0, 100_000);
+                let pause = Duration::from_millis(
+                    u64::try_from(args.get_int("interval_ms", 0).clamp(0, 10_000)).unwrap_or(0),
+                );
                 let session = ctx.session();
                 for seq in 1..=n {
                     session.log(
@@ -101,6 +105,9 @@ pub fn server() -> Server {
                         Some("ledger"),
                         json!({"burst": burst, "seq": seq}),
                     );
+                    if !pause.is_zero() && seq < n {
+                        ctx.sleep(pause).await;
+                    }
                 }
                 Ok(CallToolResult::text(format!("burst {burst} sent")))
             },

@@ -10,6 +10,7 @@
 pub mod client_harness;
 pub mod everything;
 pub mod exec;
+pub mod faults;
 pub mod harness;
 pub mod loopback;
 pub mod pair;

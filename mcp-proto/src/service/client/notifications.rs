@@ -111,6 +111,11 @@ impl Events {
     pub fn try_next(&mut self) -> Option<crate::client::ClientEvent> {
         self.rx.try_recv().ok()
     }
+
+    /// Every event that has arrived, without waiting.
+    pub fn drain(&mut self) -> Vec<crate::client::ClientEvent> {
+        std::iter::from_fn(|| self.try_next()).collect()
+    }
 }
 
 impl Stream for Events {

@@ -1,0 +1,825 @@
+//! Fault injection: a proxy that breaks HTTP responses the way networks do, and the "ledger"
+//! workloads that count what a client lost or received twice.
+//!
+//! [`Proxy`] sits between a client and a server on loopback (hyper on both sides: no
+//! hand-written HTTP). For every response it decides, from a seeded generator, whether to
+//! cut it after a random number of bytes (anywhere in the first 40 KB, or "early": within
+//! the first 400, that is the status line, headers and priming event; a long-lived stream
+//! gets a new chance every that many bytes it carries); a cut inside the head
+//! closes the connection before any response, a later one aborts the body (no terminating
+//! chunk) and closes the upstream connection too, so the server sees the client leave. It
+//! can fragment bodies into 1–16-byte writes with small pauses, and logs every request
+//! (method, `Last-Event-ID`, JSON-RPC method, where it was cut).
+//!
+//! The workloads drive the everything server's ledger tools through the proxy:
+//! [`post_ledger`] calls `ledger_count` (progress 1..n on the request's stream) and checks that
+//! every call completes with each number exactly once, within its own duration plus the
+//! waits the client announced for it (`ClientEvent::Reconnecting`: the server's `retry` after
+//! a cut, longer only while resumes bring nothing) plus a quarter second per cut;
+//! [`get_ledger`] calls `ledger_burst` (log messages 1..n on the GET
+//! stream) and checks that every message of every burst arrives exactly once. The one allowed
+//! failure: a call whose response was cut before any event id reached the client fails at
+//! once with [`PeerError::Interrupted`] (it cannot be resumed, and the transport never re-sends
+//! it by itself: the proxy must see each `tools/call` exactly once).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{Request, Response, header};
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Body, Frame, Incoming};
+use hyper_util::rt::TokioIo;
+use mcp_proto::client::{ClientEvent, StreamRole};
+use mcp_proto::fuzzing::rng::XorShift64Star;
+use mcp_proto::service::PeerError;
+use mcp_proto::service::client::{
+    Client as ServiceClient, RequestError, RequestOptions, ServerNotification,
+};
+
+use serde_json::{Value, json};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+
+/// What the proxy does to responses.
+#[derive(Debug, Clone, Copy)]
+pub struct Faults {
+    /// The generator's seed.
+    pub seed: u64,
+    /// The chance that a response is cut.
+    pub cut_probability: f64,
+    /// A cut comes after a uniform number of bytes below this (head included).
+    pub cut_within: usize,
+    /// Body bytes go out in 1–16-byte writes with small pauses.
+    pub fragment: bool,
+    /// A long-lived stream gets a new chance to be cut every `cut_within` bytes (off for
+    /// early cuts, which only hit the start of a response).
+    pub reroll: bool,
+}
+
+impl Faults {
+    /// Nothing is cut or fragmented.
+    pub fn none() -> Self {
+        Faults {
+            seed: 1,
+            cut_probability: 0.0,
+            cut_within: 1,
+            fragment: false,
+            reroll: false,
+        }
+    }
+
+    /// Cuts with probability `p` anywhere in the first 40 KB.
+    pub fn cuts(seed: u64, p: f64) -> Self {
+        Faults {
+            seed,
+            cut_probability: p,
+            cut_within: 40_000,
+            fragment: false,
+            reroll: true,
+        }
+    }
+
+    /// Cuts with probability `p` within the first 400 bytes (head, priming event).
+    pub fn early_cuts(seed: u64, p: f64) -> Self {
+        Faults {
+            cut_within: 400,
+            reroll: false,
+            ..Faults::cuts(seed, p)
+        }
+    }
+
+    /// Cuts within the first `bytes` instead.
+    pub fn within(self, bytes: usize) -> Self {
+        Faults {
+            cut_within: bytes.max(1),
+            ..self
+        }
+    }
+
+    /// The same, with fragmented bodies.
+    pub fn fragmented(self) -> Self {
+        Faults {
+            fragment: true,
+            ..self
+        }
+    }
+}
+
+/// One request the proxy forwarded.
+#[derive(Debug, Clone)]
+pub struct Logged {
+    /// When it arrived, from the proxy's start.
+    pub at: Duration,
+    /// The HTTP method.
+    pub method: String,
+    /// Its `Last-Event-ID`.
+    pub last_event_id: Option<String>,
+    /// The JSON-RPC method of the body (`"response"` for a response, `None` for no body).
+    pub rpc: Option<String>,
+    /// The JSON-RPC id of a request body.
+    pub rpc_id: Option<Value>,
+    /// The response status, once the head came.
+    pub status: Option<u16>,
+    /// Where the response was cut (bytes from its start), if it was.
+    pub cut_at: Option<usize>,
+}
+
+struct State {
+    upstream: SocketAddr,
+    faults: Faults,
+    enabled: AtomicBool,
+    rng: Mutex<XorShift64Star>,
+    log: Mutex<Vec<Logged>>,
+    open: AtomicUsize,
+    cuts: AtomicUsize,
+    t0: Instant,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl State {
+    /// Whether (and where) to cut a response; the cut only happens if faults are enabled
+    /// when the response reaches that byte, so a long-lived stream opened before
+    /// [`Proxy::enable`] is cut too.
+    fn decide(&self) -> Option<usize> {
+        if self.faults.cut_probability <= 0.0 {
+            return None;
+        }
+        let mut rng = lock(&self.rng);
+        let roll = rng.below(1_000_000) as f64 / 1_000_000.0;
+        if roll >= self.faults.cut_probability {
+            return None;
+        }
+        usize::try_from(rng.below(self.faults.cut_within as u64)).ok()
+    }
+
+    fn piece(&self) -> (usize, bool) {
+        let mut rng = lock(&self.rng);
+        let len = 1 + rng.below(16) as usize;
+        (len, rng.below(32) == 0)
+    }
+
+    fn cut(&self, index: usize, at: usize) {
+        self.cuts.fetch_add(1, Ordering::SeqCst);
+        if let Some(e) = lock(&self.log).get_mut(index) {
+            e.cut_at = Some(at);
+        }
+    }
+}
+
+/// The fault-injecting proxy (see the module docs). Dropping it stops accepting.
+pub struct Proxy {
+    addr: SocketAddr,
+    state: Arc<State>,
+    accept: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
+
+impl Proxy {
+    /// Starts a proxy in front of `upstream` on 127.0.0.1 (faults disabled until
+    /// [`Proxy::enable`]).
+    ///
+    /// # Errors
+    ///
+    /// When it cannot bind.
+    pub async fn start(upstream: SocketAddr, faults: Faults) -> io::Result<Proxy> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let state = Arc::new(State {
+            upstream,
+            faults,
+            enabled: AtomicBool::new(false),
+            rng: Mutex::new(XorShift64Star::from_seed(faults.seed)),
+            log: Mutex::new(Vec::new()),
+            open: AtomicUsize::new(0),
+            cuts: AtomicUsize::new(0),
+            t0: Instant::now(),
+        });
+        let st = state.clone();
+        let accept = tokio::spawn(async move {
+            while let Ok((tcp, _)) = listener.accept().await {
+                let _ = tcp.set_nodelay(true);
+                let st = st.clone();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |req| exchange(st.clone(), req));
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(tcp), service)
+                        .await;
+                });
+            }
+        });
+        Ok(Proxy {
+            addr,
+            state,
+            accept,
+        })
+    }
+
+    /// The proxy's URL for `path` (e.g. `/mcp`).
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.addr)
+    }
+
+    /// Starts (or stops) breaking responses.
+    pub fn enable(&self, on: bool) {
+        self.state.enabled.store(on, Ordering::SeqCst);
+    }
+
+    /// Every request forwarded so far.
+    pub fn log(&self) -> Vec<Logged> {
+        lock(&self.state.log).clone()
+    }
+
+    /// Responses cut so far.
+    pub fn cuts(&self) -> usize {
+        self.state.cuts.load(Ordering::SeqCst)
+    }
+
+    /// Responses still streaming through the proxy.
+    pub fn open_responses(&self) -> usize {
+        self.state.open.load(Ordering::SeqCst)
+    }
+}
+
+fn other(e: impl std::fmt::Display) -> io::Error {
+    io::Error::other(e.to_string())
+}
+
+/// The JSON-RPC method (or `"response"`) and id of a POST body.
+fn rpc_of(body: &[u8]) -> (Option<String>, Option<Value>) {
+    let Ok(v) = serde_json::from_slice::<Value>(body) else {
+        return (None, None);
+    };
+    let method = match v.get("method").and_then(Value::as_str) {
+        Some(m) => Some(m.to_owned()),
+        None if v.get("result").is_some() || v.get("error").is_some() => Some("response".into()),
+        None => None,
+    };
+    (method, v.get("id").cloned())
+}
+
+/// About how many bytes the response head takes on the wire.
+fn head_len(parts: &http::response::Parts) -> usize {
+    let status = 9 + 3 + 1 + parts.status.canonical_reason().map_or(0, str::len) + 2;
+    let headers: usize = parts
+        .headers
+        .iter()
+        .map(|(n, v)| n.as_str().len() + 2 + v.len() + 2)
+        .sum();
+    status + headers + 2
+}
+
+async fn exchange(st: Arc<State>, req: Request<Incoming>) -> io::Result<Response<CutBody>> {
+    let (mut parts, body) = req.into_parts();
+    let body = body.collect().await.map_err(other)?.to_bytes();
+    let (rpc, rpc_id) = rpc_of(&body);
+    let cut_at = st.decide();
+    let index = {
+        let mut log = lock(&st.log);
+        log.push(Logged {
+            at: st.t0.elapsed(),
+            method: parts.method.to_string(),
+            last_event_id: parts
+                .headers
+                .get("last-event-id")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
+            rpc,
+            rpc_id,
+            status: None,
+            cut_at: None,
+        });
+        log.len() - 1
+    };
+    let tcp = TcpStream::connect(st.upstream).await?;
+    let _ = tcp.set_nodelay(true);
+    let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+        .await
+        .map_err(other)?;
+    let conn = tokio::spawn(conn);
+    parts.headers.remove(header::CONTENT_LENGTH);
+    parts.headers.remove(header::TRANSFER_ENCODING);
+    let response = match send
+        .send_request(Request::from_parts(parts, Full::new(body)))
+        .await
+    {
+        Ok(r) => r,
+        Err(e) => {
+            conn.abort();
+            return Err(other(e));
+        }
+    };
+    let (mut rparts, rbody) = response.into_parts();
+    if let Some(e) = lock(&st.log).get_mut(index) {
+        e.status = Some(rparts.status.as_u16());
+    }
+    let head = head_len(&rparts);
+    if let Some(at) = cut_at
+        && at < head
+        && st.enabled.load(Ordering::SeqCst)
+    {
+        // Cut inside the head: the connection closes before any response.
+        conn.abort();
+        st.cut(index, at);
+        return Err(other("cut before the response head"));
+    }
+    for h in [
+        header::TRANSFER_ENCODING,
+        header::CONTENT_LENGTH,
+        header::CONNECTION,
+    ] {
+        rparts.headers.remove(h);
+    }
+    let budget = cut_at.map(|at| (at.saturating_sub(head), at));
+    let (tx, rx) = mpsc::channel(if st.faults.fragment { 1 } else { 16 });
+    st.open.fetch_add(1, Ordering::SeqCst);
+    tokio::spawn(pump(st, index, rbody, conn, budget, tx));
+    Ok(Response::from_parts(rparts, CutBody { rx }))
+}
+
+/// Ends the bookkeeping of one streamed response, and its upstream connection.
+struct OpenGuard(
+    Arc<State>,
+    tokio::task::JoinHandle<Result<(), hyper::Error>>,
+);
+
+impl Drop for OpenGuard {
+    fn drop(&mut self) {
+        self.1.abort();
+        self.0.open.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+async fn pump(
+    st: Arc<State>,
+    index: usize,
+    mut body: Incoming,
+    conn: tokio::task::JoinHandle<Result<(), hyper::Error>>,
+    mut budget: Option<(usize, usize)>,
+    tx: mpsc::Sender<io::Result<Bytes>>,
+) {
+    let _guard = OpenGuard(st.clone(), conn);
+    // A long-lived stream gets a new chance to be cut every `cut_within` bytes it carries.
+    let mut position = budget.map_or(0, |(left, at)| at - left);
+    let mut since_roll = 0usize;
+    loop {
+        if st.faults.reroll && budget.is_none() && since_roll >= st.faults.cut_within {
+            since_roll = 0;
+            budget = st.decide().map(|k| (k, position + k));
+        }
+        let frame = tokio::select! {
+            f = body.frame() => f,
+            () = tx.closed() => return,
+        };
+        let data = match frame {
+            None => return,
+            Some(Err(e)) => {
+                let _ = tx.send(Err(other(e))).await;
+                return;
+            }
+            Some(Ok(f)) => match f.into_data() {
+                Ok(d) => d,
+                Err(_) => continue,
+            },
+        };
+        position += data.len();
+        since_roll += data.len();
+        let enabled = st.enabled.load(Ordering::SeqCst);
+        let (mut data, cut) = match budget {
+            // Not breaking responses (yet, or any more): this one goes through whole.
+            Some((left, _)) if data.len() >= left && !enabled => {
+                budget = None;
+                (data, None)
+            }
+            Some((left, at)) if data.len() >= left => (data.slice(..left), Some(at)),
+            Some((left, at)) => {
+                budget = Some((left - data.len(), at));
+                (data, None)
+            }
+            None => (data, None),
+        };
+        while !data.is_empty() {
+            let (len, pause) = if st.faults.fragment {
+                st.piece()
+            } else {
+                (data.len(), false)
+            };
+            let piece = data.split_to(len.min(data.len()));
+            if tx.send(Ok(piece)).await.is_err() {
+                return;
+            }
+            if pause {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            } else if st.faults.fragment {
+                tokio::task::yield_now().await;
+            }
+        }
+        if let Some(at) = cut {
+            st.cut(index, at);
+            let _ = tx.send(Err(other("cut mid-response"))).await;
+            return;
+        }
+    }
+}
+
+/// The body the proxy gives the client: chunks from the pump, an error for a cut.
+pub struct CutBody {
+    rx: mpsc::Receiver<io::Result<Bytes>>,
+}
+
+impl Body for CutBody {
+    type Data = Bytes;
+    type Error = io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, io::Error>>> {
+        match self.rx.poll_recv(cx) {
+            Poll::Ready(Some(Ok(b))) => Poll::Ready(Some(Ok(Frame::data(b)))),
+            Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e))),
+            Poll::Ready(None) => Poll::Ready(None),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+// ---- the workloads ---------------------------------------------------------------------
+
+/// The size of a ledger run.
+#[derive(Debug, Clone, Copy)]
+pub struct Workload {
+    /// Calls (request-stream ledger) or bursts (GET-stream ledger).
+    pub rounds: usize,
+    /// Numbers per call or burst.
+    pub n: u64,
+    /// The pause between two progress notifications.
+    pub interval_ms: u64,
+    /// The server's `retry` (the bound of a call is its own duration plus two of these per
+    /// cut).
+    pub retry: Duration,
+    /// How long a call (or a burst's delivery) may take before it counts as hung.
+    pub timeout: Duration,
+}
+
+/// What a ledger run saw.
+#[derive(Debug, Default, Clone)]
+pub struct Ledger {
+    /// Calls (or bursts) complete with every number once.
+    pub ok: usize,
+    /// Calls that did not end within the timeout (or bursts incomplete at it).
+    pub hung: usize,
+    /// Calls that failed with [`PeerError::Interrupted`] after a cut before any event id.
+    pub interrupted: usize,
+    /// Any other failure, described.
+    pub errors: Vec<String>,
+    /// Numbers never delivered (interrupted calls excluded).
+    pub lost: u64,
+    /// Numbers delivered more than once.
+    pub duplicated: u64,
+    /// Calls over their time bound: (call, took, bound).
+    pub slow: Vec<(usize, Duration, Duration)>,
+    /// Responses the proxy cut.
+    pub cuts: usize,
+    /// GET requests the proxy saw.
+    pub gets: usize,
+    /// `tools/call` POSTs the proxy saw, and calls made.
+    pub posted_calls: usize,
+    /// Calls made.
+    pub calls: usize,
+    /// Responses still open through the proxy after the client closed.
+    pub open_after_close: usize,
+    /// Statuses other than 2xx the proxy saw (e.g. 409 takeover refusals), by status.
+    pub refusals: BTreeMap<u16, usize>,
+}
+
+impl Ledger {
+    /// Every invariant of the issue: 0 lost, 0 duplicated, 0 hung, no other error, every
+    /// call within its bound, one POST per call, a GET rate bounded by the cuts (no storm,
+    /// no takeover ping-pong), nothing left open after the session closed.
+    ///
+    /// # Errors
+    ///
+    /// A description of every invariant broken.
+    pub fn check(&self) -> Result<(), String> {
+        let mut bad = Vec::new();
+        if self.lost > 0 {
+            bad.push(format!("{} lost", self.lost));
+        }
+        if self.duplicated > 0 {
+            bad.push(format!("{} duplicated", self.duplicated));
+        }
+        if self.hung > 0 {
+            bad.push(format!("{} hung", self.hung));
+        }
+        if !self.errors.is_empty() {
+            bad.push(format!("errors: {:?}", self.errors));
+        }
+        if !self.slow.is_empty() {
+            bad.push(format!("over their bound: {:?}", self.slow));
+        }
+        if self.posted_calls != self.calls {
+            bad.push(format!(
+                "{} tools/call POSTs for {} calls (a silent re-send?)",
+                self.posted_calls, self.calls
+            ));
+        }
+        // Each GET opens the listen stream once, or follows a cut (a resume, or the listen
+        // stream's reconnect): more means a reconnect storm or takeover ping-pong.
+        if self.gets > self.cuts + 2 {
+            bad.push(format!("{} GETs for {} cuts", self.gets, self.cuts));
+        }
+        if self.open_after_close > 0 {
+            bad.push(format!(
+                "{} responses open after the session closed",
+                self.open_after_close
+            ));
+        }
+        if bad.is_empty() {
+            Ok(())
+        } else {
+            Err(bad.join("; "))
+        }
+    }
+
+    fn finish(&mut self, proxy: &Proxy) {
+        let log = proxy.log();
+        self.cuts = proxy.cuts();
+        self.gets = log.iter().filter(|l| l.method == "GET").count();
+        self.posted_calls = log
+            .iter()
+            .filter(|l| l.rpc.as_deref() == Some("tools/call"))
+            .count();
+        for l in &log {
+            if let Some(s) = l.status.filter(|s| !(200..300).contains(s)) {
+                *self.refusals.entry(s).or_default() += 1;
+            }
+        }
+    }
+}
+
+/// Counts `seen` against 1..=n into `ledger`.
+fn tally(ledger: &mut Ledger, seen: &[u64], n: u64) -> bool {
+    let unique: BTreeSet<u64> = seen
+        .iter()
+        .copied()
+        .filter(|k| (1..=n).contains(k))
+        .collect();
+    let lost = n - unique.len() as u64;
+    let dup = seen.len() as u64 - unique.len() as u64;
+    ledger.lost += lost;
+    ledger.duplicated += dup;
+    lost == 0 && dup == 0
+}
+
+/// Closes `client`'s session, then waits (2 s at most) for the proxy to see every response
+/// end.
+async fn close_and_count_open(close: impl Future<Output = ()>, proxy: &Proxy) -> usize {
+    close.await;
+    let until = Instant::now() + Duration::from_secs(2);
+    while proxy.open_responses() > 0 && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    proxy.open_responses()
+}
+
+/// The request-stream ledger: `rounds` sequential `ledger_count` calls through `proxy`
+/// (faults enabled for the calls only). `close` ends the session when done.
+pub async fn post_ledger(
+    client: &ServiceClient,
+    proxy: &Proxy,
+    w: Workload,
+    close: impl Future<Output = ()>,
+) -> Ledger {
+    let mut ledger = Ledger::default();
+    let mut events = client.events();
+    proxy.enable(true);
+    for call in 0..w.rounds {
+        let _ = events.drain();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s2 = seen.clone();
+        let options = RequestOptions::new().on_progress(move |p| {
+            if let Some(v) = p.progress.as_u64() {
+                lock(&s2).push(v);
+            }
+        });
+        let cuts_before = proxy.cuts();
+        let t0 = Instant::now();
+        let args = json!({"n": w.n, "interval_ms": w.interval_ms});
+        let outcome = tokio::time::timeout(
+            w.timeout,
+            client.call_tool_with("ledger_count", args, options),
+        )
+        .await;
+        let took = t0.elapsed();
+        ledger.calls += 1;
+        let cuts = proxy.cuts() - cuts_before;
+        let own = Duration::from_millis(w.n.saturating_sub(1) * w.interval_ms);
+        // The waits the client announced for this call's stream: the server's `retry` after
+        // a cut, growing (jittered, exponential) only while resumes bring nothing.
+        let waited: Duration = events
+            .drain()
+            .into_iter()
+            .filter_map(|e| match e {
+                ClientEvent::Reconnecting {
+                    role: StreamRole::Request(_),
+                    delay,
+                    ..
+                } => Some(delay),
+                _ => None,
+            })
+            .sum();
+        let per_cut = Duration::from_millis(250) * u32::try_from(cuts).unwrap_or(u32::MAX);
+        let bound = own + waited + per_cut + Duration::from_millis(1500);
+        let seen = lock(&seen).clone();
+        match outcome {
+            Err(_) => ledger.hung += 1,
+            Ok(Ok(result)) => {
+                let text = result.first_text().unwrap_or_default().to_owned();
+                if text != format!("counted {}", w.n) {
+                    ledger.errors.push(format!("call {call}: result {text:?}"));
+                } else if tally(&mut ledger, &seen, w.n) {
+                    ledger.ok += 1;
+                }
+                if took > bound {
+                    ledger.slow.push((call, took, bound));
+                }
+            }
+            Ok(Err(RequestError::Transport(PeerError::Interrupted(why)))) => {
+                // Allowed only for a cut before any event id: then it fails at once.
+                if cuts == 0 {
+                    ledger
+                        .errors
+                        .push(format!("call {call}: interrupted with no cut: {why}"));
+                } else if took > own + Duration::from_millis(1500) {
+                    ledger.slow.push((call, took, own));
+                } else {
+                    ledger.interrupted += 1;
+                }
+            }
+            Ok(Err(e)) => ledger.errors.push(format!("call {call}: {e}")),
+        }
+    }
+    proxy.enable(false);
+    ledger.open_after_close = close_and_count_open(close, proxy).await;
+    ledger.finish(proxy);
+    ledger
+}
+
+/// The GET-stream ledger: `rounds` bursts of `n` log messages not tied to a request (so on
+/// the GET stream, which `client` must be listening on), each sent by one `ledger_burst`
+/// call; after each, waits (up to `timeout`) until every message of the burst arrived.
+pub async fn get_ledger(
+    client: &ServiceClient,
+    proxy: &Proxy,
+    w: Workload,
+    close: impl Future<Output = ()>,
+) -> Ledger {
+    let mut ledger = Ledger::default();
+    let mut notifications = client.notifications();
+    let mut seen: BTreeMap<i64, Vec<u64>> = BTreeMap::new();
+    let record = |n: ServerNotification, seen: &mut BTreeMap<i64, Vec<u64>>| {
+        if let ServerNotification::Log(log) = n
+            && let (Some(b), Some(s)) = (log.data["burst"].as_i64(), log.data["seq"].as_u64())
+        {
+            seen.entry(b).or_default().push(s);
+        }
+    };
+    proxy.enable(true);
+    for burst in 0..w.rounds {
+        let b = i64::try_from(burst).unwrap_or(i64::MAX);
+        ledger.calls += 1;
+        let args = json!({"burst": b, "n": w.n, "interval_ms": w.interval_ms});
+        match tokio::time::timeout(w.timeout, client.call_tool("ledger_burst", args)).await {
+            Err(_) => ledger.hung += 1,
+            // The tool ran either way (the proxy forwards the whole request before it cuts):
+            // the burst must arrive in full on the GET stream.
+            Ok(Ok(_)) => {}
+            Ok(Err(RequestError::Transport(PeerError::Interrupted(_)))) => {
+                ledger.interrupted += 1;
+            }
+            Ok(Err(e)) => ledger.errors.push(format!("burst {burst}: {e}")),
+        }
+        let until = Instant::now() + w.timeout;
+        loop {
+            for n in notifications.drain() {
+                record(n, &mut seen);
+            }
+            let have = seen.get(&b).map_or(0, Vec::len) as u64;
+            if have >= w.n || Instant::now() >= until {
+                break;
+            }
+            if let Ok(Some(n)) =
+                tokio::time::timeout(Duration::from_millis(50), notifications.next()).await
+            {
+                record(n, &mut seen);
+            }
+        }
+    }
+    // Late duplicates count too.
+    tokio::time::sleep(w.retry).await;
+    for n in notifications.drain() {
+        record(n, &mut seen);
+    }
+    for burst in 0..w.rounds {
+        let b = i64::try_from(burst).unwrap_or(i64::MAX);
+        let got = seen.remove(&b).unwrap_or_default();
+        if tally(&mut ledger, &got, w.n) {
+            ledger.ok += 1;
+        }
+    }
+    proxy.enable(false);
+    ledger.open_after_close = close_and_count_open(close, proxy).await;
+    ledger.finish(proxy);
+    ledger
+}
+
+impl std::fmt::Display for Ledger {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ok / {} hung / {} interrupted / {} err, lost {}, duplicated {}, cuts {}, GETs {}, slow {}, open after close {}, refusals {:?}",
+            self.ok,
+            self.hung,
+            self.interrupted,
+            self.errors.len(),
+            self.lost,
+            self.duplicated,
+            self.cuts,
+            self.gets,
+            self.slow.len(),
+            self.open_after_close,
+            self.refusals
+        )
+    }
+}
+
+// ---- scenarios ---------------------------------------------------------------------------
+
+/// Which ledger.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Progress on the request's stream ([`post_ledger`]).
+    Post,
+    /// Log bursts on the GET stream ([`get_ledger`]).
+    Get,
+}
+
+/// Runs one ledger: our server on `server` (the everything server, `retry` =
+/// `w.retry`), the proxy with `faults`, our client on `client` with continuous listening.
+///
+/// # Errors
+///
+/// When the server, proxy or client cannot start.
+pub async fn run_ours(
+    server: crate::runtime::Runtime,
+    client: crate::runtime::Runtime,
+    kind: Kind,
+    faults: Faults,
+    w: Workload,
+) -> Result<Ledger, String> {
+    use mcp_proto::client::ClientConfig;
+    use mcp_proto::server::ServerConfig;
+    let config = ServerConfig::default().with_retry_interval(w.retry);
+    let serving = server
+        .serve(crate::everything::server(), config)
+        .await
+        .map_err(|e| format!("serve: {e}"))?;
+    let proxy = Proxy::start(serving.local_addr(), faults)
+        .await
+        .map_err(|e| format!("proxy: {e}"))?;
+    let builder = ServiceClient::builder("mcp-faults", "1");
+    let cc = ClientConfig::new().with_continuous_listening(true);
+    let c = client
+        .connect_with(&proxy.url("/mcp"), builder, cc)
+        .await
+        .map_err(|e| format!("connect: {e}"))?;
+    if kind == Kind::Get {
+        let opened = tokio::time::timeout(w.timeout, c.client().listen_opened()).await;
+        if opened != Ok(true) {
+            return Err("the GET stream did not open".into());
+        }
+    }
+    let service = c.client().clone();
+    let ledger = match kind {
+        Kind::Post => post_ledger(&service, &proxy, w, c.close()).await,
+        Kind::Get => get_ledger(&service, &proxy, w, c.close()).await,
+    };
+    serving.shutdown().await;
+    Ok(ledger)
+}
