@@ -28,6 +28,42 @@ pub fn workspace_root() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(".."))
 }
 
+/// The MCP specification data (each revision's `schema.json`, the 2026-07-28 examples):
+/// `$MCP_SPEC_DATA` when set, else `shared/spec-data` beside the workspace. It is read at run
+/// time and never copied into the repository.
+pub fn spec_data_dir() -> PathBuf {
+    match std::env::var_os("MCP_SPEC_DATA") {
+        Some(dir) => PathBuf::from(dir),
+        None => workspace_root().join("..").join("shared").join("spec-data"),
+    }
+}
+
+/// Whether missing spec data fails a test instead of skipping it, given the value of the `CI`
+/// environment variable: in CI (CI services set `CI=true`) a skipped validation would pass
+/// silently, so anything but unset, empty, `false` or `0` makes it fatal.
+pub fn missing_spec_data_is_fatal(ci: Option<&str>) -> bool {
+    ci.map(str::trim)
+        .is_some_and(|v| !(v.is_empty() || v == "0" || v.eq_ignore_ascii_case("false")))
+}
+
+/// Reports that the spec data `test` needs is not at `dir`: panics in CI (see
+/// [`missing_spec_data_is_fatal`]), else says `SKIPPED` on stderr so the caller can return.
+pub fn spec_data_missing(test: &str, dir: &Path) {
+    spec_data_missing_under(test, dir, std::env::var("CI").ok().as_deref());
+}
+
+fn spec_data_missing_under(test: &str, dir: &Path, ci: Option<&str>) {
+    let what = format!(
+        "{test}: MCP spec data not found at {} (expected shared/spec-data beside the \
+         workspace, or set MCP_SPEC_DATA)",
+        dir.display()
+    );
+    if missing_spec_data_is_fatal(ci) {
+        panic!("{what}; CI is set, so this fails instead of skipping");
+    }
+    eprintln!("SKIPPED {what}");
+}
+
 /// Every input a fuzz target has on disk: the committed seeds (`fuzz/seeds/<target>`) and,
 /// when present, the local corpus and crash artifacts that `cargo fuzz run` wrote.
 ///
@@ -77,4 +113,39 @@ pub fn replay_fuzz_target(target: &str, body: fn(&[u8])) -> usize {
         "fuzz target `{target}` panicked on: {failed:#?}"
     );
     inputs.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_spec_data_fails_under_ci_and_skips_otherwise() {
+        for ci in ["true", "TRUE", "1", "yes", " true "] {
+            assert!(missing_spec_data_is_fatal(Some(ci)), "{ci:?}");
+        }
+        for ci in [None, Some(""), Some("false"), Some("False"), Some("0")] {
+            assert!(!missing_spec_data_is_fatal(ci), "{ci:?}");
+        }
+    }
+
+    #[test]
+    fn a_missing_spec_data_folder_panics_with_a_clear_message_only_under_ci() {
+        let dir = std::env::temp_dir().join("mcp-tests-no-spec-data-here");
+        assert!(!dir.exists());
+        let err = std::panic::catch_unwind(|| spec_data_missing_under("t1", &dir, Some("true")))
+            .expect_err("CI=true: missing data must fail the test");
+        let msg = err
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .unwrap_or_default();
+        assert!(
+            msg.contains("t1") && msg.contains("mcp-tests-no-spec-data-here"),
+            "{msg}"
+        );
+        assert!(msg.contains("MCP_SPEC_DATA"), "{msg}");
+        // Locally (no CI) it only says so and returns: the caller skips.
+        spec_data_missing_under("t2", &dir, None);
+        spec_data_missing_under("t3", &dir, Some("false"));
+    }
 }

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use mcp_proto::client::{ClientConfig, ClientError, ClientEvent, HttpRequestKind, RequestResult};
-use mcp_tests::client_harness::{Harness, Match, NetConfig, Reply, ServerConfig};
+use mcp_tests::client_harness::{Harness, Match, NetConfig, Part, Reply, ServerConfig};
 
 fn expired(h: &Harness) -> usize {
     h.count_events(|e| matches!(e, ClientEvent::SessionExpired { .. }))
@@ -198,4 +198,59 @@ fn a_reinitialization_that_never_answers_fails_the_waiting_requests() {
         }
     )));
     assert!(!h.client.is_ready());
+}
+
+#[test]
+fn a_late_404_to_a_request_of_the_previous_session_does_not_expire_the_current_one() {
+    // Session expiry (MCP 2025-11-25, basic/transports, session management): a 404 ends the
+    // session whose id the request carried, and only that one.
+    let mut h = Harness::default_pair();
+    h.initialize();
+    let old = h.client.session_id().unwrap().to_string();
+    h.server.script(Match::Method("slow"), Reply::Hang);
+    let slow = h.request("slow");
+    h.run_for(Duration::from_millis(20));
+    let slow_stream = h
+        .intents_of(HttpRequestKind::Post)
+        .into_iter()
+        .rev()
+        .find(|(_, r)| {
+            serde_json::from_slice::<serde_json::Value>(&r.body)
+                .ok()
+                .unwrap()["id"]
+                == slow
+        })
+        .unwrap()
+        .1;
+    assert_eq!(slow_stream.headers["mcp-session-id"], old.as_str());
+    // The server restarts; the next request finds out and the client re-initializes.
+    h.restart_server();
+    let a = h.request("tools/list");
+    h.run_for(Duration::from_secs(2));
+    assert!(h.result_of(a).is_some(), "{:?}", h.outcomes_of(a));
+    let new = h.client.session_id().unwrap().to_string();
+    assert_ne!(new, old);
+    assert_eq!(expired(&h), 1);
+    // Only now does the 404 to the old session's request arrive.
+    h.deliver(vec![
+        (
+            slow_stream.stream,
+            Part::Head(http::StatusCode::NOT_FOUND, http::HeaderMap::new()),
+        ),
+        (slow_stream.stream, Part::End),
+    ]);
+    h.run_for(Duration::from_secs(2));
+    assert_eq!(expired(&h), 1, "{:?}", h.events());
+    assert_eq!(h.client.session_id(), Some(new.as_str()));
+    assert!(h.client.is_ready());
+    let b = h.request("tools/list");
+    h.run_for(Duration::from_secs(1));
+    assert!(h.result_of(b).is_some(), "{:?}", h.outcomes_of(b));
+    let inits = h
+        .server
+        .received
+        .iter()
+        .filter(|r| r.rpc_method() == Some("initialize"))
+        .count();
+    assert_eq!(inits, 2);
 }

@@ -2,20 +2,18 @@
 //! through the envelope parser: every example that is a whole JSON-RPC message parses as the
 //! kind its type name says and round-trips; every other example (bare params, results, error
 //! objects, MRTR input requests) is JSON but not a message (`-32600`). Skipped, saying so,
-//! when the folder is absent.
+//! when the folder is absent (`$MCP_SPEC_DATA` names another), except under `CI=true`, where
+//! that fails.
 
 use mcp_proto::jsonrpc::{Message, MessageKind, Outcome, error_codes, parse_message};
 
 #[test]
 fn spec_examples_2026_07_28_parse_as_their_kind() {
-    let dir = mcp_tests::workspace_root()
-        .join("..")
-        .join("shared")
-        .join("spec-data")
+    let dir = mcp_tests::spec_data_dir()
         .join("2026-07-28")
         .join("examples");
     let Ok(types) = std::fs::read_dir(&dir) else {
-        eprintln!("SKIPPED: {} is absent", dir.display());
+        mcp_tests::spec_data_missing("spec_examples_2026_07_28_parse_as_their_kind", &dir);
         return;
     };
     let (mut messages, mut others) = (0, 0);

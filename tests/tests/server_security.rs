@@ -2,11 +2,13 @@
 //! metadata (seed `WithProtectedResourceMetadata`, S-AUTH-8/9), the auth hook and principal
 //! binding (S-SESS-11/12).
 
+use std::time::Duration;
+
 use http::{Method, StatusCode};
 use mcp_proto::server::{
     AuthDecision, CorsConfig, HostValidation, ProtectedResourceMetadata, RequestHead, ServerConfig,
 };
-use mcp_tests::server_harness::{Harness, Req, init_body};
+use mcp_tests::server_harness::{Collected, Harness, Req, init_body};
 
 const V: &str = "2025-11-25";
 
@@ -270,4 +272,218 @@ fn adapter_established_principal_binds_too() {
         StatusCode::NOT_FOUND,
         "no principal is another principal"
     );
+}
+
+// ------------------------------------------------------------------ CORS details
+
+const APP: &str = "https://app.example.com";
+
+fn preflight(h: &mut Harness, origin: &str) -> Collected {
+    let s = h.send(
+        Req::new(Method::OPTIONS, "/mcp")
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .header(
+                "access-control-request-headers",
+                "content-type, mcp-session-id",
+            ),
+    );
+    h.response(s).clone()
+}
+
+/// An `initialize` POST (with `origin` when given), answered by the app.
+fn actual(h: &mut Harness, origin: Option<&str>) -> Collected {
+    let req = match origin {
+        Some(o) => init().header("origin", o),
+        None => init(),
+    };
+    let s = h.send(req);
+    let (handle, _, _) = h.expect_request();
+    h.reply(handle, &mcp_tests::server_harness::init_result(V));
+    let r = h.response(s).clone();
+    assert_eq!(r.status(), StatusCode::OK);
+    r
+}
+
+fn varies_on_origin(r: &Collected) -> bool {
+    r.headers
+        .get_all("vary")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|v| v.trim().eq_ignore_ascii_case("origin"))
+}
+
+#[test]
+fn cors_allow_list_answers_vary_origin_on_preflights_actual_responses_and_refusals() {
+    let mut h = Harness::new(ServerConfig::default().with_cors(CorsConfig::allow_origins([APP])));
+    let r = preflight(&mut h, APP);
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    assert!(varies_on_origin(&r), "preflight: {:?}", r.headers);
+    let r = actual(&mut h, Some(APP));
+    assert_eq!(r.header("access-control-allow-origin"), Some(APP));
+    assert!(varies_on_origin(&r), "actual: {:?}", r.headers);
+    // Answers without an allowed origin vary on it too: a cache must not hand them to APP.
+    let r = actual(&mut h, None);
+    assert_eq!(r.header("access-control-allow-origin"), None);
+    assert!(varies_on_origin(&r), "no Origin: {:?}", r.headers);
+    let r = preflight(&mut h, "https://evil.example.com");
+    assert_eq!(r.status(), StatusCode::FORBIDDEN);
+    assert_eq!(r.header("access-control-allow-origin"), None);
+    assert!(varies_on_origin(&r), "refused preflight: {:?}", r.headers);
+}
+
+#[test]
+fn cors_allow_credentials_is_sent_only_when_configured() {
+    let mut h = Harness::new(ServerConfig::default().with_cors(CorsConfig::allow_origins([APP])));
+    assert_eq!(
+        preflight(&mut h, APP).header("access-control-allow-credentials"),
+        None
+    );
+    assert_eq!(
+        actual(&mut h, Some(APP)).header("access-control-allow-credentials"),
+        None
+    );
+    let cors = CorsConfig::allow_origins([APP]).with_credentials(true);
+    let mut h = Harness::new(ServerConfig::default().with_cors(cors));
+    for r in [preflight(&mut h, APP), actual(&mut h, Some(APP))] {
+        assert_eq!(r.header("access-control-allow-credentials"), Some("true"));
+        // With credentials the origin is named, never `*`.
+        assert_eq!(r.header("access-control-allow-origin"), Some(APP));
+    }
+}
+
+#[test]
+fn cors_max_age_is_on_preflights_as_configured() {
+    let mut cors = CorsConfig::allow_origins([APP]);
+    cors.max_age = Some(Duration::from_secs(7200));
+    let mut h = Harness::new(ServerConfig::default().with_cors(cors.clone()));
+    assert_eq!(
+        preflight(&mut h, APP).header("access-control-max-age"),
+        Some("7200")
+    );
+    // Only preflight answers are cached by max-age.
+    assert_eq!(
+        actual(&mut h, Some(APP)).header("access-control-max-age"),
+        None
+    );
+    cors.max_age = None;
+    let mut h = Harness::new(ServerConfig::default().with_cors(cors));
+    assert_eq!(
+        preflight(&mut h, APP).header("access-control-max-age"),
+        None
+    );
+}
+
+#[test]
+fn cors_any_origin_answers_star_and_never_echoes_the_origin_with_credentials() {
+    let origin = "https://anywhere.example.net";
+    for credentials in [false, true] {
+        let cors = CorsConfig::allow_any_origin().with_credentials(credentials);
+        let mut h = Harness::new(ServerConfig::default().with_cors(cors));
+        for r in [preflight(&mut h, origin), actual(&mut h, Some(origin))] {
+            assert_eq!(
+                r.header("access-control-allow-origin"),
+                Some("*"),
+                "credentials {credentials}: {:?}",
+                r.headers
+            );
+            // `*` with credentials fails the browser's CORS check; echoing any origin with
+            // credentials would open credentialed reads to every web page.
+            assert_eq!(
+                r.header("access-control-allow-credentials"),
+                None,
+                "credentials {credentials}"
+            );
+            assert!(varies_on_origin(&r));
+        }
+    }
+}
+
+#[test]
+fn cors_extra_allowed_and_exposed_headers_are_added_to_the_transports_own() {
+    let mut cors = CorsConfig::allow_origins([APP]);
+    cors.extra_allowed_headers = vec!["x-trace-id".into()];
+    cors.extra_exposed_headers = vec!["x-request-cost".into(), "x-region".into()];
+    let mut h = Harness::new(ServerConfig::default().with_cors(cors));
+    let r = preflight(&mut h, APP);
+    let allowed = r.header("access-control-allow-headers").unwrap();
+    assert!(allowed.contains("x-trace-id"), "{allowed}");
+    assert!(allowed.contains("mcp-session-id"), "{allowed}");
+    let r = actual(&mut h, Some(APP));
+    let exposed: Vec<&str> = r
+        .header("access-control-expose-headers")
+        .unwrap()
+        .split(',')
+        .map(str::trim)
+        .collect();
+    for h in [
+        "x-request-cost",
+        "x-region",
+        "mcp-session-id",
+        "www-authenticate",
+    ] {
+        assert!(exposed.contains(&h), "{h} not in {exposed:?}");
+    }
+}
+
+#[test]
+fn cors_origins_match_without_regard_to_scheme_and_host_case() {
+    let cors = CorsConfig::allow_origins(["HTTPS://App.Example.COM"]);
+    let mut h = Harness::new(ServerConfig::default().with_cors(cors));
+    let r = preflight(&mut h, APP);
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    // Answered as the browser spelled it: its CORS check compares byte for byte.
+    assert_eq!(r.header("access-control-allow-origin"), Some(APP));
+    let r = actual(&mut h, Some(APP));
+    assert_eq!(r.header("access-control-allow-origin"), Some(APP));
+    for other in [
+        "https://app.example.com.evil.com",
+        "http://app.example.com",
+        "https://app.example.com:8443",
+    ] {
+        assert_eq!(
+            preflight(&mut h, other).status(),
+            StatusCode::FORBIDDEN,
+            "{other}"
+        );
+    }
+}
+
+#[test]
+fn the_metadata_document_is_served_under_the_resource_path_and_the_endpoint_path() {
+    // RFC 9728 §3.1: the well-known prefix goes between the host and the resource's path.
+    // Behind a proxy the resource's path (/api/v1/mcp) differs from the router's (/mcp).
+    let prm =
+        ProtectedResourceMetadata::new("https://mcp.example.com/api/v1/mcp", "https://as.example");
+    let url = prm.url();
+    let mut h = Harness::new(ServerConfig::default().with_protected_resource(prm));
+    let suffixed = url
+        .strip_prefix("https://mcp.example.com")
+        .unwrap()
+        .to_owned();
+    assert_eq!(suffixed, "/.well-known/oauth-protected-resource/api/v1/mcp");
+    for path in [
+        suffixed.as_str(),
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource",
+    ] {
+        assert!(h.router.owns_path(path), "{path}");
+        let s = h.send(Req::new(Method::GET, path));
+        let r = h.response(s);
+        assert_eq!(r.status(), StatusCode::OK, "{path}");
+        assert_eq!(r.json()["resource"], "https://mcp.example.com/api/v1/mcp");
+    }
+    for path in [
+        "/.well-known/oauth-protected-resource/other",
+        "/.well-known/oauth-protected-resource/api",
+        "/.well-known/oauth-protected-resource/api/v1/mcp/extra",
+        "/.well-known/oauth-protected-resource/mcpx",
+        "/.well-known/oauth-protected-resourcex",
+        "/.well-known/oauth-authorization-server",
+    ] {
+        assert!(!h.router.owns_path(path), "{path}");
+        let s = h.send(Req::new(Method::GET, path));
+        assert_eq!(h.response(s).status(), StatusCode::NOT_FOUND, "{path}");
+    }
 }

@@ -163,7 +163,10 @@ impl HostValidation {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum AllowedOrigins {
-    /// Any origin (`*`, or the request's origin echoed when credentials are allowed).
+    /// Any origin: `Access-Control-Allow-Origin: *`. Never with credentials: the Fetch
+    /// standard's CORS check refuses `*` on a credentialed request, and echoing every origin
+    /// instead would let any web page make credentialed requests and read the answers, so
+    /// [`CorsConfig::allow_credentials`] is ignored under this policy.
     Any,
     /// Exactly these origins (`https://app.example.com`), compared case-insensitively.
     List(Vec<String>),
@@ -173,12 +176,20 @@ pub enum AllowedOrigins {
 /// (`OPTIONS` with `Access-Control-Request-Method`) are answered with 204; every response to
 /// an allowed origin carries `Access-Control-Allow-Origin` and exposes `Mcp-Session-Id`,
 /// `MCP-Protocol-Version` and `WWW-Authenticate`, which a browser client must read.
+///
+/// Origins compare ASCII case-insensitively (scheme and host are case-insensitive); the
+/// allowed origin is answered as the request spelled it, since the browser's CORS check
+/// compares it byte for byte. Every response of an allow-list policy carries
+/// `Vary: Origin`, also those to a request without an allowed `Origin`, so that a shared cache
+/// never serves one origin's answer to another (Fetch standard, "CORS protocol and HTTP
+/// caches").
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CorsConfig {
     /// Allowed origins.
     pub allowed_origins: AllowedOrigins,
-    /// `Access-Control-Allow-Credentials: true`.
+    /// `Access-Control-Allow-Credentials: true` (allow-list policies only: ignored under
+    /// [`AllowedOrigins::Any`]).
     pub allow_credentials: bool,
     /// `Access-Control-Max-Age` of preflight answers.
     pub max_age: Option<Duration>,
@@ -234,6 +245,9 @@ impl CorsConfig {
     /// Adds the headers of an actual (non-preflight) response for `origin`.
     pub(crate) fn apply(&self, origin: Option<&str>, headers: &mut HeaderMap) {
         let Some(origin) = origin.filter(|o| self.allows_origin(o)) else {
+            if self.varies_by_origin() {
+                headers.append(header::VARY, HeaderValue::from_static("origin"));
+            }
             return;
         };
         self.allow_origin_header(origin, headers);
@@ -247,19 +261,23 @@ impl CorsConfig {
         }
     }
 
+    /// Whether the answer depends on the request's `Origin` (an allow-list echoes it).
+    fn varies_by_origin(&self) -> bool {
+        !matches!(self.allowed_origins, AllowedOrigins::Any)
+    }
+
     fn allow_origin_header(&self, origin: &str, headers: &mut HeaderMap) {
-        let value =
-            if matches!(self.allowed_origins, AllowedOrigins::Any) && !self.allow_credentials {
-                HeaderValue::from_static("*")
-            } else {
-                match HeaderValue::from_str(origin) {
-                    Ok(v) => v,
-                    Err(_) => return,
-                }
-            };
+        let value = if self.varies_by_origin() {
+            match HeaderValue::from_str(origin) {
+                Ok(v) => v,
+                Err(_) => return,
+            }
+        } else {
+            HeaderValue::from_static("*")
+        };
         headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, value);
         headers.append(header::VARY, HeaderValue::from_static("origin"));
-        if self.allow_credentials {
+        if self.allow_credentials && self.varies_by_origin() {
             headers.insert(
                 header::ACCESS_CONTROL_ALLOW_CREDENTIALS,
                 HeaderValue::from_static("true"),

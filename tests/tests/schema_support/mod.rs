@@ -4,7 +4,7 @@
 //! The spec data (`shared/spec-data/<revision>/schema.json` and the 2026-07-28 examples) is
 //! read at run time from `<workspace root>/../shared/spec-data`, or from `$MCP_SPEC_DATA` when
 //! set. It is never copied into the repository. When it is absent, [`spec_data`] says so on
-//! stderr and the test returns early (skipped).
+//! stderr and the test returns early (skipped), except under `CI=true`, where it fails.
 // Each test binary uses a different part of this module.
 #![allow(dead_code, unused_imports)]
 
@@ -18,23 +18,14 @@ use serde_json::Value;
 /// The revisions whose `schema.json` is in the spec data.
 pub(crate) const REVISIONS: [&str; 4] = ["2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"];
 
-/// The spec-data folder, or `None` (after saying so) when it is absent.
+/// The spec-data folder, or `None` (after saying so) when it is absent; in CI its absence
+/// fails the test instead ([`mcp_tests::spec_data_missing`]).
 pub(crate) fn spec_data(test: &str) -> Option<PathBuf> {
-    let dir = match std::env::var_os("MCP_SPEC_DATA") {
-        Some(dir) => PathBuf::from(dir),
-        None => mcp_tests::workspace_root()
-            .join("..")
-            .join("shared")
-            .join("spec-data"),
-    };
+    let dir = mcp_tests::spec_data_dir();
     if dir.join("2025-11-25").join("schema.json").is_file() {
         Some(dir)
     } else {
-        eprintln!(
-            "SKIPPED {test}: MCP spec data not found at {} (expected shared/spec-data beside \
-             the workspace, or set MCP_SPEC_DATA)",
-            dir.display()
-        );
+        mcp_tests::spec_data_missing(test, &dir);
         None
     }
 }
