@@ -130,6 +130,9 @@ pub struct Logged {
     pub status: Option<u16>,
     /// Where the response was cut (bytes from its start), if it was.
     pub cut_at: Option<usize>,
+    /// Where the response's first SSE event ended (bytes from its start): a cut before it
+    /// left the client without any event id, so the stream could not be resumed.
+    pub first_event_end: Option<usize>,
 }
 
 struct State {
@@ -303,6 +306,7 @@ async fn exchange(st: Arc<State>, req: Request<Incoming>) -> io::Result<Response
             rpc_id,
             status: None,
             cut_at: None,
+            first_event_end: None,
         });
         log.len() - 1
     };
@@ -348,7 +352,7 @@ async fn exchange(st: Arc<State>, req: Request<Incoming>) -> io::Result<Response
     let budget = cut_at.map(|at| (at.saturating_sub(head), at));
     let (tx, rx) = mpsc::channel(if st.faults.fragment { 1 } else { 16 });
     st.open.fetch_add(1, Ordering::SeqCst);
-    tokio::spawn(pump(st, index, rbody, conn, budget, tx));
+    tokio::spawn(pump(st, index, head, rbody, conn, budget, tx));
     Ok(Response::from_parts(rparts, CutBody { rx }))
 }
 
@@ -368,6 +372,7 @@ impl Drop for OpenGuard {
 async fn pump(
     st: Arc<State>,
     index: usize,
+    head: usize,
     mut body: Incoming,
     conn: tokio::task::JoinHandle<Result<(), hyper::Error>>,
     mut budget: Option<(usize, usize)>,
@@ -377,6 +382,9 @@ async fn pump(
     // A long-lived stream gets a new chance to be cut every `cut_within` bytes it carries.
     let mut position = budget.map_or(0, |(left, at)| at - left);
     let mut since_roll = 0usize;
+    // The start of the body, until the first blank line (the end of the first SSE event).
+    let mut start: Vec<u8> = Vec::new();
+    let mut first_seen = false;
     loop {
         if st.faults.reroll && budget.is_none() && since_roll >= st.faults.cut_within {
             since_roll = 0;
@@ -397,6 +405,18 @@ async fn pump(
                 Err(_) => continue,
             },
         };
+        if !first_seen {
+            let before = start.len();
+            start.extend_from_slice(&data[..data.len().min(4096)]);
+            if let Some(end) = start.windows(2).position(|w| w == b"\n\n") {
+                first_seen = true;
+                if let Some(e) = lock(&st.log).get_mut(index) {
+                    e.first_event_end = Some(head + end + 2);
+                }
+            } else if before > 4096 {
+                first_seen = true;
+            }
+        }
         position += data.len();
         since_roll += data.len();
         let enabled = st.enabled.load(Ordering::SeqCst);
@@ -557,7 +577,64 @@ impl Ledger {
         }
     }
 
-    fn finish(&mut self, proxy: &Proxy) {
+    /// For a peer's client: the calls (by index, in order) that it failed or left hanging.
+    /// Each is excused as the peer's own behaviour only if our side provably did the right
+    /// thing: its `tools/call` POST was cut before its first SSE event ended (the client held
+    /// no event id, so nothing could be resumed) — then they are moved out of `hung` and
+    /// `errors` into `interrupted`. Returns the ones that are not excusable.
+    pub fn excuse_unresumable(&mut self, failed_calls: &[usize], proxy: &Proxy) -> Vec<usize> {
+        let log = proxy.log();
+        let posts: Vec<&Logged> = log
+            .iter()
+            .filter(|l| l.rpc.as_deref() == Some("tools/call"))
+            .collect();
+        let mut not_excused = Vec::new();
+        for &i in failed_calls {
+            let unresumable = posts
+                .get(i)
+                .is_some_and(|p| match (p.cut_at, p.first_event_end) {
+                    (Some(cut), Some(first)) => cut < first,
+                    (Some(_), None) => true,
+                    _ => false,
+                });
+            if unresumable {
+                self.interrupted += 1;
+            } else {
+                not_excused.push(i);
+            }
+        }
+        let excused = failed_calls.len() - not_excused.len();
+        // What is excused leaves the failure counts (hung first, then errors).
+        let from_hung = excused.min(self.hung);
+        self.hung -= from_hung;
+        let rest = excused - from_hung;
+        self.errors.drain(..rest.min(self.errors.len()));
+        not_excused
+    }
+
+    /// A ledger from a peer client's own counts (the proxy's are added by
+    /// [`Ledger::finish`]).
+    pub fn from_counts(
+        ok: usize,
+        hung: usize,
+        errors: Vec<String>,
+        lost: u64,
+        duplicated: u64,
+        calls: usize,
+    ) -> Ledger {
+        Ledger {
+            ok,
+            hung,
+            errors,
+            lost,
+            duplicated,
+            calls,
+            ..Ledger::default()
+        }
+    }
+
+    /// Adds what the proxy saw: cuts, GETs, `tools/call` POSTs, refusals.
+    pub fn finish(&mut self, proxy: &Proxy) {
         let log = proxy.log();
         self.cuts = proxy.cuts();
         self.gets = log.iter().filter(|l| l.method == "GET").count();

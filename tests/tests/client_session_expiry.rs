@@ -254,3 +254,70 @@ fn a_late_404_to_a_request_of_the_previous_session_does_not_expire_the_current_o
         .count();
     assert_eq!(inits, 2);
 }
+
+#[test]
+fn after_a_failed_reinitialization_the_next_request_reinitializes_instead_of_waiting() {
+    // A re-initialization that meets a transport failure (a pooled connection to the
+    // server's previous process, say) fails the request it was for; the next request must
+    // start a new one and succeed, not wait forever for an `initialize` nobody will send.
+    let mut h = Harness::default_pair();
+    h.initialize();
+    h.restart_server();
+    h.server.script(Match::Method("initialize"), Reply::Fail);
+    let a = h.request("tools/list");
+    h.run_for(Duration::from_secs(5));
+    assert!(matches!(
+        h.outcomes_of(a)[..],
+        [RequestResult::Failed(ClientError::SessionExpired)]
+    ));
+    let b = h.request("tools/list");
+    h.run_for(Duration::from_secs(5));
+    assert!(
+        matches!(h.outcomes_of(b)[..], [RequestResult::Response { .. }]),
+        "{:?}",
+        h.outcomes_of(b)
+    );
+    assert!(h.client.is_ready());
+}
+
+#[test]
+fn when_no_reinitialization_is_left_a_request_without_a_session_fails_at_once() {
+    let mut h = Harness::default_pair();
+    h.initialize();
+    h.restart_server();
+    // Every re-initialization fails: the streak bound ends them, then requests fail fast.
+    for _ in 0..4 {
+        h.server.script(Match::Method("initialize"), Reply::Fail);
+    }
+    for _ in 0..3 {
+        let r = h.request("tools/list");
+        h.run_for(Duration::from_secs(5));
+        assert!(matches!(
+            h.outcomes_of(r)[..],
+            [RequestResult::Failed(ClientError::SessionExpired)]
+        ));
+    }
+    let inits_before = h
+        .server
+        .received
+        .iter()
+        .filter(|r| r.rpc_method() == Some("initialize"))
+        .count();
+    let last = h.request("tools/list");
+    h.run_for(Duration::from_millis(10));
+    assert!(
+        matches!(
+            h.outcomes_of(last)[..],
+            [RequestResult::Failed(ClientError::SessionExpired)]
+        ),
+        "fails at once, never waits: {:?}",
+        h.outcomes_of(last)
+    );
+    let inits_after = h
+        .server
+        .received
+        .iter()
+        .filter(|r| r.rpc_method() == Some("initialize"))
+        .count();
+    assert_eq!(inits_before, inits_after, "no more re-initializations");
+}

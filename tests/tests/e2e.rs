@@ -816,7 +816,14 @@ async fn a_server_restart_is_repaired_by_reinitializing(server: Runtime, client_
         client.call_tool("get_user", json!({"user_id": "user_1"})),
     )
     .await;
+    let met_old_connection = matches!(
+        &got,
+        Err(mcp_proto::service::client::RequestError::Transport(_))
+    );
     if let Err(mcp_proto::service::client::RequestError::Transport(e)) = &got {
+        // The call, or the re-initialization it started, met the old process: a failed
+        // re-initialization fails the call (SessionExpired), and the next request starts a
+        // new one rather than wait.
         eprintln!("the first call after the restart met the old connection ({e}); once more");
         got = bounded(
             "get_user after the restart, again",
@@ -848,9 +855,11 @@ async fn a_server_restart_is_repaired_by_reinitializing(server: Runtime, client_
         "the first call, then the one that met the restart: {sent:?}"
     );
     let inits: Vec<_> = sent.iter().filter(|(m, _)| m == "initialize").collect();
-    assert_eq!(
-        inits.len(),
-        2,
+    // The first initialize and the repair (plus, when the repair met the old process's
+    // pooled connection, the one that failed there).
+    let expected = if met_old_connection { 2..=3 } else { 2..=2 };
+    assert!(
+        expected.contains(&inits.len()),
         "the first initialize and the repair: {sent:?}"
     );
     assert!(inits.iter().all(|(_, id)| id.is_none()), "{sent:?}");

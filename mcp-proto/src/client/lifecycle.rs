@@ -25,6 +25,9 @@
 //! Initializing    | InitializeFailed                        | Uninitialized   |
 //! Reinitializing  | InitializeAccepted (the replay)         | Acknowledging   | Reinitialized; POST initialized
 //! Reinitializing  | ReinitFailed                            | Uninitialized   | ReinitializeFailed; retries fail
+//! Uninitialized   | RequestWithoutSession, auto re-init off  | Uninitialized   | (the request waits for the app's initialize)
+//! Uninitialized   | RequestWithoutSession, re-init possible | Reinitializing  | POST saved initialize (the request waits)
+//! Uninitialized   | RequestWithoutSession, streak spent     | Uninitialized   | the request fails (SessionExpired)
 //! Acknowledging   | Acknowledged (answer, error or timeout) | Ready           | Ready; flush queue; open GET
 //! Ready|Acknowl.  | Expired, auto re-init possible          | Reinitializing  | SessionExpired; POST saved initialize
 //! Ready|Acknowl.  | Expired, otherwise                      | Uninitialized   | SessionExpired
@@ -74,6 +77,10 @@ pub(super) enum PhaseEvent {
     Acknowledged(Result<(), ClientError>),
     /// The current session id met a 404.
     Expired,
+    /// The app sent a request while no session exists although one had been established
+    /// (its re-initialization failed, or was not possible): it must not wait for an
+    /// `initialize` nobody will send.
+    RequestWithoutSession(RequestId),
     /// The app closed; the DELETE's exchange and deadline when one was sent.
     CloseRequested { delete: Option<(StreamId, Instant)> },
     /// The DELETE was answered, failed, or timed out.
@@ -183,6 +190,7 @@ impl ClientSession {
                 self.requests
                     .retain(|_, r| !(r.internal && &*r.method == INITIALIZE));
                 self.phase = Phase::Uninitialized;
+                self.session_lost = true;
                 self.event(ClientEvent::ReinitializeFailed { error });
                 let waiting: Vec<RequestId> = self
                     .requests
@@ -215,7 +223,27 @@ impl ClientSession {
                         && self.reinit_streak < MAX_REINIT_STREAK;
                     if !(can_replay && self.start_reinit(now)) {
                         self.phase = Phase::Uninitialized;
+                        self.session_lost = true;
                     }
+                }
+            }
+            // With automatic re-initialization off, requests wait for the app's own
+            // `initialize` (documented): nothing to do.
+            (Phase::Uninitialized, PhaseEvent::RequestWithoutSession(_)) if !self.auto_reinit => {}
+            (Phase::Uninitialized, PhaseEvent::RequestWithoutSession(id)) => {
+                let can_replay =
+                    self.saved_init.is_some() && self.reinit_streak < MAX_REINIT_STREAK;
+                if can_replay && self.start_reinit(now) {
+                    // Failed with the session if this re-initialization fails too.
+                    if let Some(r) = self.requests.get_mut(&id) {
+                        r.retried = true;
+                    }
+                } else {
+                    self.end_request(
+                        &id,
+                        RequestResult::Failed(ClientError::SessionExpired),
+                        false,
+                    );
                 }
             }
             (
@@ -282,6 +310,7 @@ impl ClientSession {
         self.session = session.clone();
         self.version = Some(version);
         self.epoch += 1;
+        self.session_lost = false;
         // Only the `initialize` right after a failed probe can mean "HTTP+SSE only".
         self.fell_back = false;
         if self.era_mode != EraMode::Legacy

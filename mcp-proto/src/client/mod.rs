@@ -293,6 +293,9 @@ pub struct ClientSession {
     /// When the answer to `notifications/initialized` stops being waited for.
     ack_deadline: Option<Instant>,
     reinit_streak: u32,
+    /// A session had been established and is gone without a replacement (see the
+    /// lifecycle's `RequestWithoutSession`).
+    session_lost: bool,
     reinit_seq: u64,
     requests: BTreeMap<RequestId, Req>,
     posts: BTreeMap<StreamId, PostStream>,
@@ -400,6 +403,7 @@ impl ClientSession {
             saved_init: None,
             ack_deadline: None,
             reinit_streak: 0,
+            session_lost: false,
             reinit_seq: 0,
             requests: BTreeMap::new(),
             posts: BTreeMap::new(),
@@ -563,7 +567,11 @@ impl ClientSession {
                     let s = self.post_message(message, Purpose::Request(id), Some(method));
                     return Ok(SendReceipt::Posted(s));
                 }
-                self.dispatch(message, Purpose::Request(id), Some(method))
+                let receipt = self.dispatch(message, Purpose::Request(id.clone()), Some(method))?;
+                if self.phase == Phase::Uninitialized && self.session_lost {
+                    self.step(now, PhaseEvent::RequestWithoutSession(id));
+                }
+                Ok(receipt)
             }
         }
     }
