@@ -522,6 +522,8 @@ pub struct Ledger {
     pub posted_calls: usize,
     /// Calls made.
     pub calls: usize,
+    /// A peer's calls that never reached the wire (its client gave up sending after a cut).
+    pub unsent: usize,
     /// Responses still open through the proxy after the client closed.
     pub open_after_close: usize,
     /// Statuses other than 2xx the proxy saw (e.g. 409 takeover refusals), by status.
@@ -553,7 +555,7 @@ impl Ledger {
         if !self.slow.is_empty() {
             bad.push(format!("over their bound: {:?}", self.slow));
         }
-        if self.posted_calls != self.calls {
+        if self.posted_calls + self.unsent != self.calls {
             bad.push(format!(
                 "{} tools/call POSTs for {} calls (a silent re-send?)",
                 self.posted_calls, self.calls
@@ -589,18 +591,19 @@ impl Ledger {
             .filter(|l| l.rpc.as_deref() == Some("tools/call"))
             .collect();
         let mut not_excused = Vec::new();
+        let unresumable = |p: &Logged| match (p.cut_at, p.first_event_end) {
+            (Some(cut), Some(first)) => cut < first,
+            (Some(_), None) => true,
+            _ => false,
+        };
+        // The peer stopped sending after an unresumable cut: the calls it never sent are its
+        // own failure (our server never saw them).
+        let gave_up = posts.last().is_some_and(|p| unresumable(p));
         for &i in failed_calls {
-            let unresumable = posts
-                .get(i)
-                .is_some_and(|p| match (p.cut_at, p.first_event_end) {
-                    (Some(cut), Some(first)) => cut < first,
-                    (Some(_), None) => true,
-                    _ => false,
-                });
-            if unresumable {
-                self.interrupted += 1;
-            } else {
-                not_excused.push(i);
+            match posts.get(i) {
+                Some(p) if unresumable(p) => self.interrupted += 1,
+                None if gave_up => self.unsent += 1,
+                _ => not_excused.push(i),
             }
         }
         let excused = failed_calls.len() - not_excused.len();

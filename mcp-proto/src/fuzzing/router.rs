@@ -91,6 +91,10 @@ struct Seen {
     streams: Vec<StreamId>,
     event_ids: Vec<String>,
     bodies: HashMap<StreamId, usize>,
+    /// Bytes handed out and not yet reported taken, per exchange; the router must never go
+    /// beyond its send window by more than one chunk.
+    unacked: HashMap<StreamId, usize>,
+    window: usize,
 }
 
 fn drain(router: &mut Router, seen: &mut Seen) {
@@ -109,6 +113,12 @@ fn drain(router: &mut Router, seen: &mut Seen) {
                 assert!(seen.headed.contains(&stream), "body before head");
                 assert!(!seen.ended.contains(&stream), "body after end");
                 *seen.bodies.entry(stream).or_default() += chunk.len();
+                let unacked = seen.unacked.entry(stream).or_default();
+                assert!(
+                    *unacked < seen.window.max(1),
+                    "a chunk handed out while the send window was full"
+                );
+                *unacked += chunk.len();
                 let text = String::from_utf8_lossy(&chunk);
                 for line in text.lines() {
                     if let Some(id) = line.strip_prefix("id: ")
@@ -121,6 +131,9 @@ fn drain(router: &mut Router, seen: &mut Seen) {
             ServerOutput::ResponseEnd { stream } => {
                 assert!(seen.headed.contains(&stream), "end before head");
                 assert!(seen.ended.insert(stream), "two ends on one stream");
+            }
+            ServerOutput::ResponseAbort { stream } => {
+                assert!(seen.ended.insert(stream), "an abort after the end");
             }
             ServerOutput::Request { handle, .. } => seen.handles.push(handle),
             ServerOutput::SessionCreated { session } => seen.sessions.push(session),
@@ -157,7 +170,15 @@ fn config(b: &mut Bytes<'_>) -> ServerConfig {
             },
         )
         .with_session_idle_ttl(Some(Duration::from_secs(1 + b.byte() as u64)))
-        .with_resumability(flags & 16 == 0);
+        .with_resumability(flags & 16 == 0)
+        // Small windows and budgets, so that pacing, backlogs, draining ends and the
+        // slow-reader cut all happen.
+        .with_send_window(64 + b.byte() as usize * 16)
+        .with_slow_reader(
+            Duration::from_secs(1 + u64::from(b.byte() % 60)),
+            512 + b.byte() as usize * 64,
+        )
+        .with_listen_takeovers(u32::from(b.byte() % 4), Duration::from_secs(30));
     if modern {
         c = c.with_modern();
     }
@@ -256,7 +277,10 @@ pub fn router(data: &[u8]) {
     let start = Instant::now();
     let mut now = start;
     let mut router = Router::new(config(&mut b).with_insecure_test_session_ids(), now);
-    let mut seen = Seen::default();
+    let mut seen = Seen {
+        window: router.config().send_window,
+        ..Seen::default()
+    };
     let mut steps = 0;
     while !b.is_empty() && steps < 256 {
         steps += 1;
@@ -361,9 +385,23 @@ pub fn router(data: &[u8]) {
                     let _ = router.close_session(now, s);
                 }
             }
-            10 | 11 => {
+            10 => {
                 if let Some(s) = b.pick(&seen.streams).copied() {
                     router.handle_disconnect(now, s);
+                }
+            }
+            11 => {
+                // The client takes some (or all) of what it was given.
+                if let Some(s) = b.pick(&seen.streams).copied() {
+                    let unacked = seen.unacked.get(&s).copied().unwrap_or(0);
+                    let n = match b.byte() {
+                        0..=127 => unacked,
+                        k => unacked * usize::from(k - 127) / 128,
+                    };
+                    if let Some(u) = seen.unacked.get_mut(&s) {
+                        *u -= n;
+                    }
+                    router.handle_written(now, s, n);
                 }
             }
             _ => {

@@ -249,12 +249,17 @@ fn peer(args: &[String]) -> ExitCode {
                 (r, _) => r,
             };
             println!(
-                "| {what} | {} ← {program} {} | {} / {} / {} (peer: unresumable cut) / {} | {} | {} | {} | {} | {} |",
+                "| {what} | {} ← {program} {} | {} / {} / {} (peer: unresumable cut){} / {} | {} | {} | {} | {} | {} |",
                 runtime.name(),
                 rest.first().map_or("", String::as_str),
                 l.ok,
                 l.hung,
                 l.interrupted,
+                if l.unsent > 0 {
+                    format!(" + {} never sent by the peer after it", l.unsent)
+                } else {
+                    String::new()
+                },
                 l.errors.len(),
                 l.lost,
                 l.duplicated,
