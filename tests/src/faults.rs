@@ -873,7 +873,6 @@ pub async fn run_ours(
     faults: Faults,
     w: Workload,
 ) -> Result<Ledger, String> {
-    use mcp_proto::client::ClientConfig;
     use mcp_proto::server::ServerConfig;
     let config = ServerConfig::default().with_retry_interval(w.retry);
     let serving = server
@@ -883,6 +882,24 @@ pub async fn run_ours(
     let proxy = Proxy::start(serving.local_addr(), faults)
         .await
         .map_err(|e| format!("proxy: {e}"))?;
+    let ledger = run_client(client, kind, &proxy, w).await;
+    serving.shutdown().await;
+    ledger
+}
+
+/// Our client on `client` (continuous listening) runs one ledger through `proxy`, whatever
+/// server is behind it.
+///
+/// # Errors
+///
+/// When the client cannot connect, or its GET stream does not open for the GET ledger.
+pub async fn run_client(
+    client: crate::runtime::Runtime,
+    kind: Kind,
+    proxy: &Proxy,
+    w: Workload,
+) -> Result<Ledger, String> {
+    use mcp_proto::client::ClientConfig;
     let builder = ServiceClient::builder("mcp-faults", "1");
     let cc = ClientConfig::new().with_continuous_listening(true);
     let c = client
@@ -896,10 +913,8 @@ pub async fn run_ours(
         }
     }
     let service = c.client().clone();
-    let ledger = match kind {
-        Kind::Post => post_ledger(&service, &proxy, w, c.close()).await,
-        Kind::Get => get_ledger(&service, &proxy, w, c.close()).await,
-    };
-    serving.shutdown().await;
-    Ok(ledger)
+    Ok(match kind {
+        Kind::Post => post_ledger(&service, proxy, w, c.close()).await,
+        Kind::Get => get_ledger(&service, proxy, w, c.close()).await,
+    })
 }
