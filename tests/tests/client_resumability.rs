@@ -223,3 +223,38 @@ fn random_mid_event_drops_lose_nothing_and_duplicate_nothing() {
     assert!(drops > 20, "the network dropped only {drops} streams");
     assert!(ok * 10 >= total * 9, "{ok} of {total} succeeded");
 }
+
+#[test]
+fn an_answered_stream_that_the_server_never_ends_is_closed_by_the_client_after_the_grace() {
+    // Some servers never end a stream after its response (the TypeScript and Python SDKs'
+    // resumed streams): the client must not hold the connection for nothing.
+    let mut h = Harness::default_pair();
+    h.initialize();
+    h.server.script(
+        Match::Method("tools/call"),
+        Reply::Sse(
+            vec![Frame::json(json!({"jsonrpc":"2.0","id":101,"result":{}}))],
+            SseEnd::Open,
+        ),
+    );
+    let id = h.request("tools/call");
+    assert_eq!(id, 101);
+    h.run_for(Duration::from_millis(100));
+    assert!(matches!(
+        h.outcomes_of(id)[..],
+        [RequestResult::Response { .. }]
+    ));
+    let aborts = |h: &Harness| {
+        h.log
+            .iter()
+            .filter(|(_, s)| matches!(s, mcp_tests::client_harness::Seen::Abort(_)))
+            .count()
+    };
+    let before = aborts(&h);
+    h.run_for(Duration::from_millis(1800));
+    assert_eq!(aborts(&h), before, "still within the grace (2 s)");
+    h.run_for(Duration::from_millis(300));
+    assert_eq!(aborts(&h), before + 1, "closed once the grace is over");
+    // And nothing else happened to the session.
+    assert!(h.client.is_ready());
+}

@@ -102,16 +102,8 @@ fn main() -> ExitCode {
         (Runtime::Tokio, Runtime::Smol),
         (Runtime::Smol, Runtime::Smol),
     ];
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("mcp-faults: no tokio runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(rt) = tokio_runtime() else {
+        return ExitCode::FAILURE;
     };
     println!(
         "| workload | server ← client | calls ok / hung / interrupted / err | lost | duplicated | cuts | GETs | verdict |"
@@ -219,16 +211,8 @@ fn peer(args: &[String], against: bool) -> ExitCode {
         (false, Kind::Post) => Faults::cuts(seed, 0.3).within(20_000),
         (false, Kind::Get) => Faults::cuts(seed, 0.5).within(20_000),
     };
-    let rt = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("mcp-faults: no tokio runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(rt) = tokio_runtime() else {
+        return ExitCode::FAILURE;
     };
     let outcome = if against {
         rt.block_on(against_peer(program, rest, runtime, kind, faults, w))
@@ -432,4 +416,15 @@ async fn against_peer(
     let ledger = mcp_tests::faults::run_client(client, kind, &proxy, w).await;
     let _ = child.kill().await;
     ledger
+}
+
+/// The runtime the proxy, the in-process servers and the tokio clients run on (the smol
+/// ones bring their own executor).
+fn tokio_runtime() -> Option<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| eprintln!("mcp-faults: no tokio runtime: {e}"))
+        .ok()
 }
