@@ -541,13 +541,13 @@ impl Router {
                     return Err(ProtocolError::UnknownLastEventId);
                 }
                 if self.sessions.get(&session).and_then(|s| s.listen) == Some(lsid) {
-                    self.charge_takeover(session, lsid)?;
+                    self.charge_takeover(lsid)?;
                 }
                 self.resume(stream, session, lsid, seq, origin);
             }
             None => {
                 if let Some(lsid) = self.sessions.get(&session).and_then(|s| s.listen) {
-                    self.charge_takeover(session, lsid)?;
+                    self.charge_takeover(lsid)?;
                 }
                 self.open_listen(stream, session, origin);
             }
@@ -791,6 +791,8 @@ impl Router {
                 version,
                 last_seq: 0,
                 detached_seq: 0,
+                takeovers: 0,
+                takeover_window: None,
                 id_sent: false,
                 accept_sse: ctx.accept_sse,
                 origin: ctx.origin.clone(),

@@ -220,6 +220,8 @@ impl Router {
                 version: ProtocolVersion::V2026_07_28,
                 last_seq: 0,
                 detached_seq: 0,
+                takeovers: 0,
+                takeover_window: None,
                 id_sent: false,
                 accept_sse: ctx.accept_sse,
                 origin: ctx.origin.clone(),

@@ -908,24 +908,17 @@ impl Router {
 
     /// A GET for `lsid`, the session's listen stream, while it has a connection: allowed
     /// (the old connection will be ended) while the session's takeover budget lasts.
-    pub(crate) fn charge_takeover(
-        &mut self,
-        session: SessionHandle,
-        lsid: u64,
-    ) -> Result<(), ProtocolError> {
-        if self
-            .streams
-            .get(&lsid)
-            .is_none_or(|l| l.connection.is_none())
-        {
-            return Ok(());
-        }
+    pub(crate) fn charge_takeover(&mut self, lsid: u64) -> Result<(), ProtocolError> {
         let (budget, window, now) = (
             self.config.listen_takeovers,
             self.config.listen_takeover_window,
             self.now,
         );
-        let Some(s) = self.sessions.get_mut(&session) else {
+        let Some(s) = self
+            .streams
+            .get_mut(&lsid)
+            .filter(|l| l.connection.is_some())
+        else {
             return Ok(());
         };
         if s.takeover_window.is_none_or(|start| now >= start + window) {

@@ -172,9 +172,6 @@ pub(crate) struct Session {
     pub(crate) outbound: Vec<OutboundId>,
     /// Open HTTP exchanges (POST streams and GETs) of the session.
     pub(crate) open_connections: u32,
-    /// GET takeovers in the current takeover window, and when it began.
-    pub(crate) takeovers: u32,
-    pub(crate) takeover_window: Option<Instant>,
 }
 
 impl Session {
@@ -191,8 +188,6 @@ impl Session {
             streams: Vec::new(),
             outbound: Vec::new(),
             open_connections: 0,
-            takeovers: 0,
-            takeover_window: None,
         }
     }
 

@@ -165,6 +165,10 @@ pub(crate) struct LogicalStream {
     /// `last_seq` when the connection last went away: a plain GET on a listen stream
     /// replays what was stored after it.
     pub(crate) detached_seq: u64,
+    /// A listen stream's GET takeovers in the current takeover window, and when it began
+    /// (only listen streams are taken over under a budget; idle sessions pay nothing).
+    pub(crate) takeovers: u32,
+    pub(crate) takeover_window: Option<Instant>,
     /// An event id reached the wire: the client can resume.
     pub(crate) id_sent: bool,
     pub(crate) accept_sse: bool,
@@ -202,6 +206,8 @@ impl LogicalStream {
             version,
             last_seq: 0,
             detached_seq: 0,
+            takeovers: 0,
+            takeover_window: None,
             id_sent: false,
             accept_sse: true,
             origin: None,
