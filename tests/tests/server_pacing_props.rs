@@ -196,20 +196,20 @@ proptest! {
         }
         // The call ends; the client resumes what is cut and reads everything that is left.
         h.reply(handle, "{}");
-        for s in 0..2 {
-            if held[s].conn.is_none() {
-                resume(&mut h, &id, &mut held[s]);
+        for one in &mut held {
+            if one.conn.is_none() {
+                resume(&mut h, &id, one);
             }
             for _ in 0..10_000 {
-                let Some(conn) = held[s].conn else { break };
+                let Some(conn) = one.conn else { break };
                 let given = h.response(conn).body.len();
-                if held[s].read == given {
+                if one.read == given {
                     break;
                 }
-                held[s].read = given;
+                one.read = given;
                 h.read_all(conn);
             }
-            settle(&h, &mut held[s]);
+            settle(&h, one);
         }
         prop_assert_eq!(&held[0].numbers, &(1..=notified).collect::<Vec<_>>());
         prop_assert_eq!(&held[1].numbers, &(1..=progressed).collect::<Vec<_>>());
