@@ -778,29 +778,21 @@ impl Router {
         self.streams.insert(
             lsid,
             LogicalStream {
-                session,
-                kind: StreamKind::Request {
-                    pending: handles,
-                    kept,
-                    batch,
-                    initialize: is_init,
-                },
-                phase: Phase::Pending,
                 connection: Some(stream),
-                resumable,
-                version,
-                last_seq: 0,
-                detached_seq: 0,
-                takeovers: 0,
-                takeover_window: None,
-                id_sent: false,
                 accept_sse: ctx.accept_sse,
                 origin: ctx.origin.clone(),
-                retention: None,
-                grace: None,
-                modern: false,
-                sse_only: false,
-                error_status: None,
+                ..LogicalStream::new(
+                    session,
+                    StreamKind::Request {
+                        pending: handles,
+                        kept,
+                        batch,
+                        initialize: is_init,
+                    },
+                    Phase::Pending,
+                    resumable,
+                    version,
+                )
             },
         );
         self.exchanges.insert(

@@ -207,29 +207,23 @@ impl Router {
         self.streams.insert(
             lsid,
             LogicalStream {
-                session: None,
-                kind: StreamKind::Request {
-                    pending: vec![handle],
-                    kept: Vec::new(),
-                    batch: false,
-                    initialize: false,
-                },
-                phase: Phase::Pending,
                 connection: Some(stream),
-                resumable: false,
-                version: ProtocolVersion::V2026_07_28,
-                last_seq: 0,
-                detached_seq: 0,
-                takeovers: 0,
-                takeover_window: None,
-                id_sent: false,
                 accept_sse: ctx.accept_sse,
                 origin: ctx.origin.clone(),
-                retention: None,
-                grace: None,
                 modern: true,
-                error_status: None,
                 sse_only: !ctx.accept_json,
+                ..LogicalStream::new(
+                    None,
+                    StreamKind::Request {
+                        pending: vec![handle],
+                        kept: Vec::new(),
+                        batch: false,
+                        initialize: false,
+                    },
+                    Phase::Pending,
+                    false,
+                    ProtocolVersion::V2026_07_28,
+                )
             },
         );
         self.exchanges
