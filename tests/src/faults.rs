@@ -133,6 +133,8 @@ pub struct Logged {
     /// Where the response's first SSE event ended (bytes from its start): a cut before it
     /// left the client without any event id, so the stream could not be resumed.
     pub first_event_end: Option<usize>,
+    /// Where its first event carrying data (a message, not the empty priming event) ended.
+    pub first_message_end: Option<usize>,
 }
 
 struct State {
@@ -307,6 +309,7 @@ async fn exchange(st: Arc<State>, req: Request<Incoming>) -> io::Result<Response
             status: None,
             cut_at: None,
             first_event_end: None,
+            first_message_end: None,
         });
         log.len() - 1
     };
@@ -354,6 +357,26 @@ async fn exchange(st: Arc<State>, req: Request<Incoming>) -> io::Result<Response
     st.open.fetch_add(1, Ordering::SeqCst);
     tokio::spawn(pump(st, index, head, rbody, conn, budget, tx));
     Ok(Response::from_parts(rparts, CutBody { rx }))
+}
+
+/// Where the first SSE event, and the first one carrying data, end in `start` (the first
+/// bytes of a body), if they are complete there.
+fn first_events(start: &[u8]) -> (Option<usize>, Option<usize>) {
+    let mut first = None;
+    let mut at = 0;
+    while let Some(len) = start[at..].windows(2).position(|w| w == b"\n\n") {
+        let block = &start[at..at + len];
+        at += len + 2;
+        first.get_or_insert(at);
+        let has_data = block.split(|b| *b == b'\n').any(|line| {
+            line.strip_prefix(b"data:")
+                .is_some_and(|v| !v.strip_prefix(b" ").unwrap_or(v).is_empty())
+        });
+        if has_data {
+            return (first, Some(at));
+        }
+    }
+    (first, None)
 }
 
 /// Ends the bookkeeping of one streamed response, and its upstream connection.
@@ -406,16 +429,13 @@ async fn pump(
             },
         };
         if !first_seen {
-            let before = start.len();
-            start.extend_from_slice(&data[..data.len().min(4096)]);
-            if let Some(end) = start.windows(2).position(|w| w == b"\n\n") {
-                first_seen = true;
-                if let Some(e) = lock(&st.log).get_mut(index) {
-                    e.first_event_end = Some(head + end + 2);
-                }
-            } else if before > 4096 {
-                first_seen = true;
+            start.extend_from_slice(&data[..data.len().min(8192)]);
+            let (first, message) = first_events(&start);
+            if let Some(e) = lock(&st.log).get_mut(index) {
+                e.first_event_end = first.map(|end| head + end);
+                e.first_message_end = message.map(|end| head + end);
             }
+            first_seen = message.is_some() || start.len() > 8192;
         }
         position += data.len();
         since_roll += data.len();
@@ -524,6 +544,9 @@ pub struct Ledger {
     pub calls: usize,
     /// A peer's calls that never reached the wire (its client gave up sending after a cut).
     pub unsent: usize,
+    /// A peer's calls cut after the priming event (with its id) but before the first
+    /// message, which the peer could not resume because it ignores the priming id.
+    pub priming_ignored: usize,
     /// Responses still open through the proxy after the client closed.
     pub open_after_close: usize,
     /// Statuses other than 2xx the proxy saw (e.g. 409 takeover refusals), by status.
@@ -596,12 +619,23 @@ impl Ledger {
             (Some(_), None) => true,
             _ => false,
         };
+        // A named peer bug (the TypeScript SDK's client): it ignores the id of the priming
+        // event (an event without data), so a cut after it but before the first message
+        // leaves it with nothing to resume from, although our server sent the id.
+        let after_priming_only =
+            |p: &Logged| match (p.cut_at, p.first_event_end, p.first_message_end) {
+                (Some(cut), Some(first), message) => {
+                    first <= cut && message.is_none_or(|m| cut < m)
+                }
+                _ => false,
+            };
         // The peer stopped sending after an unresumable cut: the calls it never sent are its
         // own failure (our server never saw them).
         let gave_up = posts.last().is_some_and(|p| unresumable(p));
         for &i in failed_calls {
             match posts.get(i) {
                 Some(p) if unresumable(p) => self.interrupted += 1,
+                Some(p) if after_priming_only(p) => self.priming_ignored += 1,
                 None if gave_up => self.unsent += 1,
                 _ => not_excused.push(i),
             }

@@ -8,6 +8,15 @@ use std::time::Duration;
 use mcp_proto::client::{ClientConfig, ClientError, ClientEvent, HttpRequestKind, RequestResult};
 use mcp_tests::client_harness::{Harness, Match, NetConfig, Part, Reply, ServerConfig};
 
+/// How many `initialize` requests the server received.
+fn inits(h: &Harness) -> usize {
+    h.server
+        .received
+        .iter()
+        .filter(|r| r.rpc_method() == Some("initialize"))
+        .count()
+}
+
 fn expired(h: &Harness) -> usize {
     h.count_events(|e| matches!(e, ClientEvent::SessionExpired { .. }))
 }
@@ -117,14 +126,7 @@ fn with_reinitialization_off_the_request_fails_and_the_app_initializes() {
     assert_eq!(expired(&h), 1);
     assert_eq!(h.client.session_id(), None);
     assert!(!h.client.is_ready());
-    assert_eq!(
-        h.server
-            .received
-            .iter()
-            .filter(|r| r.rpc_method() == Some("initialize"))
-            .count(),
-        1
-    );
+    assert_eq!(inits(&h), 1);
     // Messages wait for the app's own initialize.
     let b = h.request("tools/list");
     h.run_for(Duration::from_secs(1));
@@ -168,13 +170,8 @@ fn a_server_that_404s_every_initialized_does_not_loop_forever() {
     h.restart_server();
     h.request("x");
     h.run_for(Duration::from_secs(60));
-    let inits = h
-        .server
-        .received
-        .iter()
-        .filter(|r| r.rpc_method() == Some("initialize"))
-        .count();
-    assert!(inits <= 1 + 3, "{inits}");
+    let sent = inits(&h);
+    assert!(sent <= 1 + 3, "{sent}");
 }
 
 #[test]
@@ -246,13 +243,7 @@ fn a_late_404_to_a_request_of_the_previous_session_does_not_expire_the_current_o
     let b = h.request("tools/list");
     h.run_for(Duration::from_secs(1));
     assert!(h.result_of(b).is_some(), "{:?}", h.outcomes_of(b));
-    let inits = h
-        .server
-        .received
-        .iter()
-        .filter(|r| r.rpc_method() == Some("initialize"))
-        .count();
-    assert_eq!(inits, 2);
+    assert_eq!(inits(&h), 2);
 }
 
 #[test]
@@ -297,12 +288,7 @@ fn when_no_reinitialization_is_left_a_request_without_a_session_fails_at_once() 
             [RequestResult::Failed(ClientError::SessionExpired)]
         ));
     }
-    let inits_before = h
-        .server
-        .received
-        .iter()
-        .filter(|r| r.rpc_method() == Some("initialize"))
-        .count();
+    let inits_before = inits(&h);
     let last = h.request("tools/list");
     h.run_for(Duration::from_millis(10));
     assert!(
@@ -313,11 +299,6 @@ fn when_no_reinitialization_is_left_a_request_without_a_session_fails_at_once() 
         "fails at once, never waits: {:?}",
         h.outcomes_of(last)
     );
-    let inits_after = h
-        .server
-        .received
-        .iter()
-        .filter(|r| r.rpc_method() == Some("initialize"))
-        .count();
+    let inits_after = inits(&h);
     assert_eq!(inits_before, inits_after, "no more re-initializations");
 }

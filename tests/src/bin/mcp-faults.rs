@@ -33,12 +33,7 @@ fn main() -> ExitCode {
         _ => {}
     }
     let soak = args.iter().any(|a| a == "--soak");
-    let seed = args
-        .iter()
-        .position(|a| a == "--seed")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1u64);
+    let seed = seed_of(&args);
     let (post, get) = if soak {
         let retry = Duration::from_secs(3);
         (
@@ -189,12 +184,7 @@ fn peer(args: &[String], against: bool) -> ExitCode {
         }
     };
     let early = opts.iter().any(|a| a == "--early");
-    let seed = opts
-        .iter()
-        .position(|a| a == "--seed")
-        .and_then(|i| opts.get(i + 1))
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1u64);
+    let seed = seed_of(opts);
     let Some((program, rest)) = command.split_first() else {
         eprintln!("{usage}");
         return ExitCode::from(2);
@@ -253,11 +243,22 @@ fn peer(args: &[String], against: bool) -> ExitCode {
                 l.ok,
                 l.hung,
                 l.interrupted,
-                if l.unsent > 0 {
-                    format!(" + {} never sent by the peer after it", l.unsent)
-                } else {
-                    String::new()
-                },
+                format!(
+                    "{}{}",
+                    if l.unsent > 0 {
+                        format!(" + {} never sent by the peer after it", l.unsent)
+                    } else {
+                        String::new()
+                    },
+                    if l.priming_ignored > 0 {
+                        format!(
+                            " + {} cut after the priming id, which the peer ignores",
+                            l.priming_ignored
+                        )
+                    } else {
+                        String::new()
+                    }
+                ),
                 l.errors.len(),
                 l.lost,
                 l.duplicated,
@@ -427,4 +428,13 @@ fn tokio_runtime() -> Option<tokio::runtime::Runtime> {
         .build()
         .map_err(|e| eprintln!("mcp-faults: no tokio runtime: {e}"))
         .ok()
+}
+
+/// The value of `--seed` among `args` (1 when absent or not a number).
+fn seed_of(args: &[String]) -> u64 {
+    args.iter()
+        .position(|a| a == "--seed")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1)
 }
