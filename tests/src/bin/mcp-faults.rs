@@ -238,27 +238,22 @@ fn peer(args: &[String], against: bool) -> ExitCode {
             } else {
                 (runtime.name().to_owned(), who)
             };
+            let mut peer_notes = String::new();
+            if l.unsent > 0 {
+                peer_notes += &format!(" + {} never sent by the peer after it", l.unsent);
+            }
+            if l.priming_ignored > 0 {
+                peer_notes += &format!(
+                    " + {} cut after the priming id, which the peer ignores",
+                    l.priming_ignored
+                );
+            }
             println!(
                 "| {what} | {server} ← {client} | {} / {} / {} (unresumable cut){} / {} | {} | {} | {} | {} | {} |",
                 l.ok,
                 l.hung,
                 l.interrupted,
-                format!(
-                    "{}{}",
-                    if l.unsent > 0 {
-                        format!(" + {} never sent by the peer after it", l.unsent)
-                    } else {
-                        String::new()
-                    },
-                    if l.priming_ignored > 0 {
-                        format!(
-                            " + {} cut after the priming id, which the peer ignores",
-                            l.priming_ignored
-                        )
-                    } else {
-                        String::new()
-                    }
-                ),
+                peer_notes,
                 l.errors.len(),
                 l.lost,
                 l.duplicated,
