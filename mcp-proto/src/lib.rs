@@ -37,17 +37,25 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(not(fuzzing), warn(missing_docs))]
 
+// The transport core: no runtime, no lock, no channel.
 pub mod client;
 pub mod http;
 pub mod jsonrpc;
 pub mod mirror;
-pub mod schema;
 pub mod server;
-pub mod service;
 pub mod sse;
 pub mod version;
 
-#[cfg(any(fuzzing, feature = "fuzzing"))]
+// The typed MCP layer and the runtime-neutral driver the adapters share (feature `service`,
+// on by default): the only code here with `Arc<Mutex<_>>`, channels and wakers.
+#[cfg(feature = "service")]
+pub mod driver;
+#[cfg(feature = "service")]
+pub mod schema;
+#[cfg(feature = "service")]
+pub mod service;
+
+#[cfg(all(feature = "service", any(fuzzing, feature = "fuzzing")))]
 #[doc(hidden)]
 pub mod fuzzing;
 

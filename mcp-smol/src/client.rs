@@ -1,66 +1,32 @@
-//! The client driver: a [`ClientSession`] and a [`ClientBinding`] owned by one task, their
-//! HTTP intents carried by async-h1 over a small keep-alive pool.
-//!
-//! Each turn: apply what the service client queued, drain the session's outputs (an HTTP
-//! intent spawns an exchange task, an abort drops it, server requests are spawned, events
-//! become `tracing` records), then wait for the earliest of a close, a network event, a
-//! wake-up from the client, or the session's deadline, and feed what fired with
-//! `Instant::now()`.
+//! The client: the driver's [`Client`](mcp_proto::driver::Client) on [`Http`], async-h1 over
+//! a small keep-alive pool.
 //!
 //! An exchange task: take an idle connection from the [`Pool`] (or connect, `TCP_NODELAY`),
 //! write the whole request (async-h1 writes it before reading; our bodies are complete),
 //! read the head, then the body chunk by chunk. Only a body read to its end returns the
 //! connection to the pool; any failure or abort drops it.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use bytes::Bytes;
-use http::{HeaderMap, StatusCode};
-use mcp_proto::client::{
-    ClientConfig, ClientSession, HttpRequest, Input, Output, StreamId, TransportFailure,
-};
-use mcp_proto::service::bind::{ClientBinding, Routed};
-use mcp_proto::service::client::{Client as ServiceClient, ClientBuilder, RequestError};
+use http::Uri;
+use mcp_proto::client::{HttpRequest, TransportFailure};
+use mcp_proto::driver::{ConnectError, Engine, NetEvents};
 use smol::Task;
-use smol::channel::{Receiver, Sender};
-use smol::future::FutureExt;
 use smol::io::AsyncBufReadExt;
 use smol::net::TcpStream;
 
-use crate::convert;
+use crate::{Smol, convert};
 
-/// Why [`Client::connect`] failed.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum ConnectError {
-    /// The URL is not an absolute `http://` URL.
-    InvalidUrl(String),
-    /// `initialize` failed.
-    Initialize(RequestError),
-}
+/// An MCP client over smol + async-h1 (see [`mcp_proto::driver::Client`]).
+pub type Client = mcp_proto::driver::Client<Http>;
 
-impl std::fmt::Display for ConnectError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ConnectError::InvalidUrl(why) => write!(f, "invalid URL: {why}"),
-            ConnectError::Initialize(e) => write!(f, "initialize failed: {e}"),
-        }
-    }
-}
+/// The options of a connection, from [`Client::builder`](mcp_proto::driver::Client::builder)
+/// (see [`mcp_proto::driver::Connect`]; the engine's own options are [`ClientOptions`]).
+pub type ConnectBuilder = mcp_proto::driver::Connect<Http>;
 
-impl std::error::Error for ConnectError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ConnectError::Initialize(e) => Some(e),
-            ConnectError::InvalidUrl(_) => None,
-        }
-    }
-}
-
-/// Settings of the HTTP engine under the client (the transport's own settings are in
-/// [`ClientConfig`]).
+/// Settings of the HTTP engine under the client, set with
+/// [`Connect::http`](mcp_proto::driver::Connect::http).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ClientOptions {
@@ -86,134 +52,66 @@ impl ClientOptions {
     }
 }
 
-/// An MCP client over smol + async-h1: the service [`Client`](ServiceClient) (reach it
-/// through `Deref` or [`Client::client`]) driven by a task that owns the transport's state
-/// machine.
-///
-/// Dropping it closes the session in the background; [`Client::close`] closes it and waits.
-#[derive(Debug)]
-pub struct Client {
-    client: ServiceClient,
-    close: Sender<()>,
-    driver: Option<Task<()>>,
+/// async-h1 over a keep-alive pool as the driver's [`Engine`].
+pub struct Http {
+    pool: Pool,
+    url: http_types::Url,
 }
 
-impl std::ops::Deref for Client {
-    type Target = ServiceClient;
+impl Engine for Http {
+    type Runtime = Smol;
+    type Options = ClientOptions;
+    type Exchange = Task<()>;
+    const NAME: &'static str = "mcp-smol";
 
-    fn deref(&self) -> &ServiceClient {
-        &self.client
-    }
-}
-
-impl Drop for Client {
-    fn drop(&mut self) {
-        self.close.close();
-        if let Some(driver) = self.driver.take() {
-            driver.detach();
+    fn build(options: ClientOptions, uri: &Uri) -> Result<(Http, Smol), ConnectError> {
+        let invalid = |why: String| ConnectError::InvalidUrl(format!("{uri}: {why}"));
+        if uri.scheme_str() != Some("http") {
+            return Err(invalid("only absolute http:// URLs are supported".into()));
         }
-    }
-}
-
-impl Client {
-    /// Connects to the MCP endpoint at `url` (e.g. `http://127.0.0.1:8080/mcp`) as client
-    /// `mcp-smol` and initializes the session.
-    ///
-    /// # Errors
-    ///
-    /// A URL that is not absolute `http://`; an `initialize` that fails.
-    pub async fn connect(url: &str) -> Result<Client, ConnectError> {
-        Self::connect_with(
-            url,
-            ServiceClient::builder("mcp-smol", env!("CARGO_PKG_VERSION")),
-            ClientConfig::new(),
-        )
-        .await
-    }
-
-    /// [`connect`](Client::connect) with a client definition and a transport configuration.
-    ///
-    /// # Errors
-    ///
-    /// As [`connect`](Client::connect).
-    pub async fn connect_with(
-        url: &str,
-        builder: ClientBuilder,
-        config: ClientConfig,
-    ) -> Result<Client, ConnectError> {
-        let client = Self::start(url, builder, config, ClientOptions::default())?;
-        client
-            .client
-            .initialize()
-            .await
-            .map_err(ConnectError::Initialize)?;
-        Ok(client)
-    }
-
-    /// Starts the driver on smol's global executor without initializing (the caller sends
-    /// `initialize`).
-    ///
-    /// # Errors
-    ///
-    /// A URL that is not absolute `http://`.
-    pub fn start(
-        url: &str,
-        builder: ClientBuilder,
-        config: ClientConfig,
-        options: ClientOptions,
-    ) -> Result<Client, ConnectError> {
-        let url = http_types::Url::parse(url)
-            .map_err(|e| ConnectError::InvalidUrl(format!("{url}: {e}")))?;
-        let host = match url.host_str() {
-            Some(host) if url.scheme() == "http" => host.to_owned(),
-            _ => {
-                return Err(ConnectError::InvalidUrl(format!(
-                    "{url}: only absolute http:// URLs are supported"
-                )));
-            }
-        };
+        let url = http_types::Url::parse(&uri.to_string()).map_err(|e| invalid(e.to_string()))?;
+        let host = url.host_str().unwrap_or_default();
         let port = url.port_or_known_default().unwrap_or(80);
-        let (wake_tx, wake_rx) = smol::channel::bounded::<()>(1);
-        let binding = ClientBinding::new(
-            builder,
-            Arc::new(move || {
-                // A full channel already holds a wake-up.
-                let _ = wake_tx.try_send(());
-            }),
-        );
-        let client = binding.client().clone();
-        let (close, close_rx) = smol::channel::bounded(1);
-        let driver = Driver {
-            session: ClientSession::new(config, Instant::now()),
-            binding,
-            pool: Pool {
-                addr: Arc::from(format!("{host}:{port}")),
-                idle: Arc::new(Mutex::new(Vec::new())),
-                max_idle: options.max_idle_connections,
-            },
-            url,
-            exchanges: HashMap::new(),
+        let pool = Pool {
+            addr: Arc::from(format!("{host}:{port}")),
+            idle: Arc::default(),
+            max_idle: options.max_idle_connections,
         };
-        let driver = smol::spawn(driver.run(wake_rx, close_rx));
-        Ok(Client {
-            client,
-            close,
-            driver: Some(driver),
-        })
+        Ok((Http { pool, url }, Smol))
     }
 
-    /// The service client (cheap to clone).
-    pub fn client(&self) -> &ServiceClient {
-        &self.client
-    }
-
-    /// Closes the session (a DELETE when the server issued an id) and waits for the driver
-    /// to finish. Waiting calls fail. Wrap it in a timeout to bound the wait.
-    pub async fn close(mut self) {
-        self.close.close();
-        if let Some(driver) = self.driver.take() {
-            driver.await;
+    fn start(&mut self, req: HttpRequest, net: NetEvents) -> Task<()> {
+        match self.request(req) {
+            Ok(request) => smol::spawn(exchange(self.pool.clone(), request, net)),
+            Err(e) => {
+                tracing::error!(error = %e, "request not representable in http-types");
+                net.failed(TransportFailure::Other);
+                smol::spawn(async {})
+            }
         }
+    }
+}
+
+impl Http {
+    /// The async-h1 request of an intent: the endpoint's absolute URL, the intent's method,
+    /// headers and complete body.
+    fn request(&self, req: HttpRequest) -> Result<http_types::Request, convert::Unrepresentable> {
+        let method = req
+            .method
+            .as_str()
+            .parse::<http_types::Method>()
+            .map_err(|e| convert::Unrepresentable(e.to_string()))?;
+        let mut request = http_types::Request::new(method, self.url.clone());
+        if !req.body.is_empty() {
+            request.set_body(http_types::Body::from_bytes(req.body.to_vec()));
+        }
+        // `set_body` adds the body's default content type; the session's headers are the
+        // only ones.
+        request.remove_header("content-type");
+        convert::headers_to_h1(&req.headers, |name, value| {
+            request.append_header(name, value);
+        })?;
+        Ok(request)
     }
 }
 
@@ -255,225 +153,26 @@ impl Pool {
     }
 }
 
-/// What an exchange task observed.
-enum NetEvent {
-    Head(StreamId, StatusCode, HeaderMap),
-    Body(StreamId, Bytes),
-    End(StreamId),
-    Failed(StreamId, TransportFailure),
-}
-
-struct Driver {
-    session: ClientSession,
-    binding: ClientBinding,
-    pool: Pool,
-    url: http_types::Url,
-    /// The running exchanges; dropping a task cancels it (and drops its connection).
-    exchanges: HashMap<StreamId, Task<()>>,
-}
-
-enum Fired {
-    Close,
-    Net(NetEvent),
-    Wake,
-    Deadline,
-}
-
-impl Driver {
-    async fn run(mut self, wake: Receiver<()>, close: Receiver<()>) {
-        let (net_tx, net_rx) = smol::channel::unbounded();
-        let mut closing = false;
-        loop {
-            self.pump(Instant::now(), &net_tx);
-            if self.session.is_closed() {
-                break;
-            }
-            let deadline = self.session.poll_timeout();
-            if deadline.is_some_and(|d| d <= Instant::now()) {
-                self.session.handle_timeout(Instant::now());
-                continue;
-            }
-            let fired = async {
-                if closing {
-                    std::future::pending::<()>().await;
-                }
-                let _ = close.recv().await;
-                Fired::Close
-            }
-            .or(async {
-                match net_rx.recv().await {
-                    Ok(event) => Fired::Net(event),
-                    // The driver holds a sender: this cannot end.
-                    Err(_) => std::future::pending().await,
-                }
-            })
-            .or(async {
-                let _ = wake.recv().await;
-                Fired::Wake
-            })
-            .or(async {
-                match deadline {
-                    Some(d) => {
-                        smol::Timer::at(d).await;
-                    }
-                    None => std::future::pending::<()>().await,
-                }
-                Fired::Deadline
-            })
-            .await;
-            match fired {
-                Fired::Close => {
-                    closing = true;
-                    self.session.close(Instant::now());
-                }
-                Fired::Net(event) => {
-                    self.net(event);
-                    for _ in 0..256 {
-                        match net_rx.try_recv() {
-                            Ok(event) => self.net(event),
-                            Err(_) => break,
-                        }
-                    }
-                }
-                Fired::Wake => {}
-                Fired::Deadline => self.session.handle_timeout(Instant::now()),
-            }
-        }
-        self.exchanges.clear();
-        self.binding.client().close();
-        tracing::debug!("mcp-smol client driver stopped");
-    }
-
-    fn net(&mut self, event: NetEvent) {
-        let now = Instant::now();
-        match event {
-            NetEvent::Head(stream, status, headers) => {
-                if self.exchanges.contains_key(&stream) {
-                    self.session.handle_input(
-                        now,
-                        Input::ResponseHead {
-                            stream,
-                            status,
-                            headers: &headers,
-                        },
-                    );
-                }
-            }
-            NetEvent::Body(stream, chunk) => {
-                if self.exchanges.contains_key(&stream) {
-                    self.session
-                        .handle_input(now, Input::Body { stream, chunk });
-                }
-            }
-            NetEvent::End(stream) => {
-                if let Some(task) = self.exchanges.remove(&stream) {
-                    // It ends by itself (it is returning its connection to the pool).
-                    task.detach();
-                    self.session.handle_input(now, Input::End { stream });
-                }
-            }
-            NetEvent::Failed(stream, kind) => {
-                if let Some(task) = self.exchanges.remove(&stream) {
-                    task.detach();
-                    self.session
-                        .handle_input(now, Input::Failed { stream, kind });
-                }
-            }
-        }
-    }
-
-    fn pump(&mut self, now: Instant, net: &Sender<NetEvent>) {
-        loop {
-            let applied = self.binding.apply(&mut self.session, now);
-            let mut moved = false;
-            while let Some(out) = self.session.poll_output() {
-                moved = true;
-                match self.binding.handle_output(out) {
-                    Routed::Spawn(task) => smol::spawn(task).detach(),
-                    Routed::Done => {}
-                    Routed::Transport(Output::Http(req)) => self.start(req, net.clone()),
-                    Routed::Transport(Output::Abort(stream)) => {
-                        // Dropping the task cancels it and closes its connection.
-                        self.exchanges.remove(&stream);
-                    }
-                    Routed::Transport(Output::Event(event)) => {
-                        tracing::debug!(?event, "client event");
-                    }
-                    Routed::Transport(other) => tracing::trace!(?other, "client output"),
-                }
-            }
-            if !applied && !moved {
-                return;
-            }
-        }
-    }
-
-    fn start(&mut self, req: HttpRequest, net: Sender<NetEvent>) {
-        let stream = req.stream;
-        let request = match self.request(req) {
-            Ok(r) => r,
-            Err(e) => {
-                tracing::error!(error = %e, "request not representable in http-types");
-                let _ = net.try_send(NetEvent::Failed(stream, TransportFailure::Other));
-                let task = smol::spawn(async {});
-                self.exchanges.insert(stream, task);
-                return;
-            }
-        };
-        let task = smol::spawn(exchange(self.pool.clone(), request, stream, net));
-        self.exchanges.insert(stream, task);
-    }
-
-    /// The async-h1 request of an intent: the endpoint's absolute URL, the intent's method,
-    /// headers and complete body.
-    fn request(&self, req: HttpRequest) -> Result<http_types::Request, convert::Unrepresentable> {
-        let method = req
-            .method
-            .as_str()
-            .parse::<http_types::Method>()
-            .map_err(|e| convert::Unrepresentable(e.to_string()))?;
-        let mut request = http_types::Request::new(method, self.url.clone());
-        if !req.body.is_empty() {
-            request.set_body(http_types::Body::from_bytes(req.body.to_vec()));
-        }
-        // `set_body` adds the body's default content type; the session's headers are the
-        // only ones.
-        request.remove_header("content-type");
-        convert::headers_to_h1(&req.headers, |name, value| {
-            request.append_header(name, value);
-        })?;
-        Ok(request)
-    }
-}
-
 /// One exchange, from checkout to the end of the response body.
-async fn exchange(
-    pool: Pool,
-    request: http_types::Request,
-    stream: StreamId,
-    net: Sender<NetEvent>,
-) {
+async fn exchange(pool: Pool, request: http_types::Request, net: NetEvents) {
     let tcp = match pool.checkout().await {
         Ok(tcp) => tcp,
         Err(e) => {
             tracing::debug!(error = %e, "connect failed");
-            let _ = net.try_send(NetEvent::Failed(stream, TransportFailure::Connect));
-            return;
+            return net.failed(TransportFailure::Connect);
         }
     };
     let mut response = match async_h1::connect(tcp.clone(), request).await {
         Ok(r) => r,
         Err(e) => {
             tracing::debug!(error = %e, "exchange failed");
-            let kind = if e.downcast_ref::<std::io::Error>().is_some() {
+            return net.failed(if e.downcast_ref::<std::io::Error>().is_some() {
                 TransportFailure::Reset
             } else {
                 // A head async-h1 could not read (malformed, or a status http-types does
                 // not know).
                 TransportFailure::Other
-            };
-            let _ = net.try_send(NetEvent::Failed(stream, kind));
-            return;
+            });
         }
     };
     let head = convert::status_from_h1(response.status())
@@ -482,8 +181,7 @@ async fn exchange(
         Ok(head) => head,
         Err(e) => {
             tracing::debug!(error = %e, "response head not representable in http 1.x types");
-            let _ = net.try_send(NetEvent::Failed(stream, TransportFailure::Other));
-            return;
+            return net.failed(TransportFailure::Other);
         }
     };
     // async-h1 frames a body by length or chunks; with neither, it reads none and the
@@ -492,38 +190,27 @@ async fn exchange(
         && !response
             .header("connection")
             .is_some_and(|c| c.as_str().eq_ignore_ascii_case("close"));
-    if net
-        .try_send(NetEvent::Head(stream, status, headers))
-        .is_err()
-    {
+    if !net.head(status, headers) {
         return;
     }
     let mut body = response.take_body();
     loop {
-        let event = match body.fill_buf().await {
-            Ok([]) => NetEvent::End(stream),
-            Ok(chunk) => NetEvent::Body(stream, Bytes::copy_from_slice(chunk)),
+        let n = match body.fill_buf().await {
+            Ok([]) => break,
+            Ok(chunk) if net.body(Bytes::copy_from_slice(chunk)) => chunk.len(),
+            Ok(_) => return,
             Err(e) => {
                 tracing::debug!(error = %e, "response body failed");
-                NetEvent::Failed(stream, TransportFailure::Reset)
+                return net.failed(TransportFailure::Reset);
             }
         };
-        let n = match &event {
-            NetEvent::Body(_, chunk) => chunk.len(),
-            _ => 0,
-        };
-        let last = !matches!(event, NetEvent::Body(..));
-        if matches!(event, NetEvent::End(_)) && reusable {
-            // Back in the pool before the driver hears of the end, so that the request the
-            // end lets through finds it.
-            drop(body);
-            pool.checkin(tcp);
-            let _ = net.try_send(event);
-            return;
-        }
-        if net.try_send(event).is_err() || last {
-            return;
-        }
         std::pin::Pin::new(&mut body).consume(n);
     }
+    if reusable {
+        // Back in the pool before the driver hears of the end, so that the request the end
+        // lets through finds it.
+        drop(body);
+        pool.checkin(tcp);
+    }
+    net.end();
 }

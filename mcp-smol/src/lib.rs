@@ -1,8 +1,9 @@
 //! # mcp-smol: the smol + async-h1 adapter of `mcp-proto`
 //!
-//! A thin driver of the sans-IO core: it moves bytes between async-h1 on smol sockets and
-//! the state machines of [`mcp_proto`] and sleeps until their deadlines. It holds no protocol
-//! logic (no status codes, no header meanings, no durations). The public API has the shape of
+//! A thin adapter: the per-turn logic, the queues, draining shutdown and the client's
+//! options are [`mcp_proto::driver`]'s, shared with every adapter. This crate gives the
+//! driver smol's timers and tasks and moves bytes through async-h1 on smol sockets. It holds
+//! no protocol logic (no status codes, no header meanings, no durations). The public API is
 //! `mcp-tokio`'s.
 //!
 //! # Server
@@ -18,14 +19,6 @@
 //! # Ok(()) }
 //! ```
 //!
-//! [`serve`] runs an accept loop of async-h1 connections whose exchanges feed one driver
-//! task. The driver owns the [`Router`](mcp_proto::server::Router) and the
-//! [`ServerBinding`](mcp_proto::service::bind::ServerBinding): each turn it applies what the
-//! handlers queued, drains the router's outputs (response heads and chunks go to the
-//! exchange's channels, handler futures are spawned on smol, events become `tracing`
-//! records), then sleeps until the router's deadline, the next exchange message or a
-//! handler's wake-up, and feeds what fired with `Instant::now()`.
-//!
 //! # Client
 //!
 //! ```no_run
@@ -38,13 +31,6 @@
 //! client.close().await;
 //! # let _ = result; Ok(()) }
 //! ```
-//!
-//! [`Client`] derefs to the service [`Client`](mcp_proto::service::client::Client). A driver
-//! task owns the [`ClientSession`](mcp_proto::client::ClientSession) and the
-//! [`ClientBinding`](mcp_proto::service::bind::ClientBinding): each HTTP intent becomes a
-//! task that takes a connection from a small keep-alive pool (`TCP_NODELAY`), writes the
-//! request with async-h1, and streams the response head, body chunks and end (or a
-//! classified failure) back to the driver; an abort drops that task and its connection.
 //!
 //! # async-h1's limits, and what this crate does about them
 //!
@@ -60,11 +46,13 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-mod body;
 mod client;
 mod convert;
 mod server;
 
-pub use client::{Client, ClientOptions, ConnectError};
+pub use client::{Client, ClientOptions, ConnectBuilder, Http};
 pub use mcp_proto as proto;
-pub use server::{RandomSessionIds, Serving, ShutdownHandle, serve};
+pub use mcp_proto::driver::{
+    Connect, ConnectError, Limits, RandomSessionIds, ServerHandle, Serving, ShutdownHandle,
+};
+pub use server::{Smol, serve, serve_with};

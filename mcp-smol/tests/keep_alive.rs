@@ -81,13 +81,12 @@ impl Proxy {
 }
 
 async fn client(url: &str, options: ClientOptions) -> Client {
-    let client = Client::start(
-        url,
-        ServiceClient::builder("keep-alive", "1"),
-        ClientConfig::new(),
-        options,
-    )
-    .expect("start");
+    let client = Client::builder(url)
+        .definition(ServiceClient::builder("keep-alive", "1"))
+        .config(ClientConfig::new())
+        .http(|_| options)
+        .start()
+        .expect("start");
     bounded("initialize", client.initialize())
         .await
         .expect("initialize");

@@ -1,147 +1,41 @@
-//! The client driver: a [`ClientSession`] and a [`ClientBinding`] owned by one task, their
-//! HTTP intents carried by hyper-util's legacy client.
-//!
-//! Each turn: apply what the service client queued, drain the session's outputs (an HTTP
-//! intent spawns an exchange task, an abort aborts it, server requests are spawned into the
-//! driver's handler set, events become `tracing` records), then wait for the earliest of a network event, a wake-up from
-//! the client, the session's deadline, or a close, and feed what fired with `Instant::now()`.
+//! The client: the driver's [`Client`](mcp_proto::driver::Client) on [`Http`], hyper-util's
+//! legacy client on tokio.
 
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::Bytes;
-use http::{HeaderMap, HeaderName, HeaderValue, Request, StatusCode, Uri};
+use http::{Request, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::connect::{Connect, HttpConnector};
 use hyper_util::client::legacy::{Client as HttpClient, ResponseFuture};
 use hyper_util::rt::{TokioExecutor, TokioTimer};
-use mcp_proto::client::{
-    ClientConfig, ClientEvent, ClientSession, HeaderContext, HttpRequest, Input, Output, StreamId,
-    TransportFailure,
-};
-use mcp_proto::service::bind::{ClientBinding, Routed};
-use mcp_proto::service::client::{Client as ServiceClient, ClientBuilder, RequestError};
-use mcp_proto::version::ProtocolVersion;
-use tokio::sync::{Notify, mpsc, watch};
-use tokio::task::{AbortHandle, JoinSet};
+use mcp_proto::client::{HttpRequest, TransportFailure};
+use mcp_proto::driver::{ConnectError, Engine, NetEvents};
+use tokio::task::AbortHandle;
 
-/// Why [`Client::connect`] failed.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum ConnectError {
-    /// The URL is not an absolute `http://` URL.
-    InvalidUrl(String),
-    /// `initialize` failed.
-    Initialize(RequestError),
-}
+use crate::Tokio;
 
-impl std::fmt::Display for ConnectError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ConnectError::InvalidUrl(why) => write!(f, "invalid URL: {why}"),
-            ConnectError::Initialize(e) => write!(f, "initialize failed: {e}"),
-        }
-    }
-}
+/// An MCP client over tokio + hyper (see [`mcp_proto::driver::Client`]).
+pub type Client = mcp_proto::driver::Client<Http>;
 
-impl std::error::Error for ConnectError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            ConnectError::Initialize(e) => Some(e),
-            ConnectError::InvalidUrl(_) => None,
-        }
-    }
-}
-
-/// An MCP client over tokio + hyper: the service [`Client`](ServiceClient) (reach it through
-/// `Deref` or [`Client::client`]) driven by a task that owns the transport's state machine.
+/// The options of a connection, from [`Client::builder`](mcp_proto::driver::Client::builder)
+/// (see [`mcp_proto::driver::Connect`]).
 ///
-/// Dropping it closes the session in the background (the driver sends the DELETE when the
-/// server issued a session id, S-SESS-9, then aborts every exchange and ends); [`Client::close`]
-/// does the same and waits for it. Clones of the service client fail their calls afterwards.
-#[derive(Debug)]
-pub struct Client {
-    client: ServiceClient,
-    close: watch::Sender<bool>,
-    driver: tokio::task::JoinHandle<()>,
-}
-
-impl std::ops::Deref for Client {
-    type Target = ServiceClient;
-
-    fn deref(&self) -> &ServiceClient {
-        &self.client
-    }
-}
-
-impl Client {
-    /// Connects to the MCP endpoint at `url` (e.g. `http://127.0.0.1:8080/mcp`) as client
-    /// `mcp-tokio` with the default options, and initializes the session.
-    ///
-    /// # Errors
-    ///
-    /// A URL that is not absolute `http://`; an `initialize` that fails.
-    pub async fn connect(url: &str) -> Result<Client, ConnectError> {
-        Client::builder(url).connect().await
-    }
-
-    /// A builder for the options of a connection to `url` (see [`ConnectBuilder`]).
-    pub fn builder(url: &str) -> ConnectBuilder {
-        ConnectBuilder::new(url)
-    }
-
-    /// [`connect`](Client::connect) with a client definition and a transport configuration
-    /// used as given (its jitter seed included).
-    ///
-    /// # Errors
-    ///
-    /// As [`connect`](Client::connect).
-    pub async fn connect_with(
-        url: &str,
-        builder: ClientBuilder,
-        config: ClientConfig,
-    ) -> Result<Client, ConnectError> {
-        Client::builder(url)
-            .definition(builder)
-            .config(config)
-            .connect()
-            .await
-    }
-
-    /// Starts the driver without initializing (the caller sends `initialize`).
-    ///
-    /// # Errors
-    ///
-    /// A URL that is not absolute `http://`.
-    ///
-    /// # Panics
-    ///
-    /// Outside a tokio runtime.
-    pub fn start(
-        url: &str,
-        builder: ClientBuilder,
-        config: ClientConfig,
-    ) -> Result<Client, ConnectError> {
-        Client::builder(url)
-            .definition(builder)
-            .config(config)
-            .start()
-    }
-
-    /// The service client (cheap to clone).
-    pub fn client(&self) -> &ServiceClient {
-        &self.client
-    }
-
-    /// Closes the session (a DELETE when the server issued an id) and waits for the driver
-    /// to finish. Waiting calls fail. Wrap it in a timeout to bound the wait (the DELETE
-    /// itself is bounded by [`ClientConfig::with_close_timeout`]).
-    pub async fn close(self) {
-        let _ = self.close.send(true);
-        let _ = self.driver.await;
-    }
-}
+/// ```no_run
+/// # async fn run() -> Result<(), mcp_tokio::ConnectError> {
+/// use std::time::Duration;
+/// let client = mcp_tokio::Client::builder("http://127.0.0.1:8080/mcp")
+///     .continuous_listening(true)
+///     .header(http::header::USER_AGENT, http::HeaderValue::from_static("my-agent/1"))
+///     .bearer_token_provider(|| std::env::var("TOKEN").ok())
+///     .request_timeout(Some(Duration::from_secs(60)))
+///     .http(|h| h.connect_timeout(Some(Duration::from_secs(5))))
+///     .connect()
+///     .await?;
+/// # let _ = client; Ok(()) }
+/// ```
+pub type ConnectBuilder = mcp_proto::driver::Connect<Http>;
 
 /// What carries the HTTP exchanges: hyper-util's legacy client over any connector.
 trait Transport: Send + Sync + 'static {
@@ -157,180 +51,42 @@ where
     }
 }
 
-/// Which HTTP client the driver uses.
-enum Http {
-    /// hyper-util's client over an [`HttpConnector`] with `TCP_NODELAY`: `http://` only.
-    Default { connect_timeout: Option<Duration> },
-    /// The caller's client or connector (TLS, proxies, Unix sockets...): any scheme it
-    /// supports.
-    Custom(Arc<dyn Transport>),
+/// The HTTP client under [`Client`], set with [`Connect::http`](mcp_proto::driver::Connect::http):
+/// hyper-util's (HTTP/1.1 keep-alive pool, `TCP_NODELAY`, `http://` only) unless
+/// [`http_client`](HttpOptions::http_client) or [`connector`](HttpOptions::connector)
+/// replaces it.
+#[derive(Default)]
+pub struct HttpOptions {
+    connect_timeout: Option<Duration>,
+    custom: Option<Arc<dyn Transport>>,
 }
 
-/// The options of a connection (seed: the `StreamableHTTPCOption`s), from
-/// [`Client::builder`]; [`connect`](ConnectBuilder::connect) or
-/// [`start`](ConnectBuilder::start) it.
-///
-/// ```no_run
-/// # async fn run() -> Result<(), mcp_tokio::ConnectError> {
-/// use std::time::Duration;
-/// let client = mcp_tokio::Client::builder("http://127.0.0.1:8080/mcp")
-///     .continuous_listening(true)
-///     .header(http::header::USER_AGENT, http::HeaderValue::from_static("my-agent/1"))
-///     .bearer_token_provider(|| std::env::var("TOKEN").ok())
-///     .request_timeout(Some(Duration::from_secs(60)))
-///     .connect()
-///     .await?;
-/// # let _ = client; Ok(()) }
-/// ```
-///
-/// Every transport option of [`ClientConfig`] is reachable: through the shortcuts below or
-/// through [`config`](ConnectBuilder::config) as a whole. The HTTP client is hyper-util's
-/// (HTTP/1.1 keep-alive pool, `TCP_NODELAY`) unless [`http_client`](ConnectBuilder::http_client)
-/// or [`connector`](ConnectBuilder::connector) replaces it.
-pub struct ConnectBuilder {
-    url: String,
-    definition: ClientBuilder,
-    config: ClientConfig,
-    /// Whether `config` came whole from the caller (then its seed is kept).
-    config_given: bool,
-    /// Static headers set by [`header`](Self::header)/[`headers`](Self::headers), applied
-    /// over `config` at start.
-    headers: Option<HeaderMap>,
-    seed: Option<u64>,
-    http: Http,
-}
-
-impl std::fmt::Debug for ConnectBuilder {
+impl std::fmt::Debug for HttpOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ConnectBuilder")
-            .field("url", &self.url)
-            .field("config", &self.config)
-            .field(
-                "http",
-                &match &self.http {
-                    Http::Default { connect_timeout } => format!("default ({connect_timeout:?})"),
-                    Http::Custom(_) => "custom".to_owned(),
-                },
-            )
-            .finish_non_exhaustive()
+        f.debug_struct("HttpOptions")
+            .field("connect_timeout", &self.connect_timeout)
+            .field("custom", &self.custom.is_some())
+            .finish()
     }
 }
 
-impl ConnectBuilder {
-    fn new(url: &str) -> ConnectBuilder {
-        ConnectBuilder {
-            url: url.to_owned(),
-            definition: ServiceClient::builder("mcp-tokio", env!("CARGO_PKG_VERSION")),
-            config: ClientConfig::new(),
-            config_given: false,
-            headers: None,
-            seed: None,
-            http: Http::Default {
-                connect_timeout: None,
-            },
-        }
-    }
-
-    /// The client's definition: its name and version, capabilities, and the handlers of
-    /// server requests (sampling, elicitation, roots). Default: `mcp-tokio` with no
-    /// capabilities.
-    pub fn definition(mut self, definition: ClientBuilder) -> Self {
-        self.definition = definition;
-        self
-    }
-
-    /// The whole transport configuration, used as given (replaces what the shortcuts below
-    /// set before this call; its jitter seed is kept unless [`seed`](Self::seed) follows).
-    pub fn config(mut self, config: ClientConfig) -> Self {
-        self.config = config;
-        self.config_given = true;
-        self.headers = None;
-        self
-    }
-
-    fn map(mut self, f: impl FnOnce(ClientConfig) -> ClientConfig) -> Self {
-        self.config = f(self.config);
-        self
-    }
-
-    /// Opens the GET listening stream once the session is ready (seed:
-    /// `WithContinuousListening`; needed for server requests outside a call, S-GET-1).
-    pub fn continuous_listening(self, on: bool) -> Self {
-        self.map(|c| c.with_continuous_listening(on))
-    }
-
-    /// Static headers sent on every request (seed: `WithHTTPHeaders`), replacing those set
-    /// before. The protocol's own headers win over them.
-    pub fn headers(mut self, headers: HeaderMap) -> Self {
-        self.headers = Some(headers);
-        self
-    }
-
-    /// Adds one static header (seed: `WithHTTPHeaders`) to those set by
-    /// [`headers`](Self::headers) or earlier calls.
-    pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
-        self.headers.get_or_insert_default().append(name, value);
-        self
-    }
-
-    /// A per-request header callback (seed: `WithHTTPHeaderFunc`).
-    pub fn header_fn(
-        self,
-        f: impl FnMut(&HeaderContext<'_>, &mut HeaderMap) + Send + 'static,
-    ) -> Self {
-        self.map(|c| c.with_header_fn(f))
-    }
-
-    /// A bearer-token provider asked on every request (S-AUTH-2): `Some(token)` adds
-    /// `Authorization: Bearer <token>`.
-    pub fn bearer_token_provider(self, f: impl FnMut() -> Option<String> + Send + 'static) -> Self {
-        self.map(|c| c.with_bearer_token_provider(f))
-    }
-
-    /// Starts from a known session (seed: `WithSession`): no `initialize` is sent, every
-    /// request carries `id` and `version` (S-SESS-4). [`connect`](Self::connect) then does
-    /// not initialize either.
-    pub fn session(self, id: impl Into<String>, version: ProtocolVersion) -> Self {
-        self.map(|c| c.with_session(id, version))
-    }
-
-    /// A deadline for every request (S-LIFE-12; none by default): past it the request fails
-    /// with a timeout and is cancelled.
-    pub fn request_timeout(self, timeout: Option<Duration>) -> Self {
-        self.map(|c| c.with_request_timeout(timeout))
-    }
-
-    /// How long closing waits for the DELETE (default 5 s, as the seed).
-    pub fn close_timeout(self, timeout: Duration) -> Self {
-        self.map(|c| c.with_close_timeout(timeout))
-    }
-
+impl HttpOptions {
     /// The TCP connect timeout of the default HTTP client (default: none, the operating
     /// system's). Ignored with a custom [`http_client`](Self::http_client) or
     /// [`connector`](Self::connector), which carry their own.
     pub fn connect_timeout(mut self, timeout: Option<Duration>) -> Self {
-        if let Http::Default { connect_timeout } = &mut self.http {
-            *connect_timeout = timeout;
-        }
+        self.connect_timeout = timeout;
         self
     }
 
-    /// The seed of the reconnect jitter. Default: random from the operating system (so that
-    /// clients do not reconnect in step), or the seed of a [`config`](Self::config) given
-    /// whole. Tests pass a fixed one.
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = Some(seed);
-        self
-    }
-
-    /// A custom hyper-util client (seed: `WithHTTPBasicClient`): its pool, its connector (TLS,
-    /// a proxy...), its executor. With it any URL scheme its connector accepts is allowed.
-    /// Requests bodies are [`Full<Bytes>`](http_body_util::Full).
+    /// A custom hyper-util client (mcp-go: `WithHTTPBasicClient`): its pool, its connector
+    /// (TLS, a proxy...), its executor. With it any URL scheme its connector accepts is
+    /// allowed. Request bodies are [`Full<Bytes>`](http_body_util::Full).
     pub fn http_client<C>(mut self, client: HttpClient<C, Full<Bytes>>) -> Self
     where
         C: Connect + Clone + Send + Sync + 'static,
     {
-        self.http = Http::Custom(Arc::new(client));
+        self.custom = Some(Arc::new(client));
         self
     }
 
@@ -340,318 +96,98 @@ impl ConnectBuilder {
     where
         C: Connect + Clone + Send + Sync + 'static,
     {
-        let client = HttpClient::builder(TokioExecutor::new())
-            .pool_timer(TokioTimer::new())
-            .build(connector);
-        self.http_client(client)
+        self.http_client(pooled(connector))
     }
+}
 
-    /// Starts the driver and initializes the session (unless it starts from a known
-    /// [`session`](Self::session) or version, then it is ready at once).
-    ///
-    /// # Errors
-    ///
-    /// As [`start`](Self::start); an `initialize` that fails.
-    ///
-    /// # Panics
-    ///
-    /// Outside a tokio runtime.
-    pub async fn connect(self) -> Result<Client, ConnectError> {
-        let (client, ready) = self.launch()?;
-        if !ready {
-            client
-                .client
-                .initialize()
-                .await
-                .map_err(ConnectError::Initialize)?;
-        }
-        Ok(client)
+fn pooled<C: Connect + Clone>(connector: C) -> HttpClient<C, Full<Bytes>> {
+    HttpClient::builder(TokioExecutor::new())
+        .pool_timer(TokioTimer::new())
+        .build(connector)
+}
+
+/// hyper-util's client as the driver's [`Engine`].
+pub struct Http {
+    client: Arc<dyn Transport>,
+    uri: Uri,
+}
+
+/// A running exchange task; dropping it aborts the task.
+#[derive(Debug)]
+pub struct Running(AbortHandle);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.0.abort();
     }
+}
 
-    /// Starts the driver without initializing (the caller sends `initialize`).
-    ///
-    /// # Errors
-    ///
-    /// A URL that is not absolute, or (with the default HTTP client) not `http://`.
-    ///
-    /// # Panics
-    ///
-    /// Outside a tokio runtime.
-    pub fn start(self) -> Result<Client, ConnectError> {
-        self.launch().map(|(client, _)| client)
-    }
+impl Engine for Http {
+    type Runtime = Tokio;
+    type Options = HttpOptions;
+    type Exchange = Running;
+    const NAME: &'static str = "mcp-tokio";
 
-    /// Starts the driver; also says whether the session is ready without an `initialize`.
-    fn launch(self) -> Result<(Client, bool), ConnectError> {
-        let url = self.url.as_str();
-        let uri: Uri = url
-            .parse()
-            .map_err(|e: http::uri::InvalidUri| ConnectError::InvalidUrl(e.to_string()))?;
-        let scheme_ok = match &self.http {
-            Http::Default { .. } => uri.scheme_str() == Some("http"),
-            Http::Custom(_) => uri.scheme().is_some(),
-        };
-        if !scheme_ok || uri.authority().is_none() {
-            let expected = match &self.http {
-                Http::Default { .. } => "absolute http://",
-                Http::Custom(_) => "absolute",
-            };
-            return Err(ConnectError::InvalidUrl(format!(
-                "{url}: only {expected} URLs are supported"
-            )));
-        }
-        let http: Arc<dyn Transport> = match self.http {
-            Http::Custom(http) => http,
-            Http::Default { connect_timeout } => {
+    fn build(options: HttpOptions, uri: &Uri) -> Result<(Http, Tokio), ConnectError> {
+        let client = match options.custom {
+            Some(client) => client,
+            None if uri.scheme_str() == Some("http") => {
                 let mut connector = HttpConnector::new();
                 connector.set_nodelay(true);
-                connector.set_connect_timeout(connect_timeout);
-                Arc::new(
-                    HttpClient::builder(TokioExecutor::new())
-                        .pool_timer(TokioTimer::new())
-                        .build(connector),
-                )
+                connector.set_connect_timeout(options.connect_timeout);
+                Arc::new(pooled(connector))
+            }
+            None => {
+                return Err(ConnectError::InvalidUrl(format!(
+                    "{uri}: only absolute http:// URLs are supported (or give a connector)"
+                )));
             }
         };
-        let mut config = self.config;
-        if let Some(headers) = self.headers {
-            config = config.with_headers(headers);
-        }
-        if let Some(seed) = self.seed.or_else(|| (!self.config_given).then(random_seed)) {
-            config = config.with_seed(seed);
-        }
-        let wake = Arc::new(Notify::new());
-        let waker = wake.clone();
-        let binding = ClientBinding::new(self.definition, Arc::new(move || waker.notify_one()));
-        let client = binding.client().clone();
-        let (close, close_rx) = watch::channel(false);
-        let session = ClientSession::new(config, Instant::now());
-        let ready = session.is_ready();
-        let driver = Driver {
-            session,
-            binding,
-            http,
-            uri,
-            exchanges: HashMap::new(),
-            handlers: JoinSet::new(),
-        };
-        let driver = tokio::spawn(driver.run(wake, close_rx));
-        let client = Client {
-            client,
-            close,
-            driver,
-        };
-        Ok((client, ready))
-    }
-}
-
-/// A jitter seed from the operating system's random source (a fixed one if it has none:
-/// the jitter then only loses its spread across processes).
-fn random_seed() -> u64 {
-    getrandom::u64().unwrap_or_else(|e| {
-        tracing::debug!(error = %e, "no random source for the jitter seed");
-        0x6D63_702D_746F_6B69
-    })
-}
-
-/// Logs a core event: what the application would want to know about at `warn`, recoveries
-/// (expiry, re-initialization, reconnects) at `info`, the routine lifecycle at `debug`.
-fn log_event(event: &ClientEvent) {
-    match event {
-        ClientEvent::ReinitializeFailed { .. }
-        | ClientEvent::ListenGaveUp { .. }
-        | ClientEvent::AuthorizationRequired { .. }
-        | ClientEvent::LimitExceeded { .. }
-        | ClientEvent::InvalidMessage { .. }
-        | ClientEvent::PostRejected { .. }
-        | ClientEvent::InvalidBearerToken => tracing::warn!(?event, "mcp client"),
-        ClientEvent::SessionExpired { .. }
-        | ClientEvent::Reinitialized { .. }
-        | ClientEvent::Reconnecting { .. }
-        | ClientEvent::Resumed { .. } => tracing::info!(?event, "mcp client"),
-        _ => tracing::debug!(?event, "mcp client"),
-    }
-}
-
-/// What an exchange task observed.
-enum NetEvent {
-    Head(StreamId, StatusCode, HeaderMap),
-    Body(StreamId, Bytes),
-    End(StreamId),
-    Failed(StreamId, TransportFailure),
-}
-
-struct Driver {
-    session: ClientSession,
-    binding: ClientBinding,
-    http: Arc<dyn Transport>,
-    uri: Uri,
-    exchanges: HashMap<StreamId, AbortHandle>,
-    /// The application's handlers of server requests (sampling, elicitation, roots):
-    /// dropping the set when the driver ends aborts those still running.
-    handlers: JoinSet<()>,
-}
-
-impl Driver {
-    async fn run(mut self, wake: Arc<Notify>, mut close: watch::Receiver<bool>) {
-        let (net_tx, mut net_rx) = mpsc::unbounded_channel();
-        let mut closing = false;
-        loop {
-            self.pump(Instant::now(), &net_tx);
-            // Reap finished handlers so the set holds only running ones.
-            while self.handlers.try_join_next().is_some() {}
-            if self.session.is_closed() {
-                break;
-            }
-            let deadline = self.session.poll_timeout();
-            if deadline.is_some_and(|d| d <= Instant::now()) {
-                self.session.handle_timeout(Instant::now());
-                continue;
-            }
-            let sleep = async {
-                match deadline {
-                    Some(d) => tokio::time::sleep_until(d.into()).await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                biased;
-                changed = close.changed(), if !closing => {
-                    if changed.is_err() || *close.borrow() {
-                        closing = true;
-                        self.session.close(Instant::now());
-                    }
-                }
-                Some(event) = net_rx.recv() => {
-                    self.net(event);
-                    for _ in 0..256 {
-                        match net_rx.try_recv() {
-                            Ok(event) => self.net(event),
-                            Err(_) => break,
-                        }
-                    }
-                }
-                () = wake.notified() => {}
-                () = sleep => self.session.handle_timeout(Instant::now()),
-            }
-        }
-        for (_, task) in self.exchanges.drain() {
-            task.abort();
-        }
-        self.handlers.abort_all();
-        self.binding.client().close();
-        tracing::debug!("mcp-tokio client driver stopped");
+        let uri = uri.clone();
+        Ok((Http { client, uri }, Tokio))
     }
 
-    fn net(&mut self, event: NetEvent) {
-        let now = Instant::now();
-        match event {
-            NetEvent::Head(stream, status, headers) => {
-                if self.exchanges.contains_key(&stream) {
-                    self.session.handle_input(
-                        now,
-                        Input::ResponseHead {
-                            stream,
-                            status,
-                            headers: &headers,
-                        },
-                    );
-                }
-            }
-            NetEvent::Body(stream, chunk) => {
-                if self.exchanges.contains_key(&stream) {
-                    self.session
-                        .handle_input(now, Input::Body { stream, chunk });
-                }
-            }
-            NetEvent::End(stream) => {
-                if self.exchanges.remove(&stream).is_some() {
-                    self.session.handle_input(now, Input::End { stream });
-                }
-            }
-            NetEvent::Failed(stream, kind) => {
-                if self.exchanges.remove(&stream).is_some() {
-                    self.session
-                        .handle_input(now, Input::Failed { stream, kind });
-                }
-            }
-        }
-    }
-
-    fn pump(&mut self, now: Instant, net: &mpsc::UnboundedSender<NetEvent>) {
-        loop {
-            let applied = self.binding.apply(&mut self.session, now);
-            let mut moved = false;
-            while let Some(out) = self.session.poll_output() {
-                moved = true;
-                match self.binding.handle_output(out) {
-                    Routed::Spawn(task) => {
-                        self.handlers.spawn(task);
-                    }
-                    Routed::Done => {}
-                    Routed::Transport(Output::Http(req)) => self.start(req, net.clone()),
-                    Routed::Transport(Output::Abort(stream)) => {
-                        if let Some(task) = self.exchanges.remove(&stream) {
-                            task.abort();
-                        }
-                    }
-                    Routed::Transport(Output::Event(event)) => log_event(&event),
-                    Routed::Transport(other) => tracing::trace!(?other, "client output"),
-                }
-            }
-            if !applied && !moved {
-                return;
-            }
-        }
-    }
-
-    fn start(&mut self, req: HttpRequest, net: mpsc::UnboundedSender<NetEvent>) {
-        let stream = req.stream;
+    fn start(&mut self, req: HttpRequest, net: NetEvents) -> Running {
         let mut request = Request::new(Full::new(req.body));
         *request.method_mut() = req.method;
         *request.uri_mut() = self.uri.clone();
         *request.headers_mut() = req.headers;
-        let response = self.http.request(request);
+        let response = self.client.request(request);
         let task = tokio::spawn(async move {
             let response = match response.await {
                 Ok(r) => r,
                 Err(e) => {
-                    let kind = if e.is_connect() {
+                    tracing::debug!(error = %e, "exchange failed");
+                    net.failed(if e.is_connect() {
                         TransportFailure::Connect
                     } else {
                         TransportFailure::Reset
-                    };
-                    tracing::debug!(error = %e, "exchange failed");
-                    let _ = net.send(NetEvent::Failed(stream, kind));
+                    });
                     return;
                 }
             };
             let (parts, mut body) = response.into_parts();
-            if net
-                .send(NetEvent::Head(stream, parts.status, parts.headers))
-                .is_err()
-            {
+            if !net.head(parts.status, parts.headers) {
                 return;
             }
             loop {
-                let event = match body.frame().await {
-                    None => NetEvent::End(stream),
-                    Some(Ok(frame)) => match frame.into_data() {
-                        Ok(chunk) => NetEvent::Body(stream, chunk),
-                        Err(_) => continue,
-                    },
+                match body.frame().await {
+                    None => return net.end(),
+                    Some(Ok(frame)) => {
+                        if let Ok(chunk) = frame.into_data()
+                            && !net.body(chunk)
+                        {
+                            return;
+                        }
+                    }
                     Some(Err(e)) => {
                         tracing::debug!(error = %e, "response body failed");
-                        NetEvent::Failed(stream, TransportFailure::Reset)
+                        return net.failed(TransportFailure::Reset);
                     }
-                };
-                let last = !matches!(event, NetEvent::Body(..));
-                if net.send(event).is_err() || last {
-                    return;
                 }
             }
         });
-        self.exchanges.insert(stream, task.abort_handle());
+        Running(task.abort_handle())
     }
 }
 
@@ -674,8 +210,13 @@ mod tests {
     use mcp_proto::service::Server;
     use tokio::net::TcpStream;
 
+    use http::{HeaderMap, HeaderName, HeaderValue};
+    use mcp_proto::service::client::Client as ServiceClient;
+    use mcp_proto::version::ProtocolVersion;
+    use tokio::sync::{Notify, mpsc};
+
     use super::*;
-    use crate::{McpService, RandomSessionIds};
+    use crate::{ConnectError, McpService, RandomSessionIds};
 
     const LIMIT: Duration = Duration::from_secs(10);
 
@@ -906,7 +447,7 @@ mod tests {
                 .bearer_token_provider(|| Some("tok".to_owned()))
                 .request_timeout(Some(LIMIT))
                 .close_timeout(LIMIT)
-                .connector(connector)
+                .http(|h| h.connector(connector))
                 .seed(7)
                 .connect(),
         )
@@ -1016,7 +557,7 @@ mod tests {
             Err(ConnectError::InvalidUrl(_))
         ));
         let custom = Client::builder("https://127.0.0.1:1/mcp")
-            .connector(HttpConnector::new())
+            .http(|h| h.connector(HttpConnector::new()))
             .start()
             .expect("a custom connector decides which schemes it dials");
         drop(custom);

@@ -16,6 +16,7 @@ pub mod loopback;
 pub mod pair;
 pub mod runtime;
 pub mod server_harness;
+pub mod shape;
 pub mod users;
 
 use std::path::{Path, PathBuf};

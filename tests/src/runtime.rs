@@ -2,6 +2,10 @@
 //! once and run on every runtime and on the cross pairs (a smol client against a tokio
 //! server and the reverse), and so that the binaries take `--runtime`.
 //!
+//! Both adapters share their API types ([`Serving`], [`ShutdownHandle`], [`ConnectError`],
+//! the builder) through `mcp_proto::driver`; what differs is only which engine a client runs
+//! on, how to block on and time out a future, and the listener type.
+//!
 //! The tokio adapter must be called from inside a tokio runtime (it spawns there). The smol
 //! adapter spawns its tasks on smol's global executor and its sockets use smol's reactor,
 //! whoever awaits its futures: a test body run by `#[tokio::test]` drives a smol server and
@@ -14,24 +18,25 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use mcp_proto::client::ClientConfig;
+pub use mcp_proto::driver::{ConnectError, Limits, Serving, ShutdownHandle};
 use mcp_proto::server::ServerConfig;
 use mcp_proto::service::Server;
-use mcp_proto::service::client::{Client as ServiceClient, ClientBuilder, RequestError};
+use mcp_proto::service::client::{Client as ServiceClient, ClientBuilder};
 
 /// A runtime adapter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Runtime {
-    /// `mcp-tokio`: tokio + hyper 1.
+    /// `mcp-tokio`.
     Tokio,
-    /// `mcp-smol`: smol + async-h1.
+    /// `mcp-smol`.
     Smol,
 }
 
 impl Runtime {
-    /// Every runtime.
+    /// Both.
     pub const ALL: [Runtime; 2] = [Runtime::Tokio, Runtime::Smol];
 
-    /// Its name on the command line (`--runtime NAME`).
+    /// `tokio` or `smol`.
     pub fn name(self) -> &'static str {
         match self {
             Runtime::Tokio => "tokio",
@@ -58,122 +63,12 @@ impl FromStr for Runtime {
     }
 }
 
-/// A running server of either adapter.
-#[derive(Debug)]
-pub enum Serving {
-    /// On tokio.
-    Tokio(mcp_tokio::Serving),
-    /// On smol.
-    Smol(mcp_smol::Serving),
-}
-
-/// Starts the shutdown of a [`Serving`] from anywhere.
-#[derive(Debug, Clone)]
-pub enum ShutdownHandle {
-    /// On tokio.
-    Tokio(mcp_tokio::ShutdownHandle),
-    /// On smol.
-    Smol(mcp_smol::ShutdownHandle),
-}
-
-impl ShutdownHandle {
-    /// Starts the shutdown.
-    pub fn shutdown(&self) {
-        match self {
-            ShutdownHandle::Tokio(h) => h.shutdown(),
-            ShutdownHandle::Smol(h) => h.shutdown(),
-        }
-    }
-}
-
-impl Serving {
-    /// The address the listener is bound to.
-    pub fn local_addr(&self) -> SocketAddr {
-        match self {
-            Serving::Tokio(s) => s.local_addr(),
-            Serving::Smol(s) => s.local_addr(),
-        }
-    }
-
-    /// The MCP endpoint's URL.
-    pub fn url(&self) -> &str {
-        match self {
-            Serving::Tokio(s) => s.url(),
-            Serving::Smol(s) => s.url(),
-        }
-    }
-
-    /// A handle that starts the shutdown from elsewhere.
-    pub fn shutdown_handle(&self) -> ShutdownHandle {
-        match self {
-            Serving::Tokio(s) => ShutdownHandle::Tokio(s.shutdown_handle()),
-            Serving::Smol(s) => ShutdownHandle::Smol(s.shutdown_handle()),
-        }
-    }
-
-    /// Waits until the server has shut down.
-    pub async fn wait(self) {
-        match self {
-            Serving::Tokio(s) => s.wait().await,
-            Serving::Smol(s) => s.wait().await,
-        }
-    }
-
-    /// Shuts down and waits for the connections to finish.
-    pub async fn shutdown(self) {
-        match self {
-            Serving::Tokio(s) => s.shutdown().await,
-            Serving::Smol(s) => s.shutdown().await,
-        }
-    }
-}
-
-/// Why a client could not connect (either adapter's error, flattened).
-#[derive(Debug)]
-pub enum ConnectError {
-    /// The URL is not an absolute `http://` URL.
-    InvalidUrl(String),
-    /// `initialize` failed.
-    Initialize(RequestError),
-}
-
-impl fmt::Display for ConnectError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ConnectError::InvalidUrl(why) => write!(f, "invalid URL: {why}"),
-            ConnectError::Initialize(e) => write!(f, "initialize failed: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for ConnectError {}
-
-impl From<mcp_tokio::ConnectError> for ConnectError {
-    fn from(e: mcp_tokio::ConnectError) -> Self {
-        match e {
-            mcp_tokio::ConnectError::InvalidUrl(u) => ConnectError::InvalidUrl(u),
-            mcp_tokio::ConnectError::Initialize(e) => ConnectError::Initialize(e),
-            other => ConnectError::InvalidUrl(other.to_string()),
-        }
-    }
-}
-
-impl From<mcp_smol::ConnectError> for ConnectError {
-    fn from(e: mcp_smol::ConnectError) -> Self {
-        match e {
-            mcp_smol::ConnectError::InvalidUrl(u) => ConnectError::InvalidUrl(u),
-            mcp_smol::ConnectError::Initialize(e) => ConnectError::Initialize(e),
-            other => ConnectError::InvalidUrl(other.to_string()),
-        }
-    }
-}
-
-/// A client of either adapter; derefs to the service client.
+/// A client of either adapter (the same driver client on two engines).
 #[derive(Debug)]
 pub enum Client {
-    /// On tokio.
+    /// On hyper.
     Tokio(mcp_tokio::Client),
-    /// On smol.
+    /// On async-h1.
     Smol(mcp_smol::Client),
 }
 
@@ -189,12 +84,12 @@ impl std::ops::Deref for Client {
 }
 
 impl Client {
-    /// The service client (cheap to clone).
+    /// The service client.
     pub fn client(&self) -> &ServiceClient {
         self
     }
 
-    /// Closes the session and waits for the driver to finish.
+    /// Closes the session and waits for the driver.
     pub async fn close(self) {
         match self {
             Client::Tokio(c) => c.close().await,
@@ -204,12 +99,8 @@ impl Client {
 }
 
 impl Runtime {
-    /// Runs `future` to completion on this runtime: a multi-threaded tokio runtime, or
-    /// `smol::block_on` (smol's global executor runs what the adapter spawns).
-    ///
-    /// # Panics
-    ///
-    /// When the tokio runtime cannot be built.
+    /// Runs `future` to completion on this runtime (a fresh multi-threaded tokio runtime, or
+    /// `smol::block_on`).
     pub fn block_on<F: Future>(self, future: F) -> F::Output {
         match self {
             Runtime::Tokio => tokio::runtime::Builder::new_multi_thread()
@@ -221,7 +112,7 @@ impl Runtime {
         }
     }
 
-    /// `future`'s output, or `None` after `limit`, timed by this runtime's timer.
+    /// `future`, or `None` after `limit`, on this runtime's timer.
     pub async fn timeout<F: Future>(self, limit: Duration, future: F) -> Option<F::Output> {
         match self {
             Runtime::Tokio => tokio::time::timeout(limit, future).await.ok(),
@@ -237,11 +128,11 @@ impl Runtime {
         }
     }
 
-    /// Resolves at the first Ctrl-C (SIGINT).
+    /// Resolves on Ctrl-C.
     ///
     /// # Errors
     ///
-    /// When the signal cannot be watched.
+    /// When the signal handler cannot be installed.
     pub async fn ctrl_c(self) -> io::Result<()> {
         match self {
             Runtime::Tokio => tokio::signal::ctrl_c().await,
@@ -254,7 +145,31 @@ impl Runtime {
         }
     }
 
-    /// Serves `server` on `addr` with this runtime's adapter.
+    /// Serves `server` on `addr` with the driver's queue bounds `limits`.
+    ///
+    /// # Errors
+    ///
+    /// When the address cannot be bound.
+    pub async fn serve_with(
+        self,
+        addr: SocketAddr,
+        server: Server,
+        config: ServerConfig,
+        limits: Limits,
+    ) -> io::Result<Serving> {
+        match self {
+            Runtime::Tokio => {
+                let listener = tokio::net::TcpListener::bind(addr).await?;
+                mcp_tokio::serve_with(listener, server, config, limits)
+            }
+            Runtime::Smol => {
+                let listener = smol::net::TcpListener::bind(addr).await?;
+                mcp_smol::serve_with(listener, server, config, limits)
+            }
+        }
+    }
+
+    /// Serves `server` on `addr`.
     ///
     /// # Errors
     ///
@@ -265,33 +180,25 @@ impl Runtime {
         server: Server,
         config: ServerConfig,
     ) -> io::Result<Serving> {
-        Ok(match self {
-            Runtime::Tokio => {
-                let listener = tokio::net::TcpListener::bind(addr).await?;
-                Serving::Tokio(mcp_tokio::serve(listener, server, config)?)
-            }
-            Runtime::Smol => {
-                let listener = smol::net::TcpListener::bind(addr).await?;
-                Serving::Smol(mcp_smol::serve(listener, server, config)?)
-            }
-        })
+        self.serve_with(addr, server, config, Limits::default())
+            .await
     }
 
-    /// Serves `server` on a free loopback port.
+    /// Serves `server` on an ephemeral loopback port.
     ///
     /// # Errors
     ///
-    /// When no loopback port can be bound.
+    /// When no port can be bound.
     pub async fn serve(self, server: Server, config: ServerConfig) -> io::Result<Serving> {
         self.serve_on(SocketAddr::from(([127, 0, 0, 1], 0)), server, config)
             .await
     }
 
-    /// Connects with this runtime's client and initializes the session.
+    /// Connects and initializes with a client definition and a transport configuration.
     ///
     /// # Errors
     ///
-    /// As the adapters' `connect_with`.
+    /// As the adapters' `Client::connect_with`.
     pub async fn connect_with(
         self,
         url: &str,
@@ -308,11 +215,11 @@ impl Runtime {
         })
     }
 
-    /// Connects as the adapter's default client (`Client::connect`).
+    /// Connects and initializes with the defaults.
     ///
     /// # Errors
     ///
-    /// As the adapters' `connect`.
+    /// As the adapters' `Client::connect`.
     pub async fn connect(self, url: &str) -> Result<Client, ConnectError> {
         Ok(match self {
             Runtime::Tokio => Client::Tokio(mcp_tokio::Client::connect(url).await?),
@@ -324,7 +231,7 @@ impl Runtime {
     ///
     /// # Errors
     ///
-    /// A URL that is not absolute `http://`.
+    /// As the adapters' `Client::start`.
     pub fn start(
         self,
         url: &str,
@@ -333,12 +240,7 @@ impl Runtime {
     ) -> Result<Client, ConnectError> {
         Ok(match self {
             Runtime::Tokio => Client::Tokio(mcp_tokio::Client::start(url, builder, config)?),
-            Runtime::Smol => Client::Smol(mcp_smol::Client::start(
-                url,
-                builder,
-                config,
-                mcp_smol::ClientOptions::default(),
-            )?),
+            Runtime::Smol => Client::Smol(mcp_smol::Client::start(url, builder, config)?),
         })
     }
 }

@@ -7,9 +7,8 @@
 //! input rounds per request and 32 input requests per round (MRTR), 4096 tools'
 //! `x-mcp-header` declarations remembered.
 
-use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use http::{HeaderMap, Method};
@@ -118,39 +117,52 @@ pub enum KnownEra {
     Modern(ProtocolVersion),
 }
 
+/// Where an [`EraCache`] keeps its entries: the in-memory map of the service layer
+/// (`EraCache::new`, with the `service` feature), or the application's own (a file, a
+/// database), so that the transport core itself holds no lock.
+pub trait EraStore: Send + Sync {
+    /// The era known for `origin`.
+    fn get(&self, origin: &str) -> Option<KnownEra>;
+    /// Records the era of `origin`.
+    fn insert(&self, origin: &str, era: KnownEra);
+    /// Forgets `origin`.
+    fn forget(&self, origin: &str);
+}
+
 /// The era detected per origin, shared by every session given a clone (S-NEW-10: "cache the
 /// era per origin"; versioning.mdx: for the lifetime of the origin). The core does no I/O:
 /// the app names the origin (scheme, host and port of the endpoint) when it configures a
 /// session with [`ClientConfig::with_era_cache`]. Cheap to clone; clones share the entries.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone)]
 pub struct EraCache {
-    entries: Arc<Mutex<BTreeMap<String, KnownEra>>>,
+    store: Arc<dyn EraStore>,
+}
+
+impl std::fmt::Debug for EraCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EraCache").finish_non_exhaustive()
+    }
 }
 
 impl EraCache {
-    /// An empty cache.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    fn map(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, KnownEra>> {
-        // A panic while holding this lock cannot leave the map half-written.
-        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    /// A cache over the application's own store.
+    pub fn with_store(store: Arc<dyn EraStore>) -> Self {
+        EraCache { store }
     }
 
     /// The era known for `origin`.
     pub fn get(&self, origin: &str) -> Option<KnownEra> {
-        self.map().get(origin).copied()
+        self.store.get(origin)
     }
 
     /// Records the era of `origin` (the app may also preload it, e.g. from disk).
     pub fn insert(&self, origin: &str, era: KnownEra) {
-        self.map().insert(origin.to_owned(), era);
+        self.store.insert(origin, era);
     }
 
     /// Forgets `origin` (the next session probes again).
     pub fn forget(&self, origin: &str) {
-        self.map().remove(origin);
+        self.store.forget(origin);
     }
 }
 

@@ -187,8 +187,8 @@ use http::{HeaderMap, HeaderValue, Method, StatusCode};
 
 pub use backoff::{BackoffConfig, FailureBudget};
 pub use config::{
-    ClientConfig, ClientIdentity, EraCache, EraMode, HeaderContext, HeaderFn, KnownEra, Limits,
-    TokenProvider,
+    ClientConfig, ClientIdentity, EraCache, EraMode, EraStore, HeaderContext, HeaderFn, KnownEra,
+    Limits, TokenProvider,
 };
 pub use error::{ApiMisuse, ClientError, Limit, ProtocolError};
 pub use event::{ClientEvent, CloseReason, ListenStop, StreamRole};

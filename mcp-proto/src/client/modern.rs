@@ -11,8 +11,8 @@ use serde_json::{Map, Value};
 
 use super::config::ClientIdentity;
 use super::error::ClientError;
+use crate::jsonrpc::meta_keys;
 use crate::jsonrpc::{self, Body, Message, Outcome, RequestId, Response};
-use crate::schema::meta_keys;
 use crate::version::ProtocolVersion;
 
 /// The probe (and the source of the synthesized `initialize` answer).

@@ -75,6 +75,26 @@ pub use self::message::{
 /// versions.
 pub use serde_json::value::RawValue;
 
+/// The `_meta` keys the 2026-07-28 revision reserves.
+pub mod meta_keys {
+    /// The protocol version of this request (request `_meta`; required in 2026-07-28).
+    pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+    /// The client's `Implementation` (request `_meta`).
+    pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+    /// The client's `ClientCapabilities` for this request
+    /// (request `_meta`; required in 2026-07-28).
+    pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+    /// The least severe `LoggingLevel` the client wants for this
+    /// request (request `_meta`).
+    pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+    /// The server's `Implementation` (result `_meta`).
+    pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+    /// The id of the `subscriptions/listen` request a notification or result belongs to.
+    pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+    /// The progress token of a request (request `_meta`, every revision).
+    pub const PROGRESS_TOKEN: &str = "progressToken";
+}
+
 /// JSON-RPC and MCP error codes (S-RPC-9, S-NEW-7, S-NEW-11).
 ///
 /// JSON-RPC reserves `-32768..=-32000`; `-32000..=-32099` is for implementations. From

@@ -5,33 +5,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{ClientCapabilities, ElicitRequestUrlParams, JsonObject, JsonRpcErrorResponse};
 
-/// The error codes of JSON-RPC 2.0 and MCP.
-pub mod error_codes {
-    /// Invalid JSON was received (`ParseError`).
-    pub const PARSE_ERROR: i64 = -32700;
-    /// The JSON is not a valid request object (`InvalidRequestError`).
-    pub const INVALID_REQUEST: i64 = -32600;
-    /// The method does not exist or is not available (`MethodNotFoundError`).
-    pub const METHOD_NOT_FOUND: i64 = -32601;
-    /// Invalid method parameters (`InvalidParamsError`).
-    pub const INVALID_PARAMS: i64 = -32602;
-    /// Internal error (`InternalError`).
-    pub const INTERNAL_ERROR: i64 = -32603;
-    /// A resource was not found (`resources/read`; the spec's suggested code).
-    pub const RESOURCE_NOT_FOUND: i64 = -32002;
-    /// HTTP headers do not match the body, or are missing or malformed (`HeaderMismatchError`,
-    /// 2026-07-28; HTTP 400).
-    pub const HEADER_MISMATCH: i64 = -32020;
-    /// The request needs a client capability the client did not declare
-    /// (`MissingRequiredClientCapabilityError`, 2026-07-28; HTTP 400).
-    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
-    /// The server does not support the requested protocol version
-    /// (`UnsupportedProtocolVersionError`, 2026-07-28).
-    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
-    /// The request needs URL-mode elicitations to complete first
-    /// (`URLElicitationRequiredError`, 2025-11-25).
-    pub const URL_ELICITATION_REQUIRED: i64 = -32042;
-}
+/// The error codes of JSON-RPC 2.0 and MCP: the transport core's one set.
+pub use crate::jsonrpc::error_codes;
 
 /// A JSON-RPC error object (`Error`): `{code, message, data}`, with `data` typed as `D`.
 ///

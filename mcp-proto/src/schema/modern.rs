@@ -13,25 +13,8 @@ use super::{
     ProgressToken, Request, RequestId, ResultType, ServerCapabilities,
 };
 
-/// The `_meta` keys the modern revision reserves.
-pub mod meta_keys {
-    /// The protocol version of this request (request `_meta`; required in 2026-07-28).
-    pub const PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-    /// The client's [`Implementation`](super::Implementation) (request `_meta`).
-    pub const CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
-    /// The client's [`ClientCapabilities`](super::ClientCapabilities) for this request
-    /// (request `_meta`; required in 2026-07-28).
-    pub const CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
-    /// The least severe [`LoggingLevel`](super::LoggingLevel) the client wants for this
-    /// request (request `_meta`).
-    pub const LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
-    /// The server's [`Implementation`](super::Implementation) (result `_meta`).
-    pub const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
-    /// The id of the `subscriptions/listen` request a notification or result belongs to.
-    pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
-    /// The progress token of a request (request `_meta`, every revision).
-    pub const PROGRESS_TOKEN: &str = "progressToken";
-}
+/// The `_meta` keys the 2026-07-28 revision reserves (defined by the transport core).
+pub use crate::jsonrpc::meta_keys;
 
 /// Reads a typed `_meta` view from a [`Meta`] map.
 fn view<T: DeserializeOwned>(meta: &Meta) -> Result<T, serde_json::Error> {

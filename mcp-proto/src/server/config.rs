@@ -136,7 +136,7 @@ pub struct ServerConfig {
     /// Where the router finds the `x-mcp-header` declarations of a tool, to check a modern
     /// `tools/call`'s `Mcp-Param-*` headers against its arguments (S-NEW-8). `None`: no
     /// parameter headers are checked. The service binding provides one
-    /// ([`ServerBinding::param_header_source`](crate::service::bind::ServerBinding::param_header_source))
+    /// (`ServerBinding::param_header_source` in the service layer)
     /// and installs it on the router itself if none is configured.
     pub param_headers: Option<std::sync::Arc<dyn ParamHeaderSource>>,
     /// At most this many 2026-07-28 requests in flight at once (each holds its HTTP

@@ -148,7 +148,7 @@ impl ProtocolError {
     /// send, G-11) for transport-level refusals; the 2026-07-28 refusals use the codes that
     /// revision assigns (-32020, -32022, -32602, -32601; S-NEW-11).
     pub fn code(&self) -> i64 {
-        use crate::schema::error_codes as c;
+        use crate::jsonrpc::error_codes as c;
         match self {
             ProtocolError::Parse => -32700,
             ProtocolError::InvalidRequest(_)

@@ -48,9 +48,9 @@ use super::error::ProtocolError;
 use super::stream::{Exchange, ExchangeState, LogicalStream, Phase, PostContext, StreamKind};
 use super::{InFlight, RequestHandle, Router, ServerOutput, StreamId};
 use crate::ProtocolVersion;
+use crate::jsonrpc::meta_keys;
 use crate::jsonrpc::{InvalidMessage, Message, Request};
 use crate::mirror;
-use crate::schema::meta_keys;
 
 /// Methods of the legacy era that 2026-07-28 removed (S-NEW-4; absent from its schema): a
 /// modern request for them gets 404 + -32601 from the router itself. Per-request `_meta`
@@ -239,7 +239,7 @@ impl Router {
 /// The HTTP status of a modern error answer sent as one JSON body (S-NEW-9, S-NEW-7, and the
 /// 400 the schema prescribes for -32021).
 pub(super) fn modern_error_status(code: i64) -> Option<http::StatusCode> {
-    use crate::schema::error_codes as c;
+    use crate::jsonrpc::error_codes as c;
     match code {
         c::METHOD_NOT_FOUND => Some(http::StatusCode::NOT_FOUND),
         c::HEADER_MISMATCH

@@ -119,7 +119,7 @@
 
 mod args;
 pub mod bind;
-mod cancel;
+pub(crate) mod cancel;
 pub mod client;
 mod defs;
 mod error;

@@ -1,4 +1,5 @@
-//! End to end on loopback, the tokio adapter's draining shutdown and bounded queues:
+//! End to end on loopback, on each server runtime, the driver's draining shutdown and bounded
+//! queues:
 //!
 //! - a slow tool call in flight when the shutdown starts still gets its result; a new
 //!   request during the drain gets 503 with a JSON-RPC error; an open GET stream ends
@@ -6,7 +7,8 @@
 //! - a client that stops reading its GET stream is cut once the exchange's reply queue is
 //!   full, so what the server holds for it stays bounded however much it is sent.
 //!
-//! Raw HTTP with hyper (one connection per [`Conn`]); every await is bounded.
+//! Raw HTTP with hyper (one connection per [`Conn`]) against a tokio and a smol server;
+//! every await is bounded.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -21,7 +23,7 @@ use hyper_util::rt::TokioIo;
 use mcp_proto::schema::LoggingLevel;
 use mcp_proto::server::ServerConfig;
 use mcp_proto::service::{CallToolResult, Server, Tool, ToolArgs, required};
-use mcp_tokio::{Limits, Serving};
+use mcp_tests::runtime::{Limits, Runtime, Serving};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Notify;
@@ -44,12 +46,12 @@ fn server(started: Arc<Notify>) -> Server {
         )
         .tool(
             Tool::new("slow").integer("ms", required()),
-            move |_, args: ToolArgs| {
+            move |ctx, args: ToolArgs| {
                 let started = started.clone();
                 async move {
                     started.notify_one();
                     let ms = args.get_int("ms", 0).max(0) as u64;
-                    tokio::time::sleep(Duration::from_millis(ms)).await;
+                    ctx.sleep(Duration::from_millis(ms)).await;
                     Ok(CallToolResult::text("slow done"))
                 }
             },
@@ -72,17 +74,19 @@ fn server(started: Arc<Notify>) -> Server {
         )
 }
 
-async fn start(limits: Limits) -> (Serving, Arc<Notify>) {
+async fn start(rt: Runtime, limits: Limits) -> (Serving, Arc<Notify>) {
     let started = Arc::new(Notify::new());
-    let listener = bounded("bind", tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .await
-        .expect("bind");
-    let serving = mcp_tokio::serve_with(
-        listener,
-        server(started.clone()),
-        ServerConfig::default(),
-        limits,
+    let addr = SocketAddr::from(([127, 0, 0, 1], 0));
+    let serving = bounded(
+        "serve",
+        rt.serve_with(
+            addr,
+            server(started.clone()),
+            ServerConfig::default(),
+            limits,
+        ),
     )
+    .await
     .expect("serve");
     (serving, started)
 }
@@ -180,9 +184,8 @@ async fn open_session(conn: &mut Conn) -> String {
     id
 }
 
-#[tokio::test]
-async fn a_drain_finishes_the_call_in_flight_and_refuses_new_requests() {
-    let (serving, started) = start(Limits::default()).await;
+async fn a_drain_finishes_the_call_in_flight_and_refuses_new_requests(rt: Runtime) {
+    let (serving, started) = start(rt, Limits::default()).await;
     let addr = serving.local_addr();
     let mut a = Conn::open(addr).await;
     let mut b = Conn::open(addr).await;
@@ -229,9 +232,8 @@ async fn a_drain_finishes_the_call_in_flight_and_refuses_new_requests() {
         .expect("task");
 }
 
-#[tokio::test]
-async fn a_drain_ends_an_open_get_stream_cleanly() {
-    let (serving, _) = start(Limits::default()).await;
+async fn a_drain_ends_an_open_get_stream_cleanly(rt: Runtime) {
+    let (serving, _) = start(rt, Limits::default()).await;
     let addr = serving.local_addr();
     let mut a = Conn::open(addr).await;
     let sid = open_session(&mut a).await;
@@ -253,9 +255,8 @@ async fn a_drain_ends_an_open_get_stream_cleanly() {
         .expect("task");
 }
 
-#[tokio::test]
-async fn the_grace_period_bounds_a_drain() {
-    let (serving, started) = start(Limits::default()).await;
+async fn the_grace_period_bounds_a_drain(rt: Runtime) {
+    let (serving, started) = start(rt, Limits::default()).await;
     let addr = serving.local_addr();
     let mut a = Conn::open(addr).await;
     let sid = open_session(&mut a).await;
@@ -294,12 +295,11 @@ async fn stalled_get(addr: SocketAddr, sid: &str) -> tokio::net::TcpStream {
     tcp
 }
 
-#[tokio::test]
-async fn a_client_that_stops_reading_is_cut_by_the_core_backlog_budget() {
+async fn a_client_that_stops_reading_is_cut_by_the_core_backlog_budget(rt: Runtime) {
     const COUNT: i64 = 4_000;
     const SIZE: i64 = 16 * 1024;
     let sent = (COUNT * SIZE) as usize; // 64 MiB of log messages
-    let (serving, _) = start(Limits::default()).await;
+    let (serving, _) = start(rt, Limits::default()).await;
     let addr = serving.local_addr();
     let mut a = Conn::open(addr).await;
     let sid = open_session(&mut a).await;
@@ -358,3 +358,34 @@ async fn a_client_that_stops_reading_is_cut_by_the_core_backlog_budget() {
     assert_eq!(body["result"]["content"][0]["text"], "still here", "{body}");
     bounded("shutdown", serving.shutdown()).await;
 }
+
+/// Each scenario on each server runtime.
+macro_rules! on_every_server {
+    ($($name:ident),* $(,)?) => {
+        mod tokio_server {
+            use mcp_tests::runtime::Runtime;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(Runtime::Tokio).await
+                }
+            )*
+        }
+        mod smol_server {
+            use mcp_tests::runtime::Runtime;
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(Runtime::Smol).await
+                }
+            )*
+        }
+    };
+}
+
+on_every_server!(
+    a_drain_finishes_the_call_in_flight_and_refuses_new_requests,
+    a_drain_ends_an_open_get_stream_cleanly,
+    the_grace_period_bounds_a_drain,
+    a_client_that_stops_reading_is_cut_by_the_core_backlog_budget,
+);

@@ -1,0 +1,657 @@
+//! The client side of the driver: [`ClientDriver`] (the per-turn logic), its run loop, the
+//! one builder vocabulary of every adapter ([`Connect`]) and the [`Client`] it starts.
+//!
+//! # Theory of operation
+//!
+//! One task owns the [`ClientSession`] and the [`ClientBinding`]. Each turn it applies what
+//! the service client queued, drains the session's outputs (an HTTP intent becomes an
+//! exchange the adapter's [`Engine`] starts, an abort drops that exchange, server requests
+//! become handler tasks, events are logged at the severity they deserve), then waits for the
+//! earliest of a close, a network event, a wake-up from the client, or the session's
+//! deadline, and feeds what fired with the time. An exchange reports what it observed through
+//! its [`NetEvents`]: the head, each body chunk, the end, or a classified failure.
+//!
+//! | exchange (per intent) | event | next |
+//! |---|---|---|
+//! | running | `Head`, `Body` | running (fed to the session) |
+//! | running | `End`, `Failed` | gone (fed, then dropped) |
+//! | running | the session's `Abort`, or the driver stopped | gone (dropped: the engine aborts it) |
+
+use std::collections::HashMap;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_channel::{mpsc, oneshot};
+use futures_core::Stream;
+use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Uri};
+
+use super::signal::{Latch, Wakeup};
+use super::{Runtime, until};
+use crate::client::{
+    ClientConfig, ClientEvent, ClientSession, HeaderContext, HttpRequest, Input, Output, StreamId,
+    TransportFailure,
+};
+use crate::service::bind::{ClientBinding, Routed, Wake};
+use crate::service::client::{Client as ServiceClient, ClientBuilder, RequestError};
+use crate::service::server::BoxFuture;
+use crate::version::ProtocolVersion;
+
+/// An adapter's HTTP client under the driver.
+pub trait Engine: Sized + Send + 'static {
+    /// Its runtime.
+    type Runtime: Runtime;
+    /// Its own options (connector, pool, timeouts), set with [`Connect::http`].
+    type Options: Default + Send + 'static;
+    /// A running exchange: dropping it aborts the exchange.
+    type Exchange: Send + 'static;
+    /// The client name [`Client::connect`] announces by default.
+    const NAME: &'static str;
+
+    /// The engine for `url` (already known to be absolute), or why the URL cannot be used.
+    ///
+    /// # Errors
+    ///
+    /// A URL this engine cannot reach (e.g. a scheme it does not speak).
+    fn build(options: Self::Options, url: &Uri) -> Result<(Self, Self::Runtime), ConnectError>;
+
+    /// Starts carrying `request` to the endpoint; what it observes goes to `events`.
+    fn start(&mut self, request: HttpRequest, events: NetEvents) -> Self::Exchange;
+}
+
+/// Why [`Client::connect`] failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ConnectError {
+    /// The URL is not absolute, or its scheme is not one the HTTP client speaks.
+    InvalidUrl(String),
+    /// `initialize` failed.
+    Initialize(RequestError),
+}
+
+impl std::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ConnectError::InvalidUrl(why) => write!(f, "invalid URL: {why}"),
+            ConnectError::Initialize(e) => write!(f, "initialize failed: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ConnectError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            ConnectError::Initialize(e) => Some(e),
+            ConnectError::InvalidUrl(_) => None,
+        }
+    }
+}
+
+/// What an exchange observed.
+#[derive(Debug)]
+pub enum NetEventKind {
+    /// The response head.
+    Head(StatusCode, HeaderMap),
+    /// A body chunk.
+    Body(Bytes),
+    /// The body's end.
+    End,
+    /// A failure below HTTP.
+    Failed(TransportFailure),
+}
+
+/// What an exchange observed, and which.
+#[derive(Debug)]
+pub struct NetEvent {
+    /// The exchange.
+    pub stream: StreamId,
+    /// What.
+    pub kind: NetEventKind,
+}
+
+/// How an exchange reports to the driver. Each call says whether the driver still listens.
+#[derive(Debug, Clone)]
+pub struct NetEvents {
+    tx: mpsc::UnboundedSender<NetEvent>,
+    stream: StreamId,
+}
+
+impl NetEvents {
+    fn emit(&self, kind: NetEventKind) -> bool {
+        let stream = self.stream;
+        self.tx.unbounded_send(NetEvent { stream, kind }).is_ok()
+    }
+
+    /// The response head arrived.
+    pub fn head(&self, status: StatusCode, headers: HeaderMap) -> bool {
+        self.emit(NetEventKind::Head(status, headers))
+    }
+
+    /// A body chunk arrived.
+    pub fn body(&self, chunk: Bytes) -> bool {
+        self.emit(NetEventKind::Body(chunk))
+    }
+
+    /// The body ended.
+    pub fn end(self) {
+        self.emit(NetEventKind::End);
+    }
+
+    /// The exchange failed below HTTP.
+    pub fn failed(self, kind: TransportFailure) {
+        self.emit(NetEventKind::Failed(kind));
+    }
+}
+
+/// The per-turn logic of a client driver: the [`ClientSession`], the [`ClientBinding`] and
+/// the running exchanges `X` by stream.
+pub struct ClientDriver<X> {
+    session: ClientSession,
+    binding: ClientBinding,
+    exchanges: HashMap<StreamId, X>,
+}
+
+impl<X> std::fmt::Debug for ClientDriver<X> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientDriver")
+            .field("exchanges", &self.exchanges.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<X> ClientDriver<X> {
+    /// A driver of a client built from `definition`; `wake` as for [`ClientBinding::new`].
+    pub fn new(definition: ClientBuilder, config: ClientConfig, now: Instant, wake: Wake) -> Self {
+        ClientDriver {
+            session: ClientSession::new(config, now),
+            binding: ClientBinding::new(definition, wake),
+            exchanges: HashMap::new(),
+        }
+    }
+
+    /// The service client (cheap to clone; hand it to the application).
+    pub fn client(&self) -> &ServiceClient {
+        self.binding.client()
+    }
+
+    /// The session (deadlines, closing, inspection).
+    pub fn session(&mut self) -> &mut ClientSession {
+        &mut self.session
+    }
+
+    /// Feeds what an exchange observed (ignored once the exchange was aborted).
+    pub fn net(&mut self, now: Instant, event: NetEvent) {
+        let stream = event.stream;
+        let input = match event.kind {
+            NetEventKind::Head(status, headers) => {
+                if self.exchanges.contains_key(&stream) {
+                    self.session.handle_input(
+                        now,
+                        Input::ResponseHead {
+                            stream,
+                            status,
+                            headers: &headers,
+                        },
+                    );
+                }
+                return;
+            }
+            NetEventKind::Body(chunk) if self.exchanges.contains_key(&stream) => {
+                Input::Body { stream, chunk }
+            }
+            NetEventKind::Body(_) => return,
+            NetEventKind::End => Input::End { stream },
+            NetEventKind::Failed(kind) => Input::Failed { stream, kind },
+        };
+        let last = !matches!(input, Input::Body { .. });
+        if !last || self.exchanges.remove(&stream).is_some() {
+            self.session.handle_input(now, input);
+        }
+    }
+
+    /// Applies what the client queued and drains the session until nothing moves: intents go
+    /// to `start`, handler futures to `spawn`.
+    pub fn pump(
+        &mut self,
+        now: Instant,
+        start: &mut dyn FnMut(HttpRequest) -> X,
+        spawn: &mut dyn FnMut(BoxFuture<'static, ()>),
+    ) {
+        loop {
+            let applied = self.binding.apply(&mut self.session, now);
+            let mut moved = false;
+            while let Some(out) = self.session.poll_output() {
+                moved = true;
+                match self.binding.handle_output(out) {
+                    Routed::Spawn(task) => spawn(task),
+                    Routed::Done => {}
+                    Routed::Transport(Output::Http(req)) => {
+                        let stream = req.stream;
+                        let exchange = start(req);
+                        self.exchanges.insert(stream, exchange);
+                    }
+                    Routed::Transport(Output::Abort(stream)) => {
+                        self.exchanges.remove(&stream);
+                    }
+                    Routed::Transport(Output::Event(event)) => log_event(&event),
+                    Routed::Transport(other) => tracing::trace!(?other, "client output"),
+                }
+            }
+            if !applied && !moved {
+                return;
+            }
+        }
+    }
+}
+
+/// Logs a core event: what the application would want to know about at `warn`, recoveries
+/// (expiry, re-initialization, reconnects) at `info`, the routine lifecycle at `debug`.
+fn log_event(event: &ClientEvent) {
+    match event {
+        ClientEvent::ReinitializeFailed { .. }
+        | ClientEvent::ListenGaveUp { .. }
+        | ClientEvent::AuthorizationRequired { .. }
+        | ClientEvent::LimitExceeded { .. }
+        | ClientEvent::InvalidMessage { .. }
+        | ClientEvent::PostRejected { .. }
+        | ClientEvent::InvalidBearerToken => tracing::warn!(?event, "mcp client"),
+        ClientEvent::SessionExpired { .. }
+        | ClientEvent::Reinitialized { .. }
+        | ClientEvent::Reconnecting { .. }
+        | ClientEvent::Resumed { .. } => tracing::info!(?event, "mcp client"),
+        _ => tracing::debug!(?event, "mcp client"),
+    }
+}
+
+/// An MCP client on engine `E`: the service [`Client`](ServiceClient) (reach it through
+/// `Deref` or [`Client::client`]) driven by a task that owns the transport's state machine.
+///
+/// Dropping it closes the session in the background (the driver sends the DELETE when the
+/// server issued a session id, S-SESS-9, then aborts every exchange and ends);
+/// [`Client::close`] does the same and waits for it. Clones of the service client fail their
+/// calls afterwards.
+pub struct Client<E> {
+    client: ServiceClient,
+    close: Option<oneshot::Sender<()>>,
+    stopped: Latch,
+    engine: PhantomData<fn() -> E>,
+}
+
+impl<E> std::fmt::Debug for Client<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("client", &self.client)
+            .field("stopped", &self.stopped.is_set())
+            .finish()
+    }
+}
+
+impl<E> std::ops::Deref for Client<E> {
+    type Target = ServiceClient;
+
+    fn deref(&self) -> &ServiceClient {
+        &self.client
+    }
+}
+
+impl<E: Engine> Client<E> {
+    /// Connects to the MCP endpoint at `url` (e.g. `http://127.0.0.1:8080/mcp`) with the
+    /// default options, and initializes the session.
+    ///
+    /// # Errors
+    ///
+    /// A URL the engine cannot use; an `initialize` that fails.
+    pub async fn connect(url: &str) -> Result<Self, ConnectError> {
+        Self::builder(url).connect().await
+    }
+
+    /// A builder for the options of a connection to `url` (see [`Connect`]).
+    pub fn builder(url: &str) -> Connect<E> {
+        Connect::new(url)
+    }
+
+    /// [`connect`](Client::connect) with a client definition and a transport configuration
+    /// used as given (its jitter seed included).
+    ///
+    /// # Errors
+    ///
+    /// As [`connect`](Client::connect).
+    pub async fn connect_with(
+        url: &str,
+        definition: ClientBuilder,
+        config: ClientConfig,
+    ) -> Result<Self, ConnectError> {
+        Self::builder(url)
+            .definition(definition)
+            .config(config)
+            .connect()
+            .await
+    }
+
+    /// Starts the driver without initializing (the caller sends `initialize`).
+    ///
+    /// # Errors
+    ///
+    /// A URL the engine cannot use.
+    pub fn start(
+        url: &str,
+        definition: ClientBuilder,
+        config: ClientConfig,
+    ) -> Result<Self, ConnectError> {
+        Self::builder(url)
+            .definition(definition)
+            .config(config)
+            .start()
+    }
+}
+
+impl<E> Client<E> {
+    /// The service client (cheap to clone).
+    pub fn client(&self) -> &ServiceClient {
+        &self.client
+    }
+
+    /// Closes the session (a DELETE when the server issued an id) and waits for the driver
+    /// to finish. Waiting calls fail. Wrap it in a timeout to bound the wait (the DELETE
+    /// itself is bounded by [`ClientConfig::with_close_timeout`]).
+    pub async fn close(mut self) {
+        // The driver hears the close when the sender goes.
+        self.close.take();
+        self.stopped.wait().await;
+    }
+}
+
+/// The options of a connection (mcp-go: the `StreamableHTTPCOption`s), from
+/// [`Client::builder`]; [`connect`](Connect::connect) or [`start`](Connect::start) it.
+///
+/// Every transport option of [`ClientConfig`] is reachable: through the shortcuts below or
+/// through [`config`](Connect::config) as a whole; the engine's own options (a connector, a
+/// pool) through [`http`](Connect::http).
+pub struct Connect<E: Engine> {
+    url: String,
+    definition: Option<ClientBuilder>,
+    config: ClientConfig,
+    /// Whether `config` came whole from the caller (then its seed is kept).
+    config_given: bool,
+    /// Static headers set by [`header`](Self::header)/[`headers`](Self::headers), applied
+    /// over `config` at start.
+    headers: Option<HeaderMap>,
+    seed: Option<u64>,
+    options: E::Options,
+}
+
+impl<E: Engine> std::fmt::Debug for Connect<E> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connect")
+            .field("url", &self.url)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<E: Engine> Connect<E> {
+    fn new(url: &str) -> Self {
+        Connect {
+            url: url.to_owned(),
+            definition: None,
+            config: ClientConfig::new(),
+            config_given: false,
+            headers: None,
+            seed: None,
+            options: E::Options::default(),
+        }
+    }
+
+    /// The client's definition: its name and version, capabilities, and the handlers of
+    /// server requests (sampling, elicitation, roots). Default: the adapter's name with no
+    /// capabilities.
+    pub fn definition(mut self, definition: ClientBuilder) -> Self {
+        self.definition = Some(definition);
+        self
+    }
+
+    /// The whole transport configuration, used as given (replaces what the shortcuts below
+    /// set before this call; its jitter seed is kept unless [`seed`](Self::seed) follows).
+    pub fn config(mut self, config: ClientConfig) -> Self {
+        self.config = config;
+        self.config_given = true;
+        self.headers = None;
+        self
+    }
+
+    fn map(mut self, f: impl FnOnce(ClientConfig) -> ClientConfig) -> Self {
+        self.config = f(self.config);
+        self
+    }
+
+    /// The engine's own options (connector, pool, timeouts: see the adapter).
+    pub fn http(mut self, f: impl FnOnce(E::Options) -> E::Options) -> Self {
+        self.options = f(self.options);
+        self
+    }
+
+    /// Opens the GET listening stream once the session is ready (mcp-go:
+    /// `WithContinuousListening`; needed for server requests outside a call, S-GET-1).
+    pub fn continuous_listening(self, on: bool) -> Self {
+        self.map(|c| c.with_continuous_listening(on))
+    }
+
+    /// Static headers sent on every request (mcp-go: `WithHTTPHeaders`), replacing those
+    /// set before. The protocol's own headers win over them.
+    pub fn headers(mut self, headers: HeaderMap) -> Self {
+        self.headers = Some(headers);
+        self
+    }
+
+    /// Adds one static header (mcp-go: `WithHTTPHeaders`) to those set by
+    /// [`headers`](Self::headers) or earlier calls.
+    pub fn header(mut self, name: HeaderName, value: HeaderValue) -> Self {
+        self.headers.get_or_insert_default().append(name, value);
+        self
+    }
+
+    /// A per-request header callback (mcp-go: `WithHTTPHeaderFunc`).
+    pub fn header_fn(
+        self,
+        f: impl FnMut(&HeaderContext<'_>, &mut HeaderMap) + Send + 'static,
+    ) -> Self {
+        self.map(|c| c.with_header_fn(f))
+    }
+
+    /// A bearer-token provider asked on every request (S-AUTH-2): `Some(token)` adds
+    /// `Authorization: Bearer <token>`.
+    pub fn bearer_token_provider(self, f: impl FnMut() -> Option<String> + Send + 'static) -> Self {
+        self.map(|c| c.with_bearer_token_provider(f))
+    }
+
+    /// Starts from a known session (mcp-go: `WithSession`): no `initialize` is sent, every
+    /// request carries `id` and `version` (S-SESS-4). [`connect`](Self::connect) then does
+    /// not initialize either.
+    pub fn session(self, id: impl Into<String>, version: ProtocolVersion) -> Self {
+        self.map(|c| c.with_session(id, version))
+    }
+
+    /// A deadline for every request (S-LIFE-12; none by default): past it the request fails
+    /// with a timeout and is cancelled.
+    pub fn request_timeout(self, timeout: Option<Duration>) -> Self {
+        self.map(|c| c.with_request_timeout(timeout))
+    }
+
+    /// How long closing waits for the DELETE (default 5 s, as mcp-go).
+    pub fn close_timeout(self, timeout: Duration) -> Self {
+        self.map(|c| c.with_close_timeout(timeout))
+    }
+
+    /// The seed of the reconnect jitter. Default: random from the operating system (so that
+    /// clients do not reconnect in step), or the seed of a [`config`](Self::config) given
+    /// whole. Tests pass a fixed one.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// Starts the driver and initializes the session (unless it starts from a known
+    /// [`session`](Self::session) or version, then it is ready at once).
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start); an `initialize` that fails.
+    pub async fn connect(self) -> Result<Client<E>, ConnectError> {
+        let (client, ready) = self.launch()?;
+        if !ready {
+            client
+                .client
+                .initialize()
+                .await
+                .map_err(ConnectError::Initialize)?;
+        }
+        Ok(client)
+    }
+
+    /// Starts the driver without initializing (the caller sends `initialize`).
+    ///
+    /// # Errors
+    ///
+    /// A URL that is not absolute, or that the engine cannot reach.
+    pub fn start(self) -> Result<Client<E>, ConnectError> {
+        self.launch().map(|(client, _)| client)
+    }
+
+    /// Starts the driver; also says whether the session is ready without an `initialize`.
+    fn launch(self) -> Result<(Client<E>, bool), ConnectError> {
+        let url = self.url.as_str();
+        let uri: Uri = url
+            .parse()
+            .map_err(|e: http::uri::InvalidUri| ConnectError::InvalidUrl(format!("{url}: {e}")))?;
+        if uri.scheme().is_none() || uri.authority().is_none() {
+            return Err(ConnectError::InvalidUrl(format!(
+                "{url}: only absolute URLs are supported"
+            )));
+        }
+        let (engine, rt) = E::build(self.options, &uri)?;
+        let mut config = self.config;
+        if let Some(headers) = self.headers {
+            config = config.with_headers(headers);
+        }
+        if let Some(seed) = self.seed.or_else(|| (!self.config_given).then(random_seed)) {
+            config = config.with_seed(seed);
+        }
+        let definition = self
+            .definition
+            .unwrap_or_else(|| ServiceClient::builder(E::NAME, env!("CARGO_PKG_VERSION")));
+        let wakeup = Arc::new(Wakeup::default());
+        let mut driver = ClientDriver::new(definition, config, rt.now(), wakeup.callback());
+        let client = driver.client().clone();
+        let ready = driver.session().is_ready();
+        let (close, close_rx) = oneshot::channel();
+        let stopped = Latch::new();
+        let on_stop = stopped.set_on_drop();
+        let runtime = rt.clone();
+        rt.spawn(Box::pin(async move {
+            let _on_stop = on_stop;
+            run(runtime, engine, driver, close_rx, wakeup).await;
+        }));
+        let client = Client {
+            client,
+            close: Some(close),
+            stopped,
+            engine: PhantomData,
+        };
+        Ok((client, ready))
+    }
+}
+
+/// A jitter seed from the operating system's random source (a fixed one if it has none:
+/// the jitter then only loses its spread across processes).
+fn random_seed() -> u64 {
+    getrandom::u64().unwrap_or_else(|e| {
+        tracing::debug!(error = %e, "no random source for the jitter seed");
+        0x6D63_702D_6472_6976
+    })
+}
+
+enum Fired {
+    Close,
+    Net(NetEvent),
+    Wake,
+    Deadline,
+}
+
+/// The run loop: until the session is closed.
+async fn run<E: Engine>(
+    rt: E::Runtime,
+    mut engine: E,
+    mut driver: ClientDriver<E::Exchange>,
+    close: oneshot::Receiver<()>,
+    wakeup: Arc<Wakeup>,
+) {
+    let (net_tx, mut net_rx) = mpsc::unbounded();
+    let mut close = Some(close);
+    // Set when the driver ends: the handlers of server requests stop with it.
+    let stop = Latch::new();
+    let _stop = stop.set_on_drop();
+    let mut start = |req: HttpRequest| {
+        let events = NetEvents {
+            tx: net_tx.clone(),
+            stream: req.stream,
+        };
+        engine.start(req, events)
+    };
+    let mut spawn = |task| rt.spawn(Box::pin(until(task, stop.clone())));
+    loop {
+        driver.pump(rt.now(), &mut start, &mut spawn);
+        if driver.session.is_closed() {
+            break;
+        }
+        let deadline = driver.session.poll_timeout();
+        // The clock before the sleep: a deadline already passed fires at once.
+        if deadline.is_some_and(|d| d <= rt.now()) {
+            driver.session.handle_timeout(rt.now());
+            continue;
+        }
+        let mut sleep = std::pin::pin!(deadline.map(|d| rt.sleep_until(d)));
+        // Polled in order: a close first, then network events, wake-ups, the deadline.
+        let fired = std::future::poll_fn(|cx| {
+            if let Some(rx) = close.as_mut()
+                && Pin::new(rx).poll(cx).is_ready()
+            {
+                // `close` sent nothing: its sender was dropped (closed or dropped Client).
+                close = None;
+                return Poll::Ready(Fired::Close);
+            }
+            if let Poll::Ready(Some(event)) = Pin::new(&mut net_rx).poll_next(cx) {
+                return Poll::Ready(Fired::Net(event));
+            }
+            if wakeup.poll_take(cx).is_ready() {
+                return Poll::Ready(Fired::Wake);
+            }
+            match sleep.as_mut().as_pin_mut().map(|s| s.poll(cx)) {
+                Some(Poll::Ready(())) => Poll::Ready(Fired::Deadline),
+                _ => Poll::Pending,
+            }
+        })
+        .await;
+        match fired {
+            Fired::Close => driver.session.close(rt.now()),
+            Fired::Net(event) => {
+                let now = rt.now();
+                driver.net(now, event);
+                for _ in 0..256 {
+                    match net_rx.try_recv() {
+                        Ok(event) => driver.net(now, event),
+                        _ => break,
+                    }
+                }
+            }
+            Fired::Wake => {}
+            Fired::Deadline => driver.session.handle_timeout(rt.now()),
+        }
+    }
+    // Dropping the exchanges aborts them.
+    driver.exchanges.clear();
+    driver.binding.client().close();
+    tracing::debug!("mcp client driver stopped");
+}

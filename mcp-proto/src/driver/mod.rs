@@ -1,0 +1,124 @@
+//! # The driver: what every adapter does each turn, written once
+//!
+//! The state machines ([`Router`](crate::server::Router),
+//! [`ClientSession`](crate::client::ClientSession)) and the service bindings
+//! ([`bind`](crate::service::bind)) leave an adapter a loop to run: apply what the service
+//! queued, drain the machine's outputs until neither moves, sleep until the earliest of its
+//! deadline, the next network input or a wake-up, and feed what fired with the time. This
+//! module is that loop, runtime-free: it uses `futures-channel` for its queues and knows
+//! nothing of tokio, smol or sockets. An adapter gives it three things through [`Runtime`]
+//! — spawn a task, sleep until an instant, read the clock — and, on the client, an
+//! [`Engine`] that carries an [`HttpRequest`](crate::client::HttpRequest) over its HTTP
+//! library. Everything else lives here once:
+//!
+//! - the **server** side ([`ServerHandle`]): the key ↔ stream maps, the connection-side
+//!   [`exchange`](ServerHandle::exchange) (head, body pump with backpressure, the reply
+//!   stream that reports what the HTTP library took), the bounded inbound queue
+//!   ([`Limits`]), draining shutdown, session ids from the OS ([`RandomSessionIds`]), the
+//!   running server's handle ([`Serving`]);
+//! - the **client** side ([`Client`], [`Connect`]): the builder vocabulary of every adapter,
+//!   the intent ↔ exchange map, network events ([`NetEvents`]), event severity, close and
+//!   drop, handlers of server requests stopped with the driver.
+//!
+//! The per-turn logic is also usable without the async loop: [`ServerDriver`] and
+//! [`ClientDriver`] take inputs and pump synchronously, for a driver of one's own (threads,
+//! an in-memory pair on a virtual clock).
+//!
+//! # State table of the run loops
+//!
+//! | state | event | next |
+//! |---|---|---|
+//! | running | input, wake-up, deadline | running (after one pump) |
+//! | running | server: drain command | draining (`Router::begin_shutdown`) |
+//! | draining | `Router::is_drained` (or the grace deadline) | stopped, after `Router::shutdown` |
+//! | running | client: close command or `Client` dropped | closing (`ClientSession::close`) |
+//! | closing | `ClientSession::is_closed` | stopped |
+//! | any | every sender of the inbound queue gone (server) | stopped |
+
+mod client;
+mod server;
+mod signal;
+
+use std::future::Future;
+use std::time::Instant;
+
+pub use client::{
+    Client, ClientDriver, Connect, ConnectError, Engine, NetEvent, NetEventKind, NetEvents,
+};
+pub use server::{
+    Disconnector, DriverGone, Exchange, ExchangeSink, Limits, RandomSessionIds, Reply, Response,
+    ResponseAborted, ResponseStream, ServerDriver, ServerHandle, Serving, ShutdownHandle, ToDriver,
+};
+pub use signal::Latch;
+
+use crate::service::server::BoxFuture;
+
+/// What a runtime gives the driver: a clock, a timer, and a way to run tasks.
+pub trait Runtime: Clone + Send + Sync + 'static {
+    /// The timer future of [`sleep_until`](Runtime::sleep_until).
+    type Sleep: Future<Output = ()> + Send + 'static;
+
+    /// Completes at `deadline` (at once if it has passed).
+    fn sleep_until(&self, deadline: Instant) -> Self::Sleep;
+
+    /// Runs `task` to its end in the background.
+    fn spawn(&self, task: BoxFuture<'static, ()>);
+
+    /// The current time (a virtual clock in tests).
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+}
+
+/// The binding's timer ([`crate::service::bind::Sleep`]) on a runtime.
+fn binding_sleep<R: Runtime>(rt: &R) -> crate::service::bind::Sleep {
+    let rt = rt.clone();
+    std::sync::Arc::new(move |d| {
+        let sleep = rt.sleep_until(rt.now() + d);
+        Box::pin(sleep)
+    })
+}
+
+/// Runs `task` until it ends or `stop` is set, whichever comes first.
+async fn until(mut task: BoxFuture<'static, ()>, stop: Latch) {
+    let mut stopped = std::pin::pin!(stop.wait());
+    std::future::poll_fn(|cx| {
+        if task.as_mut().poll(cx).is_ready() || stopped.as_mut().poll(cx).is_ready() {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    })
+    .await;
+}
+
+/// The in-memory [`EraStore`](crate::client::EraStore) of [`EraCache::new`](crate::client::EraCache::new).
+#[derive(Default)]
+struct MemoryEras(std::sync::Mutex<std::collections::BTreeMap<String, crate::client::KnownEra>>);
+
+impl crate::client::EraStore for MemoryEras {
+    fn get(&self, origin: &str) -> Option<crate::client::KnownEra> {
+        crate::service::cancel::lock(&self.0).get(origin).copied()
+    }
+
+    fn insert(&self, origin: &str, era: crate::client::KnownEra) {
+        crate::service::cancel::lock(&self.0).insert(origin.to_owned(), era);
+    }
+
+    fn forget(&self, origin: &str) {
+        crate::service::cancel::lock(&self.0).remove(origin);
+    }
+}
+
+impl crate::client::EraCache {
+    /// An empty cache in memory.
+    pub fn new() -> Self {
+        Self::with_store(std::sync::Arc::new(MemoryEras::default()))
+    }
+}
+
+impl Default for crate::client::EraCache {
+    fn default() -> Self {
+        Self::new()
+    }
+}

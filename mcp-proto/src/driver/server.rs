@@ -1,0 +1,893 @@
+//! The server side of the driver: [`ServerDriver`] (the per-turn logic), its run loop, and
+//! [`ServerHandle`] (what a connection of any HTTP library calls).
+//!
+//! # Theory of operation
+//!
+//! Connections send the driver [`ToDriver`] messages (request heads, body chunks, ends,
+//! disconnects, bytes written) over one bounded queue ([`Limits::inbound`]), so that the
+//! messages of an exchange keep their order; when it is full, a connection waits before it
+//! reads more of its request (TCP backpressure). `key` names an exchange, allocated on the
+//! connection side so that a head and its body chunks need no round trip. The driver answers
+//! on a per-exchange [`Exchange`] channel that the core bounds: the router hands out at most
+//! its send window of body bytes that the [`ResponseStream`] has not reported taken
+//! ([`ToDriver::Written`]), so a client that reads slowly holds at most that much here.
+//!
+//! Whether a client reads too slowly is the core's decision (its slow-reader rule): on
+//! [`ServerOutput::ResponseAbort`] the stream ends with [`ResponseAborted`], so the HTTP
+//! library aborts the connection instead of ending the body as if it were complete.
+//!
+//! [`ServerHandle::shutdown_within`] drains: the driver calls [`Router::begin_shutdown`],
+//! keeps running until [`Router::is_drained`] (the core's grace deadline, from
+//! [`Router::poll_timeout`], bounds that), calls [`Router::shutdown`], writes what it
+//! produced, and stops; [`ServerHandle::stopped`] then tells the connections to close.
+//!
+//! | exchange (per key) | event | next |
+//! |---|---|---|
+//! | open | `Head` | mapped to a router stream |
+//! | mapped | `ResponseEnd` / `ResponseAbort` output | gone (the reply channel drops: the body ends, or fails) |
+//! | mapped | `Disconnect`, or the reply side is gone | gone (`Router::handle_disconnect`) |
+
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use futures_channel::{mpsc, oneshot};
+use futures_core::Stream;
+use http::{HeaderMap, StatusCode};
+
+use super::signal::{Latch, Wakeup};
+use super::{Runtime, binding_sleep};
+use crate::server::{
+    DEFAULT_SHUTDOWN_GRACE, RequestHead, Router, ServerConfig, ServerOutput, SessionIdGenerator,
+    StreamId,
+};
+use crate::service::Server;
+use crate::service::bind::{Routed, ServerBinding, Sleep, Wake};
+use crate::service::server::BoxFuture;
+
+/// The driver's queue bounds (plain capacities: no protocol meaning).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Limits {
+    /// Messages queued from all connections to the driver (heads, body chunks, ends,
+    /// disconnects), beyond one in flight per exchange. When full, connections wait before
+    /// reading more. Default 1024. (What a response may hold is bounded by the core:
+    /// `ServerConfig::send_window`.)
+    pub inbound: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { inbound: 1024 }
+    }
+}
+
+impl Limits {
+    /// Sets [`Limits::inbound`] (at least 1).
+    pub fn with_inbound(mut self, capacity: usize) -> Self {
+        self.inbound = capacity.max(1);
+        self
+    }
+}
+
+/// Session ids from the operating system's CSPRNG: 16 random bytes as 32 lowercase hex
+/// characters (S-SESS-2).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RandomSessionIds;
+
+impl SessionIdGenerator for RandomSessionIds {
+    fn generate(&mut self) -> String {
+        let mut bytes = [0u8; 16];
+        if let Err(e) = getrandom::fill(&mut bytes) {
+            // An empty id is invalid: the router refuses to send it, so the session fails
+            // closed rather than get a guessable id.
+            tracing::error!(error = %e, "no random source for a session id");
+            return String::new();
+        }
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+}
+
+/// What the driver sends back on an exchange's reply channel.
+#[derive(Debug)]
+pub enum Reply {
+    /// The response head.
+    Head(StatusCode, HeaderMap),
+    /// A body chunk (one SSE frame or a whole JSON body).
+    Body(Bytes),
+}
+
+/// Where the driver writes one exchange's response.
+pub trait ExchangeSink: Send + 'static {
+    /// Delivers a reply; `false` when the response side is gone (the client left).
+    fn send(&mut self, reply: Reply) -> bool;
+    /// The router cut the response ([`ServerOutput::ResponseAbort`]): it must not look
+    /// complete.
+    fn abort(self);
+}
+
+/// The standard [`ExchangeSink`]: the channel a [`ResponseStream`] reads.
+#[derive(Debug)]
+pub struct Exchange {
+    reply: mpsc::UnboundedSender<Reply>,
+    aborted: Arc<AtomicBool>,
+}
+
+impl ExchangeSink for Exchange {
+    fn send(&mut self, reply: Reply) -> bool {
+        self.reply.unbounded_send(reply).is_ok()
+    }
+
+    fn abort(self) {
+        self.aborted.store(true, Ordering::Release);
+    }
+}
+
+/// A message from a connection to the driver, about the exchange `key`.
+#[derive(Debug)]
+pub enum ToDriver<X> {
+    /// A new request.
+    Head {
+        /// The exchange.
+        key: u64,
+        /// Its head.
+        parts: Box<http::request::Parts>,
+        /// Where its response goes.
+        exchange: X,
+    },
+    /// A chunk of its body.
+    Body {
+        /// The exchange.
+        key: u64,
+        /// The chunk.
+        chunk: Bytes,
+    },
+    /// Its body is complete.
+    End {
+        /// The exchange.
+        key: u64,
+    },
+    /// The client went away (the response or the request was dropped early, a read failed).
+    Disconnect {
+        /// The exchange.
+        key: u64,
+    },
+    /// The HTTP library took this many more bytes of the response.
+    Written {
+        /// The exchange.
+        key: u64,
+        /// How many.
+        bytes: usize,
+    },
+}
+
+/// The per-turn logic of a server driver: the [`Router`], the [`ServerBinding`] and the maps
+/// between connection keys, router streams and response sinks.
+pub struct ServerDriver<X> {
+    router: Router,
+    binding: ServerBinding,
+    by_key: HashMap<u64, StreamId>,
+    exchanges: HashMap<StreamId, (u64, X)>,
+}
+
+impl<X> std::fmt::Debug for ServerDriver<X> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerDriver")
+            .field("exchanges", &self.exchanges.len())
+            .field("sessions", &self.router.session_count())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<X: ExchangeSink> ServerDriver<X> {
+    /// A driver of `server`; `sleep` and `wake` as for [`ServerBinding::new`].
+    pub fn new(
+        server: Server,
+        config: ServerConfig,
+        now: Instant,
+        sleep: Sleep,
+        wake: Wake,
+    ) -> Self {
+        ServerDriver {
+            router: Router::new(config, now),
+            binding: ServerBinding::new(server, sleep, wake),
+            by_key: HashMap::new(),
+            exchanges: HashMap::new(),
+        }
+    }
+
+    /// The router (deadlines, shutdown, inspection).
+    pub fn router(&mut self) -> &mut Router {
+        &mut self.router
+    }
+
+    /// The service binding.
+    pub fn binding(&self) -> &ServerBinding {
+        &self.binding
+    }
+
+    /// Feeds one connection message.
+    pub fn input(&mut self, now: Instant, msg: ToDriver<X>) {
+        match msg {
+            ToDriver::Head {
+                key,
+                parts,
+                exchange,
+            } => {
+                let stream = self
+                    .router
+                    .handle_request(now, RequestHead::from_parts(&parts));
+                tracing::trace!(stream = stream.as_u64(), method = %parts.method, uri = %parts.uri, "request");
+                self.by_key.insert(key, stream);
+                self.exchanges.insert(stream, (key, exchange));
+            }
+            ToDriver::Body { key, chunk } => {
+                if let Some(&stream) = self.by_key.get(&key) {
+                    self.router.handle_body(now, stream, &chunk);
+                }
+            }
+            ToDriver::End { key } => {
+                if let Some(&stream) = self.by_key.get(&key) {
+                    self.router.handle_body_end(now, stream);
+                }
+            }
+            ToDriver::Disconnect { key } => {
+                if let Some(stream) = self.by_key.remove(&key) {
+                    self.exchanges.remove(&stream);
+                    tracing::trace!(stream = stream.as_u64(), "client went away");
+                    self.router.handle_disconnect(now, stream);
+                }
+            }
+            ToDriver::Written { key, bytes } => {
+                if let Some(&stream) = self.by_key.get(&key) {
+                    self.router.handle_written(now, stream, bytes);
+                }
+            }
+        }
+    }
+
+    /// Applies what the service queued and drains the router until nothing moves; handler
+    /// futures go to `spawn`.
+    pub fn pump(&mut self, now: Instant, spawn: &mut dyn FnMut(BoxFuture<'static, ()>)) {
+        loop {
+            let applied = self.binding.apply(&mut self.router, now);
+            let mut moved = false;
+            while let Some(out) = self.router.poll_output() {
+                moved = true;
+                match self.binding.handle_output(out) {
+                    Routed::Spawn(task) => spawn(task),
+                    Routed::Done => {}
+                    Routed::Transport(out) => self.transport(now, out),
+                }
+            }
+            if !applied && !moved {
+                return;
+            }
+        }
+    }
+
+    fn transport(&mut self, now: Instant, out: ServerOutput) {
+        let (stream, reply) = match out {
+            ServerOutput::ResponseHead {
+                stream,
+                status,
+                headers,
+            } => (stream, Reply::Head(status, headers)),
+            ServerOutput::ResponseBody { stream, chunk } => (stream, Reply::Body(chunk)),
+            // Dropping the sink ends the body.
+            ServerOutput::ResponseEnd { stream } => {
+                self.forget(stream);
+                return;
+            }
+            ServerOutput::ResponseAbort { stream } => {
+                if let Some(sink) = self.forget(stream) {
+                    sink.abort();
+                }
+                return;
+            }
+            // The connection stops reading the body when the head (which comes with this)
+            // arrives: see `ServerHandle::exchange`.
+            ServerOutput::StopReading { stream } => {
+                tracing::trace!(stream = stream.as_u64(), "stop reading");
+                return;
+            }
+            ServerOutput::SessionCreated { session } => {
+                tracing::debug!(session = session.as_u64(), "session created");
+                return;
+            }
+            ServerOutput::SessionClosed { session, reason } => {
+                tracing::debug!(session = session.as_u64(), ?reason, "session closed");
+                return;
+            }
+            ServerOutput::Event(event) => {
+                tracing::debug!(?event, "router event");
+                return;
+            }
+            other => {
+                tracing::trace!(?other, "unhandled router output");
+                return;
+            }
+        };
+        let gone = match self.exchanges.get_mut(&stream) {
+            Some((_, sink)) => !sink.send(reply),
+            None => false,
+        };
+        if gone {
+            // The response side is gone: the client left.
+            self.forget(stream);
+            self.router.handle_disconnect(now, stream);
+        }
+    }
+
+    fn forget(&mut self, stream: StreamId) -> Option<X> {
+        let (key, sink) = self.exchanges.remove(&stream)?;
+        self.by_key.remove(&key);
+        Some(sink)
+    }
+}
+
+/// Why a request got no response: the driver stopped (shutdown) before answering.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DriverGone;
+
+impl std::fmt::Display for DriverGone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the MCP driver stopped before answering")
+    }
+}
+
+impl std::error::Error for DriverGone {}
+
+/// Why a response ended early: the client stopped reading it and the core cut it
+/// (`ServerConfig::slow_reader_timeout`); the HTTP library must then abort the connection
+/// rather than end the body as if it were complete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResponseAborted;
+
+impl std::fmt::Display for ResponseAborted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the response was cut: the client stopped reading it")
+    }
+}
+
+impl std::error::Error for ResponseAborted {}
+
+type Inbound = mpsc::Sender<ToDriver<Exchange>>;
+
+struct Shared {
+    tx: Inbound,
+    keys: AtomicU64,
+    drain: Mutex<Option<oneshot::Sender<Duration>>>,
+    draining: Latch,
+    stopped: Latch,
+    limits: Limits,
+    /// `ServerConfig::write_report_threshold`.
+    report_every: usize,
+}
+
+/// The running driver of one [`Server`], as the connections of any HTTP library see it:
+/// [`exchange`](ServerHandle::exchange) per request, draining shutdown. Cheap to clone; the
+/// driver stops after a drain, or when every handle and response is gone.
+#[derive(Clone)]
+pub struct ServerHandle {
+    shared: Arc<Shared>,
+}
+
+/// The handle that starts the shutdown of a server from anywhere (a signal handler, another
+/// task): the [`ServerHandle`] itself.
+pub type ShutdownHandle = ServerHandle;
+
+impl std::fmt::Debug for ServerHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerHandle")
+            .field("limits", &self.shared.limits)
+            .field("draining", &self.shared.draining.is_set())
+            .field("stopped", &self.shared.stopped.is_set())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A response head and its body, from [`ServerHandle::exchange`].
+#[derive(Debug)]
+pub struct Response {
+    /// The status.
+    pub status: StatusCode,
+    /// Every header (the router's are the only ones).
+    pub headers: HeaderMap,
+    /// The body, chunk by chunk.
+    pub body: ResponseStream,
+}
+
+impl ServerHandle {
+    /// Spawns the driver of `server` on `rt`.
+    ///
+    /// Secure by default: session ids come from [`RandomSessionIds`] unless `config` has a
+    /// generator, and `Host` validation is the core's default (loopback only) unless `config`
+    /// says otherwise (behind a public name, `ServerConfig::with_host_validation`, or
+    /// `ServerConfig::bound_to` the bind address).
+    pub fn start<R: Runtime>(
+        rt: &R,
+        server: Server,
+        config: ServerConfig,
+        limits: Limits,
+    ) -> ServerHandle {
+        let limits = Limits::default().with_inbound(limits.inbound);
+        let config = config.or_session_ids(RandomSessionIds);
+        let report_every = config.write_report_threshold();
+        let (tx, rx) = mpsc::channel(limits.inbound);
+        let (drain, drain_rx) = oneshot::channel();
+        let wakeup = Arc::new(Wakeup::default());
+        let driver = ServerDriver::new(
+            server,
+            config,
+            rt.now(),
+            binding_sleep(rt),
+            wakeup.callback(),
+        );
+        let stopped = Latch::new();
+        let on_stop = stopped.set_on_drop();
+        let runtime = rt.clone();
+        rt.spawn(Box::pin(async move {
+            let _on_stop = on_stop;
+            run(runtime, driver, rx, drain_rx, wakeup).await;
+        }));
+        ServerHandle {
+            shared: Arc::new(Shared {
+                tx,
+                keys: AtomicU64::new(1),
+                drain: Mutex::new(Some(drain)),
+                draining: Latch::new(),
+                stopped,
+                limits,
+                report_every,
+            }),
+        }
+    }
+
+    /// The queue bounds in force.
+    pub fn limits(&self) -> Limits {
+        self.shared.limits
+    }
+
+    /// Starts a draining shutdown with the core's default grace period
+    /// ([`DEFAULT_SHUTDOWN_GRACE`]); see [`shutdown_within`](ServerHandle::shutdown_within).
+    pub fn shutdown(&self) {
+        self.shutdown_within(DEFAULT_SHUTDOWN_GRACE);
+    }
+
+    /// Starts a draining shutdown ([`Router::begin_shutdown`]): new requests are refused
+    /// (the core answers 503), GET streams end cleanly, requests in flight finish and their
+    /// responses are written; after `grace` whatever is left is cancelled. The driver then
+    /// stops ([`stopped`](ServerHandle::stopped)). A second call changes nothing.
+    pub fn shutdown_within(&self, grace: Duration) {
+        let drain = crate::service::cancel::lock(&self.shared.drain).take();
+        if let Some(drain) = drain {
+            let _ = drain.send(grace);
+            self.shared.draining.set();
+        }
+    }
+
+    /// Resolves once a shutdown has started (accept loops stop accepting then).
+    pub fn draining(&self) -> impl Future<Output = ()> + Send + 'static {
+        self.shared.draining.wait()
+    }
+
+    /// Resolves once the driver has stopped (after a drain, or when every handle is gone):
+    /// connections then close after their response in progress.
+    pub fn stopped(&self) -> impl Future<Output = ()> + Send + 'static {
+        self.shared.stopped.wait()
+    }
+
+    /// Whether the driver has stopped.
+    pub fn is_stopped(&self) -> bool {
+        self.shared.stopped.is_set()
+    }
+
+    /// Handles one HTTP exchange: hands the head to the driver (waiting while its queue is
+    /// full), reads `body` into it while waiting for the response head, and resolves to the
+    /// response once the router sent its head; the body then streams from the driver as the
+    /// router produces it. Dropping the future or the body before its end is a disconnect.
+    ///
+    /// The router answers a POST only once it has the whole body, or early when it refuses
+    /// it: either way the head means the body is no longer needed, so reading stops there.
+    ///
+    /// `watch` is called once the whole request body is in the driver, with a
+    /// [`Disconnector`]: an HTTP library that notices a departed client only when a write
+    /// fails can watch the socket from there; what it returns lives as long as the response.
+    pub async fn exchange<B, E, W, K>(
+        &self,
+        parts: http::request::Parts,
+        body: B,
+        watch: W,
+    ) -> Result<Response, DriverGone>
+    where
+        B: Stream<Item = Result<Bytes, E>> + Unpin,
+        W: FnOnce(Disconnector) -> K,
+        K: Send + Sync + 'static,
+    {
+        let key = self.shared.keys.fetch_add(1, Ordering::Relaxed);
+        let mut tx = self.shared.tx.clone();
+        let (reply, mut replies) = mpsc::unbounded();
+        let aborted = Arc::new(AtomicBool::new(false));
+        let mut guard = Guard {
+            key,
+            tx: tx.clone(),
+            armed: true,
+        };
+        let head = ToDriver::Head {
+            key,
+            parts: Box::new(parts),
+            exchange: Exchange {
+                reply,
+                aborted: aborted.clone(),
+            },
+        };
+        send(&mut tx, head).await?;
+        let mut body = Some(body);
+        let mut next: Option<ToDriver<Exchange>> = None;
+        let mut watch = Some(watch);
+        let mut keep: Option<Box<dyn std::any::Any + Send + Sync>> = None;
+        let head = std::future::poll_fn(|cx| {
+            if let Poll::Ready(reply) = Pin::new(&mut replies).poll_next(cx) {
+                return Poll::Ready(reply);
+            }
+            if pump_body(cx, key, &mut body, &mut next, &mut tx)
+                && let Some(watch) = watch.take()
+            {
+                let tx = tx.clone();
+                keep = Some(Box::new(watch(Disconnector { key, tx })));
+            }
+            Poll::Pending
+        })
+        .await;
+        let Some(Reply::Head(status, headers)) = head else {
+            // The router always starts with the head; anything else means it is gone.
+            guard.armed = false;
+            return Err(DriverGone);
+        };
+        Ok(Response {
+            status,
+            headers,
+            body: ResponseStream {
+                replies,
+                aborted,
+                guard: Some(guard),
+                report_every: self.shared.report_every,
+                taken: 0,
+                _keep: keep,
+            },
+        })
+    }
+}
+
+/// Sends `msg`, waiting for room in the queue.
+async fn send(tx: &mut Inbound, msg: ToDriver<Exchange>) -> Result<(), DriverGone> {
+    std::future::poll_fn(|cx| tx.poll_ready(cx))
+        .await
+        .map_err(|_| DriverGone)?;
+    tx.start_send(msg).map_err(|_| DriverGone)
+}
+
+/// Moves request body chunks into the driver while there is room; `body` becomes `None`
+/// once it ended, failed, or the driver is gone. Says whether the body's end was just sent.
+fn pump_body<B, E>(
+    cx: &mut Context<'_>,
+    key: u64,
+    body: &mut Option<B>,
+    next: &mut Option<ToDriver<Exchange>>,
+    tx: &mut Inbound,
+) -> bool
+where
+    B: Stream<Item = Result<Bytes, E>> + Unpin,
+{
+    while let Some(stream) = body.as_mut() {
+        if next.is_none() {
+            *next = match Pin::new(stream).poll_next(cx) {
+                Poll::Ready(Some(Ok(chunk))) => Some(ToDriver::Body { key, chunk }),
+                Poll::Ready(None) => Some(ToDriver::End { key }),
+                Poll::Ready(Some(Err(_))) => Some(ToDriver::Disconnect { key }),
+                Poll::Pending => return false,
+            };
+        }
+        match tx.poll_ready(cx) {
+            Poll::Ready(Ok(())) => {}
+            Poll::Ready(Err(_)) => *body = None,
+            Poll::Pending => return false,
+        }
+        if let Some(msg) = next.take() {
+            let end = matches!(msg, ToDriver::End { .. });
+            let last = !matches!(msg, ToDriver::Body { .. });
+            let sent = tx.start_send(msg).is_ok();
+            if !sent || last {
+                *body = None;
+                return sent && end;
+            }
+        }
+    }
+    false
+}
+
+/// Reports a disconnect when the exchange is dropped before the driver ended it.
+struct Guard {
+    key: u64,
+    tx: Inbound,
+    armed: bool,
+}
+
+impl Guard {
+    /// Sends `msg` without waiting: when this sender's slot is taken, a fresh clone has one
+    /// (the queue then holds at most one such message more per exchange).
+    fn deliver(&mut self, msg: ToDriver<Exchange>) {
+        if let Err(e) = self.tx.try_send(msg)
+            && e.is_full()
+        {
+            let _ = self.tx.clone().try_send(e.into_inner());
+        }
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if self.armed {
+            let key = self.key;
+            self.deliver(ToDriver::Disconnect { key });
+        }
+    }
+}
+
+/// A response body fed by the driver, one router chunk per item. Ends with
+/// `Err(ResponseAborted)` when the core cut the response. It tells the driver how much the
+/// HTTP library took (the core paces by it); dropping it before its end tells the router the
+/// client went away.
+pub struct ResponseStream {
+    replies: mpsc::UnboundedReceiver<Reply>,
+    aborted: Arc<AtomicBool>,
+    guard: Option<Guard>,
+    /// Report taken bytes to the driver once this many are unreported.
+    report_every: usize,
+    /// Bytes handed out and not yet reported ([`ToDriver::Written`]).
+    taken: usize,
+    /// What the exchange's `watch` returned.
+    _keep: Option<Box<dyn std::any::Any + Send + Sync>>,
+}
+
+impl std::fmt::Debug for ResponseStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResponseStream")
+            .field("ended", &self.is_ended())
+            .finish()
+    }
+}
+
+impl ResponseStream {
+    /// Whether the body has ended (or was cut).
+    pub fn is_ended(&self) -> bool {
+        self.guard.is_none()
+    }
+
+    fn report(&mut self) {
+        let Some(guard) = &mut self.guard else { return };
+        if self.taken > 0 {
+            let key = guard.key;
+            let bytes = std::mem::take(&mut self.taken);
+            guard.deliver(ToDriver::Written { key, bytes });
+        }
+    }
+}
+
+impl Stream for ResponseStream {
+    type Item = Result<Bytes, ResponseAborted>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.guard.is_none() {
+            return Poll::Ready(None);
+        }
+        loop {
+            match Pin::new(&mut self.replies).poll_next(cx) {
+                Poll::Ready(Some(Reply::Body(chunk))) => {
+                    self.taken += chunk.len();
+                    if self.taken >= self.report_every {
+                        self.report();
+                    }
+                    return Poll::Ready(Some(Ok(chunk)));
+                }
+                // A second head cannot happen; skip it rather than corrupt the body.
+                Poll::Ready(Some(Reply::Head(..))) => continue,
+                Poll::Ready(None) => {
+                    if let Some(mut guard) = self.guard.take() {
+                        guard.armed = false;
+                    }
+                    if self.aborted.load(Ordering::Acquire) {
+                        return Poll::Ready(Some(Err(ResponseAborted)));
+                    }
+                    return Poll::Ready(None);
+                }
+                Poll::Pending => {
+                    // Everything given so far was taken: let the core send more.
+                    self.report();
+                    return Poll::Pending;
+                }
+            }
+        }
+    }
+}
+
+/// Tells the driver the client of one exchange went away (from a task that watches the
+/// socket: see [`ServerHandle::exchange`]).
+#[derive(Debug)]
+pub struct Disconnector {
+    key: u64,
+    tx: Inbound,
+}
+
+impl Disconnector {
+    /// The client left.
+    pub fn disconnect(mut self) {
+        let key = self.key;
+        let _ = self.tx.try_send(ToDriver::Disconnect { key });
+    }
+}
+
+enum Fired {
+    Drain(Option<Duration>),
+    Message(ToDriver<Exchange>),
+    Closed,
+    Wake,
+    Deadline,
+}
+
+/// The run loop: until a drain has finished or every sender is gone.
+async fn run<R: Runtime>(
+    rt: R,
+    mut driver: ServerDriver<Exchange>,
+    mut inbound: mpsc::Receiver<ToDriver<Exchange>>,
+    drain: oneshot::Receiver<Duration>,
+    wakeup: Arc<Wakeup>,
+) {
+    let mut drain = Some(drain);
+    let mut spawn = |task| rt.spawn(task);
+    loop {
+        driver.pump(rt.now(), &mut spawn);
+        if driver.router.is_drained() {
+            driver.router.shutdown(rt.now());
+            driver.pump(rt.now(), &mut spawn);
+            break;
+        }
+        let deadline = driver.router.poll_timeout();
+        // The clock before the sleep: a deadline already passed fires at once.
+        if deadline.is_some_and(|d| d <= rt.now()) {
+            driver.router.handle_timeout(rt.now());
+            continue;
+        }
+        let mut sleep = std::pin::pin!(deadline.map(|d| rt.sleep_until(d)));
+        // Polled in order: a shutdown first, then messages, wake-ups, the deadline.
+        let fired = std::future::poll_fn(|cx| {
+            if let Some(rx) = drain.as_mut()
+                && let Poll::Ready(grace) = Pin::new(rx).poll(cx)
+            {
+                drain = None;
+                // An error: every handle is gone, nobody can drain any more.
+                return Poll::Ready(Fired::Drain(grace.ok()));
+            }
+            match Pin::new(&mut inbound).poll_next(cx) {
+                Poll::Ready(Some(msg)) => return Poll::Ready(Fired::Message(msg)),
+                Poll::Ready(None) => return Poll::Ready(Fired::Closed),
+                Poll::Pending => {}
+            }
+            if wakeup.poll_take(cx).is_ready() {
+                return Poll::Ready(Fired::Wake);
+            }
+            match sleep.as_mut().as_pin_mut().map(|s| s.poll(cx)) {
+                Some(Poll::Ready(())) => Poll::Ready(Fired::Deadline),
+                _ => Poll::Pending,
+            }
+        })
+        .await;
+        match fired {
+            Fired::Drain(Some(grace)) => {
+                tracing::debug!(?grace, "mcp driver draining");
+                driver.router.begin_shutdown(rt.now(), grace);
+            }
+            Fired::Drain(None) | Fired::Wake => {}
+            Fired::Message(msg) => {
+                let now = rt.now();
+                driver.input(now, msg);
+                // Take what else is already there before draining outputs.
+                for _ in 0..256 {
+                    match inbound.try_recv() {
+                        Ok(msg) => driver.input(now, msg),
+                        _ => break,
+                    }
+                }
+            }
+            Fired::Closed => break,
+            Fired::Deadline => driver.router.handle_timeout(rt.now()),
+        }
+    }
+    tracing::debug!(?driver, "mcp driver stopped");
+}
+
+/// A running server: its address and URL, and its [`ServerHandle`]. Dropping it leaves the
+/// server running (until the runtime ends); [`Serving::shutdown`] stops it.
+#[derive(Debug)]
+pub struct Serving {
+    local_addr: std::net::SocketAddr,
+    url: String,
+    handle: ServerHandle,
+    accepting: Latch,
+}
+
+impl Serving {
+    /// For adapters: starts the driver of `server` for a listener bound to `local_addr`,
+    /// with `config` [`bound_to`](ServerConfig::bound_to) its address (loopback `Host`
+    /// validation for a loopback bind). The adapter's accept loop sets the returned latch
+    /// when it and its connections have ended; it stops accepting once
+    /// [`ServerHandle::draining`].
+    pub fn start<R: Runtime>(
+        rt: &R,
+        local_addr: std::net::SocketAddr,
+        server: Server,
+        config: ServerConfig,
+        limits: Limits,
+    ) -> (Serving, Latch) {
+        let url = format!("http://{local_addr}{}", config.endpoint_path);
+        let config = config.bound_to(local_addr.ip());
+        let handle = ServerHandle::start(rt, server, config, limits);
+        tracing::info!(%url, "serving MCP");
+        let accepting = Latch::new();
+        let serving = Serving {
+            local_addr,
+            url,
+            handle,
+            accepting: accepting.clone(),
+        };
+        (serving, accepting)
+    }
+
+    /// The address the listener is bound to.
+    pub fn local_addr(&self) -> std::net::SocketAddr {
+        self.local_addr
+    }
+
+    /// The MCP endpoint's URL, e.g. `http://127.0.0.1:8080/mcp`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The driver's handle (to serve more connections, or to watch it stop).
+    pub fn handle(&self) -> &ServerHandle {
+        &self.handle
+    }
+
+    /// A handle that starts the shutdown from elsewhere.
+    pub fn shutdown_handle(&self) -> ShutdownHandle {
+        self.handle.clone()
+    }
+
+    /// Waits until the server has shut down (started by a [`ShutdownHandle`]).
+    pub async fn wait(self) {
+        self.accepting.wait().await;
+    }
+
+    /// [`shutdown_within`](Serving::shutdown_within) the core's default grace period
+    /// ([`DEFAULT_SHUTDOWN_GRACE`]).
+    pub async fn shutdown(self) {
+        self.shutdown_within(DEFAULT_SHUTDOWN_GRACE).await;
+    }
+
+    /// Shuts down, draining: stops accepting connections; on the open ones, new requests
+    /// are refused (the core answers 503 with a JSON-RPC error), GET streams end cleanly,
+    /// and requests in flight finish and have their responses written. When nothing is in
+    /// flight, or after `grace` (then what is left is cancelled and answered 503 where no
+    /// response started), the driver stops, every connection closes after its response in
+    /// progress, and this resolves. A client that does not read its response can hold its
+    /// connection open past `grace`: wrap the call in a timeout to bound that.
+    pub async fn shutdown_within(self, grace: Duration) {
+        self.handle.shutdown_within(grace);
+        self.wait().await;
+    }
+}

@@ -1,0 +1,293 @@
+//! The server: [`serve`], an accept loop of async-h1 connections whose exchanges go to the
+//! driver's [`ServerHandle`].
+//!
+//! # Theory of operation
+//!
+//! Each connection runs async-h1's request loop one request at a time
+//! ([`async_h1::server::Server::accept_one`]). Its endpoint converts the request head to
+//! `http` 1.x types and hands it, with the body, to [`ServerHandle::exchange`]. Once the head
+//! of the response is back the request is complete, and async-h1 does not read the socket
+//! again before the response ends: a task then watches it, so EOF there means the client
+//! left and the router hears of it at once rather than at the next failed write. The body is
+//! the driver's [`ResponseStream`], one chunk per router chunk, written as it comes
+//! (`TCP_NODELAY`).
+//!
+//! Per connection:
+//!
+//! | state | event | next |
+//! |---|---|---|
+//! | idle (waiting for a request head) | head decoded | busy |
+//! | idle | the driver stopped | closed (the socket is dropped) |
+//! | busy (an exchange in progress) | response written, keep-alive | idle, or closed once the driver stopped |
+//! | any | EOF, error, `Connection: close` | closed |
+
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use async_h1::server::ConnectionStatus;
+use bytes::{Buf, Bytes};
+use mcp_proto::driver::{
+    Disconnector, Latch, Limits, ResponseStream, Runtime, ServerHandle, Serving,
+};
+use mcp_proto::server::ServerConfig;
+use mcp_proto::service::Server;
+use mcp_proto::service::server::BoxFuture;
+use smol::Task;
+use smol::future::FutureExt;
+use smol::io::{AsyncBufRead, AsyncRead};
+use smol::net::TcpStream;
+use smol::stream::Stream;
+
+use crate::convert;
+
+/// smol as the driver's [`Runtime`]: its global executor and its timer.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Smol;
+
+/// [`smol::Timer`] as a `()` future.
+#[derive(Debug)]
+pub struct Sleep(smol::Timer);
+
+impl Future for Sleep {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        Pin::new(&mut self.0).poll(cx).map(|_| ())
+    }
+}
+
+impl Runtime for Smol {
+    type Sleep = Sleep;
+
+    fn sleep_until(&self, deadline: Instant) -> Sleep {
+        Sleep(smol::Timer::at(deadline))
+    }
+
+    fn spawn(&self, task: BoxFuture<'static, ()>) {
+        smol::spawn(task).detach();
+    }
+}
+
+/// Serves `server` on `listener` (HTTP/1.1 through async-h1, `TCP_NODELAY` on every
+/// connection) on smol's global executor until [`Serving::shutdown`].
+///
+/// `config` is adjusted as every adapter must: session ids from
+/// [`RandomSessionIds`](crate::RandomSessionIds) (unless it has a generator),
+/// [`ServerConfig::bound_to`] the listener's address (loopback `Host` validation for a
+/// loopback bind), and [`ServerConfig::with_heartbeats_required`]: async-h1 notices a client
+/// that left only when a write fails, so an SSE stream must be written to now and then.
+///
+/// # Errors
+///
+/// When the listener's local address cannot be read.
+pub fn serve(
+    listener: smol::net::TcpListener,
+    server: Server,
+    config: ServerConfig,
+) -> io::Result<Serving> {
+    serve_with(listener, server, config, Limits::default())
+}
+
+/// [`serve`] with explicit driver queue bounds ([`Limits`]).
+///
+/// # Errors
+///
+/// When the listener's local address cannot be read.
+pub fn serve_with(
+    listener: smol::net::TcpListener,
+    server: Server,
+    config: ServerConfig,
+    limits: Limits,
+) -> io::Result<Serving> {
+    let config = config.with_heartbeats_required();
+    let (serving, accepting) =
+        Serving::start(&Smol, listener.local_addr()?, server, config, limits);
+    smol::spawn(accept_loop(listener, serving.handle().clone(), accepting)).detach();
+    Ok(serving)
+}
+
+async fn accept_loop(listener: smol::net::TcpListener, handle: ServerHandle, accepting: Latch) {
+    let mut connections: Vec<Task<()>> = Vec::new();
+    loop {
+        let accepted = async {
+            handle.draining().await;
+            None
+        }
+        .or(async { Some(listener.accept().await) })
+        .await;
+        match accepted {
+            None => break,
+            Some(Ok((tcp, peer))) => {
+                if let Err(e) = tcp.set_nodelay(true) {
+                    tracing::debug!(%peer, error = %e, "TCP_NODELAY");
+                }
+                connections.retain(|c| !c.is_finished());
+                connections.push(smol::spawn(connection(tcp, peer, handle.clone())));
+            }
+            // Per-connection failures (resets, fd limits) must not end the server.
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "accept failed");
+                smol::future::yield_now().await;
+            }
+        }
+    }
+    drop(listener);
+    for connection in connections {
+        connection.await;
+    }
+    accepting.set();
+}
+
+async fn connection(tcp: TcpStream, peer: SocketAddr, handle: ServerHandle) {
+    let busy = Arc::new(AtomicBool::new(false));
+    let endpoint = {
+        let (busy, tcp, handle) = (busy.clone(), tcp.clone(), handle.clone());
+        move |req| {
+            busy.store(true, Ordering::SeqCst);
+            exchange(handle.clone(), tcp.clone(), req)
+        }
+    };
+    let mut server = async_h1::server::Server::new(tcp, endpoint);
+    loop {
+        busy.store(false, Ordering::SeqCst);
+        let next = async { Some(server.accept_one().await) }
+            .or(async {
+                handle.stopped().await;
+                if busy.load(Ordering::SeqCst) {
+                    // Let the response in progress finish (the driver has stopped, so it ends).
+                    std::future::pending::<()>().await;
+                }
+                None
+            })
+            .await;
+        match next {
+            Some(Ok(ConnectionStatus::KeepAlive)) if !handle.is_stopped() => {}
+            Some(Ok(_)) | None => break,
+            Some(Err(e)) => {
+                tracing::debug!(%peer, error = %e, "connection ended");
+                break;
+            }
+        }
+    }
+}
+
+/// An error that makes async-h1 close the connection without a response: the adapter never
+/// invents a status code.
+fn no_response(why: impl std::fmt::Display) -> http_types::Error {
+    http_types::Error::from(io::Error::other(why.to_string()))
+}
+
+/// One HTTP exchange: the request to the driver, the driver's response back.
+async fn exchange(
+    handle: ServerHandle,
+    tcp: TcpStream,
+    mut req: http_types::Request,
+) -> http_types::Result<http_types::Response> {
+    let parts = convert::request_parts(&req).map_err(|e| {
+        tracing::debug!(error = %e, "request not representable in http 1.x types");
+        no_response(e)
+    })?;
+    let body = Chunks(req.take_body());
+    // The request is complete: async-h1 reads the socket again only after the response, so
+    // EOF there now means the client left. (Bytes of a pipelined request: it is there.)
+    let watch = |gone: Disconnector| {
+        smol::spawn(async move {
+            let mut one = [0u8; 1];
+            if !matches!(tcp.peek(&mut one).await, Ok(n) if n > 0) {
+                gone.disconnect();
+            }
+        })
+    };
+    let head = handle
+        .exchange(parts, body, watch)
+        .await
+        .map_err(no_response)?;
+    let status = convert::status_to_h1(head.status).map_err(no_response)?;
+    let mut res = http_types::Response::new(status);
+    let body = Reader {
+        stream: head.body,
+        buf: Bytes::new(),
+    };
+    res.set_body(http_types::Body::from_reader(body, None));
+    // `set_body` adds the body's default content type; the router's headers are the only ones.
+    res.remove_header("content-type");
+    convert::headers_to_h1(&head.headers, |name, value| res.append_header(name, value))
+        .map_err(no_response)?;
+    Ok(res)
+}
+
+/// A request body as the driver reads it: one chunk per read of async-h1's body.
+struct Chunks(http_types::Body);
+
+impl Stream for Chunks {
+    type Item = io::Result<Bytes>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        match Pin::new(&mut this.0).poll_fill_buf(cx) {
+            Poll::Ready(Ok([])) => Poll::Ready(None),
+            Poll::Ready(Ok(buf)) => {
+                let chunk = Bytes::copy_from_slice(buf);
+                Pin::new(&mut this.0).consume(chunk.len());
+                Poll::Ready(Some(Ok(chunk)))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Some(Err(e))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// A response body for async-h1: the driver's stream as an `AsyncBufRead` (async-h1's
+/// chunked encoder turns each read into one chunk). A cut response fails the read, so the
+/// terminating chunk is never written.
+struct Reader {
+    stream: ResponseStream,
+    buf: Bytes,
+}
+
+impl AsyncBufRead for Reader {
+    fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
+        let this = self.get_mut();
+        while this.buf.is_empty() {
+            match Pin::new(&mut this.stream).poll_next(cx) {
+                Poll::Ready(Some(Ok(chunk))) => this.buf = chunk,
+                Poll::Ready(Some(Err(e))) => {
+                    return Poll::Ready(Err(io::Error::new(io::ErrorKind::ConnectionAborted, e)));
+                }
+                Poll::Ready(None) => break,
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        Poll::Ready(Ok(&this.buf))
+    }
+
+    fn consume(self: Pin<&mut Self>, amt: usize) {
+        let this = self.get_mut();
+        this.buf.advance(amt.min(this.buf.len()));
+    }
+}
+
+impl AsyncRead for Reader {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        out: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        let n = match self.as_mut().poll_fill_buf(cx) {
+            Poll::Ready(Ok(buf)) => {
+                let n = buf.len().min(out.len());
+                out[..n].copy_from_slice(&buf[..n]);
+                n
+            }
+            Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+            Poll::Pending => return Poll::Pending,
+        };
+        self.consume(n);
+        Poll::Ready(Ok(n))
+    }
+}

@@ -1,0 +1,247 @@
+//! The server: [`serve`] (a TCP accept loop of hyper connections) over [`McpService`] (the
+//! hyper service on the driver's [`ServerHandle`]).
+
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use bytes::Bytes;
+use http::{Request, Response};
+use http_body::{Body, Frame, SizeHint};
+use hyper::server::conn::http1;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use mcp_proto::driver::{
+    DriverGone, Latch, Limits, ResponseAborted, ResponseStream, Runtime, ServerHandle, Serving,
+};
+use mcp_proto::server::ServerConfig;
+use mcp_proto::service::Server;
+use mcp_proto::service::server::BoxFuture;
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+
+/// tokio as the driver's [`Runtime`]: `tokio::spawn` and tokio's timer.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Tokio;
+
+impl Runtime for Tokio {
+    type Sleep = tokio::time::Sleep;
+
+    fn sleep_until(&self, deadline: Instant) -> tokio::time::Sleep {
+        tokio::time::sleep_until(deadline.into())
+    }
+
+    fn spawn(&self, task: BoxFuture<'static, ()>) {
+        tokio::spawn(task);
+    }
+}
+
+/// Serves `server` on `listener` (HTTP/1.1, `TCP_NODELAY` on every connection) until
+/// [`Serving::shutdown`].
+///
+/// `config` is adjusted as every adapter must: session ids from
+/// [`RandomSessionIds`](crate::RandomSessionIds) unless it has a generator, and
+/// [`ServerConfig::bound_to`] the listener's address (loopback `Host` validation for a
+/// loopback bind).
+///
+/// # Errors
+///
+/// When the listener's local address cannot be read.
+///
+/// # Panics
+///
+/// Outside a tokio runtime.
+pub fn serve(listener: TcpListener, server: Server, config: ServerConfig) -> io::Result<Serving> {
+    serve_with(listener, server, config, Limits::default())
+}
+
+/// [`serve`] with explicit driver queue bounds ([`Limits`]).
+///
+/// # Errors
+///
+/// When the listener's local address cannot be read.
+///
+/// # Panics
+///
+/// Outside a tokio runtime.
+pub fn serve_with(
+    listener: TcpListener,
+    server: Server,
+    config: ServerConfig,
+    limits: Limits,
+) -> io::Result<Serving> {
+    let (serving, accepting) =
+        Serving::start(&Tokio, listener.local_addr()?, server, config, limits);
+    let service = McpService {
+        handle: serving.handle().clone(),
+    };
+    tokio::spawn(accept_loop(listener, service, accepting));
+    Ok(serving)
+}
+
+async fn accept_loop(listener: TcpListener, service: McpService, accepting: Latch) {
+    let mut connections = JoinSet::new();
+    let mut draining = std::pin::pin!(service.handle.draining());
+    loop {
+        tokio::select! {
+            biased;
+            () = &mut draining => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, peer)) => {
+                    if let Err(e) = tcp.set_nodelay(true) {
+                        tracing::debug!(%peer, error = %e, "TCP_NODELAY");
+                    }
+                    connections.spawn(connection(tcp, peer, service.clone()));
+                }
+                // Per-connection failures (resets, fd limits) must not end the server.
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::task::yield_now().await;
+                }
+            },
+        }
+    }
+    drop(listener);
+    while connections.join_next().await.is_some() {}
+    accepting.set();
+}
+
+/// Serves one connection until it ends or the driver stopped (the end of a drain: the
+/// connection then closes after its response in progress).
+async fn connection(tcp: tokio::net::TcpStream, peer: SocketAddr, service: McpService) {
+    let stopped = service.handle.stopped();
+    // hyper's timer: its own defaults (the header read timeout) then apply, so a client that
+    // never finishes a request head cannot hold the connection forever.
+    let conn = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .serve_connection(TokioIo::new(tcp), service);
+    let mut conn = std::pin::pin!(conn);
+    let result = tokio::select! {
+        result = conn.as_mut() => result,
+        () = stopped => {
+            conn.as_mut().graceful_shutdown();
+            conn.await
+        }
+    };
+    if let Err(e) = result {
+        tracing::debug!(%peer, error = %e, "connection ended");
+    }
+}
+
+/// The MCP endpoint as a hyper [`Service`](hyper::service::Service): clone it into every
+/// connection (or mount it in any framework that takes hyper services). All clones feed one
+/// driver task; it derefs to its [`ServerHandle`] (shutdown, limits).
+#[derive(Clone, Debug)]
+pub struct McpService {
+    handle: ServerHandle,
+}
+
+impl std::ops::Deref for McpService {
+    type Target = ServerHandle;
+
+    fn deref(&self) -> &ServerHandle {
+        &self.handle
+    }
+}
+
+impl McpService {
+    /// Spawns the driver of `server` with `config` on the current tokio runtime, with the
+    /// default [`Limits`]. Secure by default, as [`ServerHandle::start`].
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime.
+    pub fn new(server: Server, config: ServerConfig) -> McpService {
+        McpService::with_limits(server, config, Limits::default())
+    }
+
+    /// [`new`](McpService::new) with explicit queue bounds.
+    ///
+    /// # Panics
+    ///
+    /// Outside a tokio runtime.
+    pub fn with_limits(server: Server, config: ServerConfig, limits: Limits) -> McpService {
+        McpService {
+            handle: ServerHandle::start(&Tokio, server, config, limits),
+        }
+    }
+
+    /// Handles one HTTP exchange. Resolves to the response once the router sent its head;
+    /// the body streams from the driver as the router produces it.
+    pub async fn handle<B>(&self, req: Request<B>) -> Result<Response<ResponseBody>, DriverGone>
+    where
+        B: Body<Data = Bytes> + Send + Unpin + 'static,
+    {
+        let (parts, body) = req.into_parts();
+        let head = self.handle.exchange(parts, Data(body), |_| ()).await?;
+        let mut response = Response::new(ResponseBody(head.body));
+        *response.status_mut() = head.status;
+        *response.headers_mut() = head.headers;
+        Ok(response)
+    }
+}
+
+impl<B> hyper::service::Service<Request<B>> for McpService
+where
+    B: Body<Data = Bytes> + Send + Unpin + 'static,
+{
+    type Response = Response<ResponseBody>;
+    type Error = DriverGone;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, DriverGone>> + Send>>;
+
+    fn call(&self, req: Request<B>) -> Self::Future {
+        let this = self.clone();
+        Box::pin(async move { this.handle(req).await })
+    }
+}
+
+/// The data frames of a request body, as the driver reads them (trailers carry nothing).
+struct Data<B>(B);
+
+impl<B: Body<Data = Bytes> + Unpin> futures_core::Stream for Data<B> {
+    type Item = Result<Bytes, B::Error>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        loop {
+            return match Pin::new(&mut self.0).poll_frame(cx) {
+                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                    Ok(chunk) => Poll::Ready(Some(Ok(chunk))),
+                    Err(_) => continue,
+                },
+                Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e))),
+                Poll::Ready(None) => Poll::Ready(None),
+                Poll::Pending => Poll::Pending,
+            };
+        }
+    }
+}
+
+/// A response body fed by the driver: each router chunk becomes one frame (hyper writes and
+/// flushes each frame as it comes). Dropping it before its end tells the router the client
+/// went away.
+#[derive(Debug)]
+pub struct ResponseBody(ResponseStream);
+
+impl Body for ResponseBody {
+    type Data = Bytes;
+    type Error = ResponseAborted;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        futures_core::Stream::poll_next(Pin::new(&mut self.0), cx)
+            .map(|c| c.map(|c| c.map(Frame::data)))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.0.is_ended()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::default()
+    }
+}

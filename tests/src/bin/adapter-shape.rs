@@ -1,0 +1,39 @@
+//! Prints the code lines of each adapter's `src/` and the runs of 6+ lines the two share
+//! (see `mcp_tests::shape`). Exit status 1 when an adapter is over 500 lines or a run is
+//! shared.
+
+use std::process::ExitCode;
+
+use mcp_tests::shape;
+
+fn main() -> ExitCode {
+    let root = shape::workspace_root();
+    let mut ok = true;
+    for adapter in ["mcp-tokio", "mcp-smol"] {
+        let n = shape::count_code_lines(&root.join(adapter).join("src"));
+        ok &= n <= 500;
+        println!("{adapter}/src: {n} code lines (bound 500)");
+    }
+    let runs = shape::shared_runs(&root.join("mcp-tokio/src"), &root.join("mcp-smol/src"), 6);
+    println!(
+        "runs of 6+ lines shared by mcp-tokio/src and mcp-smol/src: {}",
+        runs.len()
+    );
+    for r in &runs {
+        println!(
+            "  {}:{} ~ {}:{} ({} lines from `{}`)",
+            r.a.0.display(),
+            r.a.1,
+            r.b.0.display(),
+            r.b.1,
+            r.len,
+            r.first
+        );
+    }
+    ok &= runs.is_empty();
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

@@ -1,0 +1,44 @@
+//! The adapters stay thin over the one shared driver (`mcp_proto::driver`): at most 500 code
+//! lines each, and no run of 6+ lines written in both (see `mcp_tests::shape`).
+
+use mcp_tests::shape;
+
+#[test]
+fn each_adapter_is_at_most_500_code_lines() {
+    let root = shape::workspace_root();
+    for adapter in ["mcp-tokio", "mcp-smol"] {
+        let n = shape::count_code_lines(&root.join(adapter).join("src"));
+        assert!(
+            n <= 500,
+            "{adapter}/src has {n} code lines; the bound is 500"
+        );
+    }
+}
+
+#[test]
+fn the_adapters_share_no_run_of_six_lines() {
+    let root = shape::workspace_root();
+    let runs = shape::shared_runs(&root.join("mcp-tokio/src"), &root.join("mcp-smol/src"), 6);
+    assert!(runs.is_empty(), "shared runs: {runs:#?}");
+}
+
+#[test]
+fn the_run_finder_finds_a_shared_run() {
+    let dir = std::env::temp_dir().join(format!("adapter-shape-{}", std::process::id()));
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(&b).unwrap();
+    let body = "let x = 1;\nlet y = 2;\n}\nlet z = x + y;\nfoo(z);\nbar(z);\nbaz(z);\n";
+    std::fs::write(a.join("one.rs"), format!("fn a() {{\n{body}}}\n")).unwrap();
+    std::fs::write(
+        b.join("two.rs"),
+        format!("// other\nfn b() {{\n    {body}}}\n"),
+    )
+    .unwrap();
+    let runs = shape::shared_runs(&a, &b, 6);
+    assert_eq!(runs.len(), 1, "{runs:#?}");
+    assert_eq!(runs[0].len, 6);
+    assert!(shape::shared_runs(&a, &b, 7).is_empty());
+    assert_eq!(shape::count_code_lines(&a), 9);
+    let _ = std::fs::remove_dir_all(&dir);
+}
