@@ -1,5 +1,5 @@
-//! The seed guide's user server: `get_user`, `create_user`, `search_users` and the resource
-//! template `users://{user_id}`, on a real in-memory store.
+//! The user server of mcp-go's server guide: `get_user`, `create_user`, `search_users` and the
+//! resource template `users://{user_id}`, on a real in-memory store.
 //!
 //! A created user can be fetched (tool or resource), searched (case-insensitive substring of
 //! the name or email) and paged; bad input gets a tool error that says what is wrong.

@@ -6,6 +6,9 @@
 //! passed in as an [`std::time::Instant`]. Runtime adapters (`mcp-tokio`, `mcp-smol`) move the
 //! bytes and sleep; they never decide what a status code or a header means.
 //!
+//! Requirement ids such as `S-POST-4` in these docs refer to `REQUIREMENTS.md` at the crate
+//! root, an index of the specification's normative sentences.
+//!
 //! ## Modules
 //!
 //! - [`sse`]: the WHATWG `text/event-stream` decoder and encoder, incremental over arbitrary

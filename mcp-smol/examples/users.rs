@@ -1,4 +1,4 @@
-//! The seed guide's user server (`get_user`, `create_user`, `search_users`,
+//! The user server of mcp-go's server guide (`get_user`, `create_user`, `search_users`,
 //! `users://{user_id}`) on an in-memory store, served over smol + async-h1.
 //!
 //! ```text

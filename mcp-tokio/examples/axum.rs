@@ -1,5 +1,5 @@
-//! The seed guide's "custom endpoints" example: the MCP endpoint mounted in an axum `Router`
-//! at `/mcp`, beside an ordinary JSON route, `GET /api/status`.
+//! The "custom endpoints" example of mcp-go's server guide: the MCP endpoint mounted in an axum
+//! `Router` at `/mcp`, beside an ordinary JSON route, `GET /api/status`.
 //!
 //! ```text
 //! cargo run --release -p mcp-tokio --example axum -- --bind 127.0.0.1:8080

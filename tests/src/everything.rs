@@ -1,4 +1,5 @@
-//! The conformance "everything" server (`conformance.md` §4), plus `echo(text)`,
+//! The conformance "everything" server (the tools, resources and prompts the official
+//! suite's server scenarios call), plus `echo(text)`,
 //! `test_notify_session` (a log message not tied to the request, for the interop step) and
 //! the two ledger tools of the fault-injection suite (`faults.rs`): `ledger_count` (numbered
 //! progress on the request's stream) and `ledger_burst` (numbered log messages on the GET

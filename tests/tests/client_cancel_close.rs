@@ -1,7 +1,7 @@
 //! Cancel and close: cancelling a request aborts its stream and POSTs
 //! `notifications/cancelled` (S-POST-17, S-CANCEL-1); `initialize` cannot be cancelled
-//! (S-CANCEL-2). `close()` aborts everything, sends DELETE with the session id (seed;
-//! S-SESS-8), tolerates 405 (S-SESS-9), then emits `Closed`; no intent after that.
+//! (S-CANCEL-2). `close()` aborts everything, sends DELETE with the session id (as mcp-go's
+//! client does; S-SESS-8), tolerates 405 (S-SESS-9), then emits `Closed`; no intent after that.
 
 use std::time::Duration;
 

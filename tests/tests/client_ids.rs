@@ -1,5 +1,6 @@
 //! Ids: a second in-flight request with the same id is refused with a typed error; responses
-//! are matched by id and never cross-wired (peers.md item 20; S-RPC-3, S-RPC-4).
+//! are matched by id and never cross-wired (S-RPC-3, S-RPC-4; peer SDKs have handed one caller
+//! the response meant for another request with the same id).
 
 use std::time::Duration;
 

@@ -1,9 +1,11 @@
 //! Continuous listening (seed: WithContinuousListening): GET with `Accept: text/event-stream`
-//! (S-GET-2); 405 → `ListenUnsupported`, never retried (S-GET-3; peers.md item 2); other
-//! failures reconnect with jittered exponential backoff from 1 s capped at 30 s, never sooner
-//! than the server's `retry` (S-POST-23, S-GET-8); a clean end without a new event id is a
-//! failure (items 1, 3, 5); a failure budget ends listening with a typed event (item 6);
-//! responses arriving on the GET stream are delivered (the seed ignored them).
+//! (S-GET-2); 405 → `ListenUnsupported`, never retried (S-GET-3; peer clients have retried it
+//! until rate-limited); other failures reconnect with jittered exponential backoff from 1 s
+//! capped at 30 s, never sooner than the server's `retry` (S-POST-23, S-GET-8); a clean end
+//! without a new event id is a failure (the Python SDK, TypeScript SDK and rmcp clients looped
+//! forever on such ends); a failure budget ends listening with a typed event (mcp-go's client
+//! retried every second, unseen by the app, after a server restart); responses arriving on the
+//! GET stream are delivered (mcp-go's client ignores them).
 
 use std::time::Duration;
 

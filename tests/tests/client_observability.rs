@@ -1,6 +1,6 @@
-//! Observability: every decision is a typed event (peers.md §4 item 13) — the seed's logger
-//! lines ("failed to listen to server. retry in 1 second", "server does not support
-//! listening", "session terminated (404)") become `Reconnecting`, `ListenUnsupported`,
+//! Observability: every decision is a typed event — the log lines of mcp-go's client ("failed
+//! to listen to server. retry in 1 second", "server does not support listening", "session
+//! terminated (404)") become `Reconnecting`, `ListenUnsupported`,
 //! `SessionExpired` …, in the order they were decided, at the virtual time they were decided.
 
 use std::time::Duration;

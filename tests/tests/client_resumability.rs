@@ -2,8 +2,8 @@
 //! its response is resumed with GET + `Last-Event-ID` (S-RES-5, S-RES-8, G-4), honouring
 //! `retry` (S-POST-23); the GET stream resumes the same way; priming events (id + empty data)
 //! record the id and are never delivered as messages (S-POST-19, S-SSE-18). Without an event
-//! id there is nothing to resume and the request fails rather than hanging (peers.md items
-//! 22, 23).
+//! id there is nothing to resume and the request fails rather than hanging (as the TypeScript
+//! and Python SDK clients once did).
 
 use std::time::Duration;
 

@@ -1,5 +1,6 @@
 //! Session expiry: a 404 to a request that carried a session id → `SessionExpired`, id cleared
-//! (S-SESS-6, S-SESS-7; peers.md items 6–9). Re-initialization is automatic by default:
+//! (S-SESS-6, S-SESS-7; the TypeScript and Python SDK clients do not
+//! re-initialize, so a server restart breaks them). Re-initialization is automatic by default:
 //! the saved initialize is replayed, then each request that failed with that 404 is retried
 //! once, and the app sees `Reinitialized`. It can be turned off.
 

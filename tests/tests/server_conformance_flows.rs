@@ -1,5 +1,6 @@
-//! The wire flows the official conformance suite (0.1.16) drives against a server
-//! (conformance.md §4.1, §4.5), replayed on the router directly.
+//! The wire flows the official conformance suite (0.1.16) drives against a server (its
+//! initialize handshake and the transport scenarios: concurrent POST streams, polling with
+//! `retry` and `Last-Event-ID`, DNS-rebinding checks), replayed on the router directly.
 
 use http::StatusCode;
 use mcp_proto::server::{ServerConfig, Target};

@@ -1,5 +1,6 @@
 //! Request ids: a second in-flight request with the same id in a session gets an error
-//! response; nothing is ever cross-wired (peers.md item 20).
+//! response; nothing is ever cross-wired (the Python and TypeScript SDK servers once handed one
+//! caller the response meant for another request with the same id).
 
 use http::StatusCode;
 use mcp_proto::server::{ServerConfig, ServerEvent};

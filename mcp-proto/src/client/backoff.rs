@@ -26,7 +26,9 @@
 //! and the same seed gives the same delays in tests.
 //!
 //! [`FailureWindow`] counts failures in a sliding window; once `max_failures` fall inside
-//! `window`, the loop ends with a typed event instead of storming (peers.md §3 items 1–6).
+//! `window`, the loop ends with a typed event instead of storming (peer clients have looped
+//! forever: a clean close reset their attempt counter, or a 404 after a restart never ended
+//! the retries).
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -34,7 +36,7 @@ use std::time::{Duration, Instant};
 /// How reconnect delays grow. See the module docs for the formula.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BackoffConfig {
-    /// Delay before the first reconnect (1 s, as the seed client's fixed retry).
+    /// Delay before the first reconnect (1 s, as mcp-go's client's fixed retry).
     pub initial: Duration,
     /// Cap of the exponential growth (30 s).
     pub max: Duration,

@@ -1,4 +1,4 @@
-//! Errors, sorted by blame (sans-io-style §8.6).
+//! Errors, sorted by blame: the server's, the caller's, and one request's failure.
 //!
 //! - [`ProtocolError`]: the server broke the protocol (a status or content type it must not
 //!   send, a body that is not JSON-RPC, a stream over a limit, a missing response).
@@ -74,8 +74,8 @@ pub enum ProtocolError {
     /// A JSON body that ended without the response to the request.
     #[error("the response body did not contain the response")]
     MissingResponse,
-    /// An SSE stream that ended before the response and could not be resumed (peers.md
-    /// item 23).
+    /// An SSE stream that ended before the response and could not be resumed (a typed error
+    /// rather than a hang: the Python SDK client once left such a call pending forever).
     #[error("the stream ended before the response and cannot be resumed")]
     StreamEndedWithoutResponse,
     /// A stream went over a limit.
@@ -115,7 +115,8 @@ pub enum ApiMisuse {
         /// What was wrong.
         detail: String,
     },
-    /// A request with this id is already in flight (peers.md item 20).
+    /// A request with this id is already in flight: refused, since two answers with one id
+    /// cannot be told apart (peer SDKs have handed one caller another's response).
     #[error("a request with id {id} is already in flight")]
     DuplicateRequestId {
         /// The id.

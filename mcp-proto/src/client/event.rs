@@ -1,5 +1,6 @@
-//! [`ClientEvent`]: every decision the session takes, as data. The seed client's logger
-//! becomes these; adapters map them to `tracing` (peers.md §4 item 13).
+//! [`ClientEvent`]: every decision the session takes, as data. The log lines of mcp-go's client
+//! become these; adapters map them to `tracing` (peer SDKs offer logs or a bare error callback,
+//! nothing an app can act on).
 
 use std::time::{Duration, Instant};
 

@@ -5,8 +5,8 @@
 //!
 //! Once the session is ready (initialize answered and `notifications/initialized` accepted,
 //! G-9) and the app wants to listen, the machine opens `GET` with `Accept: text/event-stream`
-//! (S-GET-2). Every peer client has shipped a reconnect storm here (peers.md §3 items 1–6);
-//! this machine is built so that it cannot:
+//! (S-GET-2). Every well-known peer client (mcp-go, rmcp, the TypeScript and Python SDKs) has
+//! shipped a reconnect storm here; this machine is built so that it cannot:
 //!
 //! - **405 is final** (S-GET-3): `ListenUnsupported`, and no GET is ever sent again by this
 //!   session. An era without a GET stream (2026-07-28, S-NEW-1) is the same, without a request.
@@ -14,11 +14,12 @@
 //!   machine goes back to `Idle` and reopens when the session is ready again.
 //! - **401/403** stop listening until the app calls `listen` again (after authorizing).
 //! - **Everything else is a failure**: another status, a 200 that is not `text/event-stream`
-//!   (peers.md item 3), a transport failure, a limit hit, and a stream that ends *without a
-//!   new event id* (items 1, 5). A failure schedules a reconnect after a jittered exponential
-//!   delay (1 s doubling to 30 s), never sooner than the server's `retry` or `Retry-After`
-//!   (S-POST-23, S-GET-8). `max_failures` failures inside the sliding `window` end listening
-//!   with `ListenGaveUp`.
+//!   (the TypeScript SDK client once polled such a server at ~1 req/s for 11 hours), a
+//!   transport failure, a limit hit, and a stream that ends *without a new event id* (a clean
+//!   close that resets the backoff is how the Python SDK and rmcp clients looped forever). A
+//!   failure schedules a reconnect after a jittered exponential delay (1 s doubling to 30 s),
+//!   never sooner than the server's `retry` or `Retry-After` (S-POST-23, S-GET-8).
+//!   `max_failures` failures inside the sliding `window` end listening with `ListenGaveUp`.
 //! - A connection that brought a new event id is *progress* (e.g. a 2025-11-25 server polling
 //!   with `retry`, S-POST-20): the backoff restarts from its first step, floored by `retry`.
 //! - Every reconnect carries `Last-Event-ID` when an id was seen (S-RES-5, S-SSE-15).

@@ -69,8 +69,8 @@
 //!
 //! **Matching**: responses are matched to requests by id only, on whatever stream they arrive
 //! (S-MULTI-4, the listening stream included); a second in-flight request with the same id is
-//! refused ([`ApiMisuse::DuplicateRequestId`]), so nothing is ever cross-wired (peers.md item
-//! 20). An error response without an id on a request's own POST body is that request's
+//! refused ([`ApiMisuse::DuplicateRequestId`]), so nothing is ever cross-wired. An error
+//! response without an id on a request's own POST body is that request's
 //! (S-RPC-7). Anything else is [`ClientEvent::UnmatchedResponse`].
 //!
 //! **Session expiry**: a 404 to an exchange that carried the *current* session id expires it:
@@ -639,10 +639,10 @@ impl ClientSession {
     }
 
     /// Closes the session: every request in flight fails with [`ClientError::Closed`], every
-    /// exchange is aborted, a DELETE with the session id is sent if there is a session (seed;
-    /// S-SESS-8; 405 tolerated, S-SESS-9), and [`ClientEvent::Closed`] follows its answer (or
-    /// the close timeout). No intent but that DELETE follows `close`. Calling it again is a
-    /// no-op.
+    /// exchange is aborted, a DELETE with the session id is sent if there is a session (as
+    /// mcp-go's client does; S-SESS-8; 405 tolerated, S-SESS-9), and [`ClientEvent::Closed`]
+    /// follows its answer (or the close timeout). No intent but that DELETE follows `close`.
+    /// Calling it again is a no-op.
     pub fn close(&mut self, now: Instant) {
         if self.closing() {
             return;

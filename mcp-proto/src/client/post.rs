@@ -15,8 +15,9 @@
 //! server's `retry` as a floor, S-POST-23, jittered exponential backoff above it) and then the
 //! facade sends GET + `Last-Event-ID` under a new [`super::StreamId`]; the machine follows that
 //! exchange exactly as the original. A connection that brings no new event id counts as a
-//! resume failure; `max_resume_failures` of them in a row fail the request (peers.md items 5,
-//! 22, 23). Without an event id, or in the modern era (S-NEW-3), the request fails.
+//! resume failure; `max_resume_failures` of them in a row fail the request (peer clients have
+//! looped forever on empty resumes, or left the request pending). Without an event id, or in
+//! the modern era (S-NEW-3), the request fails.
 //!
 //! Once its request is answered, an SSE stream gets `answered_stream_grace` (2 s) for what may
 //! follow and is then closed by the client (`Abort`): servers normally end it, but some never

@@ -1,6 +1,6 @@
 //! Why a body is not a JSON-RPC message: [`ParseFailure`] and its two halves.
 //!
-//! Both halves are the **peer's** fault (sans-IO style §8.6): the bytes came off the wire. The
+//! Both halves are the **peer's** fault: the bytes came off the wire. The
 //! split follows JSON-RPC 2.0 §5.1: [`ParseError`] (`-32700`) when the bytes are not JSON at
 //! all, [`InvalidMessage`] (`-32600`) when they are JSON but not a JSON-RPC 2.0 message.
 

@@ -1,4 +1,4 @@
-//! JSON-RPC 2.0 envelopes as MCP uses them (spec checklist §12, S-RPC-1..12).
+//! JSON-RPC 2.0 envelopes as MCP uses them (S-RPC-1..12 in `REQUIREMENTS.md`).
 //!
 //! The transport needs four things from a message: `jsonrpc`, `id`, `method`, and whether it
 //! is a result or an error. This module reads exactly those and keeps every payload

@@ -1,4 +1,5 @@
-//! Unit tests, one per rule; names cite the spec checklist ids (`s_rpc_*`, `s_post_*`, `g_*`).
+//! Unit tests, one per rule; names cite the ids of `REQUIREMENTS.md` (`s_rpc_*`, `s_post_*`,
+//! `g_*`).
 
 use super::error_codes::{INVALID_REQUEST, PARSE_ERROR};
 use super::*;

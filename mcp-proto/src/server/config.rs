@@ -1,6 +1,6 @@
 //! [`ServerConfig`]: every knob of the [`Router`](super::Router), with production defaults.
 //!
-//! Each option of the seed guide's mcp-go server has a counterpart here:
+//! Each option of the mcp-go server in mcp-go's server guide has a counterpart here:
 //!
 //! | mcp-go option | here | default |
 //! |---|---|---|
@@ -36,7 +36,8 @@ pub enum ResponseMode {
     /// Always an SSE stream (with a priming event for clients of 2025-11-25 and later).
     Sse,
     /// Always one JSON body. Messages related to the request that cannot precede it are
-    /// never dropped silently (peers.md item 25): the command that tried to send them learns
+    /// never dropped silently (the TypeScript SDK's JSON mode drops progress notifications):
+    /// the command that tried to send them learns
     /// where they went ([`Delivery::Rerouted`](super::Delivery::Rerouted) to the session's
     /// GET stream) or that they could not be sent at all (an `Err`), and a
     /// [`ServerEvent::Rerouted`](super::ServerEvent) is emitted.

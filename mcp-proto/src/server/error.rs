@@ -1,4 +1,4 @@
-//! Errors, sorted by blame (sans-io-style §8.6).
+//! Errors, sorted by blame: the peer's, an app command's, and ordinary endings.
 //!
 //! - [`ProtocolError`]: the peer's fault (a bad header, body, session id…). The router
 //!   answers it itself with [`ProtocolError::status_hint`] and a JSON-RPC error body with a
@@ -177,12 +177,13 @@ pub enum SendError {
     /// The session is gone (terminated, expired, evicted) or never existed.
     #[error("no such session")]
     UnknownSession,
-    /// Stateless mode has no channel back to the client outside a request's own stream
-    /// (peers.md item 11): server→client requests and unrelated notifications fail at once.
+    /// Stateless mode has no channel back to the client outside a request's own stream:
+    /// server→client requests and unrelated notifications fail at once (on peer SDKs' stateless
+    /// servers, sampling and elicitation requests once vanished and the caller timed out).
     #[error("stateless mode: no back channel to the client")]
     Stateless,
     /// The message could not be sent in JSON response mode and there is no GET stream or
-    /// queue to reroute it to (peers.md item 25).
+    /// queue to reroute it to (reported, never dropped silently).
     #[error("JSON response mode: the message cannot precede the response")]
     JsonModeUndeliverable,
     /// The GET-stream queue is full and the overflow policy refused the message.

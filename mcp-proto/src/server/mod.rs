@@ -205,7 +205,7 @@ pub enum Delivery {
     /// Queued until the session opens a GET stream.
     Queued,
     /// JSON response mode could not put it before the response, so it went to the session's
-    /// GET stream (or queue) instead (peers.md item 25).
+    /// GET stream (or queue) instead.
     Rerouted,
 }
 
@@ -436,8 +436,8 @@ struct Outbound {
 /// - **Idle.** A session is idle when no request arrived and no stream was open for the
 ///   whole TTL; a long-lived GET stream keeps its session alive.
 /// - **Resuming with an unknown `Last-Event-ID`** (bad format, another session's stream,
-///   retention over) gets 400 rather than an empty 200 stream, which made clients loop
-///   (peers.md item 5).
+///   retention over) gets 400 rather than an empty 200 stream, which made rmcp's client loop
+///   at 1 Hz with the same `Last-Event-ID`.
 /// - **Unsupported 2026-07-28 header** (modern era off, the default) gets 400 (-32000
 ///   "Unsupported protocol version"), the signal a modern client uses to fall back (S-NEW-10,
 ///   G-11). With the modern era on, any unsupported version gets -32022 with the supported

@@ -129,7 +129,8 @@ impl Router {
     /// answer arrives as [`ServerOutput::ClientResponse`]; without one before `timeout`
     /// (default [`ServerConfig::server_request_timeout`](super::ServerConfig)), it fails
     /// with [`ServerRequestError::Timeout`] and the client is sent `notifications/cancelled`.
-    /// In stateless mode it fails at once with [`SendError::Stateless`] (peers.md item 11).
+    /// In stateless mode it fails at once with [`SendError::Stateless`] (rather than never
+    /// reaching the client and timing out).
     pub fn send_request(
         &mut self,
         now: Instant,

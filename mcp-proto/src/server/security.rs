@@ -30,7 +30,8 @@ pub enum HostValidation {
     /// Explicit allow-lists. A `hosts` entry without a port (`example.com`) matches any port,
     /// one with a port (`example.com:8443`) only that port; an empty `hosts` allows any
     /// `Host`. `origins` are exact origins (`https://app.example.com`); an empty `origins`
-    /// rejects every `Origin` not allowed by CORS: it fails closed (peers.md item 25).
+    /// rejects every `Origin` not allowed by CORS: it fails closed (the TypeScript SDK's
+    /// DNS-rebinding protection fails open with empty allow-lists).
     AllowList {
         /// Allowed `Host` values.
         hosts: Vec<String>,

@@ -22,9 +22,9 @@
 //!   `ClientSession`: what an adapter's driver loop calls.
 //! - [`PendingRequests`], [`CancellationToken`]: the runtime-free plumbing drivers reuse.
 //!
-//! ## The seed's user server
+//! ## The user server of mcp-go's server guide
 //!
-//! The seed guide's `get_user`, `create_user`, `search_users` and `users://{user_id}`, on an
+//! The guide's `get_user`, `create_user`, `search_users` and `users://{user_id}`, on an
 //! in-memory store: about 50 lines, where the Go original needs about 200 with placeholders.
 //! (A transport adapter serves `server`; `mcp-tests`' `users` module has the tested version.)
 //!

@@ -7,7 +7,7 @@
 //! with `Content-Type: text/event-stream`, and the GET listening stream). The wire format is
 //! defined by the WHATWG HTML Living Standard, "Parsing an event stream" and "Interpreting an
 //! event stream"; the project condenses it into the requirements S-SSE-1 … S-SSE-18 of
-//! `spec-checklist.md` §15, which the doc comments and test names of this module cite.
+//! `REQUIREMENTS.md` §15, which the doc comments and test names of this module cite.
 //!
 //! The module is sans-IO, in the style of h11's `receive_data` / `next_event`:
 //!

@@ -1,5 +1,6 @@
-//! The conformance client (`../shared/docs/conformance.md` §5): the official suite runs it
-//! against its mock servers.
+//! The conformance client: the official suite (`@modelcontextprotocol/conformance`) runs it
+//! against its mock servers, with the scenario in `MCP_CONFORMANCE_SCENARIO` and the server URL
+//! as the last argument.
 //!
 //! ```text
 //! mcp-conformance-client --runtime tokio|smol <url>

@@ -1,4 +1,5 @@
-//! The conformance "everything" server (`../shared/docs/conformance.md` §4, plus `echo`).
+//! The conformance "everything" server (the tools, resources and prompts the official suite's
+//! server scenarios call, plus `echo`).
 //!
 //! ```text
 //! cargo run --release --bin mcp-everything -- --runtime tokio|smol --bind 127.0.0.1:3001 [--stateless] [--json]
