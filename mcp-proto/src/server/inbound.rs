@@ -14,7 +14,8 @@ use super::error::{CancelReason, ProtocolError};
 use super::security::{AuthDecision, bearer_challenge};
 use super::session::{Session, SessionEvent, SessionStep, is_valid_session_id};
 use super::stream::{
-    Exchange, ExchangeState, LogicalStream, Phase, PostContext, StreamKind, parse_event_id,
+    Exchange, ExchangeState, LogicalStream, Phase, PostContext, StreamEvent, StreamKind,
+    parse_event_id,
 };
 use super::timer::Timer;
 use super::{
@@ -180,23 +181,14 @@ impl Router {
             return;
         }
         ls.detach();
-        let resumable = ls.resumable && ls.id_sent;
         let listen = matches!(ls.kind, StreamKind::Listen);
-        match ls
-            .phase
-            .on(super::stream::StreamEvent::Disconnect { resumable })
-        {
-            Some(Phase::Detached) => {
-                ls.phase = Phase::Detached;
-                if !listen {
-                    let at = self.now + self.config.resume_grace;
-                    self.timers.set(&mut ls.grace, Timer::ResumeGrace(lsid), at);
-                }
-            }
-            Some(Phase::Done) if listen => {
-                // A listen stream never ends on its own: it waits detached (its messages
-                // queue in the session).
-                ls.phase = Phase::Detached;
+        // A listen stream never ends on its own: it waits detached (its messages are stored
+        // or queue in the session). A request stream lives on when the client can resume it.
+        let keep = listen || (ls.resumable && ls.id_sent);
+        match ls.step(StreamEvent::Disconnect { keep }) {
+            Some(Phase::Detached) if !listen => {
+                let at = self.now + self.config.resume_grace;
+                self.timers.set(&mut ls.grace, Timer::ResumeGrace(lsid), at);
             }
             Some(Phase::Done) => {
                 self.cancel_stream_handlers(lsid, CancelReason::Disconnected);
@@ -939,18 +931,14 @@ impl Router {
         }
     }
 
-    /// Applies a session event.
+    /// Applies a session event ([`Session::step`]) and its effects: the idle timer re-armed,
+    /// or the session ended.
     pub(crate) fn session_step(&mut self, handle: SessionHandle, event: SessionEvent) {
         let Some(s) = self.sessions.get_mut(&handle) else {
             return;
         };
-        let effective = match event {
-            SessionEvent::IdleTimer { .. } => SessionEvent::IdleTimer { busy: s.is_busy() },
-            e => e,
-        };
-        match s.state.on(effective) {
-            SessionStep::Touch => {}
-            SessionStep::BecomeReady => s.state = super::session::SessionState::Ready,
+        match s.step(event) {
+            SessionStep::Touch | SessionStep::BecomeReady => {}
             SessionStep::End(reason) => return self.end_session(handle, reason),
         }
         if let Some(ttl) = self.config.session_idle_ttl {

@@ -15,8 +15,9 @@ use super::pace::Push;
 use super::session::{Queued, SessionEvent};
 use super::store::Replay;
 use super::stream::{
-    Exchange, ExchangeState, LogicalStream, Phase, StreamEvent, StreamKind, event_frame, event_id,
-    events_lost_frame, heartbeat_frame, priming_frame, retry_frame,
+    Exchange, ExchangeEvent, ExchangeState, ExchangeStep, LogicalStream, Phase, StreamEvent,
+    StreamKind, event_frame, event_id, events_lost_frame, heartbeat_frame, priming_frame,
+    retry_frame,
 };
 use super::timer::Timer;
 use super::{
@@ -223,7 +224,7 @@ impl Router {
         let Some(conn) = ls.detach() else {
             return Ok(()); // Already away.
         };
-        ls.phase = Phase::Detached;
+        ls.step(StreamEvent::Release);
         if matches!(ls.kind, StreamKind::Request { .. }) {
             let at = self.now + self.config.resume_grace;
             self.timers.set(&mut ls.grace, Timer::ResumeGrace(lsid), at);
@@ -255,7 +256,7 @@ impl Router {
         self.advance(now);
         let sessions: Vec<SessionHandle> = self.sessions.keys().copied().collect();
         for s in sessions {
-            self.end_session(s, CloseReason::Shutdown);
+            self.session_step(s, SessionEvent::Shutdown);
         }
         let handles: Vec<RequestHandle> = self.inflight.keys().copied().collect();
         for h in handles {
@@ -378,7 +379,7 @@ impl Router {
                 Timer::Retention(lsid) => {
                     if let Some(ls) = self.streams.get_mut(&lsid) {
                         ls.retention = None;
-                        if ls.phase.on(StreamEvent::RetentionOver) == Some(Phase::Done) {
+                        if ls.step(StreamEvent::RetentionOver) == Some(Phase::Done) {
                             self.drop_stream(lsid);
                         }
                     }
@@ -386,7 +387,7 @@ impl Router {
                 Timer::ResumeGrace(lsid) => {
                     if let Some(ls) = self.streams.get_mut(&lsid) {
                         ls.grace = None;
-                        if ls.phase.on(StreamEvent::GraceOver) == Some(Phase::Done) {
+                        if ls.step(StreamEvent::GraceOver) == Some(Phase::Done) {
                             self.cancel_stream_handlers(lsid, CancelReason::Disconnected);
                             self.drop_stream(lsid);
                         }
@@ -545,14 +546,15 @@ impl Router {
         let Some(ls) = self.streams.get(&lsid) else {
             return;
         };
-        if ls.phase.on(StreamEvent::Upgrade) != Some(Phase::Open) || ls.phase != Phase::Pending {
+        // Only a pending stream sends a head (the table's other Upgrade rows change nothing).
+        if ls.phase != Phase::Pending {
             return;
         }
         let headers = self.sse_head(ls);
         let Some(ls) = self.streams.get_mut(&lsid) else {
             return;
         };
-        ls.phase = Phase::Open;
+        ls.step(StreamEvent::Upgrade);
         let kept = match &mut ls.kind {
             StreamKind::Request { kept, .. } => std::mem::take(kept),
             StreamKind::Listen => Vec::new(),
@@ -665,7 +667,7 @@ impl Router {
         };
         let ready = ex.pace.taken(bytes, window);
         let blocked = ex.pace.is_blocked();
-        let draining = matches!(ex.state, ExchangeState::Draining);
+        let drained = !blocked && ex.step(ExchangeEvent::BacklogWritten) == ExchangeStep::End;
         if !blocked {
             self.timers.clear(&mut ex.pace.stall, Timer::Stall(stream));
         } else if bytes > 0 {
@@ -679,7 +681,7 @@ impl Router {
             self.out
                 .push_back(ServerOutput::ResponseBody { stream, chunk });
         }
-        if draining && !blocked {
+        if drained {
             self.out.push_back(ServerOutput::ResponseEnd { stream });
             self.remove_exchange(stream);
         } else if moved {
@@ -693,14 +695,18 @@ impl Router {
         let Some(ex) = self.exchanges.get_mut(&conn) else {
             return;
         };
-        if ex.pace.is_blocked() {
-            ex.state = ExchangeState::Draining;
-            self.timers.clear(&mut ex.heartbeat, Timer::Heartbeat(conn));
-            return;
+        let backlog = ex.pace.is_blocked();
+        match ex.step(ExchangeEvent::LetGo { backlog }) {
+            ExchangeStep::Drain => {
+                self.timers.clear(&mut ex.heartbeat, Timer::Heartbeat(conn));
+            }
+            ExchangeStep::End => {
+                self.out
+                    .push_back(ServerOutput::ResponseEnd { stream: conn });
+                self.remove_exchange(conn);
+            }
+            ExchangeStep::Stay => {}
         }
-        self.out
-            .push_back(ServerOutput::ResponseEnd { stream: conn });
-        self.remove_exchange(conn);
     }
 
     /// The slow-reader rule fired (see `pace.rs`): abort the connection, then treat it as
@@ -793,7 +799,9 @@ impl Router {
         let Some(ls) = self.streams.get_mut(&lsid) else {
             return;
         };
-        ls.phase = Phase::Finished;
+        // Called for an Open or Detached stream (a pending one is upgraded first).
+        let next = ls.step(StreamEvent::LastResponse);
+        debug_assert_eq!(next, Some(Phase::Finished));
         self.timers.clear(&mut ls.grace, Timer::ResumeGrace(lsid));
         let keep = ls.resumable && ls.last_seq > 0;
         if let Some(conn) = ls.connection.take() {
@@ -944,9 +952,7 @@ impl Router {
             return;
         };
         let old = ls.connection.replace(conn);
-        if let Some(next) = ls.phase.on(StreamEvent::Attach) {
-            ls.phase = next;
-        }
+        ls.step(StreamEvent::Attach);
         ls.origin = origin;
         self.timers.clear(&mut ls.grace, Timer::ResumeGrace(lsid));
         self.exchanges.insert(
