@@ -1,6 +1,7 @@
 //! The facade's internals: building intents, running the sub-machines and applying their
 //! effects, routing server messages, and the session's lifecycle (initialize, expiry,
-//! re-initialization, close). The phase table is in the parent module's docs.
+//! re-initialization, close). The machines' tables are in their own modules: `lifecycle.rs`
+//! (the phase), `request.rs`, `post.rs` and `listen.rs`.
 
 use std::time::Instant;
 
@@ -96,7 +97,7 @@ impl ClientSession {
         if let Purpose::Request(id) = &purpose
             && let Some(r) = self.requests.get_mut(id)
         {
-            r.state = ReqState::Sent { stream };
+            r.step(ReqEvent::Posted { stream });
             r.epoch = self.epoch;
         }
         let resumable = self.legacy();
@@ -417,7 +418,7 @@ impl ClientSession {
                     return;
                 }
                 req.retried = true;
-                req.state = ReqState::Queued;
+                req.step(ReqEvent::Requeued);
                 let bytes = req.bytes.clone();
                 let method = req.method.clone();
                 if self.phase == Phase::Ready {
@@ -480,7 +481,7 @@ impl ClientSession {
             body: Bytes::new(),
         }));
         if let Some(r) = self.requests.get_mut(&id) {
-            r.state = ReqState::Sent { stream };
+            r.step(ReqEvent::Posted { stream });
         }
         self.posts.insert(stream, p);
     }
@@ -1115,7 +1116,7 @@ impl ClientSession {
             return;
         }
         let round = req.rounds;
-        req.state = ReqState::AwaitingInput;
+        req.step(ReqEvent::InputRequired);
         req.inputs = Some(Box::new(Inputs {
             answers: ir.requests.iter().map(|r| (r.key.clone(), None)).collect(),
             state: ir.state,
@@ -1200,7 +1201,7 @@ impl ClientSession {
         if let Some(old) = req.wire.replace(wire.clone()) {
             self.aliases.remove(&old);
         }
-        req.state = ReqState::Queued;
+        req.step(ReqEvent::Requeued);
         let method = req.method.clone();
         self.aliases.insert(wire, id.clone());
         self.post_message(bytes, Purpose::Request(id.clone()), Some(method));
