@@ -1,5 +1,6 @@
-//! Inputs: request heads, bodies, disconnects. The checks run in a fixed order so that a
-//! refused request learns as little as possible: path, `Host`/`Origin`, CORS preflight,
+//! Inputs: request heads, bodies, disconnects, and the client's reading of a response
+//! (time passing is `timer.rs`'s input). The checks run in a fixed order so that a refused
+//! request learns as little as possible: path, `Host`/`Origin`, CORS preflight,
 //! authentication, method, headers, session, version, body.
 
 use std::time::Instant;
@@ -14,8 +15,8 @@ use super::error::{CancelReason, ProtocolError};
 use super::security::{AuthDecision, bearer_challenge};
 use super::session::{Session, SessionEvent, SessionStep, is_valid_session_id};
 use super::stream::{
-    Exchange, ExchangeState, LogicalStream, Phase, PostContext, StreamEvent, StreamKind,
-    parse_event_id,
+    Exchange, ExchangeEvent, ExchangeState, ExchangeStep, LogicalStream, Phase, PostContext,
+    StreamEvent, StreamKind, parse_event_id,
 };
 use super::timer::Timer;
 use super::{
@@ -161,6 +162,44 @@ impl Router {
     pub fn handle_disconnect(&mut self, now: Instant, stream: StreamId) {
         self.advance(now);
         self.disconnected(stream);
+    }
+
+    /// Input: the client took `bytes` more of `stream`'s body (the adapter handed them to the
+    /// connection). Lets the waiting chunks out up to [`ServerConfig::send_window`]. Report
+    /// at least every [`ServerConfig::write_report_threshold`] bytes taken, and whenever the
+    /// body has taken everything it was given and waits for more; more often is harmless.
+    /// Unknown or finished streams are ignored.
+    ///
+    /// [`ServerConfig::send_window`]: super::ServerConfig::send_window
+    /// [`ServerConfig::write_report_threshold`]: super::ServerConfig::write_report_threshold
+    pub fn handle_written(&mut self, now: Instant, stream: StreamId, bytes: usize) {
+        self.advance(now);
+        let window = self.config.send_window;
+        let Some(ex) = self.exchanges.get_mut(&stream) else {
+            return;
+        };
+        let ready = ex.pace.taken(bytes, window);
+        let blocked = ex.pace.is_blocked();
+        let drained = !blocked && ex.step(ExchangeEvent::BacklogWritten) == ExchangeStep::End;
+        if !blocked {
+            self.timers.clear(&mut ex.pace.stall, Timer::Stall(stream));
+        } else if bytes > 0 {
+            // Progress: the client gets a full timeout again.
+            let at = self.now + self.config.slow_reader_timeout;
+            self.timers
+                .set(&mut ex.pace.stall, Timer::Stall(stream), at);
+        }
+        let moved = !ready.is_empty();
+        for chunk in ready {
+            self.out
+                .push_back(ServerOutput::ResponseBody { stream, chunk });
+        }
+        if drained {
+            self.out.push_back(ServerOutput::ResponseEnd { stream });
+            self.remove_exchange(stream);
+        } else if moved {
+            self.arm_heartbeat(stream);
+        }
     }
 
     /// The connection of `stream` is gone (the client left, or the slow-reader rule cut it).

@@ -39,7 +39,9 @@
 //! - **Inputs** (the adapter): [`handle_request`](Router::handle_request) (a request head;
 //!   returns the exchange's [`StreamId`]), [`handle_body`](Router::handle_body) (chunks as they
 //!   arrive, so 413 needs no more than the cap in memory), [`handle_body_end`](Router::handle_body_end),
-//!   [`handle_disconnect`](Router::handle_disconnect), [`handle_timeout`](Router::handle_timeout).
+//!   [`handle_disconnect`](Router::handle_disconnect), [`handle_written`](Router::handle_written)
+//!   (the client's reading; `inbound.rs`), [`handle_timeout`](Router::handle_timeout)
+//!   (`timer.rs`).
 //! - **Commands** (the app): [`respond`](Router::respond), [`notify`](Router::notify),
 //!   [`send_request`](Router::send_request), [`cancel_request`](Router::cancel_request),
 //!   [`close_for_polling`](Router::close_for_polling), [`close_session`](Router::close_session).

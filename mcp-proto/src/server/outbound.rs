@@ -1,5 +1,6 @@
 //! Outputs and app commands: writing events on streams, finishing them, replies,
-//! notifications, server→client requests, sessions ending, and timers.
+//! notifications, server→client requests, and sessions ending. The inputs are in `inbound.rs`
+//! (requests, bodies, disconnects, the client's reading) and `timer.rs` (time passing).
 
 use std::time::{Duration, Instant};
 
@@ -16,8 +17,7 @@ use super::session::{Queued, SessionEvent};
 use super::store::Replay;
 use super::stream::{
     Exchange, ExchangeEvent, ExchangeState, ExchangeStep, LogicalStream, Phase, StreamEvent,
-    StreamKind, event_frame, event_id, events_lost_frame, heartbeat_frame, priming_frame,
-    retry_frame,
+    StreamKind, event_frame, event_id, events_lost_frame, priming_frame, retry_frame,
 };
 use super::timer::Timer;
 use super::{
@@ -330,73 +330,6 @@ impl Router {
         }
     }
 
-    /// Input: time passed. Fires every timer due at `now`; early calls do nothing.
-    pub fn handle_timeout(&mut self, now: Instant) {
-        self.advance(now);
-        if self.drain_expired(now) {
-            return;
-        }
-        while let Some((_, timer)) = self.timers.pop_due(self.now) {
-            match timer {
-                Timer::SessionIdle(h) => {
-                    if let Some(s) = self.sessions.get_mut(&h) {
-                        s.idle_deadline = None;
-                    }
-                    self.session_step(h, SessionEvent::IdleTimer { busy: false });
-                }
-                Timer::Heartbeat(stream) => {
-                    // A connection with data waiting needs no keep-alive (and a draining one
-                    // only finishes its backlog).
-                    let live = self.exchanges.get_mut(&stream).is_some_and(|ex| {
-                        ex.heartbeat = None;
-                        !ex.pace.is_blocked() && matches!(ex.state, ExchangeState::Attached(_))
-                    });
-                    if live {
-                        self.write_raw(stream, heartbeat_frame());
-                    }
-                }
-                Timer::Stall(stream) => {
-                    let stalled = self.exchanges.get_mut(&stream).is_some_and(|ex| {
-                        ex.pace.stall = None;
-                        ex.pace.is_blocked()
-                    });
-                    if stalled {
-                        self.cut_slow_reader(stream);
-                    }
-                }
-                Timer::RequestDeadline(id) => {
-                    if let Some(o) = self.outbound.get_mut(&id) {
-                        o.deadline = None;
-                    }
-                    if self.outbound.contains_key(&id) {
-                        self.abandon_outbound(id, "timed out");
-                        self.out.push_back(ServerOutput::ServerRequestFailed {
-                            request: id,
-                            error: ServerRequestError::Timeout,
-                        });
-                    }
-                }
-                Timer::Retention(lsid) => {
-                    if let Some(ls) = self.streams.get_mut(&lsid) {
-                        ls.retention = None;
-                        if ls.step(StreamEvent::RetentionOver) == Some(Phase::Done) {
-                            self.drop_stream(lsid);
-                        }
-                    }
-                }
-                Timer::ResumeGrace(lsid) => {
-                    if let Some(ls) = self.streams.get_mut(&lsid) {
-                        ls.grace = None;
-                        if ls.step(StreamEvent::GraceOver) == Some(Phase::Done) {
-                            self.cancel_stream_handlers(lsid, CancelReason::Disconnected);
-                            self.drop_stream(lsid);
-                        }
-                    }
-                }
-            }
-        }
-    }
-
     // ---- routing ------------------------------------------------------------------------
 
     fn route(
@@ -621,7 +554,7 @@ impl Router {
     }
 
     /// A live chunk on an SSE connection (paced: see `pace.rs`).
-    fn write_raw(&mut self, conn: StreamId, chunk: Bytes) {
+    pub(super) fn write_raw(&mut self, conn: StreamId, chunk: Bytes) {
         self.send_chunk(conn, chunk, true);
     }
 
@@ -651,44 +584,6 @@ impl Router {
         }
     }
 
-    /// Input: the client took `bytes` more of `stream`'s body (the adapter handed them to the
-    /// connection). Lets the waiting chunks out up to [`ServerConfig::send_window`]. Report
-    /// at least every [`ServerConfig::write_report_threshold`] bytes taken, and whenever the
-    /// body has taken everything it was given and waits for more; more often is harmless.
-    /// Unknown or finished streams are ignored.
-    ///
-    /// [`ServerConfig::send_window`]: super::ServerConfig::send_window
-    /// [`ServerConfig::write_report_threshold`]: super::ServerConfig::write_report_threshold
-    pub fn handle_written(&mut self, now: Instant, stream: StreamId, bytes: usize) {
-        self.advance(now);
-        let window = self.config.send_window;
-        let Some(ex) = self.exchanges.get_mut(&stream) else {
-            return;
-        };
-        let ready = ex.pace.taken(bytes, window);
-        let blocked = ex.pace.is_blocked();
-        let drained = !blocked && ex.step(ExchangeEvent::BacklogWritten) == ExchangeStep::End;
-        if !blocked {
-            self.timers.clear(&mut ex.pace.stall, Timer::Stall(stream));
-        } else if bytes > 0 {
-            // Progress: the client gets a full timeout again.
-            let at = self.now + self.config.slow_reader_timeout;
-            self.timers
-                .set(&mut ex.pace.stall, Timer::Stall(stream), at);
-        }
-        let moved = !ready.is_empty();
-        for chunk in ready {
-            self.out
-                .push_back(ServerOutput::ResponseBody { stream, chunk });
-        }
-        if drained {
-            self.out.push_back(ServerOutput::ResponseEnd { stream });
-            self.remove_exchange(stream);
-        } else if moved {
-            self.arm_heartbeat(stream);
-        }
-    }
-
     /// Ends `conn`'s response after whatever it still has to write: at once when nothing
     /// waits, else the exchange drains (leaves its stream; its end follows its backlog).
     pub(crate) fn end_exchange(&mut self, conn: StreamId) {
@@ -711,7 +606,7 @@ impl Router {
 
     /// The slow-reader rule fired (see `pace.rs`): abort the connection, then treat it as
     /// the client's disconnect.
-    fn cut_slow_reader(&mut self, conn: StreamId) {
+    pub(super) fn cut_slow_reader(&mut self, conn: StreamId) {
         self.out
             .push_back(ServerOutput::ResponseAbort { stream: conn });
         self.out
@@ -721,7 +616,7 @@ impl Router {
         self.disconnected(conn);
     }
 
-    fn arm_heartbeat(&mut self, conn: StreamId) {
+    pub(super) fn arm_heartbeat(&mut self, conn: StreamId) {
         let Some(every) = self.config.heartbeat_interval else {
             return;
         };
@@ -1101,7 +996,7 @@ impl Router {
 
     /// Forgets a request we give up on: unsent ones leave the queue, sent ones get
     /// `notifications/cancelled` (S-CANCEL-1, S-LIFE-12).
-    fn abandon_outbound(&mut self, id: OutboundId, reason: &str) {
+    pub(super) fn abandon_outbound(&mut self, id: OutboundId, reason: &str) {
         let Some(session) = self.outbound.get(&id).map(|o| o.session) else {
             return;
         };
