@@ -114,8 +114,8 @@ impl ClientSession {
                 });
                 if let Some(id) = self.app_init.take() {
                     let response = match &self.discovered {
-                        Some(d) => modern::initialize_result(id.clone(), version, d),
-                        None => modern::initialize_result(
+                        Some(d) => per_request::initialize_result(id.clone(), version, d),
+                        None => per_request::initialize_result(
                             id.clone(),
                             version,
                             &serde_json::value::RawValue::from_string("{}".into())

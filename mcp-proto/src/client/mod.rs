@@ -164,7 +164,7 @@
 //! Queued → Sent → [AwaitingInput →] …), one POST exchange and its resumes (`post.rs`), and
 //! the GET listening stream (`listen.rs`).
 //! `session.rs` builds intents, runs the sub-machines and routes what they yield; `wire.rs`
-//! is the seam to `jsonrpc` and `sse`; `modern.rs` the modern era's JSON (`_meta`, the probe
+//! is the seam to `jsonrpc` and `sse`; `per_request.rs` the modern era's JSON (`_meta`, the probe
 //! verdict, input requests and retries); `backoff.rs` the deterministic jittered backoff;
 //! `config.rs`, `io.rs`, `event.rs` and `error.rs` the public vocabulary.
 
@@ -175,7 +175,7 @@ mod event;
 mod io;
 mod lifecycle;
 mod listen;
-mod modern;
+mod per_request;
 mod post;
 mod request;
 mod wire;
@@ -545,7 +545,7 @@ impl ClientSession {
                 );
                 if is_init {
                     self.saved_init = Some(message.clone());
-                    if let Some(identity) = modern::identity_from_initialize(&message) {
+                    if let Some(identity) = per_request::identity_from_initialize(&message) {
                         self.identity = identity;
                     }
                     if let Some(version) = self.probe_version() {

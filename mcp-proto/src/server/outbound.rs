@@ -66,7 +66,7 @@ impl Router {
         if let (Outcome::Error(e), Some(ls)) = (&outcome, self.streams.get_mut(&inflight.stream))
             && ls.modern
         {
-            ls.error_status = super::modern::modern_error_status(e.code);
+            ls.error_status = super::sessionless::modern_error_status(e.code);
         }
         let payload = Message::Response(Response {
             id: Some(inflight.client_id),

@@ -1,5 +1,6 @@
-//! The modern era (2026-07-28) in the same router: how a request whose `MCP-Protocol-Version`
-//! is a modern revision is validated and admitted.
+//! Sessionless requests: the modern era (2026-07-28) in the same router, where each request
+//! carries its own metadata instead of a session: how a request whose
+//! `MCP-Protocol-Version` is a modern revision is validated and admitted.
 //!
 //! # Theory of operation
 //!
