@@ -495,5 +495,13 @@ mod tests {
             Some(Phase::Finished)
         );
         assert_eq!(Phase::Done.on(StreamEvent::Attach), None);
+        // Poll-close and a drain let go of the connection only: the stream waits detached
+        // (so its grace timer can end it). No integration test observes this row directly.
+        assert_eq!(Phase::Open.on(StreamEvent::Release), Some(Phase::Detached));
+        assert_eq!(Phase::Detached.on(StreamEvent::Release), None);
+        assert_eq!(
+            Phase::Open.on(StreamEvent::Disconnect { keep: false }),
+            Some(Phase::Done)
+        );
     }
 }
