@@ -11,6 +11,9 @@
 //! events). A pair not listed is stale (an answer for a step already abandoned) and changes
 //! nothing.
 //!
+//! The table is the `match` of [`ClientSession::step`], arm for arm and in its order; every
+//! `self.phase =` of the facade is in that function.
+//!
 //! ```text
 //! phase           | event                                   | next            | effects
 //! ----------------+-----------------------------------------+-----------------+------------------------------------
@@ -20,22 +23,25 @@
 //!                 |                                         |                 | initialize answered from discover; Ready;
 //!                 |                                         |                 | flush queue; open subscriptions/listen
 //! Probing         | ProbeLegacy                             | Initializing    | EraDetected; POST the app's initialize
+//!                 |  (the app's initialize already ended)   | Uninitialized   | EraDetected
 //! Probing         | ProbeFailed / InitializeFailed          | Uninitialized   | (probe dropped)
 //! Initializing    | InitializeAccepted (the app's)          | Acknowledging   | Initialized; POST initialized
-//! Initializing    | InitializeFailed                        | Uninitialized   |
 //! Reinitializing  | InitializeAccepted (the replay)         | Acknowledging   | Reinitialized; POST initialized
+//! Initializing    | InitializeFailed                        | Uninitialized   |
 //! Reinitializing  | ReinitFailed                            | Uninitialized   | ReinitializeFailed; retries fail
-//! Uninitialized   | RequestWithoutSession, auto re-init off  | Uninitialized   | (the request waits for the app's initialize)
-//! Uninitialized   | RequestWithoutSession, re-init possible | Reinitializing  | POST saved initialize (the request waits)
-//! Uninitialized   | RequestWithoutSession, streak spent     | Uninitialized   | the request fails (SessionExpired)
 //! Acknowledging   | Acknowledged (answer, error or timeout) | Ready           | Ready; flush queue; open GET
 //! Ready|Acknowl.  | Expired, auto re-init possible          | Reinitializing  | SessionExpired; POST saved initialize
 //! Ready|Acknowl.  | Expired, otherwise                      | Uninitialized   | SessionExpired
-//! other open      | Expired                                 | (same)          | SessionExpired
+//!                 |  (no session id to expire)              | (same)          |
+//! Uninitialized   | RequestWithoutSession, auto re-init off | Uninitialized   | (the request waits for the app's initialize)
+//! Uninitialized   | RequestWithoutSession, re-init possible | Reinitializing  | POST saved initialize (the request waits)
+//! Uninitialized   | RequestWithoutSession, streak spent     | Uninitialized   | the request fails (SessionExpired)
+//! other open      | Expired                                 | (same)          | SessionExpired (if a session id)
 //! open            | CloseRequested, with a DELETE           | Closing         |
 //! open            | CloseRequested, no session              | Closed          | Closed(NoSession)
 //!                 |  (open: every phase but Closing/Closed, Probing included)
 //! Closing         | DeleteDone                              | Closed          | Closed(reason)
+//! any             | anything else (stale)                   | (same)          |
 //! ```
 //!
 //! Expiry clears the session id, forgets the listening stream's event ids (they belong to the
@@ -108,8 +114,8 @@ impl ClientSession {
                 });
                 if let Some(id) = self.app_init.take() {
                     let response = match &self.discovered {
-                        Some(d) => modern::initialize_result(id.clone(), version, d),
-                        None => modern::initialize_result(
+                        Some(d) => per_request::initialize_result(id.clone(), version, d),
+                        None => per_request::initialize_result(
                             id.clone(),
                             version,
                             &serde_json::value::RawValue::from_string("{}".into())
@@ -141,13 +147,16 @@ impl ClientSession {
                     version: None,
                     cached: false,
                 });
-                self.phase = Phase::Initializing;
-                if let (Some(id), Some(bytes)) = (self.app_init.take(), self.saved_init.clone()) {
-                    if self.requests.contains_key(&id) {
-                        self.post_message(bytes, Purpose::Request(id), Some(INITIALIZE.into()));
-                    } else {
+                match (self.app_init.take(), self.saved_init.clone()) {
+                    // The app's initialize already ended (timed out, cancelled): nothing waits.
+                    (Some(id), Some(_)) if !self.requests.contains_key(&id) => {
                         self.phase = Phase::Uninitialized;
                     }
+                    (Some(id), Some(bytes)) => {
+                        self.phase = Phase::Initializing;
+                        self.post_message(bytes, Purpose::Request(id), Some(INITIALIZE.into()));
+                    }
+                    _ => self.phase = Phase::Initializing,
                 }
             }
             (Phase::Probing, PhaseEvent::ProbeFailed | PhaseEvent::InitializeFailed) => {
@@ -167,7 +176,11 @@ impl ClientSession {
                     version,
                     replay: false,
                 },
-            ) => self.begin_session(now, session, version, None),
+            ) => {
+                self.begin_session(session, version, None);
+                self.phase = Phase::Acknowledging;
+                self.send_initialized(now);
+            }
             (
                 Phase::Reinitializing,
                 PhaseEvent::InitializeAccepted {
@@ -181,7 +194,9 @@ impl ClientSession {
                     .values()
                     .filter(|r| r.retried && r.state == ReqState::Queued)
                     .count();
-                self.begin_session(now, session, version, Some(retried));
+                self.begin_session(session, version, Some(retried));
+                self.phase = Phase::Acknowledging;
+                self.send_initialized(now);
             }
             (Phase::Initializing, PhaseEvent::InitializeFailed) => {
                 self.phase = Phase::Uninitialized;
@@ -221,9 +236,15 @@ impl ClientSession {
                     let can_replay = self.auto_reinit
                         && self.saved_init.is_some()
                         && self.reinit_streak < MAX_REINIT_STREAK;
-                    if !(can_replay && self.start_reinit(now)) {
-                        self.phase = Phase::Uninitialized;
-                        self.session_lost = true;
+                    match can_replay.then(|| self.prepare_reinit(now)).flatten() {
+                        Some((id, bytes)) => {
+                            self.phase = Phase::Reinitializing;
+                            self.post_message(bytes, Purpose::Request(id), Some(INITIALIZE.into()));
+                        }
+                        None => {
+                            self.phase = Phase::Uninitialized;
+                            self.session_lost = true;
+                        }
                     }
                 }
             }
@@ -233,7 +254,10 @@ impl ClientSession {
             (Phase::Uninitialized, PhaseEvent::RequestWithoutSession(id)) => {
                 let can_replay =
                     self.saved_init.is_some() && self.reinit_streak < MAX_REINIT_STREAK;
-                if can_replay && self.start_reinit(now) {
+                if let Some((init, bytes)) = can_replay.then(|| self.prepare_reinit(now)).flatten()
+                {
+                    self.phase = Phase::Reinitializing;
+                    self.post_message(bytes, Purpose::Request(init), Some(INITIALIZE.into()));
                     // Failed with the session if this re-initialization fails too.
                     if let Some(r) = self.requests.get_mut(&id) {
                         r.retried = true;
@@ -300,9 +324,9 @@ impl ClientSession {
         true
     }
 
+    /// A session began (the phase becomes `Acknowledging` in [`ClientSession::step`]).
     fn begin_session(
         &mut self,
-        now: Instant,
         session: Option<Box<str>>,
         version: ProtocolVersion,
         reinit: Option<usize>,
@@ -329,7 +353,10 @@ impl ClientSession {
                 retried,
             },
         });
-        self.phase = Phase::Acknowledging;
+    }
+
+    /// POSTs `notifications/initialized` (S-LIFE-4), bounded by the handshake timeout.
+    fn send_initialized(&mut self, now: Instant) {
         self.ack_deadline = Some(after(now, self.handshake_timeout()));
         self.post_message(
             wire::initialized_notification(),
@@ -338,11 +365,11 @@ impl ClientSession {
         );
     }
 
-    /// POSTs the saved `initialize` under a session-owned id; `false` if it cannot.
-    fn start_reinit(&mut self, now: Instant) -> bool {
-        let Some(saved) = self.saved_init.clone() else {
-            return false;
-        };
+    /// Registers the saved `initialize` under a session-owned id and returns that id and the
+    /// bytes to POST (the phase becomes `Reinitializing` in [`ClientSession::step`]); `None`
+    /// if it cannot.
+    fn prepare_reinit(&mut self, now: Instant) -> Option<(RequestId, Bytes)> {
+        let saved = self.saved_init.clone()?;
         let id = loop {
             self.reinit_seq += 1;
             let id = RequestId::String(format!("mcp-proto-reinit-{}", self.reinit_seq).into());
@@ -350,9 +377,7 @@ impl ClientSession {
                 break id;
             }
         };
-        let Some(bytes) = wire::with_id(&saved, id.clone()) else {
-            return false;
-        };
+        let bytes = wire::with_id(&saved, id.clone())?;
         self.reinit_streak += 1;
         self.requests.insert(
             id.clone(),
@@ -369,9 +394,7 @@ impl ClientSession {
                 inputs: None,
             },
         );
-        self.phase = Phase::Reinitializing;
-        self.post_message(bytes, Purpose::Request(id), Some(INITIALIZE.into()));
-        true
+        Some((id, bytes))
     }
 
     /// Reads the session id and version of an `initialize` response: `Ok(None)` for a

@@ -29,27 +29,35 @@
 //!   streams carry no event ids, a delivered message (the acknowledgement comes first) is the
 //!   progress that restarts the backoff.
 //!
+//! The table is the `match` of [`Listen::handle`], arm for arm and in its order (an arm with
+//! several outcomes has a row each); every change of state is in that function.
+//!
 //! ```text
 //! state       | input                                    | next         | effects
 //! ------------+------------------------------------------+--------------+---------------------------------
-//! Idle        | Start, GET exists in the era             | Opening      | Open(GET [+ Last-Event-ID])
+//! Unsupported | anything                                 | Unsupported  |
 //! Idle        | Start, no GET in the era                 | Unsupported  | ListenUnsupported
+//! Idle        | Start, GET exists in the era, wanted     | Opening      | Open(GET [+ Last-Event-ID])
+//! Idle        | Start, not wanted                        | Idle         |
 //! Opening     | 2xx text/event-stream                    | Open         | ListenOpened [, Resumed]
-//! Opening     | 405 (or 404 in the modern era)           | Unsupported  | ListenUnsupported
+//! Opening     | 405 (or 404 in the modern era)           | Unsupported  | Abort, ListenUnsupported
 //! Opening     | 401, or 403 with a Bearer challenge      | Stopped      | Abort, AuthRequired, ListenGaveUp(Auth)
 //! Opening     | 404 and a session id was carried         | Idle         | Abort, SessionNotFound
 //! Opening     | other status, other media type           | Backoff|Stop | Abort, → failure
 //! Opening     | Failed                                   | Backoff|Stop | → failure
+//! Opening     | Chunk / End before the head (adapter bug)| Backoff|Stop | Abort, → failure
 //! Open        | Chunk                                    | Open         | Payloads
 //! Open        | Chunk over max_sse_event_bytes           | Backoff|Stop | Abort, LimitExceeded, → failure
-//! Open        | End / Failed, new event id seen (modern:  | Backoff      | Reconnecting (attempt 0)
+//! Open        | End / Failed, new event id seen (modern: | Backoff      | Reconnecting (attempt 0)
 //!             |   a message delivered)                   |              |
 //! Open        | End / Failed, no new event id            | Backoff|Stop | → failure
 //! Backoff{at} | Timer, now ≥ at                          | Opening      | Open(GET + Last-Event-ID)
-//! any live    | Suspend (session gone)                   | Idle         | Abort; event ids forgotten
-//! any         | Stop (app)                               | Idle         | Abort; not wanted
+//! Backoff{at} | Timer, now < at                          | Backoff{at}  |
+//! Stopped     | Suspend (session gone)                   | Stopped      | event ids forgotten
+//! other       | Suspend (session gone)                   | Idle         | [Abort]; event ids forgotten
+//! any         | Stop (app)                               | Idle         | [Abort]; not wanted
 //! Stopped     | Restart (app `listen`)                   | Idle         | failures forgotten
-//! Unsupported | anything                                 | Unsupported  |
+//! any         | anything else (stale)                    | (same)       |
 //!
 //! failure: window full → Stopped, LimitExceeded(ListenFailures), ListenGaveUp(TooManyFailures)
 //!          otherwise   → Backoff{now + delay(attempt, floor)}, Reconnecting; attempt += 1

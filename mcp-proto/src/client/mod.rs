@@ -157,13 +157,14 @@
 //!
 //! # Layout
 //!
-//! Three state machines, each in its own file with a theory of operation, an ASCII state
+//! Four state machines, each in its own file with a theory of operation, an ASCII state
 //! table and one exhaustive `match`: the session phase (`lifecycle.rs`: Uninitialized →
 //! [Probing →] Initializing → Acknowledging → Ready, Probing → Ready in the modern era,
-//! Reinitializing on expiry, Closing → Closed), one
-//! POST exchange and its resumes (`post.rs`), and the GET listening stream (`listen.rs`).
+//! Reinitializing on expiry, Closing → Closed), one request in flight (`request.rs`:
+//! Queued → Sent → [AwaitingInput →] …), one POST exchange and its resumes (`post.rs`), and
+//! the GET listening stream (`listen.rs`).
 //! `session.rs` builds intents, runs the sub-machines and routes what they yield; `wire.rs`
-//! is the seam to `jsonrpc` and `sse`; `modern.rs` the modern era's JSON (`_meta`, the probe
+//! is the seam to `jsonrpc` and `sse`; `per_request.rs` the modern era's JSON (`_meta`, the probe
 //! verdict, input requests and retries); `backoff.rs` the deterministic jittered backoff;
 //! `config.rs`, `io.rs`, `event.rs` and `error.rs` the public vocabulary.
 
@@ -174,8 +175,9 @@ mod event;
 mod io;
 mod lifecycle;
 mod listen;
-mod modern;
+mod per_request;
 mod post;
+mod request;
 mod wire;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -203,6 +205,7 @@ use config::Start;
 use lifecycle::PhaseEvent;
 use listen::{Listen, ListenCtx, ListenEffect, ListenInput};
 use post::{PostCtx, PostEffect, PostInput, PostStream, Purpose};
+use request::{ReqEvent, ReqState};
 use wire::{INITIALIZE, INITIALIZED, Outgoing};
 
 use crate::http::{header, mime};
@@ -221,17 +224,6 @@ enum Phase {
     Reinitializing,
     Closing { stream: StreamId, deadline: Instant },
     Closed,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum ReqState {
-    Queued,
-    Sent {
-        stream: StreamId,
-    },
-    /// Modern era: an `InputRequiredResult` arrived and the app is answering its input
-    /// requests (MRTR, S-NEW-5).
-    AwaitingInput,
 }
 
 /// The input requests of one MRTR round waiting for the app's answers.
@@ -553,7 +545,7 @@ impl ClientSession {
                 );
                 if is_init {
                     self.saved_init = Some(message.clone());
-                    if let Some(identity) = modern::identity_from_initialize(&message) {
+                    if let Some(identity) = per_request::identity_from_initialize(&message) {
                         self.identity = identity;
                     }
                     if let Some(version) = self.probe_version() {

@@ -26,6 +26,9 @@
 //! Decisions taken at the response head (error statuses, 401/403, 404 with a session) leave the
 //! exchange to drain in `Discard`/`ErrorBody`, bounded by `max_error_body_bytes`.
 //!
+//! Every change of state is in [`PostStream::handle`] (its helpers `on_head` and `broken`
+//! return the next state to it); the table lists its arms, one row per outcome.
+//!
 //! ```text
 //! state       | input                                        | next        | effects
 //! ------------+----------------------------------------------+-------------+------------------------------
@@ -57,8 +60,11 @@
 //! Discard     | Chunk (within max_error_body_bytes)          | Discard     |
 //! Discard     | Chunk (over)                                 | Done        | Limit, Abort, Finished
 //! Discard     | End / Failed                                 | Done        | Finished
+//! Sse         | Timer, grace not over (or not answered)      | Sse         |
 //! Backoff{at} | Timer, now ≥ at                              | AwaitHead   | Resume (facade sends the GET)
-//! Backoff     | Chunk / End / Failed (stale input)           | Backoff     |
+//! Backoff{at} | Timer, now < at                              | Backoff{at} |
+//! live        | Timer (not Sse) / second Head (stale input)  | (same)      |
+//! Backoff     | Head / Chunk / End / Failed (stale input)    | Backoff     |
 //! Done        | anything                                     | Done        |
 //!
 //! broken: resumable era, an event id seen, failures ≤ max → Backoff{at}, ScheduleResume

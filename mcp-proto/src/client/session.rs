@@ -1,6 +1,7 @@
 //! The facade's internals: building intents, running the sub-machines and applying their
 //! effects, routing server messages, and the session's lifecycle (initialize, expiry,
-//! re-initialization, close). The phase table is in the parent module's docs.
+//! re-initialization, close). The machines' tables are in their own modules: `lifecycle.rs`
+//! (the phase), `request.rs`, `post.rs` and `listen.rs`.
 
 use std::time::Instant;
 
@@ -8,7 +9,7 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
 
 use super::lifecycle::PhaseEvent;
-use super::modern::{self, DISCOVER, SUBSCRIPTIONS_LISTEN, Verdict};
+use super::per_request::{self, DISCOVER, SUBSCRIPTIONS_LISTEN, Verdict};
 use super::*;
 use crate::jsonrpc::{Notification, Outcome, Request};
 
@@ -79,7 +80,7 @@ impl ClientSession {
         );
         let bytes = match self.version.filter(|v| !v.has_sessions()) {
             Some(v) => {
-                let bytes = modern::with_meta(&bytes, v, &self.identity).unwrap_or(bytes);
+                let bytes = per_request::with_meta(&bytes, v, &self.identity).unwrap_or(bytes);
                 self.mirror(&bytes, &mut headers);
                 bytes
             }
@@ -96,7 +97,7 @@ impl ClientSession {
         if let Purpose::Request(id) = &purpose
             && let Some(r) = self.requests.get_mut(id)
         {
-            r.state = ReqState::Sent { stream };
+            r.step(ReqEvent::Posted { stream });
             r.epoch = self.epoch;
         }
         let resumable = self.legacy();
@@ -347,7 +348,7 @@ impl ClientSession {
                 if !self.legacy()
                     && self.probe.as_ref() != Some(&id)
                     && let ClientError::HttpStatus { body, .. } = &err
-                    && modern::error_response(body).is_some()
+                    && per_request::error_response(body).is_some()
                 {
                     let body = body.clone();
                     self.route(now, stream, &body, true);
@@ -363,7 +364,7 @@ impl ClientSession {
                     && self.probe.as_ref() != Some(&id)
                     && let ClientError::HttpStatus { status, body } = &err
                     && matches!(status.as_u16(), 400 | 404 | 405)
-                    && modern::error_response(body).is_none()
+                    && per_request::error_response(body).is_none()
                     && let Some((cache, origin)) = &self.era_cache
                     && matches!(cache.get(origin), Some(KnownEra::Modern(_)))
                 {
@@ -417,7 +418,7 @@ impl ClientSession {
                     return;
                 }
                 req.retried = true;
-                req.state = ReqState::Queued;
+                req.step(ReqEvent::Requeued);
                 let bytes = req.bytes.clone();
                 let method = req.method.clone();
                 if self.phase == Phase::Ready {
@@ -480,7 +481,7 @@ impl ClientSession {
             body: Bytes::new(),
         }));
         if let Some(r) = self.requests.get_mut(&id) {
-            r.state = ReqState::Sent { stream };
+            r.step(ReqEvent::Posted { stream });
         }
         self.posts.insert(stream, p);
     }
@@ -573,7 +574,7 @@ impl ClientSession {
         if !self.legacy()
             && !req.internal
             && let Outcome::Result(raw) = &response.outcome
-            && let Some(parsed) = modern::input_required(raw)
+            && let Some(parsed) = per_request::input_required(raw)
         {
             if let ReqState::Sent { stream: s } = req.state {
                 self.mark_answered(now, s);
@@ -831,7 +832,7 @@ impl ClientSession {
     /// The request headers that mirror the body (S-NEW-8): `Mcp-Method`, `Mcp-Name`,
     /// `Mcp-Param-*`, via [`crate::mirror`].
     pub(super) fn mirror(&self, body: &[u8], headers: &mut HeaderMap) {
-        let Some((method, params)) = modern::method_and_params(body) else {
+        let Some((method, params)) = per_request::method_and_params(body) else {
             return;
         };
         let raw = serde_json::value::to_raw_value(&params).ok();
@@ -946,7 +947,7 @@ impl ClientSession {
         let id = self.own_id("discover");
         self.probe_tried.push(version);
         self.version = Some(version);
-        let bytes = modern::request(&id, DISCOVER, serde_json::json!({}));
+        let bytes = per_request::request(&id, DISCOVER, serde_json::json!({}));
         self.requests.insert(
             id.clone(),
             Req {
@@ -1002,7 +1003,7 @@ impl ClientSession {
     /// The probe's answer (a result or a JSON-RPC error, S-NEW-10, G-11).
     fn on_probe_response(&mut self, now: Instant, stream: StreamId, response: Response) {
         self.probe = None;
-        match modern::verdict(&response, &self.probe_tried) {
+        match per_request::verdict(&response, &self.probe_tried) {
             Verdict::Modern => {
                 let v = self.version.unwrap_or(ProtocolVersion::V2026_07_28);
                 if let Outcome::Result(raw) = response.outcome {
@@ -1037,9 +1038,9 @@ impl ClientSession {
     fn on_probe_failed(&mut self, now: Instant, stream: StreamId, err: ClientError) {
         // G-11: a recognised modern error in the body decides, whatever its id.
         if let ClientError::HttpStatus { body, .. } = &err
-            && let Some(r) = modern::error_response(body)
+            && let Some(r) = per_request::error_response(body)
             && let Outcome::Error(e) = &r.outcome
-            && modern::is_modern_error(e.code)
+            && per_request::is_modern_error(e.code)
         {
             self.on_probe_response(now, stream, r);
             return;
@@ -1078,7 +1079,7 @@ impl ClientSession {
         now: Instant,
         stream: StreamId,
         id: RequestId,
-        parsed: Result<modern::InputRequired, ClientError>,
+        parsed: Result<per_request::InputRequired, ClientError>,
     ) {
         let ir = match parsed {
             Ok(ir) if ir.requests.len() > self.max_input_requests => {
@@ -1115,7 +1116,7 @@ impl ClientSession {
             return;
         }
         let round = req.rounds;
-        req.state = ReqState::AwaitingInput;
+        req.step(ReqEvent::InputRequired);
         req.inputs = Some(Box::new(Inputs {
             answers: ir.requests.iter().map(|r| (r.key.clone(), None)).collect(),
             state: ir.state,
@@ -1190,7 +1191,7 @@ impl ClientSession {
             ),
             None => (Vec::new(), None),
         };
-        let Some(bytes) = modern::retry(&req.bytes, &wire, &answers, state.as_deref()) else {
+        let Some(bytes) = per_request::retry(&req.bytes, &wire, &answers, state.as_deref()) else {
             let err = ClientError::MalformedInputRequest {
                 detail: "the request cannot be retried".into(),
             };
@@ -1200,7 +1201,7 @@ impl ClientSession {
         if let Some(old) = req.wire.replace(wire.clone()) {
             self.aliases.remove(&old);
         }
-        req.state = ReqState::Queued;
+        req.step(ReqEvent::Requeued);
         let method = req.method.clone();
         self.aliases.insert(wire, id.clone());
         self.post_message(bytes, Purpose::Request(id.clone()), Some(method));
@@ -1214,13 +1215,13 @@ impl ClientSession {
             .subscription
             .clone()
             .unwrap_or_else(|| serde_json::json!({}));
-        let bytes = modern::request(
+        let bytes = per_request::request(
             &id,
             SUBSCRIPTIONS_LISTEN,
             serde_json::json!({ "notifications": filter }),
         );
         match self.version {
-            Some(v) => modern::with_meta(&bytes, v, &self.identity).unwrap_or(bytes),
+            Some(v) => per_request::with_meta(&bytes, v, &self.identity).unwrap_or(bytes),
             None => bytes,
         }
     }

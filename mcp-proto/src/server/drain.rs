@@ -36,7 +36,7 @@ use http::HeaderMap;
 use http::header::{CONTENT_TYPE, HeaderValue};
 
 use super::inbound::error_body;
-use super::stream::{ExchangeState, Phase, StreamKind};
+use super::stream::{ExchangeState, Phase, StreamEvent, StreamKind};
 use super::{ProtocolError, Router};
 use crate::http::mime;
 
@@ -76,7 +76,7 @@ impl Router {
                 && ls.connection == Some(conn)
             {
                 ls.detach();
-                ls.phase = Phase::Detached;
+                ls.step(StreamEvent::Release);
             }
             self.end_exchange(conn);
         }

@@ -1,5 +1,6 @@
-//! Inputs: request heads, bodies, disconnects. The checks run in a fixed order so that a
-//! refused request learns as little as possible: path, `Host`/`Origin`, CORS preflight,
+//! Inputs: request heads, bodies, disconnects, and the client's reading of a response
+//! (time passing is `timer.rs`'s input). The checks run in a fixed order so that a refused
+//! request learns as little as possible: path, `Host`/`Origin`, CORS preflight,
 //! authentication, method, headers, session, version, body.
 
 use std::time::Instant;
@@ -14,7 +15,8 @@ use super::error::{CancelReason, ProtocolError};
 use super::security::{AuthDecision, bearer_challenge};
 use super::session::{Session, SessionEvent, SessionStep, is_valid_session_id};
 use super::stream::{
-    Exchange, ExchangeState, LogicalStream, Phase, PostContext, StreamKind, parse_event_id,
+    Exchange, ExchangeEvent, ExchangeState, ExchangeStep, LogicalStream, Phase, PostContext,
+    StreamEvent, StreamKind, parse_event_id,
 };
 use super::timer::Timer;
 use super::{
@@ -22,7 +24,9 @@ use super::{
     StreamId,
 };
 use crate::http::{accepts, content_type_is, header as mcp_header, mime};
-use crate::jsonrpc::{Body, ErrorObject, Message, Outcome, Response, error_codes, parse_body};
+use crate::jsonrpc::{
+    BatchItem, Body, ErrorObject, Message, Outcome, Response, error_codes, parse_body,
+};
 
 use crate::{Era, ProtocolVersion};
 
@@ -162,6 +166,44 @@ impl Router {
         self.disconnected(stream);
     }
 
+    /// Input: the client took `bytes` more of `stream`'s body (the adapter handed them to the
+    /// connection). Lets the waiting chunks out up to [`ServerConfig::send_window`]. Report
+    /// at least every [`ServerConfig::write_report_threshold`] bytes taken, and whenever the
+    /// body has taken everything it was given and waits for more; more often is harmless.
+    /// Unknown or finished streams are ignored.
+    ///
+    /// [`ServerConfig::send_window`]: super::ServerConfig::send_window
+    /// [`ServerConfig::write_report_threshold`]: super::ServerConfig::write_report_threshold
+    pub fn handle_written(&mut self, now: Instant, stream: StreamId, bytes: usize) {
+        self.advance(now);
+        let window = self.config.send_window;
+        let Some(ex) = self.exchanges.get_mut(&stream) else {
+            return;
+        };
+        let ready = ex.pace.taken(bytes, window);
+        let blocked = ex.pace.is_blocked();
+        let drained = !blocked && ex.step(ExchangeEvent::BacklogWritten) == ExchangeStep::End;
+        if !blocked {
+            self.timers.clear(&mut ex.pace.stall, Timer::Stall(stream));
+        } else if bytes > 0 {
+            // Progress: the client gets a full timeout again.
+            let at = self.now + self.config.slow_reader_timeout;
+            self.timers
+                .set(&mut ex.pace.stall, Timer::Stall(stream), at);
+        }
+        let moved = !ready.is_empty();
+        for chunk in ready {
+            self.out
+                .push_back(ServerOutput::ResponseBody { stream, chunk });
+        }
+        if drained {
+            self.out.push_back(ServerOutput::ResponseEnd { stream });
+            self.remove_exchange(stream);
+        } else if moved {
+            self.arm_heartbeat(stream);
+        }
+    }
+
     /// The connection of `stream` is gone (the client left, or the slow-reader rule cut it).
     pub(crate) fn disconnected(&mut self, stream: StreamId) {
         let Some(ex) = self.exchanges.get(&stream) else {
@@ -180,23 +222,14 @@ impl Router {
             return;
         }
         ls.detach();
-        let resumable = ls.resumable && ls.id_sent;
         let listen = matches!(ls.kind, StreamKind::Listen);
-        match ls
-            .phase
-            .on(super::stream::StreamEvent::Disconnect { resumable })
-        {
-            Some(Phase::Detached) => {
-                ls.phase = Phase::Detached;
-                if !listen {
-                    let at = self.now + self.config.resume_grace;
-                    self.timers.set(&mut ls.grace, Timer::ResumeGrace(lsid), at);
-                }
-            }
-            Some(Phase::Done) if listen => {
-                // A listen stream never ends on its own: it waits detached (its messages
-                // queue in the session).
-                ls.phase = Phase::Detached;
+        // A listen stream never ends on its own: it waits detached (its messages are stored
+        // or queue in the session). A request stream lives on when the client can resume it.
+        let keep = listen || (ls.resumable && ls.id_sent);
+        match ls.step(StreamEvent::Disconnect { keep }) {
+            Some(Phase::Detached) if !listen => {
+                let at = self.now + self.config.resume_grace;
+                self.timers.set(&mut ls.grace, Timer::ResumeGrace(lsid), at);
             }
             Some(Phase::Done) => {
                 self.cancel_stream_handlers(lsid, CancelReason::Disconnected);
@@ -572,13 +605,46 @@ impl Router {
         Ok(())
     }
 
-    /// Parses and dispatches a complete POST body.
+    /// Parses and dispatches a complete POST body, in named steps: parse, admission (the
+    /// modern era's own path, header/body mismatch, unsupported version), session lookup,
+    /// version and batch validation, dispatch by message kind, then the answer (202, 400, or
+    /// a request stream). Each step that refuses has answered `stream` when it returns `None`.
     fn process_post(&mut self, stream: StreamId, mut ctx: PostContext) {
-        let mirrored = ctx.mirrored.take();
-        let origin = ctx.origin.as_deref();
-        let (items, batch) = match parse_body(&ctx.body) {
-            Ok(Body::Single(m)) => (vec![Ok(m)], false),
-            Ok(Body::Batch(items)) => (items, true),
+        let Some((items, batch)) = self.parse_post(stream, &ctx) else {
+            return;
+        };
+        if let Some(mirrored) = ctx.mirrored.take() {
+            let origin = ctx.origin.clone();
+            return self.process_modern(stream, &ctx, origin.as_deref(), items, batch, mirrored);
+        }
+        let Some(initialize) = self.admit_post(stream, &ctx, &items, batch) else {
+            return;
+        };
+        let Some(session) = self.post_session(stream, &ctx, initialize) else {
+            return;
+        };
+        let is_init = initialize.is_some();
+        let Some(version) = self.validate_post(stream, &ctx, &items, batch, session, is_init)
+        else {
+            return;
+        };
+        let lsid = self.next();
+        let (handles, kept) = self.dispatch_items(session, lsid, items, batch);
+        self.answer_post(
+            stream, &ctx, session, lsid, handles, kept, batch, is_init, version,
+        );
+    }
+
+    /// Step 1: the body as JSON-RPC messages and whether it was a batch; refuses a body that
+    /// is not JSON (-32700) or not JSON-RPC (-32600).
+    fn parse_post(
+        &mut self,
+        stream: StreamId,
+        ctx: &PostContext,
+    ) -> Option<(Vec<BatchItem>, bool)> {
+        match parse_body(&ctx.body) {
+            Ok(Body::Single(m)) => Some((vec![Ok(m)], false)),
+            Ok(Body::Batch(items)) => Some((items, true)),
             Err(failure) => {
                 let error = if failure.code() == error_codes::PARSE_ERROR {
                     ProtocolError::Parse
@@ -587,16 +653,27 @@ impl Router {
                 };
                 // "Parse error" / "Invalid Request", the detail in `data`, the id if readable.
                 let body = Message::Response(failure.to_error_response()).to_bytes();
+                let origin = ctx.origin.as_deref();
                 self.refuse(stream, error, origin, HeaderMap::new(), Some(body), false);
-                return;
+                None
             }
-        };
-        if let Some(mirrored) = mirrored {
-            let origin = ctx.origin.clone();
-            return self.process_modern(stream, &ctx, origin.as_deref(), items, batch, mirrored);
         }
+    }
+
+    /// Step 2, admission of a legacy-era body: a modern `_meta` under a legacy header is a
+    /// mismatch (S-NEW-7), and with the modern era on an unsupported version is answered
+    /// before anything session-related. Returns the lone `initialize` request, if that is
+    /// what the body is (`Some(None)` otherwise).
+    fn admit_post<'i>(
+        &mut self,
+        stream: StreamId,
+        ctx: &PostContext,
+        items: &'i [BatchItem],
+        batch: bool,
+    ) -> Option<Option<&'i crate::jsonrpc::Request>> {
+        let origin = ctx.origin.as_deref();
         if self.config.modern_enabled()
-            && let [Ok(Message::Request(r))] = items.as_slice()
+            && let [Ok(Message::Request(r))] = items
             && !batch
             && let Some(v) = meta_protocol_version(r.params.as_deref())
         {
@@ -610,9 +687,10 @@ impl Router {
                 .into(),
             );
             let body = self.protocol_error_body(Some(r.id.clone()), &e);
-            return self.refuse(stream, e, origin, HeaderMap::new(), Some(body), false);
+            self.refuse(stream, e, origin, HeaderMap::new(), Some(body), false);
+            return None;
         }
-        let initialize = match items.as_slice() {
+        let initialize = match items {
             [Ok(Message::Request(r))] if !batch => (&*r.method == "initialize").then_some(r),
             _ => None,
         };
@@ -620,46 +698,57 @@ impl Router {
             // With the modern era on, an unsupported version is answered before anything
             // session-related: a client probing with a version we lack learns our list
             // (S-NEW-7) instead of "initialize first".
-            return self.refuse_unsupported(stream, &ctx, &items);
+            self.refuse_unsupported(stream, ctx, items);
+            return None;
         }
-        let session = match ctx.session {
-            Some(s) if self.sessions.contains_key(&s) => Some(s),
-            Some(_) => {
-                return self.refuse(
-                    stream,
-                    ProtocolError::UnknownSession,
-                    origin,
-                    HeaderMap::new(),
-                    None,
-                    false,
-                );
-            }
-            None if self.config.stateless => None,
+        Some(initialize)
+    }
+
+    /// Step 3, session lookup: the session the head named (still live), none in stateless
+    /// mode, or a new one for `initialize`; refuses an ended session (404) and a missing id
+    /// (400). Returns `Some(session)`, where `session` is `None` only in stateless mode.
+    fn post_session(
+        &mut self,
+        stream: StreamId,
+        ctx: &PostContext,
+        initialize: Option<&crate::jsonrpc::Request>,
+    ) -> Option<Option<SessionHandle>> {
+        let origin = ctx.origin.as_deref();
+        let refusal = match ctx.session {
+            Some(s) if self.sessions.contains_key(&s) => return Some(Some(s)),
+            Some(_) => ProtocolError::UnknownSession,
+            None if self.config.stateless => return Some(None),
             None => match initialize {
                 Some(r) => {
                     let requested = read_protocol_version(r.params.as_deref());
                     match self.create_session(ctx.principal.clone(), requested) {
-                        Ok(s) => Some(s),
-                        Err(e) => {
-                            return self.refuse(stream, e, origin, HeaderMap::new(), None, false);
-                        }
+                        Ok(s) => return Some(Some(s)),
+                        Err(e) => e,
                     }
                 }
-                None => {
-                    return self.refuse(
-                        stream,
-                        ProtocolError::MissingSessionId,
-                        origin,
-                        HeaderMap::new(),
-                        None,
-                        false,
-                    );
-                }
+                None => ProtocolError::MissingSessionId,
             },
         };
-        let is_init = initialize.is_some();
+        self.refuse(stream, refusal, origin, HeaderMap::new(), None, false);
+        None
+    }
+
+    /// Step 4, validation against the revision: an unsupported `MCP-Protocol-Version`
+    /// (`initialize` is exempt, G-6), a batch outside 2025-03-26, a batch over the cap.
+    /// Returns the revision the request stream speaks.
+    fn validate_post(
+        &mut self,
+        stream: StreamId,
+        ctx: &PostContext,
+        items: &[BatchItem],
+        batch: bool,
+        session: Option<SessionHandle>,
+        is_init: bool,
+    ) -> Option<ProtocolVersion> {
+        let origin = ctx.origin.as_deref();
         if !is_init && ctx.header_version.is_err() {
-            return self.refuse_unsupported(stream, &ctx, &items);
+            self.refuse_unsupported(stream, ctx, items);
+            return None;
         }
         let version = match session.and_then(|s| self.sessions.get(&s)) {
             Some(s) => s.version,
@@ -670,7 +759,7 @@ impl Router {
                 .unwrap_or(ProtocolVersion::ASSUMED_WITHOUT_HEADER),
         };
         if batch && !version.allows_batch() {
-            return self.refuse(
+            self.refuse(
                 stream,
                 ProtocolError::BatchNotAllowed,
                 origin,
@@ -678,12 +767,28 @@ impl Router {
                 None,
                 false,
             );
+            return None;
         }
         if batch && items.len() > self.config.max_batch_len {
             let e = ProtocolError::InvalidRequest("the batch has too many messages");
-            return self.refuse(stream, e, origin, HeaderMap::new(), None, false);
+            self.refuse(stream, e, origin, HeaderMap::new(), None, false);
+            return None;
         }
-        let lsid = self.next();
+        Some(version)
+    }
+
+    /// Step 5, dispatch by message kind: requests go to the app (and are owed a response on
+    /// stream `lsid`), notifications to the app (`notifications/cancelled` is the router's),
+    /// responses to the server→client request they answer. Returns the handles owed a
+    /// response and the error responses already decided (invalid items, `initialize` in a
+    /// batch, duplicate ids).
+    fn dispatch_items(
+        &mut self,
+        session: Option<SessionHandle>,
+        lsid: u64,
+        items: Vec<BatchItem>,
+        batch: bool,
+    ) -> (Vec<RequestHandle>, Vec<Bytes>) {
         let mut handles = Vec::new();
         let mut kept = Vec::new();
         let mut batch_ids = Vec::new();
@@ -751,6 +856,26 @@ impl Router {
                 Ok(Message::Response(r)) => self.client_response(session, r),
             }
         }
+        (handles, kept)
+    }
+
+    /// Step 6, the answer: 202 when nothing is owed a response, 400 with the error
+    /// responses when only those are, else a pending request stream (upgraded to SSE at once
+    /// in SSE mode, or when the client does not accept JSON in auto mode).
+    #[allow(clippy::too_many_arguments)]
+    fn answer_post(
+        &mut self,
+        stream: StreamId,
+        ctx: &PostContext,
+        session: Option<SessionHandle>,
+        lsid: u64,
+        handles: Vec<RequestHandle>,
+        mut kept: Vec<Bytes>,
+        batch: bool,
+        is_init: bool,
+        version: ProtocolVersion,
+    ) {
+        let origin = ctx.origin.as_deref();
         if handles.is_empty() {
             let mut headers = HeaderMap::new();
             self.cors_headers(origin, &mut headers);
@@ -939,18 +1064,14 @@ impl Router {
         }
     }
 
-    /// Applies a session event.
+    /// Applies a session event ([`Session::step`]) and its effects: the idle timer re-armed,
+    /// or the session ended.
     pub(crate) fn session_step(&mut self, handle: SessionHandle, event: SessionEvent) {
         let Some(s) = self.sessions.get_mut(&handle) else {
             return;
         };
-        let effective = match event {
-            SessionEvent::IdleTimer { .. } => SessionEvent::IdleTimer { busy: s.is_busy() },
-            e => e,
-        };
-        match s.state.on(effective) {
-            SessionStep::Touch => {}
-            SessionStep::BecomeReady => s.state = super::session::SessionState::Ready,
+        match s.step(event) {
+            SessionStep::Touch | SessionStep::BecomeReady => {}
             SessionStep::End(reason) => return self.end_session(handle, reason),
         }
         if let Some(ttl) = self.config.session_idle_ttl {

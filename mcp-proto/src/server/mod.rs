@@ -39,7 +39,9 @@
 //! - **Inputs** (the adapter): [`handle_request`](Router::handle_request) (a request head;
 //!   returns the exchange's [`StreamId`]), [`handle_body`](Router::handle_body) (chunks as they
 //!   arrive, so 413 needs no more than the cap in memory), [`handle_body_end`](Router::handle_body_end),
-//!   [`handle_disconnect`](Router::handle_disconnect), [`handle_timeout`](Router::handle_timeout).
+//!   [`handle_disconnect`](Router::handle_disconnect), [`handle_written`](Router::handle_written)
+//!   (the client's reading; `inbound.rs`), [`handle_timeout`](Router::handle_timeout)
+//!   (`timer.rs`).
 //! - **Commands** (the app): [`respond`](Router::respond), [`notify`](Router::notify),
 //!   [`send_request`](Router::send_request), [`cancel_request`](Router::cancel_request),
 //!   [`close_for_polling`](Router::close_for_polling), [`close_session`](Router::close_session).
@@ -56,7 +58,7 @@
 //! `_meta` under a legacy header is a mismatch, not a legacy request); a modern request runs
 //! through the same exchanges, logical streams and phase table with the behaviour its version
 //! selects — no session, no resumability, no server→client requests, GET/DELETE 405, its
-//! mirrored headers checked against the body. The `modern` module docs hold its admission
+//! mirrored headers checked against the body. The `sessionless` module docs hold its admission
 //! table. Off (the default), a 2026-07-28 probe gets the legacy 400 -32000 that tells a
 //! modern client to fall back (G-11).
 //!
@@ -81,11 +83,11 @@ mod config;
 mod drain;
 mod error;
 mod inbound;
-mod modern;
 mod outbound;
 mod pace;
 mod security;
 mod session;
+mod sessionless;
 mod store;
 mod stream;
 mod timer;
@@ -99,12 +101,12 @@ use http::{HeaderMap, Method, StatusCode, Uri};
 pub use config::{OverflowPolicy, ParamHeaderSource, ResponseMode, ServerConfig};
 pub use drain::DEFAULT_SHUTDOWN_GRACE;
 pub use error::{CancelReason, CloseReason, ProtocolError, SendError, ServerRequestError};
-pub use modern::REMOVED_IN_MODERN;
 pub use security::{
     AllowedOrigins, AuthDecision, Authenticator, CorsConfig, HostValidation,
     ProtectedResourceMetadata, WELL_KNOWN_PRM,
 };
 pub use session::{DeterministicSessionIds, SessionIdGenerator, is_valid_session_id};
+pub use sessionless::REMOVED_IN_MODERN;
 pub use store::{EventStore, InMemoryEventStore, Replay, StoredEvent};
 
 use crate::ProtocolVersion;

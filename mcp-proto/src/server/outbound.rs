@@ -1,5 +1,6 @@
 //! Outputs and app commands: writing events on streams, finishing them, replies,
-//! notifications, server→client requests, sessions ending, and timers.
+//! notifications, server→client requests, and sessions ending. The inputs are in `inbound.rs`
+//! (requests, bodies, disconnects, the client's reading) and `timer.rs` (time passing).
 
 use std::time::{Duration, Instant};
 
@@ -15,8 +16,8 @@ use super::pace::Push;
 use super::session::{Queued, SessionEvent};
 use super::store::Replay;
 use super::stream::{
-    Exchange, ExchangeState, LogicalStream, Phase, StreamEvent, StreamKind, event_frame, event_id,
-    events_lost_frame, heartbeat_frame, priming_frame, retry_frame,
+    Exchange, ExchangeEvent, ExchangeState, ExchangeStep, LogicalStream, Phase, StreamEvent,
+    StreamKind, event_frame, event_id, events_lost_frame, priming_frame, retry_frame,
 };
 use super::timer::Timer;
 use super::{
@@ -65,7 +66,7 @@ impl Router {
         if let (Outcome::Error(e), Some(ls)) = (&outcome, self.streams.get_mut(&inflight.stream))
             && ls.modern
         {
-            ls.error_status = super::modern::modern_error_status(e.code);
+            ls.error_status = super::sessionless::modern_error_status(e.code);
         }
         let payload = Message::Response(Response {
             id: Some(inflight.client_id),
@@ -224,7 +225,7 @@ impl Router {
         let Some(conn) = ls.detach() else {
             return Ok(()); // Already away.
         };
-        ls.phase = Phase::Detached;
+        ls.step(StreamEvent::Release);
         if matches!(ls.kind, StreamKind::Request { .. }) {
             let at = self.now + self.config.resume_grace;
             self.timers.set(&mut ls.grace, Timer::ResumeGrace(lsid), at);
@@ -256,7 +257,7 @@ impl Router {
         self.advance(now);
         let sessions: Vec<SessionHandle> = self.sessions.keys().copied().collect();
         for s in sessions {
-            self.end_session(s, CloseReason::Shutdown);
+            self.session_step(s, SessionEvent::Shutdown);
         }
         let handles: Vec<RequestHandle> = self.inflight.keys().copied().collect();
         for h in handles {
@@ -327,73 +328,6 @@ impl Router {
         }
         if self.inflight.capacity() > 64 && self.inflight.len() * 4 < self.inflight.capacity() {
             self.inflight.shrink_to_fit();
-        }
-    }
-
-    /// Input: time passed. Fires every timer due at `now`; early calls do nothing.
-    pub fn handle_timeout(&mut self, now: Instant) {
-        self.advance(now);
-        if self.drain_expired(now) {
-            return;
-        }
-        while let Some((_, timer)) = self.timers.pop_due(self.now) {
-            match timer {
-                Timer::SessionIdle(h) => {
-                    if let Some(s) = self.sessions.get_mut(&h) {
-                        s.idle_deadline = None;
-                    }
-                    self.session_step(h, SessionEvent::IdleTimer { busy: false });
-                }
-                Timer::Heartbeat(stream) => {
-                    // A connection with data waiting needs no keep-alive (and a draining one
-                    // only finishes its backlog).
-                    let live = self.exchanges.get_mut(&stream).is_some_and(|ex| {
-                        ex.heartbeat = None;
-                        !ex.pace.is_blocked() && matches!(ex.state, ExchangeState::Attached(_))
-                    });
-                    if live {
-                        self.write_raw(stream, heartbeat_frame());
-                    }
-                }
-                Timer::Stall(stream) => {
-                    let stalled = self.exchanges.get_mut(&stream).is_some_and(|ex| {
-                        ex.pace.stall = None;
-                        ex.pace.is_blocked()
-                    });
-                    if stalled {
-                        self.cut_slow_reader(stream);
-                    }
-                }
-                Timer::RequestDeadline(id) => {
-                    if let Some(o) = self.outbound.get_mut(&id) {
-                        o.deadline = None;
-                    }
-                    if self.outbound.contains_key(&id) {
-                        self.abandon_outbound(id, "timed out");
-                        self.out.push_back(ServerOutput::ServerRequestFailed {
-                            request: id,
-                            error: ServerRequestError::Timeout,
-                        });
-                    }
-                }
-                Timer::Retention(lsid) => {
-                    if let Some(ls) = self.streams.get_mut(&lsid) {
-                        ls.retention = None;
-                        if ls.phase.on(StreamEvent::RetentionOver) == Some(Phase::Done) {
-                            self.drop_stream(lsid);
-                        }
-                    }
-                }
-                Timer::ResumeGrace(lsid) => {
-                    if let Some(ls) = self.streams.get_mut(&lsid) {
-                        ls.grace = None;
-                        if ls.phase.on(StreamEvent::GraceOver) == Some(Phase::Done) {
-                            self.cancel_stream_handlers(lsid, CancelReason::Disconnected);
-                            self.drop_stream(lsid);
-                        }
-                    }
-                }
-            }
         }
     }
 
@@ -546,14 +480,15 @@ impl Router {
         let Some(ls) = self.streams.get(&lsid) else {
             return;
         };
-        if ls.phase.on(StreamEvent::Upgrade) != Some(Phase::Open) || ls.phase != Phase::Pending {
+        // Only a pending stream sends a head (the table's other Upgrade rows change nothing).
+        if ls.phase != Phase::Pending {
             return;
         }
         let headers = self.sse_head(ls);
         let Some(ls) = self.streams.get_mut(&lsid) else {
             return;
         };
-        ls.phase = Phase::Open;
+        ls.step(StreamEvent::Upgrade);
         let kept = match &mut ls.kind {
             StreamKind::Request { kept, .. } => std::mem::take(kept),
             StreamKind::Listen => Vec::new(),
@@ -620,7 +555,7 @@ impl Router {
     }
 
     /// A live chunk on an SSE connection (paced: see `pace.rs`).
-    fn write_raw(&mut self, conn: StreamId, chunk: Bytes) {
+    pub(super) fn write_raw(&mut self, conn: StreamId, chunk: Bytes) {
         self.send_chunk(conn, chunk, true);
     }
 
@@ -650,63 +585,29 @@ impl Router {
         }
     }
 
-    /// Input: the client took `bytes` more of `stream`'s body (the adapter handed them to the
-    /// connection). Lets the waiting chunks out up to [`ServerConfig::send_window`]. Report
-    /// at least every [`ServerConfig::write_report_threshold`] bytes taken, and whenever the
-    /// body has taken everything it was given and waits for more; more often is harmless.
-    /// Unknown or finished streams are ignored.
-    ///
-    /// [`ServerConfig::send_window`]: super::ServerConfig::send_window
-    /// [`ServerConfig::write_report_threshold`]: super::ServerConfig::write_report_threshold
-    pub fn handle_written(&mut self, now: Instant, stream: StreamId, bytes: usize) {
-        self.advance(now);
-        let window = self.config.send_window;
-        let Some(ex) = self.exchanges.get_mut(&stream) else {
-            return;
-        };
-        let ready = ex.pace.taken(bytes, window);
-        let blocked = ex.pace.is_blocked();
-        let draining = matches!(ex.state, ExchangeState::Draining);
-        if !blocked {
-            self.timers.clear(&mut ex.pace.stall, Timer::Stall(stream));
-        } else if bytes > 0 {
-            // Progress: the client gets a full timeout again.
-            let at = self.now + self.config.slow_reader_timeout;
-            self.timers
-                .set(&mut ex.pace.stall, Timer::Stall(stream), at);
-        }
-        let moved = !ready.is_empty();
-        for chunk in ready {
-            self.out
-                .push_back(ServerOutput::ResponseBody { stream, chunk });
-        }
-        if draining && !blocked {
-            self.out.push_back(ServerOutput::ResponseEnd { stream });
-            self.remove_exchange(stream);
-        } else if moved {
-            self.arm_heartbeat(stream);
-        }
-    }
-
     /// Ends `conn`'s response after whatever it still has to write: at once when nothing
     /// waits, else the exchange drains (leaves its stream; its end follows its backlog).
     pub(crate) fn end_exchange(&mut self, conn: StreamId) {
         let Some(ex) = self.exchanges.get_mut(&conn) else {
             return;
         };
-        if ex.pace.is_blocked() {
-            ex.state = ExchangeState::Draining;
-            self.timers.clear(&mut ex.heartbeat, Timer::Heartbeat(conn));
-            return;
+        let backlog = ex.pace.is_blocked();
+        match ex.step(ExchangeEvent::LetGo { backlog }) {
+            ExchangeStep::Drain => {
+                self.timers.clear(&mut ex.heartbeat, Timer::Heartbeat(conn));
+            }
+            ExchangeStep::End => {
+                self.out
+                    .push_back(ServerOutput::ResponseEnd { stream: conn });
+                self.remove_exchange(conn);
+            }
+            ExchangeStep::Stay => {}
         }
-        self.out
-            .push_back(ServerOutput::ResponseEnd { stream: conn });
-        self.remove_exchange(conn);
     }
 
     /// The slow-reader rule fired (see `pace.rs`): abort the connection, then treat it as
     /// the client's disconnect.
-    fn cut_slow_reader(&mut self, conn: StreamId) {
+    pub(super) fn cut_slow_reader(&mut self, conn: StreamId) {
         self.out
             .push_back(ServerOutput::ResponseAbort { stream: conn });
         self.out
@@ -716,7 +617,7 @@ impl Router {
         self.disconnected(conn);
     }
 
-    fn arm_heartbeat(&mut self, conn: StreamId) {
+    pub(super) fn arm_heartbeat(&mut self, conn: StreamId) {
         let Some(every) = self.config.heartbeat_interval else {
             return;
         };
@@ -794,7 +695,9 @@ impl Router {
         let Some(ls) = self.streams.get_mut(&lsid) else {
             return;
         };
-        ls.phase = Phase::Finished;
+        // Called for an Open or Detached stream (a pending one is upgraded first).
+        let next = ls.step(StreamEvent::LastResponse);
+        debug_assert_eq!(next, Some(Phase::Finished));
         self.timers.clear(&mut ls.grace, Timer::ResumeGrace(lsid));
         let keep = ls.resumable && ls.last_seq > 0;
         if let Some(conn) = ls.connection.take() {
@@ -945,9 +848,7 @@ impl Router {
             return;
         };
         let old = ls.connection.replace(conn);
-        if let Some(next) = ls.phase.on(StreamEvent::Attach) {
-            ls.phase = next;
-        }
+        ls.step(StreamEvent::Attach);
         ls.origin = origin;
         self.timers.clear(&mut ls.grace, Timer::ResumeGrace(lsid));
         self.exchanges.insert(
@@ -1096,7 +997,7 @@ impl Router {
 
     /// Forgets a request we give up on: unsent ones leave the queue, sent ones get
     /// `notifications/cancelled` (S-CANCEL-1, S-LIFE-12).
-    fn abandon_outbound(&mut self, id: OutboundId, reason: &str) {
+    pub(super) fn abandon_outbound(&mut self, id: OutboundId, reason: &str) {
         let Some(session) = self.outbound.get(&id).map(|o| o.session) else {
             return;
         };

@@ -21,20 +21,24 @@
 //! session with an open GET stream or a handler still running is never evicted (its timer is
 //! re-armed when it fires).
 //!
+//! A session is born `Initializing` (an `initialize` without `Mcp-Session-Id`, under
+//! `max_sessions`: id minted, `SessionCreated`; at the cap: 503) and, once ended, is absent:
+//! any request with its id gets 404. In between, every change goes through
+//! [`Session::step`], which applies [`SessionState::on`]; the table is that match, row for
+//! row (`live` = either state). Every step but `End` re-arms the idle timer.
+//!
 //! ```text
-//!  state         event                              next          effect
-//!  ------------  ---------------------------------  ------------  ------------------------------
-//!  (absent)      initialize, under the cap          Initializing  id minted, SessionCreated
-//!  (absent)      initialize, cap reached            (absent)      503
-//!  Initializing  initialize answered with a result  Ready         version from the result
-//!  Initializing  initialize answered with an error  (absent)      SessionClosed(InitializeFailed)
-//!  Ready         initialize answered (again)        Ready         -
-//!  live          request / notification / GET       same          idle timer re-armed
-//!  live          DELETE                             (absent)      200, SessionClosed(Deleted)
-//!  live          idle timer, busy                   same          timer re-armed
-//!  live          idle timer, idle                   (absent)      SessionClosed(IdleExpired)
-//!  live          app closes it                      (absent)      SessionClosed(ClosedByApp)
-//!  (absent)      any request with the id            (absent)      404
+//!  state         event                             step          effect
+//!  ------------  --------------------------------  ------------  -------------------------------
+//!  Initializing  InitializeAnswered { ok: true }   BecomeReady   Ready; version from the result
+//!  Initializing  InitializeAnswered { ok: false }  End           SessionClosed(InitializeFailed)
+//!  Ready         InitializeAnswered (again)        Touch         -
+//!  live          Activity (request, GET, …)        Touch         -
+//!  live          Delete                            End           200, SessionClosed(Deleted)
+//!  live          IdleTimer { busy: true }          Touch         -
+//!  live          IdleTimer { busy: false }         End           SessionClosed(IdleExpired)
+//!  live          AppClose                          End           SessionClosed(ClosedByApp)
+//!  live          Shutdown                          End           SessionClosed(Shutdown)
 //! ```
 
 use std::collections::{HashMap, VecDeque};
@@ -109,6 +113,8 @@ pub(crate) enum SessionEvent {
     IdleTimer { busy: bool },
     /// The app closed the session.
     AppClose,
+    /// The router shuts down.
+    Shutdown,
 }
 
 /// What the router must do.
@@ -123,7 +129,8 @@ pub(crate) enum SessionStep {
 }
 
 impl SessionState {
-    /// The whole session state machine: one exhaustive match.
+    /// The whole session state machine: one exhaustive match, the module's table row for
+    /// row. Pure: the state changes only through [`Session::step`].
     pub(crate) fn on(self, event: SessionEvent) -> SessionStep {
         use SessionEvent as E;
         use SessionState as S;
@@ -138,6 +145,7 @@ impl SessionState {
             (_, E::IdleTimer { busy: true }) => SessionStep::Touch,
             (_, E::IdleTimer { busy: false }) => SessionStep::End(CloseReason::IdleExpired),
             (_, E::AppClose) => SessionStep::End(CloseReason::ClosedByApp),
+            (_, E::Shutdown) => SessionStep::End(CloseReason::Shutdown),
         }
     }
 }
@@ -189,6 +197,22 @@ impl Session {
             outbound: Vec::new(),
             open_connections: 0,
         }
+    }
+
+    /// The one place the state changes: applies `event` through [`SessionState::on`] (an idle
+    /// timer is judged busy or idle here) and returns what the router must do besides.
+    pub(crate) fn step(&mut self, event: SessionEvent) -> SessionStep {
+        let event = match event {
+            SessionEvent::IdleTimer { .. } => SessionEvent::IdleTimer {
+                busy: self.is_busy(),
+            },
+            e => e,
+        };
+        let step = self.state.on(event);
+        if step == SessionStep::BecomeReady {
+            self.state = SessionState::Ready;
+        }
+        step
     }
 
     /// Whether something keeps the session from being idle.
@@ -250,6 +274,10 @@ mod tests {
         assert_eq!(
             S::Ready.on(E::Delete),
             SessionStep::End(CloseReason::Deleted)
+        );
+        assert_eq!(
+            S::Initializing.on(E::Shutdown),
+            SessionStep::End(CloseReason::Shutdown)
         );
     }
 }

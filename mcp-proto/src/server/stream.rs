@@ -20,28 +20,49 @@
 //!
 //! A request stream starts *pending* when its answer may still be one JSON body; it is
 //! upgraded to SSE the moment anything must precede the response (auto mode), at once (SSE
-//! mode), or never (JSON mode).
+//! mode), or never (JSON mode). A listen stream starts *detached* and is opened by its GET.
+//!
+//! Every phase change goes through [`LogicalStream::step`], which applies [`Phase::on`]; the
+//! table below is that match, row for row (`-` = the event does not apply: nothing changes).
 //!
 //! ```text
-//!  phase     event                                   next      effect
-//!  --------  --------------------------------------  --------  ------------------------------------
-//!  Pending   response, others still pending          Pending   response kept
-//!  Pending   last response                           Done      200 JSON (one object or batch array)
-//!  Pending   message must precede / poll-close       Open      200 SSE head, [priming], kept ones
-//!  Pending   disconnect                              Done      handlers cancelled
-//!  Open      message or response                     Open      event written (and stored)
-//!  Open      last response                           Finished  connection ended; kept if ids sent
-//!  Open      disconnect / poll-close, resumable      Detached  grace timer (poll-close: retry sent)
-//!  Open      disconnect, not resumable               Done      handlers cancelled
-//!  Open      new GET, takeover budget left           Open      old connection ended
-//!  Open      new GET, budget spent                   Open      the new GET gets 409
-//!  Detached  message or response                     Detached  event stored
-//!  Detached  last response                           Finished  retention timer
-//!  Detached  GET (+ Last-Event-ID)                   Open      replay, then live
-//!  Detached  grace timer (request stream)            Done      handlers cancelled
-//!  Finished  GET + Last-Event-ID                     Finished  replay, connection ended
-//!  Finished  retention timer                         Done      store entries removed
+//!  phase     event                       next      when / effect
+//!  --------  --------------------------  --------  ------------------------------------------
+//!  Pending   LastResponse                Done      200 JSON (one object or batch array)
+//!  Pending   Upgrade                     Open      a message must precede, SSE mode, or
+//!                                                  poll-close: 200 SSE head, [priming], kept
+//!  Pending   Disconnect                  Done      handlers cancelled
+//!  Pending   Release / Attach /          -
+//!            GraceOver / RetentionOver
+//!  Open      LastResponse                Finished  connection ended; kept if ids were sent
+//!  Open      Upgrade                     Open      (already SSE)
+//!  Open      Disconnect { keep: true }   Detached  the client holds an event id (request
+//!                                                  stream: grace timer), or a listen stream
+//!  Open      Disconnect { keep: false }  Done      handlers cancelled
+//!  Open      Release                     Detached  poll-close (retry sent; request stream:
+//!                                                  grace timer), or a drain ends a GET stream
+//!  Open      Attach                      Open      a new GET took over: old connection ended
+//!                                                  (budget spent: 409 before, no event)
+//!  Open      GraceOver / RetentionOver   -
+//!  Detached  LastResponse                Finished  retention timer
+//!  Detached  Upgrade                     Detached  (already SSE)
+//!  Detached  Attach                      Open      GET (+ Last-Event-ID): replay, then live
+//!  Detached  GraceOver                   Done      handlers cancelled (request stream)
+//!  Detached  Disconnect / Release /      -
+//!            RetentionOver
+//!  Finished  Attach                      Finished  GET + Last-Event-ID: replay, then ended
+//!  Finished  RetentionOver               Done      store entries removed
+//!  Finished  LastResponse / Upgrade /    -
+//!            Disconnect / Release /
+//!            GraceOver
+//!  Done      any                         -
 //! ```
+//!
+//! Messages and responses change no phase; where they go depends on it: Pending keeps
+//! responses (a message either upgrades the stream or, in JSON mode, is rerouted to the
+//! session's GET stream); Open writes the event (stored when resumable); Detached stores it
+//! for the resume; Finished and Done refuse it. A stream in `Done` is removed from the
+//! router's table at once (`drop_stream`).
 //!
 //! A listen stream is Open or Detached only. While Detached, its messages are written to the
 //! event store under its own ids like those of a detached request stream, so a GET with
@@ -53,10 +74,30 @@
 //! which may have died silently behind a proxy) while the session's takeover budget lasts
 //! (`ServerConfig::listen_takeovers` per `listen_takeover_window`); after that it is refused
 //! with 409 and the live connection stays, so two GETs of one client cannot evict each other
-//! forever (the "Open, new GET" rows below).
+//! forever (the "Open, Attach" row above).
 //!
 //! Each connection is paced by the client's reading (`pace.rs`): an exchange whose backlog
 //! is not empty when its stream lets go of it *drains* before its end is emitted.
+//!
+//! # The exchange machine
+//!
+//! An [`Exchange`] is born `ReadingBody` (a POST whose head was accepted) or `Attached` (bound
+//! to its logical stream: a POST whose answer streams or waits, a GET, a resume). A POST's
+//! `ReadingBody` exchange is removed when its body ends (or goes over the cap: 413); if the
+//! answer is not immediate it comes back `Attached` under the same [`StreamId`]. Any exchange
+//! is removed when its client goes away, is cut as a slow reader, or its session or the
+//! router ends. In between, its state changes only through [`Exchange::step`], which applies
+//! [`ExchangeState::on`]; the table is that match, row for row (`any` = every state).
+//!
+//! ```text
+//!  state        event                      step    effect
+//!  -----------  -------------------------  ------  -------------------------------------------
+//!  any          LetGo { backlog: true }    Drain   → Draining; heartbeat disarmed
+//!  any          LetGo { backlog: false }   End     ResponseEnd, exchange removed
+//!  Draining     BacklogWritten             End     ResponseEnd, exchange removed
+//!  ReadingBody  BacklogWritten             Stay    -
+//!  Attached     BacklogWritten             Stay    -
+//! ```
 
 use std::time::{Duration, Instant};
 
@@ -89,8 +130,12 @@ pub(crate) enum StreamEvent {
     LastResponse,
     /// A message must precede the response (or the server closes for polling).
     Upgrade,
-    /// The connection went away; `resumable` when the client holds an event id.
-    Disconnect { resumable: bool },
+    /// The client's connection went away; `keep` when the stream outlives it (a request
+    /// stream whose client holds an event id, or a listen stream, which never ends on its own).
+    Disconnect { keep: bool },
+    /// The server lets go of the connection but not of the stream: poll-close (S-POST-20), or
+    /// a draining shutdown ending a GET stream.
+    Release,
     /// A GET attached a new connection.
     Attach,
     /// The grace window of a detached request stream ended.
@@ -100,8 +145,9 @@ pub(crate) enum StreamEvent {
 }
 
 impl Phase {
-    /// The whole stream state machine: one exhaustive match. `None` = the event does not
-    /// apply in this phase (ignored).
+    /// The whole stream state machine: one exhaustive match, the module's table row for row.
+    /// `None` = the event does not apply in this phase (ignored). Pure: the phase changes only
+    /// through [`LogicalStream::step`].
     pub(crate) fn on(self, event: StreamEvent) -> Option<Phase> {
         use Phase as P;
         use StreamEvent as E;
@@ -109,23 +155,25 @@ impl Phase {
             (P::Pending, E::LastResponse) => Some(P::Done),
             (P::Pending, E::Upgrade) => Some(P::Open),
             (P::Pending, E::Disconnect { .. }) => Some(P::Done),
-            (P::Pending, E::Attach | E::GraceOver | E::RetentionOver) => None,
+            (P::Pending, E::Release | E::Attach | E::GraceOver | E::RetentionOver) => None,
             (P::Open, E::LastResponse) => Some(P::Finished),
             (P::Open, E::Upgrade) => Some(P::Open),
-            (P::Open, E::Disconnect { resumable: true }) => Some(P::Detached),
-            (P::Open, E::Disconnect { resumable: false }) => Some(P::Done),
+            (P::Open, E::Disconnect { keep: true }) => Some(P::Detached),
+            (P::Open, E::Disconnect { keep: false }) => Some(P::Done),
+            (P::Open, E::Release) => Some(P::Detached),
             (P::Open, E::Attach) => Some(P::Open),
             (P::Open, E::GraceOver | E::RetentionOver) => None,
             (P::Detached, E::LastResponse) => Some(P::Finished),
             (P::Detached, E::Upgrade) => Some(P::Detached),
             (P::Detached, E::Attach) => Some(P::Open),
             (P::Detached, E::GraceOver) => Some(P::Done),
-            (P::Detached, E::Disconnect { .. } | E::RetentionOver) => None,
+            (P::Detached, E::Disconnect { .. } | E::Release | E::RetentionOver) => None,
             (P::Finished, E::Attach) => Some(P::Finished),
             (P::Finished, E::RetentionOver) => Some(P::Done),
-            (P::Finished, E::LastResponse | E::Upgrade | E::Disconnect { .. } | E::GraceOver) => {
-                None
-            }
+            (
+                P::Finished,
+                E::LastResponse | E::Upgrade | E::Disconnect { .. } | E::Release | E::GraceOver,
+            ) => None,
             (P::Done, _) => None,
         }
     }
@@ -219,6 +267,14 @@ impl LogicalStream {
         }
     }
 
+    /// The one place the phase changes: applies `event` through [`Phase::on`] and returns the
+    /// new phase, or `None` (phase unchanged) when the event does not apply.
+    pub(crate) fn step(&mut self, event: StreamEvent) -> Option<Phase> {
+        let next = self.phase.on(event)?;
+        self.phase = next;
+        Some(next)
+    }
+
     /// Lets go of the connection (if any), remembering how far the stream had written.
     pub(crate) fn detach(&mut self) -> Option<StreamId> {
         self.detached_seq = self.last_seq;
@@ -244,7 +300,54 @@ pub(crate) struct Exchange {
     pub(crate) pace: Pace,
 }
 
+/// What happened to an exchange.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ExchangeEvent {
+    /// Its logical stream let go of it: its response ends; `backlog` when chunks still wait
+    /// for the client's reading.
+    LetGo { backlog: bool },
+    /// The client took everything that waited.
+    BacklogWritten,
+}
+
+/// What the router must do after an exchange event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ExchangeStep {
+    /// Nothing.
+    Stay,
+    /// The exchange is now `Draining`: its end follows its backlog.
+    Drain,
+    /// End the response and forget the exchange.
+    End,
+}
+
+impl ExchangeState {
+    /// The exchange state machine: one exhaustive match, the module's exchange table row for
+    /// row. Pure: the state changes only through [`Exchange::step`].
+    pub(crate) fn on(&self, event: ExchangeEvent) -> ExchangeStep {
+        use ExchangeEvent as E;
+        use ExchangeState as S;
+        match (self, event) {
+            (_, E::LetGo { backlog: true }) => ExchangeStep::Drain,
+            (_, E::LetGo { backlog: false }) => ExchangeStep::End,
+            (S::Draining, E::BacklogWritten) => ExchangeStep::End,
+            (S::ReadingBody(_), E::BacklogWritten) => ExchangeStep::Stay,
+            (S::Attached(_), E::BacklogWritten) => ExchangeStep::Stay,
+        }
+    }
+}
+
 impl Exchange {
+    /// The one place the state changes: applies `event` through [`ExchangeState::on`] and
+    /// returns what the router must do besides.
+    pub(crate) fn step(&mut self, event: ExchangeEvent) -> ExchangeStep {
+        let step = self.state.on(event);
+        if step == ExchangeStep::Drain {
+            self.state = ExchangeState::Draining;
+        }
+        step
+    }
+
     /// A new exchange in `state`.
     pub(crate) fn new(state: ExchangeState, session: Option<SessionHandle>) -> Self {
         Exchange {
@@ -380,7 +483,7 @@ mod tests {
             Some(Phase::Done)
         );
         assert_eq!(
-            Phase::Open.on(StreamEvent::Disconnect { resumable: true }),
+            Phase::Open.on(StreamEvent::Disconnect { keep: true }),
             Some(Phase::Detached)
         );
         assert_eq!(
@@ -392,5 +495,13 @@ mod tests {
             Some(Phase::Finished)
         );
         assert_eq!(Phase::Done.on(StreamEvent::Attach), None);
+        // Poll-close and a drain let go of the connection only: the stream waits detached
+        // (so its grace timer can end it). No integration test observes this row directly.
+        assert_eq!(Phase::Open.on(StreamEvent::Release), Some(Phase::Detached));
+        assert_eq!(Phase::Detached.on(StreamEvent::Release), None);
+        assert_eq!(
+            Phase::Open.on(StreamEvent::Disconnect { keep: false }),
+            Some(Phase::Done)
+        );
     }
 }

@@ -1,5 +1,7 @@
 //! The router's timers: one ordered set of `(deadline, timer)` pairs whose minimum is
-//! [`Router::poll_timeout`](super::Router::poll_timeout).
+//! [`Router::poll_timeout`](super::Router::poll_timeout), and the input that fires them,
+//! [`Router::handle_timeout`](super::Router::handle_timeout) (with the drain's deadline,
+//! which `drain.rs` keeps outside the set).
 //!
 //! Each owner (session, connection, logical stream, server→client request) remembers the
 //! deadline it armed, so re-arming removes the old entry exactly: the set never holds stale
@@ -8,7 +10,10 @@
 use std::collections::BTreeSet;
 use std::time::Instant;
 
-use super::{OutboundId, SessionHandle, StreamId};
+use super::error::{CancelReason, ServerRequestError};
+use super::session::SessionEvent;
+use super::stream::{ExchangeState, Phase, StreamEvent, heartbeat_frame};
+use super::{OutboundId, Router, ServerOutput, SessionHandle, StreamId};
 
 /// What a deadline is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -26,6 +31,75 @@ pub(crate) enum Timer {
     /// A connection with data waiting whose client has taken nothing since it was armed is
     /// cut as a slow reader (`pace.rs`).
     Stall(StreamId),
+}
+
+impl Router {
+    /// Input: time passed. Fires every timer due at `now`; early calls do nothing.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.advance(now);
+        if self.drain_expired(now) {
+            return;
+        }
+        while let Some((_, timer)) = self.timers.pop_due(self.now) {
+            match timer {
+                Timer::SessionIdle(h) => {
+                    if let Some(s) = self.sessions.get_mut(&h) {
+                        s.idle_deadline = None;
+                    }
+                    self.session_step(h, SessionEvent::IdleTimer { busy: false });
+                }
+                Timer::Heartbeat(stream) => {
+                    // A connection with data waiting needs no keep-alive (and a draining one
+                    // only finishes its backlog).
+                    let live = self.exchanges.get_mut(&stream).is_some_and(|ex| {
+                        ex.heartbeat = None;
+                        !ex.pace.is_blocked() && matches!(ex.state, ExchangeState::Attached(_))
+                    });
+                    if live {
+                        self.write_raw(stream, heartbeat_frame());
+                    }
+                }
+                Timer::Stall(stream) => {
+                    let stalled = self.exchanges.get_mut(&stream).is_some_and(|ex| {
+                        ex.pace.stall = None;
+                        ex.pace.is_blocked()
+                    });
+                    if stalled {
+                        self.cut_slow_reader(stream);
+                    }
+                }
+                Timer::RequestDeadline(id) => {
+                    if let Some(o) = self.outbound.get_mut(&id) {
+                        o.deadline = None;
+                    }
+                    if self.outbound.contains_key(&id) {
+                        self.abandon_outbound(id, "timed out");
+                        self.out.push_back(ServerOutput::ServerRequestFailed {
+                            request: id,
+                            error: ServerRequestError::Timeout,
+                        });
+                    }
+                }
+                Timer::Retention(lsid) => {
+                    if let Some(ls) = self.streams.get_mut(&lsid) {
+                        ls.retention = None;
+                        if ls.step(StreamEvent::RetentionOver) == Some(Phase::Done) {
+                            self.drop_stream(lsid);
+                        }
+                    }
+                }
+                Timer::ResumeGrace(lsid) => {
+                    if let Some(ls) = self.streams.get_mut(&lsid) {
+                        ls.grace = None;
+                        if ls.step(StreamEvent::GraceOver) == Some(Phase::Done) {
+                            self.cancel_stream_handlers(lsid, CancelReason::Disconnected);
+                            self.drop_stream(lsid);
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The ordered set of armed timers.

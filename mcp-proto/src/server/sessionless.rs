@@ -1,5 +1,6 @@
-//! The modern era (2026-07-28) in the same router: how a request whose `MCP-Protocol-Version`
-//! is a modern revision is validated and admitted.
+//! Sessionless requests: the modern era (2026-07-28) in the same router, where each request
+//! carries its own metadata instead of a session: how a request whose
+//! `MCP-Protocol-Version` is a modern revision is validated and admitted.
 //!
 //! # Theory of operation
 //!
@@ -11,8 +12,8 @@
 //! - **no session** (S-NEW-2): `Mcp-Session-Id` is never read, minted or echoed; the request
 //!   reaches the app with `session: None`;
 //! - **not resumable** (S-NEW-3): no event ids, no priming, `Last-Event-ID` never read, so a
-//!   disconnect is the *not resumable* row of the phase table: the handler is cancelled at
-//!   once and nothing more is written for it (S-NEW-6);
+//!   disconnect is the `Disconnect { keep: false }` row of the phase table: the handler is
+//!   cancelled at once and nothing more is written for it (S-NEW-6);
 //! - **no server→client requests** (S-NEW-5): [`Router::send_request`] on a modern request
 //!   fails with [`SendError::ModernNoRequests`](super::SendError); the service layer turns
 //!   sampling, elicitation and roots into MRTR rounds instead;

@@ -1,4 +1,5 @@
-//! The modern era's (2026-07-28) wire helpers for the session: per-request `_meta`
+//! Per-request metadata: the modern era's (2026-07-28) wire helpers for the session, where
+//! each request carries what a session used to: per-request `_meta`
 //! (S-NEW-4), the `server/discover` probe and its verdict (S-NEW-10, G-11), the
 //! `subscriptions/listen` request, and multi round-trip requests (MRTR, S-NEW-5).
 //!

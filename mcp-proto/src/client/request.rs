@@ -1,0 +1,102 @@
+//! The request sub-machine: where one request of the table of requests in flight is
+//! ([`ReqState`]), from the app's `send` (or the session's own re-initialization) to its
+//! outcome.
+//!
+//! # Theory of operation
+//!
+//! A request is born `Queued`: it waits for the session (the G-9 gate) or for its POST. When
+//! its POST goes out it is `Sent` on that exchange, and a resume GET moves it to the new
+//! exchange; an answer is matched to it by id wherever it arrives. A 404 to its POST while the
+//! session re-initializes queues it again for one retry; in the modern era an
+//! `InputRequiredResult` makes it `AwaitingInput` while the app answers the input requests,
+//! after which it is queued and re-POSTed under a new wire id (MRTR, S-NEW-5). It leaves the
+//! table when it gets its outcome (response, error, cancellation); the facade's checks of the
+//! form "still `Sent` on this stream?" drop stale input for an exchange it has left.
+//!
+//! Every change goes through [`Req::step`](super::Req), which applies [`ReqState::on`]; the
+//! table is that match, arm for arm (`any` = every state).
+//!
+//! ```text
+//! state          | event                   | next            | when
+//! ---------------+-------------------------+-----------------+--------------------------------------
+//! any            | Posted { stream }       | Sent { stream } | its POST (first, retry, MRTR round)
+//!                |                         |                 | or its resume GET went out on `stream`
+//! any            | Requeued                | Queued          | a 404 while the session re-initializes
+//!                |                         |                 | (from Sent), or MRTR answers ready
+//!                |                         |                 | (from AwaitingInput)
+//! any            | InputRequired           | AwaitingInput   | an `InputRequiredResult` arrived
+//! ```
+
+use super::{Req, StreamId};
+
+/// Where a request in flight is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ReqState {
+    Queued,
+    Sent {
+        stream: StreamId,
+    },
+    /// Modern era: an `InputRequiredResult` arrived and the app is answering its input
+    /// requests (MRTR, S-NEW-5).
+    AwaitingInput,
+}
+
+/// What happened to a request in flight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ReqEvent {
+    /// Its POST or resume GET went out on `stream`.
+    Posted { stream: StreamId },
+    /// It must go out again: retried after a 404, or re-POSTed with an MRTR round's answers.
+    Requeued,
+    /// An `InputRequiredResult` arrived for it.
+    InputRequired,
+}
+
+impl ReqState {
+    /// The request state machine: one exhaustive match, the module's table arm for arm.
+    /// Pure: the state changes only through [`Req::step`](super::Req).
+    pub(super) fn on(self, event: ReqEvent) -> ReqState {
+        use ReqEvent as E;
+        use ReqState as S;
+        match (self, event) {
+            (S::Queued | S::Sent { .. } | S::AwaitingInput, E::Posted { stream }) => {
+                S::Sent { stream }
+            }
+            (S::Queued | S::Sent { .. } | S::AwaitingInput, E::Requeued) => S::Queued,
+            (S::Queued | S::Sent { .. } | S::AwaitingInput, E::InputRequired) => S::AwaitingInput,
+        }
+    }
+}
+
+impl Req {
+    /// The one place a request's state changes.
+    pub(super) fn step(&mut self, event: ReqEvent) {
+        self.state = self.state.on(event);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_table() {
+        let s = StreamId(7);
+        assert_eq!(
+            ReqState::Queued.on(ReqEvent::Posted { stream: s }),
+            ReqState::Sent { stream: s }
+        );
+        assert_eq!(
+            ReqState::Sent { stream: s }.on(ReqEvent::Requeued),
+            ReqState::Queued
+        );
+        assert_eq!(
+            ReqState::Sent { stream: s }.on(ReqEvent::InputRequired),
+            ReqState::AwaitingInput
+        );
+        assert_eq!(
+            ReqState::AwaitingInput.on(ReqEvent::Requeued),
+            ReqState::Queued
+        );
+    }
+}
