@@ -58,29 +58,54 @@ enum ServerKind {
     Smol,
     /// rmcp's `StreamableHttpService` on hyper `http1`.
     Rmcp,
+    /// `ours` as built by another checkout (`--baseline PATH`: its `bench-servers` binary).
+    OursBase,
+    /// `smol` as built by another checkout.
+    SmolBase,
 }
+
+/// The `bench-servers` binary of the baseline build (`--baseline`).
+static BASELINE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
 
 impl ServerKind {
     const ALL: [ServerKind; 3] = [ServerKind::Ours, ServerKind::Smol, ServerKind::Rmcp];
+    const KNOWN: [ServerKind; 5] = [
+        ServerKind::Ours,
+        ServerKind::Smol,
+        ServerKind::Rmcp,
+        ServerKind::OursBase,
+        ServerKind::SmolBase,
+    ];
 
     fn name(self) -> &'static str {
         match self {
             ServerKind::Ours => "ours",
             ServerKind::Smol => "smol",
             ServerKind::Rmcp => "rmcp",
+            ServerKind::OursBase => "ours@base",
+            ServerKind::SmolBase => "smol@base",
         }
     }
 
     /// The issue's CPU-per-call target for this server, as a fraction of rmcp's.
     fn cpu_target(self) -> f64 {
         match self {
-            ServerKind::Smol => 0.6,
-            ServerKind::Ours | ServerKind::Rmcp => 0.5,
+            ServerKind::Smol | ServerKind::SmolBase => 0.6,
+            ServerKind::Ours | ServerKind::OursBase | ServerKind::Rmcp => 0.5,
         }
     }
 
     fn parse(name: &str) -> Option<ServerKind> {
-        ServerKind::ALL.into_iter().find(|k| k.name() == name)
+        ServerKind::KNOWN.into_iter().find(|k| k.name() == name)
+    }
+
+    /// What this server is compared with as "before": the baseline build of the same one.
+    fn base(self) -> Option<ServerKind> {
+        match self {
+            ServerKind::Ours => Some(ServerKind::OursBase),
+            ServerKind::Smol => Some(ServerKind::SmolBase),
+            _ => None,
+        }
     }
 
     /// Serves until stdin closes (the parent ended or dropped it).
@@ -90,6 +115,9 @@ impl ServerKind {
             // Served by its own runtime (see `main`), never through a tokio listener.
             ServerKind::Smol => Err(std::io::Error::other("the smol server runs on smol")),
             ServerKind::Rmcp => rmcp_server::serve(listener).await,
+            ServerKind::OursBase | ServerKind::SmolBase => Err(std::io::Error::other(
+                "a baseline server runs in the baseline binary",
+            )),
         }
     }
 }
@@ -279,11 +307,14 @@ impl Plan {
     }
 }
 
-const USAGE: &str = "usage: bench-servers [--quick] [--servers ours,smol,rmcp] [--reps N]
+const USAGE: &str =
+    "usage: bench-servers [--quick] [--servers ours,smol,rmcp] [--reps N] [--baseline PATH]
        bench-servers --serve NAME [--bind ADDR:PORT] [--core N]
   --quick    small counts (5 sessions, 500 calls, 200 idle sessions, 1 repetition): a smoke test
   --servers  which servers to compare, in order (default: ours,smol,rmcp)
   --reps     repetitions of the load and latency phases (medians are reported; default 3)
+  --baseline the bench-servers binary of another build: its servers are ours@base and smol@base
+             (e.g. --servers ours,ours@base,smol,smol@base), compared before/after in one run
   --serve    run one server (what the benchmark starts in a child process)";
 
 enum Mode {
@@ -328,6 +359,10 @@ fn parse_args() -> Result<Mode, String> {
                 serve = Some(ServerKind::parse(&n).ok_or(format!("unknown server {n:?}"))?);
             }
             "--bind" => bind = args.next().ok_or("--bind needs an address")?,
+            "--baseline" => {
+                let path = args.next().ok_or("--baseline needs a path")?;
+                let _ = BASELINE.set(path.into());
+            }
             "--core" => {
                 let n = args.next().ok_or("--core needs a number")?;
                 core = n.parse().map_err(|e| format!("--core {n:?}: {e}"))?;
@@ -344,6 +379,13 @@ fn parse_args() -> Result<Mode, String> {
     }
     if servers.is_empty() {
         return Err(format!("--servers names no server\n{USAGE}"));
+    }
+    if BASELINE.get().is_none()
+        && servers
+            .iter()
+            .any(|k| matches!(k, ServerKind::OursBase | ServerKind::SmolBase))
+    {
+        return Err(format!("a baseline server needs --baseline\n{USAGE}"));
     }
     Ok(Mode::Bench { plan, servers })
 }
@@ -413,16 +455,25 @@ struct ServerProcess {
 
 impl ServerProcess {
     fn start(kind: ServerKind) -> Result<ServerProcess, String> {
-        let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
-        let mut child = Command::new(exe)
-            .args([
-                "--serve",
+        let (exe, name) = match kind {
+            ServerKind::OursBase | ServerKind::SmolBase => {
+                let exe = BASELINE.get().ok_or("no --baseline binary")?.clone();
+                (
+                    exe,
+                    if kind == ServerKind::OursBase {
+                        "ours"
+                    } else {
+                        "smol"
+                    },
+                )
+            }
+            _ => (
+                std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?,
                 kind.name(),
-                "--bind",
-                "127.0.0.1:0",
-                "--core",
-                "0",
-            ])
+            ),
+        };
+        let mut child = Command::new(exe)
+            .args(["--serve", name, "--bind", "127.0.0.1:0", "--core", "0"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
@@ -1005,6 +1056,17 @@ fn table(plan: &Plan, results: &[(ServerKind, Figures)]) -> String {
         let _ = write!(header, " {} |", k.name());
         rule.push_str("---:|");
     }
+    // After / before, for every server whose baseline build ran too.
+    let versus: Vec<(&Figures, &Figures)> = results
+        .iter()
+        .filter_map(|(k, after)| {
+            let base = k.base()?;
+            let (_, before) = results.iter().find(|(b, _)| *b == base)?;
+            let _ = write!(header, " {}/{} |", k.name(), base.name());
+            rule.push_str("---:|");
+            Some((after, before))
+        })
+        .collect();
     for (k, _) in &compared {
         let _ = write!(header, " {}/rmcp |", k.name());
         rule.push_str("---:|");
@@ -1027,6 +1089,14 @@ fn table(plan: &Plan, results: &[(ServerKind, Figures)]) -> String {
             } else {
                 write!(row, " {v:.1} |")
             };
+        }
+        for (after, before) in &versus {
+            let (a, b) = ((m.get)(after), (m.get)(before));
+            if b > 0.0 {
+                let _ = write!(row, " {:.2} |", a / b);
+            } else {
+                row.push_str(" – |");
+            }
         }
         let Some((_, r)) = rmcp else {
             let _ = writeln!(out, "{row}");
