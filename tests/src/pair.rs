@@ -18,24 +18,18 @@
 //! 3. when nothing moves, jump the virtual clock to the earliest deadline (a sleeping
 //!    handler's, or a machine's `poll_timeout`) and feed `handle_timeout`.
 //!
-//! The binding of the service to the machines is `mcp_proto::service::bind` — the same
-//! [`ServerBinding`] and [`ClientBinding`] the runtime adapters use — so these tests exercise
-//! the production glue; only the network and the clock are replaced.
+//! The drivers are `mcp_proto::driver`'s — the same [`ServerDriver`] and [`ClientDriver`]
+//! (machines, service bindings, key maps) the runtime adapters run, joined by its
+//! [`MemoryLink`] — so these tests exercise the production glue; only the network and the
+//! clock are replaced. What the transport did is recorded through the drivers' taps.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use http::{HeaderValue, Uri};
-use mcp_proto::client::{
-    ClientConfig, ClientEvent, ClientSession, HttpRequestKind, Input, Output,
-    StreamId as ClientStream,
-};
-use mcp_proto::server::{
-    RequestHead, Router, ServerConfig, ServerEvent, ServerOutput, StreamId as ServerStream,
-};
-use mcp_proto::service::bind::{ClientBinding, Routed, ServerBinding};
+use mcp_proto::client::{ClientConfig, ClientEvent, ClientSession, HttpRequestKind, Output};
+use mcp_proto::driver::{ClientDriver, MemoryExchange, MemoryLink, MemorySink, ServerDriver};
+use mcp_proto::server::{Router, ServerConfig, ServerEvent, ServerOutput};
 use mcp_proto::service::client::{Client, ClientBuilder};
 use mcp_proto::service::{Server, ServerSession};
 
@@ -73,13 +67,10 @@ pub struct MemoryPair {
     pub client: Client,
     /// The executor everything runs on.
     pub exec: Executor,
-    router: Router,
-    session: ClientSession,
-    server_binding: ServerBinding,
-    client_binding: ClientBinding,
-    c2s: HashMap<ClientStream, ServerStream>,
-    s2c: HashMap<ServerStream, ClientStream>,
-    trace: Vec<Trace>,
+    server: ServerDriver<MemorySink>,
+    driver: ClientDriver<MemoryExchange>,
+    link: MemoryLink,
+    trace: Arc<Mutex<Vec<Trace>>>,
 }
 
 impl MemoryPair {
@@ -93,25 +84,43 @@ impl MemoryPair {
         let exec = Executor::new();
         let now = exec.now();
         let timer = exec.clone();
+        let trace = Arc::new(Mutex::new(Vec::new()));
+        let (seen_c, seen_s) = (trace.clone(), trace.clone());
         // The loop looks at both queues on every turn, so it needs no wake-up call.
-        let server_binding = ServerBinding::new(
+        let server = ServerDriver::new(
             server.clone(),
+            server_config.with_insecure_test_session_ids_unless_set(),
+            now,
             Arc::new(move |d| Box::pin(timer.sleep(d))),
             Arc::new(|| {}),
-        );
-        let client_binding = ClientBinding::new(builder, Arc::new(|| {}));
+        )
+        .with_tap(move |out| {
+            let t = match out {
+                ServerOutput::ResponseHead { status, .. } => Trace::Status(*status),
+                ServerOutput::Event(e) => Trace::Server(e.clone()),
+                _ => return,
+            };
+            lock(&seen_s).push(t);
+        });
+        let driver =
+            ClientDriver::new(builder, client_config, now, Arc::new(|| {})).with_tap(move |out| {
+                let t = match out {
+                    Output::Message(d) => {
+                        Trace::Received(d.message.method().unwrap_or("").to_owned())
+                    }
+                    Output::Outcome(o) => Trace::Answered(o.id.clone()),
+                    Output::Http(req) => Trace::Http(req.method.clone(), req.kind),
+                    Output::Event(e) => Trace::Client(e.clone()),
+                    _ => return,
+                };
+                lock(&seen_c).push(t);
+            });
         MemoryPair {
-            client: client_binding.client().clone(),
-            router: Router::new(
-                server_config.with_insecure_test_session_ids_unless_set(),
-                now,
-            ),
-            session: ClientSession::new(client_config, now),
-            server_binding,
-            client_binding,
-            c2s: HashMap::new(),
-            s2c: HashMap::new(),
-            trace: Vec::new(),
+            client: driver.client().clone(),
+            server,
+            driver,
+            link: MemoryLink::new(),
+            trace,
             exec,
         }
     }
@@ -128,16 +137,16 @@ impl MemoryPair {
     }
 
     /// What the transport did so far.
-    pub fn trace(&self) -> &[Trace] {
-        &self.trace
+    pub fn trace(&self) -> Vec<Trace> {
+        lock(&self.trace).clone()
     }
 
     /// The methods of the server→client messages the client session delivered, in order.
-    pub fn received(&self) -> Vec<&str> {
-        self.trace
+    pub fn received(&self) -> Vec<String> {
+        lock(&self.trace)
             .iter()
             .filter_map(|t| match t {
-                Trace::Received(m) => Some(m.as_str()),
+                Trace::Received(m) => Some(m.clone()),
                 _ => None,
             })
             .collect()
@@ -145,27 +154,27 @@ impl MemoryPair {
 
     /// Forgets the trace so far.
     pub fn clear_trace(&mut self) {
-        self.trace.clear();
+        lock(&self.trace).clear();
     }
 
     /// The server sessions the router has.
     pub fn server_sessions(&self) -> Vec<ServerSession> {
-        self.server_binding.sessions().cloned().collect()
+        self.server.binding().sessions().cloned().collect()
     }
 
     /// The session id the client holds.
     pub fn session_id(&self) -> Option<&str> {
-        self.session.session_id()
+        self.driver.session().session_id()
     }
 
     /// The client session (to inspect its state).
     pub fn client_session(&self) -> &ClientSession {
-        &self.session
+        self.driver.session()
     }
 
     /// The router (to inspect its state).
     pub fn router(&self) -> &Router {
-        &self.router
+        self.server.router()
     }
 
     /// Runs `future`, the handlers and both machines until `future` completes.
@@ -194,7 +203,10 @@ impl MemoryPair {
             if self.pump() || self.exec.has_ready() {
                 continue;
             }
-            let machine = match (self.router.poll_timeout(), self.session.poll_timeout()) {
+            let machine = match (
+                self.server.router().poll_timeout(),
+                self.driver.session().poll_timeout(),
+            ) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             }
@@ -218,99 +230,14 @@ impl MemoryPair {
         self.block_on(sleep);
     }
 
-    /// Applies queued commands and moves outputs until nothing moves; `true` if anything did.
+    /// Moves both drivers until nothing moves; `true` if anything did.
     fn pump(&mut self) -> bool {
         let now = self.exec.now();
-        self.router.handle_timeout(now);
-        self.session.handle_timeout(now);
-        let mut progressed = false;
-        loop {
-            let served = self.server_binding.apply(&mut self.router, now);
-            let sent = self.client_binding.apply(&mut self.session, now);
-            let moved = self.move_outputs(now);
-            if !served && !sent && !moved {
-                return progressed;
-            }
-            progressed = true;
-        }
-    }
-
-    /// Drains both machines once; `true` if either had output.
-    fn move_outputs(&mut self, now: Instant) -> bool {
-        let uri = Uri::from_static("/mcp");
-        let mut moved = false;
-        while let Some(out) = self.session.poll_output() {
-            moved = true;
-            match &out {
-                Output::Message(d) => self
-                    .trace
-                    .push(Trace::Received(d.message.method().unwrap_or("").to_owned())),
-                Output::Outcome(o) => self.trace.push(Trace::Answered(o.id.clone())),
-                _ => {}
-            }
-            match self.client_binding.handle_output(out) {
-                Routed::Spawn(task) => self.exec.spawn(task),
-                Routed::Done => {}
-                Routed::Transport(Output::Http(req)) => {
-                    self.trace.push(Trace::Http(req.method.clone(), req.kind));
-                    let mut headers = req.headers.clone();
-                    headers.insert(http::header::HOST, HeaderValue::from_static("localhost"));
-                    let sid = self
-                        .router
-                        .handle_request(now, RequestHead::new(&req.method, &uri, &headers));
-                    self.c2s.insert(req.stream, sid);
-                    self.s2c.insert(sid, req.stream);
-                    self.router.handle_body(now, sid, &req.body);
-                    self.router.handle_body_end(now, sid);
-                }
-                Routed::Transport(Output::Abort(cs)) => {
-                    if let Some(sid) = self.c2s.remove(&cs) {
-                        self.s2c.remove(&sid);
-                        self.router.handle_disconnect(now, sid);
-                    }
-                }
-                Routed::Transport(Output::Event(e)) => self.trace.push(Trace::Client(e)),
-                Routed::Transport(_) => {}
-            }
-        }
-        while let Some(out) = self.router.poll_output() {
-            moved = true;
-            match self.server_binding.handle_output(out) {
-                Routed::Spawn(task) => self.exec.spawn(task),
-                Routed::Done => {}
-                Routed::Transport(ServerOutput::ResponseHead {
-                    stream,
-                    status,
-                    headers,
-                }) => {
-                    self.trace.push(Trace::Status(status));
-                    if let Some(&cs) = self.s2c.get(&stream) {
-                        self.session.handle_input(
-                            now,
-                            Input::ResponseHead {
-                                stream: cs,
-                                status,
-                                headers: &headers,
-                            },
-                        );
-                    }
-                }
-                Routed::Transport(ServerOutput::ResponseBody { stream, chunk }) => {
-                    if let Some(&cs) = self.s2c.get(&stream) {
-                        self.session
-                            .handle_input(now, Input::Body { stream: cs, chunk });
-                    }
-                }
-                Routed::Transport(ServerOutput::ResponseEnd { stream }) => {
-                    if let Some(cs) = self.s2c.remove(&stream) {
-                        self.c2s.remove(&cs);
-                        self.session.handle_input(now, Input::End { stream: cs });
-                    }
-                }
-                Routed::Transport(ServerOutput::Event(e)) => self.trace.push(Trace::Server(e)),
-                Routed::Transport(_) => {}
-            }
-        }
-        moved
+        self.server.router_mut().handle_timeout(now);
+        self.driver.session_mut().handle_timeout(now);
+        let exec = &self.exec;
+        let mut spawn = |task| exec.spawn(task);
+        self.link
+            .turn(now, &mut self.driver, &mut self.server, &mut spawn)
     }
 }

@@ -152,7 +152,11 @@ pub struct ClientDriver<X> {
     session: ClientSession,
     binding: ClientBinding,
     exchanges: HashMap<StreamId, X>,
+    tap: Option<Tap>,
 }
+
+/// Sees every session output before the driver acts on it ([`ClientDriver::with_tap`]).
+type Tap = Box<dyn FnMut(&Output) + Send>;
 
 impl<X> std::fmt::Debug for ClientDriver<X> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -169,7 +173,14 @@ impl<X> ClientDriver<X> {
             session: ClientSession::new(config, now),
             binding: ClientBinding::new(definition, wake),
             exchanges: HashMap::new(),
+            tap: None,
         }
+    }
+
+    /// Shows every session output to `tap` first (traces in tests, metrics).
+    pub fn with_tap(mut self, tap: impl FnMut(&Output) + Send + 'static) -> Self {
+        self.tap = Some(Box::new(tap));
+        self
     }
 
     /// The service client (cheap to clone; hand it to the application).
@@ -177,8 +188,13 @@ impl<X> ClientDriver<X> {
         self.binding.client()
     }
 
-    /// The session (deadlines, closing, inspection).
-    pub fn session(&mut self) -> &mut ClientSession {
+    /// The session (inspection).
+    pub fn session(&self) -> &ClientSession {
+        &self.session
+    }
+
+    /// The session (deadlines, closing).
+    pub fn session_mut(&mut self) -> &mut ClientSession {
         &mut self.session
     }
 
@@ -213,18 +229,22 @@ impl<X> ClientDriver<X> {
     }
 
     /// Applies what the client queued and drains the session until nothing moves: intents go
-    /// to `start`, handler futures to `spawn`.
+    /// to `start`, handler futures to `spawn`. Says whether anything moved.
     pub fn pump(
         &mut self,
         now: Instant,
         start: &mut dyn FnMut(HttpRequest) -> X,
         spawn: &mut dyn FnMut(BoxFuture<'static, ()>),
-    ) {
+    ) -> bool {
+        let mut progressed = false;
         loop {
             let applied = self.binding.apply(&mut self.session, now);
             let mut moved = false;
             while let Some(out) = self.session.poll_output() {
                 moved = true;
+                if let Some(tap) = &mut self.tap {
+                    tap(&out);
+                }
                 match self.binding.handle_output(out) {
                     Routed::Spawn(task) => spawn(task),
                     Routed::Done => {}
@@ -241,8 +261,9 @@ impl<X> ClientDriver<X> {
                 }
             }
             if !applied && !moved {
-                return;
+                return progressed;
             }
+            progressed = true;
         }
     }
 }
@@ -543,9 +564,9 @@ impl<E: Engine> Connect<E> {
             .definition
             .unwrap_or_else(|| ServiceClient::builder(E::NAME, env!("CARGO_PKG_VERSION")));
         let wakeup = Arc::new(Wakeup::default());
-        let mut driver = ClientDriver::new(definition, config, rt.now(), wakeup.callback());
+        let driver = ClientDriver::new(definition, config, rt.now(), wakeup.callback());
         let client = driver.client().clone();
-        let ready = driver.session().is_ready();
+        let ready = driver.session.is_ready();
         let (close, close_rx) = oneshot::channel();
         let stopped = Latch::new();
         let on_stop = stopped.set_on_drop();

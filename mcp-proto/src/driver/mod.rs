@@ -21,8 +21,9 @@
 //!   drop, handlers of server requests stopped with the driver.
 //!
 //! The per-turn logic is also usable without the async loop: [`ServerDriver`] and
-//! [`ClientDriver`] take inputs and pump synchronously, for a driver of one's own (threads,
-//! an in-memory pair on a virtual clock).
+//! [`ClientDriver`] take inputs and pump synchronously, for a driver of one's own; a
+//! [`MemoryLink`] joins the two in one process (threads, an in-memory pair on a virtual
+//! clock).
 //!
 //! # State table of the run loops
 //!
@@ -36,6 +37,7 @@
 //! | any | every sender of the inbound queue gone (server) | stopped |
 
 mod client;
+mod memory;
 mod server;
 mod signal;
 
@@ -45,6 +47,7 @@ use std::time::Instant;
 pub use client::{
     Client, ClientDriver, Connect, ConnectError, Engine, NetEvent, NetEventKind, NetEvents,
 };
+pub use memory::{MemoryExchange, MemoryLink, MemorySink};
 pub use server::{
     Disconnector, DriverGone, Exchange, ExchangeSink, Limits, RandomSessionIds, Reply, Response,
     ResponseAborted, ResponseStream, ServerDriver, ServerHandle, Serving, ShutdownHandle, ToDriver,

@@ -172,7 +172,11 @@ pub struct ServerDriver<X> {
     binding: ServerBinding,
     by_key: HashMap<u64, StreamId>,
     exchanges: HashMap<StreamId, (u64, X)>,
+    tap: Option<Tap>,
 }
+
+/// Sees every router output before the driver acts on it ([`ServerDriver::with_tap`]).
+type Tap = Box<dyn FnMut(&ServerOutput) + Send>;
 
 impl<X> std::fmt::Debug for ServerDriver<X> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -197,11 +201,23 @@ impl<X: ExchangeSink> ServerDriver<X> {
             binding: ServerBinding::new(server, sleep, wake),
             by_key: HashMap::new(),
             exchanges: HashMap::new(),
+            tap: None,
         }
     }
 
-    /// The router (deadlines, shutdown, inspection).
-    pub fn router(&mut self) -> &mut Router {
+    /// Shows every router output to `tap` first (traces in tests, metrics).
+    pub fn with_tap(mut self, tap: impl FnMut(&ServerOutput) + Send + 'static) -> Self {
+        self.tap = Some(Box::new(tap));
+        self
+    }
+
+    /// The router (inspection).
+    pub fn router(&self) -> &Router {
+        &self.router
+    }
+
+    /// The router (deadlines, shutdown).
+    pub fn router_mut(&mut self) -> &mut Router {
         &mut self.router
     }
 
@@ -251,13 +267,17 @@ impl<X: ExchangeSink> ServerDriver<X> {
     }
 
     /// Applies what the service queued and drains the router until nothing moves; handler
-    /// futures go to `spawn`.
-    pub fn pump(&mut self, now: Instant, spawn: &mut dyn FnMut(BoxFuture<'static, ()>)) {
+    /// futures go to `spawn`. Says whether anything moved.
+    pub fn pump(&mut self, now: Instant, spawn: &mut dyn FnMut(BoxFuture<'static, ()>)) -> bool {
+        let mut progressed = false;
         loop {
             let applied = self.binding.apply(&mut self.router, now);
             let mut moved = false;
             while let Some(out) = self.router.poll_output() {
                 moved = true;
+                if let Some(tap) = &mut self.tap {
+                    tap(&out);
+                }
                 match self.binding.handle_output(out) {
                     Routed::Spawn(task) => spawn(task),
                     Routed::Done => {}
@@ -265,8 +285,9 @@ impl<X: ExchangeSink> ServerDriver<X> {
                 }
             }
             if !applied && !moved {
-                return;
+                return progressed;
             }
+            progressed = true;
         }
     }
 
