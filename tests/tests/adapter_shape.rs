@@ -42,3 +42,44 @@ fn the_run_finder_finds_a_shared_run() {
     assert_eq!(shape::count_code_lines(&a), 9);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The transport core (everything of `mcp-proto` outside the `service` feature: `schema`,
+/// `service`, `driver`, `fuzzing`) holds no lock, no channel and no waker: a pure state
+/// machine. (CI also builds it with `--no-default-features`.)
+#[test]
+fn the_transport_core_has_no_lock_or_channel() {
+    let src = shape::workspace_root().join("mcp-proto/src");
+    let layered = ["schema", "service", "driver", "fuzzing"];
+    let mut found = Vec::new();
+    for file in shape::rust_files(&src) {
+        let rel = file.strip_prefix(&src).unwrap_or(&file);
+        if layered.iter().any(|l| rel.starts_with(l)) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        for (n, line) in shape::code_lines(&text) {
+            for word in [
+                "Mutex",
+                "RwLock",
+                "Condvar",
+                "mpsc",
+                "futures_channel",
+                "Waker",
+                "Atomic",
+            ] {
+                if line.contains(word) {
+                    found.push(format!("{}:{n}: {line}", rel.display()));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "locks or channels in the transport core:\n{}",
+        found.join("\n")
+    );
+    assert!(
+        shape::rust_files(&src).len() > 40,
+        "the scan read the core's sources"
+    );
+}

@@ -236,8 +236,7 @@ impl<X> ClientDriver<X> {
         start: &mut dyn FnMut(HttpRequest) -> X,
         spawn: &mut dyn FnMut(BoxFuture<'static, ()>),
     ) -> bool {
-        let mut progressed = false;
-        loop {
+        super::until_still(|| {
             let applied = self.binding.apply(&mut self.session, now);
             let mut moved = false;
             while let Some(out) = self.session.poll_output() {
@@ -260,11 +259,8 @@ impl<X> ClientDriver<X> {
                     Routed::Transport(other) => tracing::trace!(?other, "client output"),
                 }
             }
-            if !applied && !moved {
-                return progressed;
-            }
-            progressed = true;
-        }
+            applied || moved
+        })
     }
 }
 

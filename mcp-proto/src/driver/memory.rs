@@ -113,8 +113,7 @@ impl MemoryLink {
         server: &mut ServerDriver<MemorySink>,
         spawn: &mut dyn FnMut(BoxFuture<'static, ()>),
     ) -> bool {
-        let mut progressed = false;
-        loop {
+        super::until_still(|| {
             let wire = self.wire.clone();
             let mut start = |req: HttpRequest| {
                 let key = req.stream.as_u64();
@@ -128,11 +127,8 @@ impl MemoryLink {
             moved |= self.carry_requests(now, server);
             moved |= server.pump(now, spawn);
             moved |= self.carry_replies(now, client);
-            if !moved {
-                return progressed;
-            }
-            progressed = true;
-        }
+            moved
+        })
     }
 
     fn carry_requests(&mut self, now: Instant, server: &mut ServerDriver<MemorySink>) -> bool {

@@ -82,6 +82,16 @@ fn binding_sleep<R: Runtime>(rt: &R) -> crate::service::bind::Sleep {
     })
 }
 
+/// The lock-step of every driver: runs `round` (apply what was queued, drain what came out)
+/// until a round moves nothing; says whether any did.
+fn until_still(mut round: impl FnMut() -> bool) -> bool {
+    let mut progressed = false;
+    while round() {
+        progressed = true;
+    }
+    progressed
+}
+
 /// Runs `task` until it ends or `stop` is set, whichever comes first.
 async fn until(mut task: BoxFuture<'static, ()>, stop: Latch) {
     let mut stopped = std::pin::pin!(stop.wait());

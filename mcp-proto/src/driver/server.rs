@@ -269,8 +269,7 @@ impl<X: ExchangeSink> ServerDriver<X> {
     /// Applies what the service queued and drains the router until nothing moves; handler
     /// futures go to `spawn`. Says whether anything moved.
     pub fn pump(&mut self, now: Instant, spawn: &mut dyn FnMut(BoxFuture<'static, ()>)) -> bool {
-        let mut progressed = false;
-        loop {
+        super::until_still(|| {
             let applied = self.binding.apply(&mut self.router, now);
             let mut moved = false;
             while let Some(out) = self.router.poll_output() {
@@ -284,11 +283,8 @@ impl<X: ExchangeSink> ServerDriver<X> {
                     Routed::Transport(out) => self.transport(now, out),
                 }
             }
-            if !applied && !moved {
-                return progressed;
-            }
-            progressed = true;
-        }
+            applied || moved
+        })
     }
 
     fn transport(&mut self, now: Instant, out: ServerOutput) {

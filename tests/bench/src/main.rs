@@ -2,7 +2,7 @@
 //! server.
 //!
 //! ```text
-//! cargo run --release -p mcp-tests --bin bench-servers [-- --quick] [--servers ours,smol,rmcp] [--reps N]
+//! cargo run --release -p mcp-bench --bin bench-servers [-- --quick] [--servers ours,smol,rmcp] [--reps N]
 //! ```
 //!
 //! Each server runs in a child process (this binary re-executed with `--serve NAME --bind
