@@ -511,13 +511,15 @@ fn s_new_10_requests_queued_during_the_probe_go_out_legacy_after_a_fallback() {
     assert!(h.outcomes_of(id).is_empty());
     // The probe's exchange finally fails with a 400 (a legacy server): fall back.
     let probe = h.intents_of(HttpRequestKind::Post)[0].1.stream;
-    h.client.handle_response_head(
-        h.now,
-        probe,
-        http::StatusCode::BAD_REQUEST,
-        &http::HeaderMap::new(),
-    );
-    h.client.handle_end(h.now, probe);
+    let headers = http::HeaderMap::new();
+    let head = mcp_proto::client::Input::ResponseHead {
+        stream: probe,
+        status: http::StatusCode::BAD_REQUEST,
+        headers: &headers,
+    };
+    h.client.handle_input(h.now, head);
+    let end = mcp_proto::client::Input::End { stream: probe };
+    h.client.handle_input(h.now, end);
     h.drain();
     h.run_for(Duration::from_millis(200));
     assert_eq!(h.client.era(), Some(Era::Legacy));

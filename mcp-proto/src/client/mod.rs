@@ -185,7 +185,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE};
-use http::{HeaderMap, HeaderValue, Method, StatusCode};
+use http::{HeaderMap, HeaderValue, Method};
 
 pub use backoff::{BackoffConfig, FailureBudget};
 pub use config::{
@@ -713,39 +713,6 @@ impl ClientSession {
         } else if self.posts.contains_key(&stream) {
             self.run_post(now, stream, post_input);
         }
-    }
-
-    /// [`Input::ResponseHead`], as a method.
-    pub fn handle_response_head(
-        &mut self,
-        now: Instant,
-        stream: StreamId,
-        status: StatusCode,
-        headers: &HeaderMap,
-    ) {
-        self.handle_input(
-            now,
-            Input::ResponseHead {
-                stream,
-                status,
-                headers,
-            },
-        );
-    }
-
-    /// [`Input::Body`], as a method.
-    pub fn handle_body(&mut self, now: Instant, stream: StreamId, chunk: Bytes) {
-        self.handle_input(now, Input::Body { stream, chunk });
-    }
-
-    /// [`Input::End`], as a method.
-    pub fn handle_end(&mut self, now: Instant, stream: StreamId) {
-        self.handle_input(now, Input::End { stream });
-    }
-
-    /// [`Input::Failed`], as a method.
-    pub fn handle_failure(&mut self, now: Instant, stream: StreamId, kind: TransportFailure) {
-        self.handle_input(now, Input::Failed { stream, kind });
     }
 
     /// Fires the timers that are due at `now`. Calling it early does nothing.
