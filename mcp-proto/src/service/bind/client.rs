@@ -78,11 +78,15 @@ impl ClientBinding {
         for command in commands {
             match command {
                 Command::Send(message) => {
-                    if let Err(e) = session.send(now, message.to_bytes())
-                        && let Message::Request(r) = &message
+                    let id = match &message {
+                        Message::Request(r) => Some(r.id.clone()),
+                        _ => None,
+                    };
+                    if let Err(e) = session.send_message(now, message)
+                        && let Some(id) = id
                     {
                         self.client
-                            .fail_request(&r.id, PeerError::Failed(e.to_string()));
+                            .fail_request(&id, PeerError::Failed(e.to_string()));
                     }
                 }
                 Command::Cancel(id, reason) => {
