@@ -110,7 +110,9 @@ pub enum RequestError {
         /// The data, if any.
         data: Option<Value>,
     },
-    /// The transport could not send the request or lost its answer.
+    /// The transport could not send the request or lost its answer; the [`PeerError`] says
+    /// why, typed: [`PeerError::Timeout`], [`PeerError::Closed`], [`PeerError::Interrupted`],
+    /// [`PeerError::Client`] (an HTTP status, authorization required, session expired …).
     #[error(transparent)]
     Transport(#[from] PeerError),
     /// The server's result did not have the expected shape.
