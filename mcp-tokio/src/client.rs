@@ -497,7 +497,15 @@ mod tests {
         let err = bounded("wait", client.call_tool("wait", ()))
             .await
             .expect_err("the server never answers");
-        assert!(err.to_string().contains("timed out"), "{err}");
+        assert!(
+            matches!(
+                err,
+                mcp_proto::service::client::RequestError::Transport(
+                    mcp_proto::service::PeerError::Timeout
+                )
+            ),
+            "{err}"
+        );
         bounded("the cancellation", async {
             loop {
                 let headers = next_with(&mut seen, Method::POST).await;

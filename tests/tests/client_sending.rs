@@ -196,3 +196,52 @@ fn messages_before_ready_are_queued_then_sent_in_order() {
     assert!(h.server.received[2].at > ack_at);
     assert!(h.result_of(2).is_some() && h.result_of(3).is_some());
 }
+
+/// `send_message` takes a parsed message: the same checks, outputs and bytes on the wire as
+/// `send` of its bytes.
+#[test]
+fn send_message_is_send_without_the_parse() {
+    use mcp_proto::client::ApiMisuse;
+    use mcp_proto::jsonrpc::{Message, parse_message};
+    let script = [
+        mcp_tests::client_harness::initialize_request(1, "2025-11-25"),
+        json!({"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"n":2}}),
+        json!({"jsonrpc":"2.0","method":"notifications/progress","params":{}}),
+        json!({"jsonrpc":"2.0","id":"s","result":{}}),
+        json!({"jsonrpc":"2.0","id":2,"method":"tools/list"}),
+    ];
+    let run = |by_message: bool| {
+        let mut h = Harness::default_pair();
+        let mut receipts = Vec::new();
+        for v in &script {
+            let m: Message = parse_message(v.to_string().as_bytes()).expect("a message");
+            let r = if by_message {
+                h.client.send_message(h.now, m)
+            } else {
+                h.client.send(h.now, m.to_bytes())
+            };
+            receipts.push(r);
+            h.run_for(Duration::from_millis(50));
+        }
+        let bodies: Vec<_> = h.intents().into_iter().map(|i| (i.kind, i.body)).collect();
+        (receipts, bodies, h.outcomes())
+    };
+    let by_bytes = run(false);
+    assert_eq!(run(true), by_bytes);
+
+    // A hand-built message is refused where its bytes would be.
+    let mut h = Harness::default_pair();
+    let array = mcp_proto::jsonrpc::RawValue::from_string("[1]".into()).unwrap();
+    let bad = Message::Request(mcp_proto::jsonrpc::Request::new(9, "x", Some(array)));
+    assert!(matches!(
+        h.client.send(h.now, bad.to_bytes()),
+        Err(ApiMisuse::NotJsonRpc { .. })
+    ));
+    assert!(matches!(
+        h.client.send_message(h.now, bad),
+        Err(ApiMisuse::NotJsonRpc { .. })
+    ));
+    h.client.close(h.now);
+    let m = parse_message(br#"{"jsonrpc":"2.0","method":"n"}"#).unwrap();
+    assert_eq!(h.client.send_message(h.now, m), Err(ApiMisuse::Closed));
+}

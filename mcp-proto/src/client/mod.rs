@@ -478,20 +478,48 @@ impl ClientSession {
     // ------------------------------------------------------------------ commands
 
     /// Sends one serialized JSON-RPC message: a request, a notification, or the response to a
-    /// server request. Requests get exactly one [`Output::Outcome`].
+    /// server request. Requests get exactly one [`Output::Outcome`]. The bytes go on the wire
+    /// as given.
     pub fn send(&mut self, now: Instant, message: Bytes) -> Result<SendReceipt, ApiMisuse> {
         if self.closing() {
             return Err(ApiMisuse::Closed);
         }
-        match wire::classify(&message)? {
-            Outgoing::Response => {
+        let outgoing = wire::classify(&message)?;
+        self.send_classified(now, outgoing, message)
+    }
+
+    /// Sends one JSON-RPC message that is already parsed (or built): the same checks and the
+    /// same outputs as [`send`](Self::send) of [`message.to_bytes()`](Message::to_bytes),
+    /// without parsing those bytes again. A hand-built message whose `params` is not an object,
+    /// or a success response without an id, is refused as [`ApiMisuse::NotJsonRpc`], as its
+    /// bytes would be.
+    pub fn send_message(
+        &mut self,
+        now: Instant,
+        message: Message,
+    ) -> Result<SendReceipt, ApiMisuse> {
+        if self.closing() {
+            return Err(ApiMisuse::Closed);
+        }
+        wire::check_outgoing(&message)?;
+        let bytes = message.to_bytes();
+        self.send_classified(now, Outgoing::from(message), bytes)
+    }
+
+    fn send_classified(
+        &mut self,
+        now: Instant,
+        outgoing: Outgoing,
+        message: Bytes,
+    ) -> Result<SendReceipt, ApiMisuse> {
+        match outgoing {
+            Outgoing::Response(r) => {
                 if let Some(v) = self.version.filter(|v| !v.has_sessions()) {
                     // MRTR: an answer to one of the input requests the session handed out
                     // is collected for the retry, never POSTed (S-NEW-5).
-                    if let Ok(Message::Response(r)) = crate::jsonrpc::parse_message(&message)
-                        && r.id
-                            .as_ref()
-                            .is_some_and(|i| self.input_ids.contains_key(i))
+                    if r.id
+                        .as_ref()
+                        .is_some_and(|i| self.input_ids.contains_key(i))
                     {
                         self.input_answer(now, r);
                         return Ok(SendReceipt::Absorbed);

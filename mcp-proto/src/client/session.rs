@@ -344,14 +344,18 @@ impl ClientSession {
                     return;
                 }
                 // A modern server explains a 4xx with a JSON-RPC error (S-NEW-7, S-NEW-9):
-                // it is the request's response.
-                if !self.legacy()
-                    && self.probe.as_ref() != Some(&id)
-                    && let ClientError::HttpStatus { body, .. } = &err
-                    && per_request::error_response(body).is_some()
-                {
-                    let body = body.clone();
-                    self.route(now, stream, &body, true);
+                // it is the request's response. The body is parsed once.
+                let answer = match &err {
+                    ClientError::HttpStatus { body, .. }
+                        if !self.legacy() && self.probe.as_ref() != Some(&id) =>
+                    {
+                        per_request::error_response(body)
+                    }
+                    _ => None,
+                };
+                let answered = answer.is_some();
+                if let Some(r) = answer {
+                    self.route_items(now, stream, vec![Ok(Message::Response(r))], true);
                     if self.own_request(stream).is_none() {
                         return;
                     }
@@ -362,9 +366,9 @@ impl ClientSession {
                 // cached assumption later fails").
                 if !self.legacy()
                     && self.probe.as_ref() != Some(&id)
-                    && let ClientError::HttpStatus { status, body } = &err
+                    && let ClientError::HttpStatus { status, .. } = &err
                     && matches!(status.as_u16(), 400 | 404 | 405)
-                    && per_request::error_response(body).is_none()
+                    && !answered
                     && let Some((cache, origin)) = &self.era_cache
                     && matches!(cache.get(origin), Some(KnownEra::Modern(_)))
                 {
@@ -523,6 +527,17 @@ impl ClientSession {
                 return;
             }
         };
+        self.route_items(now, stream, items, json_post);
+    }
+
+    /// Routes the messages of one parsed payload.
+    fn route_items(
+        &mut self,
+        now: Instant,
+        stream: StreamId,
+        items: Vec<wire::Parsed>,
+        json_post: bool,
+    ) {
         for item in items {
             match item {
                 Err(error) => self.event(ClientEvent::InvalidMessage { stream, error }),

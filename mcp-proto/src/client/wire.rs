@@ -23,27 +23,57 @@ pub(crate) const INITIALIZED: &str = "notifications/initialized";
 pub(crate) enum Outgoing {
     Request { id: RequestId, method: Box<str> },
     Notification { method: Box<str> },
-    Response,
+    Response(Response),
+}
+
+impl From<Message> for Outgoing {
+    fn from(message: Message) -> Self {
+        match message {
+            Message::Request(r) => Outgoing::Request {
+                id: r.id,
+                method: r.method,
+            },
+            Message::Notification(n) => Outgoing::Notification { method: n.method },
+            Message::Response(r) => Outgoing::Response(r),
+        }
+    }
 }
 
 /// Classifies one serialized message from the app. Batches are not sent (S-POST-6; the
 /// 2025-03-26 batch is optional to send, S-RPC-11).
 pub(crate) fn classify(bytes: &[u8]) -> Result<Outgoing, ApiMisuse> {
     match jsonrpc::parse_body(bytes) {
-        Ok(Body::Single(Message::Request(r))) => Ok(Outgoing::Request {
-            id: r.id,
-            method: r.method,
-        }),
-        Ok(Body::Single(Message::Notification(n))) => {
-            Ok(Outgoing::Notification { method: n.method })
-        }
-        Ok(Body::Single(Message::Response(_))) => Ok(Outgoing::Response),
+        Ok(Body::Single(m)) => Ok(Outgoing::from(m)),
         Ok(Body::Batch(_)) => Err(ApiMisuse::NotJsonRpc {
             detail: "send one message at a time, not a batch".into(),
         }),
         Err(e) => Err(ApiMisuse::NotJsonRpc {
             detail: e.to_string(),
         }),
+    }
+}
+
+/// Checks a message the app built rather than parsed for what [`classify`] would refuse in
+/// its bytes: `params` that is not an object (S-RPC-10), a success response without an id.
+/// The other invariants are the types' own.
+pub(crate) fn check_outgoing(message: &Message) -> Result<(), ApiMisuse> {
+    let refuse = |detail: &str| {
+        Err(ApiMisuse::NotJsonRpc {
+            detail: detail.into(),
+        })
+    };
+    match message {
+        Message::Response(r) if r.id.is_none() && !r.is_error() => {
+            refuse("a success response must have an id")
+        }
+        Message::Response(_) => Ok(()),
+        _ => match message.params().map(|p| p.get()) {
+            // `null` is read as absent (S-RPC-10).
+            Some(p) if p != "null" && !p.trim_start().starts_with('{') => {
+                refuse("params must be an object")
+            }
+            _ => Ok(()),
+        },
     }
 }
 
@@ -256,10 +286,10 @@ mod tests {
                 method: INITIALIZED.into()
             })
         );
-        assert_eq!(
+        assert!(matches!(
             classify(br#"{"jsonrpc":"2.0","id":"s","result":{}}"#),
-            Ok(Outgoing::Response)
-        );
+            Ok(Outgoing::Response(_))
+        ));
         assert!(classify(br#"[{"jsonrpc":"2.0","method":"x"}]"#).is_err());
         assert!(classify(b"{").is_err());
     }

@@ -19,10 +19,9 @@ pub type Meta = JsonObject;
 /// An opaque pagination position: `cursor` in a list request, `nextCursor` in its result.
 pub type Cursor = String;
 
-string_or_int!(
-    /// The identifier of a JSON-RPC request (`RequestId`): a string or an integer.
-    RequestId
-);
+/// The identifier of a JSON-RPC request (`RequestId`): a string or an integer. The envelope's
+/// own type, so an id read from a typed message goes back on the wire as is.
+pub use crate::jsonrpc::RequestId;
 
 string_or_int!(
     /// A token that ties progress notifications to their request (`ProgressToken`).

@@ -5,6 +5,7 @@ use std::fmt;
 
 use serde_json::value::RawValue;
 
+use crate::client::{ApiMisuse, ClientError, ProtocolError};
 use crate::jsonrpc::{self, error_codes};
 
 /// A failure of an application handler, or of a request sent to the peer.
@@ -161,6 +162,14 @@ pub(crate) fn to_raw<T: serde::Serialize + ?Sized>(
 }
 
 /// Why a message to the peer, or a request's answer, did not get through.
+///
+/// Over a [`ClientSession`](crate::client::ClientSession) (the `ClientBinding` and the
+/// adapters' clients), the session's reasons arrive typed: a request timeout is
+/// [`Timeout`](Self::Timeout), a session closed before the answer is [`Closed`](Self::Closed),
+/// a stream that broke for good is [`Interrupted`](Self::Interrupted), any other failure of
+/// the request is [`Client`](Self::Client), and a message the session would not take is
+/// [`Refused`](Self::Refused). [`Failed`](Self::Failed) is left for failures with no typed
+/// reason (a message that cannot be encoded, a server-side send error).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PeerError {
@@ -179,11 +188,71 @@ pub enum PeerError {
     Unsupported(String),
     /// The exchange broke before the answer arrived and could not be resumed (the
     /// connection was cut before any event id reached the client, or every resume brought
-    /// nothing). The server may or may not have acted on the request: the transport never
-    /// re-sends it by itself, so sending it again is the caller's choice.
+    /// nothing): a [`ClientError::Transport`] or
+    /// [`ProtocolError::StreamEndedWithoutResponse`](crate::client::ProtocolError::StreamEndedWithoutResponse).
+    /// The server may or may not have acted on the request: the transport never re-sends it
+    /// by itself, so sending it again is the caller's choice.
     #[error("the exchange broke before the answer and cannot be resumed: {0}")]
-    Interrupted(String),
-    /// Another transport failure.
+    Interrupted(ClientError),
+    /// The client session failed the request for another reason: an HTTP error status,
+    /// authorization required, the session expired, the server broke the protocol … (never
+    /// [`ClientError::TimedOut`] nor [`ClientError::Closed`], which are
+    /// [`Timeout`](Self::Timeout) and [`Closed`](Self::Closed)).
+    #[error(transparent)]
+    Client(ClientError),
+    /// The client session refused to send the message: too many requests in flight, a second
+    /// `initialize` … (never [`ApiMisuse::Closed`], which is [`Closed`](Self::Closed)).
+    #[error("the session refused the message: {0}")]
+    Refused(ApiMisuse),
+    /// Another failure, with no typed reason.
     #[error("transport failure: {0}")]
     Failed(String),
+}
+
+impl From<ClientError> for PeerError {
+    /// The typed reason for a request the client session failed (see [`PeerError`]).
+    fn from(error: ClientError) -> Self {
+        match error {
+            ClientError::TimedOut => PeerError::Timeout,
+            ClientError::Closed => PeerError::Closed,
+            ClientError::Transport(_)
+            | ClientError::Protocol(ProtocolError::StreamEndedWithoutResponse) => {
+                PeerError::Interrupted(error)
+            }
+            other => PeerError::Client(other),
+        }
+    }
+}
+
+impl From<ApiMisuse> for PeerError {
+    /// The typed reason for a message the client session would not send.
+    fn from(error: ApiMisuse) -> Self {
+        match error {
+            ApiMisuse::Closed => PeerError::Closed,
+            other => PeerError::Refused(other),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::TransportFailure;
+
+    #[test]
+    fn session_failures_arrive_typed() {
+        assert_eq!(PeerError::from(ClientError::TimedOut), PeerError::Timeout);
+        assert_eq!(PeerError::from(ClientError::Closed), PeerError::Closed);
+        assert_eq!(PeerError::from(ApiMisuse::Closed), PeerError::Closed);
+        let cut = ClientError::Transport(TransportFailure::Reset);
+        assert_eq!(PeerError::from(cut.clone()), PeerError::Interrupted(cut));
+        let ended = ClientError::Protocol(ProtocolError::StreamEndedWithoutResponse);
+        assert_eq!(PeerError::from(ended.clone()), PeerError::Interrupted(ended));
+        assert_eq!(
+            PeerError::from(ClientError::SessionExpired),
+            PeerError::Client(ClientError::SessionExpired)
+        );
+        let full = ApiMisuse::TooManyInFlight { limit: 1 };
+        assert_eq!(PeerError::from(full.clone()), PeerError::Refused(full));
+    }
 }

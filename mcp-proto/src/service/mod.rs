@@ -146,23 +146,3 @@ pub use crate::schema::{
     CallToolResult, ContentBlock, GetPromptResult, Prompt, PromptMessage, Resource,
     ResourceContents, ResourceTemplate, Role, Tool,
 };
-
-/// Conversions between the envelope's [`RequestId`](crate::jsonrpc::RequestId) and the
-/// schema's [`RequestId`](crate::schema::RequestId) (the same JSON, two Rust types).
-pub(crate) mod schema_id {
-    use crate::{jsonrpc, schema};
-
-    pub(crate) fn to_jsonrpc(id: &schema::RequestId) -> jsonrpc::RequestId {
-        match id {
-            schema::RequestId::Number(n) => jsonrpc::RequestId::Number(*n),
-            schema::RequestId::String(s) => jsonrpc::RequestId::String(s.as_str().into()),
-        }
-    }
-
-    pub(crate) fn to_schema(id: &jsonrpc::RequestId) -> schema::RequestId {
-        match id {
-            jsonrpc::RequestId::Number(n) => schema::RequestId::Number(*n),
-            jsonrpc::RequestId::String(s) => schema::RequestId::String(s.to_string()),
-        }
-    }
-}

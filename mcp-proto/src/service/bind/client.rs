@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::{Queue, Routed, Wake};
-use crate::client::{ClientError, ClientSession, Output, ProtocolError, RequestResult};
+use crate::client::{ClientSession, Output, RequestResult};
 use crate::jsonrpc::{Message, RequestId};
 use crate::service::PeerError;
 use crate::service::client::{Client, ClientBuilder, ClientTransport};
@@ -78,11 +78,14 @@ impl ClientBinding {
         for command in commands {
             match command {
                 Command::Send(message) => {
-                    if let Err(e) = session.send(now, message.to_bytes())
-                        && let Message::Request(r) = &message
+                    let id = match &message {
+                        Message::Request(r) => Some(r.id.clone()),
+                        _ => None,
+                    };
+                    if let Err(e) = session.send_message(now, message)
+                        && let Some(id) = id
                     {
-                        self.client
-                            .fail_request(&r.id, PeerError::Failed(e.to_string()));
+                        self.client.fail_request(&id, PeerError::from(e));
                     }
                 }
                 Command::Cancel(id, reason) => {
@@ -115,15 +118,7 @@ impl ClientBinding {
                         self.client.handle_response(response);
                     }
                     RequestResult::Failed(e) => {
-                        let text = e.to_string();
-                        let error = match e {
-                            ClientError::Transport(_)
-                            | ClientError::Protocol(ProtocolError::StreamEndedWithoutResponse) => {
-                                PeerError::Interrupted(text)
-                            }
-                            _ => PeerError::Failed(text),
-                        };
-                        self.client.fail_request(&outcome.id, error);
+                        self.client.fail_request(&outcome.id, PeerError::from(e));
                     }
                     // The call was dropped by its owner: nobody waits.
                     RequestResult::Cancelled => {}

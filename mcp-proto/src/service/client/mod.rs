@@ -58,7 +58,7 @@ pub use notifications::{Events, Notifications, ServerNotification};
 use super::cancel::{CancellationToken, lock, until_cancelled};
 use super::error::to_raw;
 use super::server::BoxFuture;
-use super::{Error, PeerError, PendingRequests, schema_id};
+use super::{Error, PeerError, PendingRequests};
 use crate::ProtocolVersion;
 use crate::jsonrpc::{ErrorObject, Message, Notification, Outcome, Request, RequestId, Response};
 use crate::schema::{
@@ -87,8 +87,7 @@ pub trait ClientTransport: Send + Sync + 'static {
     /// for. The default sends `notifications/cancelled`; a transport whose revision cancels
     /// by closing the request's stream (2026-07-28) does that instead.
     fn cancel(&self, id: &RequestId, reason: &str) -> Result<(), PeerError> {
-        let params =
-            CancelledNotificationParams::new(schema_id::to_schema(id), Some(reason.to_owned()));
+        let params = CancelledNotificationParams::new(id.clone(), Some(reason.to_owned()));
         let raw = to_raw(&params).map_err(|e| PeerError::Failed(e.to_string()))?;
         self.send(Message::Notification(Notification::new(
             methods::NOTIFICATION_CANCELLED,
@@ -111,7 +110,9 @@ pub enum RequestError {
         /// The data, if any.
         data: Option<Value>,
     },
-    /// The transport could not send the request or lost its answer.
+    /// The transport could not send the request or lost its answer; the [`PeerError`] says
+    /// why, typed: [`PeerError::Timeout`], [`PeerError::Closed`], [`PeerError::Interrupted`],
+    /// [`PeerError::Client`] (an HTTP status, authorization required, session expired …).
     #[error(transparent)]
     Transport(#[from] PeerError),
     /// The server's result did not have the expected shape.
@@ -513,7 +514,7 @@ impl Client {
             }
             ServerNotification::Cancelled(c) => {
                 if let Some(id) = &c.request_id {
-                    let token = lock(&self.inner.serving).remove(&schema_id::to_jsonrpc(id));
+                    let token = lock(&self.inner.serving).remove(id);
                     if let Some(token) = token {
                         token.cancel();
                     }

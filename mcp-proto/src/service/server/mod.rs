@@ -723,6 +723,6 @@ impl Server {
 /// The `_meta` of a notification on a listen stream: the subscription it belongs to.
 pub(crate) fn listener_meta(ctx: &RequestContext) -> serde_json::Value {
     serde_json::json!({
-        crate::schema::meta_keys::SUBSCRIPTION_ID: super::schema_id::to_schema(ctx.request_id())
+        crate::schema::meta_keys::SUBSCRIPTION_ID: ctx.request_id()
     })
 }

@@ -20,7 +20,6 @@ use crate::schema::{
 use crate::service::cancel::{CancellationToken, lock, until_cancelled};
 use crate::service::error::{PeerError, to_raw};
 use crate::service::pending::ResponseFuture;
-use crate::service::schema_id;
 
 /// The service's link to one client, implemented by the transport driver (and by test
 /// loopbacks).
@@ -278,7 +277,7 @@ impl ServerSession {
                     .as_deref()
                     .and_then(|p| serde_json::from_str(p.get()).ok());
                 if let Some(id) = params.and_then(|p| p.request_id) {
-                    self.cancel(&schema_id::to_jsonrpc(&id));
+                    self.cancel(&id);
                 }
             }
             _ => {}
