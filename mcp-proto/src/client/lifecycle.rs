@@ -429,12 +429,7 @@ impl ClientSession {
 
     /// The session's own steps that took too long.
     pub(super) fn handshake_timeouts(&mut self, now: Instant) {
-        let due: Vec<RequestId> = self
-            .requests
-            .iter()
-            .filter(|(_, r)| r.internal && r.deadline.is_some_and(|d| d <= now))
-            .map(|(id, _)| id.clone())
-            .collect();
+        let due = self.requests.due(now, |r| r.internal);
         for id in due {
             self.internal_failed(now, &id, ClientError::TimedOut, true);
         }

@@ -205,7 +205,7 @@ use config::Start;
 use lifecycle::PhaseEvent;
 use listen::{Listen, ListenCtx, ListenEffect, ListenInput};
 use post::{PostCtx, PostEffect, PostInput, PostStream, Purpose};
-use request::{ReqEvent, ReqState};
+use request::{ReqEvent, ReqState, Requests};
 use wire::{INITIALIZE, INITIALIZED, Outgoing};
 
 use crate::http::{header, mime};
@@ -289,7 +289,7 @@ pub struct ClientSession {
     /// lifecycle's `RequestWithoutSession`).
     session_lost: bool,
     reinit_seq: u64,
-    requests: BTreeMap<RequestId, Req>,
+    requests: Requests,
     posts: BTreeMap<StreamId, PostStream>,
     pending: VecDeque<Pending>,
     listen: Listen,
@@ -397,7 +397,7 @@ impl ClientSession {
             reinit_streak: 0,
             session_lost: false,
             reinit_seq: 0,
-            requests: BTreeMap::new(),
+            requests: Requests::default(),
             posts: BTreeMap::new(),
             pending: VecDeque::new(),
             listen: Listen::new(listen, FailureWindow::new(listen_budget)),
@@ -756,12 +756,7 @@ impl ClientSession {
             return;
         }
         self.handshake_timeouts(now);
-        let due: Vec<RequestId> = self
-            .requests
-            .iter()
-            .filter(|(_, r)| !r.internal && r.deadline.is_some_and(|d| d <= now))
-            .map(|(id, _)| id.clone())
-            .collect();
+        let due = self.requests.due(now, |r| !r.internal);
         for id in due {
             let is_init = self
                 .requests
@@ -808,12 +803,13 @@ impl ClientSession {
             Phase::Closing { deadline, .. } => return Some(deadline),
             _ => {}
         }
-        let reqs = self.requests.values().filter_map(|r| r.deadline);
+        let reqs = self.requests.next_deadline();
         let posts = self.posts.values().filter_map(PostStream::deadline);
         let ack = self
             .ack_deadline
             .filter(|_| self.phase == Phase::Acknowledging);
-        reqs.chain(posts)
+        reqs.into_iter()
+            .chain(posts)
             .chain(self.listen.deadline())
             .chain(ack)
             .min()

@@ -27,7 +27,92 @@
 //! any            | InputRequired           | AwaitingInput   | an `InputRequiredResult` arrived
 //! ```
 
-use super::{Req, StreamId};
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+use super::{Req, RequestId, StreamId};
+
+/// The table of requests in flight, with its timer table: the requests that have a deadline,
+/// ordered by it, so that the next deadline and the due requests are found without a scan of
+/// every request. A request's deadline is set when it enters the table and never changes.
+#[derive(Debug, Default)]
+pub(super) struct Requests {
+    map: BTreeMap<RequestId, Req>,
+    timers: BTreeSet<(Instant, RequestId)>,
+}
+
+impl Requests {
+    pub(super) fn insert(&mut self, id: RequestId, req: Req) {
+        self.remove(&id);
+        if let Some(deadline) = req.deadline {
+            self.timers.insert((deadline, id.clone()));
+        }
+        self.map.insert(id, req);
+    }
+
+    pub(super) fn remove(&mut self, id: &RequestId) -> Option<Req> {
+        let req = self.map.remove(id)?;
+        if let Some(deadline) = req.deadline {
+            self.timers.remove(&(deadline, id.clone()));
+        }
+        Some(req)
+    }
+
+    pub(super) fn retain(&mut self, mut keep: impl FnMut(&RequestId, &Req) -> bool) {
+        let gone: Vec<RequestId> = self
+            .map
+            .iter()
+            .filter(|(id, r)| !keep(id, r))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in gone {
+            self.remove(&id);
+        }
+    }
+
+    pub(super) fn get(&self, id: &RequestId) -> Option<&Req> {
+        self.map.get(id)
+    }
+
+    pub(super) fn get_mut(&mut self, id: &RequestId) -> Option<&mut Req> {
+        self.map.get_mut(id)
+    }
+
+    pub(super) fn contains_key(&self, id: &RequestId) -> bool {
+        self.map.contains_key(id)
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub(super) fn keys(&self) -> impl Iterator<Item = &RequestId> {
+        self.map.keys()
+    }
+
+    pub(super) fn values(&self) -> impl Iterator<Item = &Req> {
+        self.map.values()
+    }
+
+    pub(super) fn iter(&self) -> impl Iterator<Item = (&RequestId, &Req)> {
+        self.map.iter()
+    }
+
+    /// The earliest deadline of a request in flight.
+    pub(super) fn next_deadline(&self) -> Option<Instant> {
+        self.timers.first().map(|(at, _)| *at)
+    }
+
+    /// The requests whose deadline is at or before `now`, earliest first, that `pick` keeps.
+    pub(super) fn due(&self, now: Instant, pick: impl Fn(&Req) -> bool) -> Vec<RequestId> {
+        self.timers
+            .iter()
+            .take_while(|(at, _)| *at <= now)
+            .filter(|(_, id)| self.map.get(id).is_some_and(&pick))
+            .map(|(_, id)| id.clone())
+            .collect()
+    }
+}
 
 /// Where a request in flight is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

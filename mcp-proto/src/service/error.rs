@@ -247,7 +247,10 @@ mod tests {
         let cut = ClientError::Transport(TransportFailure::Reset);
         assert_eq!(PeerError::from(cut.clone()), PeerError::Interrupted(cut));
         let ended = ClientError::Protocol(ProtocolError::StreamEndedWithoutResponse);
-        assert_eq!(PeerError::from(ended.clone()), PeerError::Interrupted(ended));
+        assert_eq!(
+            PeerError::from(ended.clone()),
+            PeerError::Interrupted(ended)
+        );
         assert_eq!(
             PeerError::from(ClientError::SessionExpired),
             PeerError::Client(ClientError::SessionExpired)

@@ -1,13 +1,16 @@
 //! Prints the code lines of each adapter's `src/` and the runs of 6+ lines the two share
 //! (see `mcp_tests::shape`). Exit status 1 when an adapter is over 500 lines or a run is
-//! shared.
+//! shared. `adapter-shape [ROOT]`: another checkout (e.g. an older commit's worktree), for a
+//! before/after.
 
 use std::process::ExitCode;
 
 use mcp_tests::shape;
 
 fn main() -> ExitCode {
-    let root = shape::workspace_root();
+    let root = std::env::args_os()
+        .nth(1)
+        .map_or_else(shape::workspace_root, std::path::PathBuf::from);
     let mut ok = true;
     for adapter in ["mcp-tokio", "mcp-smol"] {
         let n = shape::count_code_lines(&root.join(adapter).join("src"));
