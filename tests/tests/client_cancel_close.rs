@@ -83,6 +83,40 @@ fn a_request_timeout_fails_and_cancels() {
     );
 }
 
+/// The session's next deadline is the earliest request deadline (the adapters sleep until
+/// `poll_timeout`, so a deadline it does not report never fires on a real clock), and a
+/// request that got its answer leaves no deadline behind.
+#[test]
+fn poll_timeout_reports_the_earliest_request_deadline_and_forgets_answered_ones() {
+    let mut h = Harness::new(
+        ClientConfig::new().with_request_timeout(Some(Duration::from_secs(30))),
+        ServerConfig::default(),
+        NetConfig::default(),
+    );
+    h.initialize();
+    let idle = h.client.poll_timeout();
+    let sent_at = h.now;
+    let first = h.request("hang");
+    h.run_for(Duration::from_secs(5));
+    let _second = h.request("hang");
+    h.run_for(Duration::from_millis(10));
+    let next = h.client.poll_timeout().expect("a request deadline");
+    assert!(
+        next <= sent_at + Duration::from_secs(30),
+        "{next:?} is later than the first request's deadline"
+    );
+    h.run_for(Duration::from_secs(26));
+    assert!(matches!(
+        h.outcomes_of(first)[..],
+        [RequestResult::Failed(ClientError::TimedOut)]
+    ));
+    // The second one's deadline is next now, 5 s after the first's.
+    let next = h.client.poll_timeout().expect("the second deadline");
+    assert!(next > sent_at + Duration::from_secs(30), "{next:?}");
+    h.run_for(Duration::from_secs(6));
+    assert_eq!(h.client.poll_timeout(), idle, "no request deadline is left");
+}
+
 #[test]
 fn s_sess_8_close_aborts_everything_deletes_and_emits_closed_last() {
     let mut h = Harness::new(
