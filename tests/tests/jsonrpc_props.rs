@@ -123,8 +123,9 @@ fn error_object() -> impl Strategy<Value = ErrorObject> {
     )
         .prop_map(|(code, message, data)| ErrorObject {
             code,
-            message: message.into(),
+            message,
             data: data.map(raw),
+            extra: Default::default(),
         })
 }
 

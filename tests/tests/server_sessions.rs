@@ -211,6 +211,7 @@ fn initialize_answered_with_an_error_ends_the_session_without_an_id() {
                 code: -32602,
                 message: "Unsupported protocol version".into(),
                 data: None,
+                extra: Default::default(),
             }),
         )
         .unwrap();

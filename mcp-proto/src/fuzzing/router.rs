@@ -326,6 +326,7 @@ pub fn router(data: &[u8]) {
                             code: -32603,
                             message: "x".into(),
                             data: None,
+                            extra: serde_json::Map::new(),
                         })
                     } else {
                         let r = if b.byte().is_multiple_of(2) {

@@ -394,5 +394,6 @@ fn read_error_object(raw: &RawValue) -> Result<Result<ErrorObject, InvalidReason
         code,
         message: message.into(),
         data: m.slots[DATA].map(RawValue::to_owned),
+        extra: serde_json::Map::new(),
     }))
 }

@@ -119,6 +119,13 @@ fn write_error_object(out: &mut Vec<u8>, e: &ErrorObject) {
         out.extend_from_slice(br#","data":"#);
         out.extend_from_slice(data.get().as_bytes());
     }
+    for (name, value) in &e.extra {
+        out.push(b',');
+        write_str(out, name);
+        out.push(b':');
+        // Writing a `serde_json::Value` into a `Vec` cannot fail.
+        serde_json::to_writer(&mut *out, value).expect("a JSON value serializes");
+    }
     out.push(b'}');
 }
 

@@ -115,6 +115,7 @@ impl ParseError {
             code: self.code(),
             message: "Parse error".into(),
             data: detail_data(&self.detail),
+            extra: serde_json::Map::new(),
         };
         Response::error(None, error)
     }
@@ -173,6 +174,7 @@ impl InvalidMessage {
             code: self.code(),
             message: "Invalid Request".into(),
             data: detail_data(&self.reason.to_string()),
+            extra: serde_json::Map::new(),
         };
         Response::error(self.id.clone(), error)
     }

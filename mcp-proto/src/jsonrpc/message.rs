@@ -3,7 +3,7 @@
 use bytes::Bytes;
 use serde_json::value::RawValue;
 
-use super::{InvalidMessage, RequestId, encode};
+use super::{ErrorObject, InvalidMessage, RequestId, encode};
 
 /// Byte-wise equality of two optional raw payloads.
 fn raw_opt_eq(a: &Option<Box<RawValue>>, b: &Option<Box<RawValue>>) -> bool {
@@ -94,48 +94,6 @@ impl PartialEq for Notification {
 }
 
 impl Eq for Notification {}
-
-/// The `error` member of an error response (S-RPC-6): an integer `code`, a `message` and an
-/// optional raw `data`.
-///
-/// `data` keeps whatever JSON value the sender put there, `null` included (`Some("null")`),
-/// byte for byte.
-#[derive(Debug, Clone)]
-pub struct ErrorObject {
-    /// The error code; see [`error_codes`](super::error_codes).
-    pub code: i64,
-    /// A short description, "SHOULD be limited to a concise single sentence".
-    pub message: Box<str>,
-    /// Extra information defined by the sender, kept as raw JSON.
-    pub data: Option<Box<RawValue>>,
-}
-
-impl ErrorObject {
-    /// An error with no `data`.
-    pub fn new(code: i64, message: impl Into<Box<str>>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-            data: None,
-        }
-    }
-
-    /// The same error with `data` set to the given raw JSON value.
-    pub fn with_data(mut self, data: Box<RawValue>) -> Self {
-        self.data = Some(data);
-        self
-    }
-}
-
-impl PartialEq for ErrorObject {
-    fn eq(&self, other: &Self) -> bool {
-        self.code == other.code
-            && self.message == other.message
-            && raw_opt_eq(&self.data, &other.data)
-    }
-}
-
-impl Eq for ErrorObject {}
 
 /// What a [`Response`] carries: exactly one of `result` and `error` (S-RPC-5).
 #[derive(Debug, Clone)]

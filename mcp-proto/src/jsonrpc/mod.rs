@@ -59,6 +59,7 @@
 mod decode;
 mod encode;
 mod error;
+mod error_object;
 mod id;
 mod message;
 #[cfg(test)]
@@ -67,9 +68,10 @@ mod tests;
 pub use self::decode::{parse_body, parse_message};
 pub use self::encode::encode_batch;
 pub use self::error::{InvalidMessage, InvalidReason, ParseError, ParseFailure};
+pub use self::error_object::{ErrorData, ErrorObject};
 pub use self::id::RequestId;
 pub use self::message::{
-    BatchItem, Body, ErrorObject, Message, MessageKind, Notification, Outcome, Request, Response,
+    BatchItem, Body, Message, MessageKind, Notification, Outcome, Request, Response,
 };
 /// The raw JSON type of payloads, re-exported so that callers need not match `serde_json`
 /// versions.

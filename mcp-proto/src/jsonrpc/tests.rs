@@ -990,3 +990,42 @@ fn method_must_be_a_string() {
         assert_eq!(reason(&body), InvalidReason::MethodNotString, "{body}");
     }
 }
+
+#[test]
+fn error_object_envelope_drops_unknown_members_and_serde_keeps_them() {
+    let body = r#"{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"m","data": [1, 2],"x":{"y":true}}}"#;
+    let Outcome::Error(e) = response(msg(body)).outcome else {
+        panic!("expected an error outcome");
+    };
+    assert!(e.extra.is_empty());
+    assert_eq!(e.data.as_deref().map(RawValue::get), Some("[1, 2]"));
+    assert_eq!(
+        e.data_as::<Vec<u8>>().map(Result::ok),
+        Some(Some(vec![1, 2]))
+    );
+
+    let object = r#"{"code":-1,"message":"m","data": [1, 2],"x":{"y":true}}"#;
+    let e: ErrorObject = serde_json::from_str(object).expect("an error object");
+    assert_eq!(e.data.as_deref().map(RawValue::get), Some("[1, 2]"));
+    assert_eq!(e.extra["x"], serde_json::json!({ "y": true }));
+    assert_eq!(
+        serde_json::to_string(&e).expect("serializes"),
+        r#"{"code":-1,"message":"m","data":[1, 2],"x":{"y":true}}"#
+    );
+    assert!(serde_json::from_str::<ErrorObject>(r#"{"code":1,"code":2,"message":""}"#).is_err());
+    assert!(serde_json::from_str::<ErrorObject>(r#"{"message":""}"#).is_err());
+
+    // The encoder writes `extra` after `data`.
+    let r = Response::error(None, e.clone());
+    assert_eq!(
+        &r.to_bytes()[..],
+        br#"{"jsonrpc":"2.0","error":{"code":-1,"message":"m","data":[1, 2],"x":{"y":true}}}"#
+    );
+    let mut other = e.clone();
+    assert_eq!(other, e);
+    other.extra.clear();
+    assert_ne!(other, e);
+    other = e.clone();
+    other.data = Some(raw("[1,2]"));
+    assert_ne!(other, e);
+}

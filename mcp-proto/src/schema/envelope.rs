@@ -322,12 +322,21 @@ impl<'de, T: DeserializeOwned> Deserialize<'de> for JsonRpcResultResponse<T> {
 ///
 /// `id` is absent (`None`) when the request's id could not be read; a JSON `null` id reads as
 /// `None` too.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct JsonRpcErrorResponse<D = serde_json::Value> {
     /// The id of the request answered, when known.
     pub id: Option<RequestId>,
     /// The error.
     pub error: ErrorObject<D>,
+}
+
+impl<D> PartialEq for JsonRpcErrorResponse<D>
+where
+    ErrorObject<D>: PartialEq,
+{
+    fn eq(&self, other: &Self) -> bool {
+        self.id == other.id && self.error == other.error
+    }
 }
 
 #[derive(Serialize)]

@@ -8,45 +8,15 @@ use super::{ClientCapabilities, ElicitRequestUrlParams, JsonObject, JsonRpcError
 /// The error codes of JSON-RPC 2.0 and MCP: the transport core's one set.
 pub use crate::jsonrpc::error_codes;
 
-/// A JSON-RPC error object (`Error`): `{code, message, data}`, with `data` typed as `D`.
+/// The JSON-RPC error object (`Error`): the transport core's one type, here with `data`
+/// typed as `D`.
 ///
 /// The spec's bare error shapes (`ParseError`, `InvalidRequestError`, `MethodNotFoundError`,
-/// `InvalidParamsError`, `InternalError`) are this type with the matching
-/// [`error_codes`] constant.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(bound(serialize = "D: Serialize", deserialize = "D: Deserialize<'de>"))]
-pub struct ErrorObject<D = serde_json::Value> {
-    /// The error code.
-    pub code: i64,
-    /// A short description.
-    pub message: String,
-    /// More about the error.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub data: Option<D>,
-    /// Members JSON-RPC does not define, kept for a lossless round trip.
-    #[serde(flatten)]
-    pub extra: JsonObject,
-}
+/// `InvalidParamsError`, `InternalError`) are `ErrorObject<serde_json::Value>` with the
+/// matching [`error_codes`] constant; the constructors below build them.
+pub use crate::jsonrpc::{ErrorData, ErrorObject};
 
-impl<D> ErrorObject<D> {
-    /// An error with `code` and `message` and no data.
-    pub fn new(code: i64, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-            data: None,
-            extra: JsonObject::new(),
-        }
-    }
-
-    /// The same error with `data`.
-    pub fn with_data(mut self, data: D) -> Self {
-        self.data = Some(data);
-        self
-    }
-}
-
-impl ErrorObject {
+impl ErrorObject<serde_json::Value> {
     /// `-32700`, parse error.
     pub fn parse_error(message: impl Into<String>) -> Self {
         Self::new(error_codes::PARSE_ERROR, message)
@@ -150,16 +120,34 @@ pub struct UrlElicitationRequiredData {
     pub extra: JsonObject,
 }
 
+impl ErrorData for UnsupportedProtocolVersionData {
+    fn data_eq(&self, other: &Self) -> bool {
+        self == other
+    }
+}
+
+impl ErrorData for MissingRequiredClientCapabilityData {
+    fn data_eq(&self, other: &Self) -> bool {
+        self == other
+    }
+}
+
+impl ErrorData for UrlElicitationRequiredData {
+    fn data_eq(&self, other: &Self) -> bool {
+        self == other
+    }
+}
+
 /// A bare JSON-RPC error object with code `-32700` (`ParseError`).
-pub type ParseError = ErrorObject;
+pub type ParseError = ErrorObject<serde_json::Value>;
 /// A bare JSON-RPC error object with code `-32600` (`InvalidRequestError`).
-pub type InvalidRequestError = ErrorObject;
+pub type InvalidRequestError = ErrorObject<serde_json::Value>;
 /// A bare JSON-RPC error object with code `-32601` (`MethodNotFoundError`).
-pub type MethodNotFoundError = ErrorObject;
+pub type MethodNotFoundError = ErrorObject<serde_json::Value>;
 /// A bare JSON-RPC error object with code `-32602` (`InvalidParamsError`).
-pub type InvalidParamsError = ErrorObject;
+pub type InvalidParamsError = ErrorObject<serde_json::Value>;
 /// A bare JSON-RPC error object with code `-32603` (`InternalError`).
-pub type InternalError = ErrorObject;
+pub type InternalError = ErrorObject<serde_json::Value>;
 /// An error response with code `-32020` (`HeaderMismatchError`, 2026-07-28).
 pub type HeaderMismatchError = JsonRpcErrorResponse;
 /// An error response with code `-32021` (`MissingRequiredClientCapabilityError`, 2026-07-28).

@@ -53,6 +53,7 @@ pub(crate) fn error_body(id: Option<crate::jsonrpc::RequestId>, code: i64, messa
             code,
             message: message.into(),
             data: None,
+            extra: serde_json::Map::new(),
         }),
     })
     .to_bytes()
@@ -455,8 +456,9 @@ impl Router {
             id,
             outcome: Outcome::Error(ErrorObject {
                 code: error.code(),
-                message: error.to_string().into(),
+                message: error.to_string(),
                 data,
+                extra: serde_json::Map::new(),
             }),
         })
         .to_bytes()

@@ -88,12 +88,9 @@ impl Error {
     /// and data.
     pub fn from_peer(error: &jsonrpc::ErrorObject) -> Self {
         Error {
-            message: error.message.to_string(),
+            message: error.message.clone(),
             code: Some(error.code),
-            data: error
-                .data
-                .as_deref()
-                .and_then(|d| serde_json::from_str(d.get()).ok()),
+            data: error.data_as().and_then(Result::ok),
             protocol: false,
         }
     }

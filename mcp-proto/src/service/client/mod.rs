@@ -141,11 +141,8 @@ impl RequestError {
     fn from_object(e: &ErrorObject) -> Self {
         RequestError::Rpc {
             code: e.code,
-            message: e.message.to_string(),
-            data: e
-                .data
-                .as_deref()
-                .and_then(|d| serde_json::from_str(d.get()).ok()),
+            message: e.message.clone(),
+            data: e.data_as().and_then(Result::ok),
         }
     }
 }
