@@ -30,7 +30,7 @@ use futures_core::Stream;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Uri};
 
 use super::signal::{Latch, Wakeup};
-use super::{Runtime, until};
+use super::{Runtime, Woke, until};
 use crate::client::{
     ClientConfig, ClientEvent, ClientSession, HeaderContext, HttpRequest, Input, Output, StreamId,
     TransportFailure,
@@ -593,8 +593,6 @@ fn random_seed() -> u64 {
 enum Fired {
     Close,
     Net(NetEvent),
-    Wake,
-    Deadline,
 }
 
 /// The run loop: until the session is closed.
@@ -623,15 +621,8 @@ async fn run<E: Engine>(
         if driver.session.is_closed() {
             break;
         }
-        let deadline = driver.session.poll_timeout();
-        // The clock before the sleep: a deadline already passed fires at once.
-        if deadline.is_some_and(|d| d <= rt.now()) {
-            driver.session.handle_timeout(rt.now());
-            continue;
-        }
-        let mut sleep = std::pin::pin!(deadline.map(|d| rt.sleep_until(d)));
-        // Polled in order: a close first, then network events, wake-ups, the deadline.
-        let fired = std::future::poll_fn(|cx| {
+        // A close first, then network events.
+        let woke = super::wait(&rt, driver.session.poll_timeout(), &wakeup, |cx| {
             if let Some(rx) = close.as_mut()
                 && Pin::new(rx).poll(cx).is_ready()
             {
@@ -639,21 +630,15 @@ async fn run<E: Engine>(
                 close = None;
                 return Poll::Ready(Fired::Close);
             }
-            if let Poll::Ready(Some(event)) = Pin::new(&mut net_rx).poll_next(cx) {
-                return Poll::Ready(Fired::Net(event));
-            }
-            if wakeup.poll_take(cx).is_ready() {
-                return Poll::Ready(Fired::Wake);
-            }
-            match sleep.as_mut().as_pin_mut().map(|s| s.poll(cx)) {
-                Some(Poll::Ready(())) => Poll::Ready(Fired::Deadline),
+            match Pin::new(&mut net_rx).poll_next(cx) {
+                Poll::Ready(Some(event)) => Poll::Ready(Fired::Net(event)),
                 _ => Poll::Pending,
             }
         })
         .await;
-        match fired {
-            Fired::Close => driver.session.close(rt.now()),
-            Fired::Net(event) => {
+        match woke {
+            Woke::Input(Fired::Close) => driver.session.close(rt.now()),
+            Woke::Input(Fired::Net(event)) => {
                 let now = rt.now();
                 driver.net(now, event);
                 for _ in 0..256 {
@@ -663,8 +648,8 @@ async fn run<E: Engine>(
                     }
                 }
             }
-            Fired::Wake => {}
-            Fired::Deadline => driver.session.handle_timeout(rt.now()),
+            Woke::Wake => {}
+            Woke::Deadline => driver.session.handle_timeout(rt.now()),
         }
     }
     // Dropping the exchanges aborts them.

@@ -92,6 +92,45 @@ fn until_still(mut round: impl FnMut() -> bool) -> bool {
     progressed
 }
 
+/// What ended a run loop's wait.
+enum Woke<T> {
+    /// An input of the loop's own (a command, a network event).
+    Input(T),
+    /// The service queued work.
+    Wake,
+    /// The machine's deadline.
+    Deadline,
+}
+
+/// The wait of every run loop, and its clock-before-sleep rule: a `deadline` already past
+/// fires at once; otherwise the earliest of `input` (polled first), a wake-up from the
+/// service, and the deadline.
+async fn wait<R: Runtime, T>(
+    rt: &R,
+    deadline: Option<Instant>,
+    wakeup: &signal::Wakeup,
+    mut input: impl FnMut(&mut std::task::Context<'_>) -> std::task::Poll<T>,
+) -> Woke<T> {
+    use std::task::Poll;
+    if deadline.is_some_and(|d| d <= rt.now()) {
+        return Woke::Deadline;
+    }
+    let mut sleep = std::pin::pin!(deadline.map(|d| rt.sleep_until(d)));
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(t) = input(cx) {
+            return Poll::Ready(Woke::Input(t));
+        }
+        if wakeup.poll_take(cx).is_ready() {
+            return Poll::Ready(Woke::Wake);
+        }
+        match sleep.as_mut().as_pin_mut().map(|s| s.poll(cx)) {
+            Some(Poll::Ready(())) => Poll::Ready(Woke::Deadline),
+            _ => Poll::Pending,
+        }
+    })
+    .await
+}
+
 /// Runs `task` until it ends or `stop` is set, whichever comes first.
 async fn until(mut task: BoxFuture<'static, ()>, stop: Latch) {
     let mut stopped = std::pin::pin!(stop.wait());

@@ -40,7 +40,7 @@ use futures_core::Stream;
 use http::{HeaderMap, StatusCode};
 
 use super::signal::{Latch, Wakeup};
-use super::{Runtime, binding_sleep};
+use super::{Runtime, Woke, binding_sleep};
 use crate::server::{
     DEFAULT_SHUTDOWN_GRACE, RequestHead, Router, ServerConfig, ServerOutput, SessionIdGenerator,
     StreamId,
@@ -753,8 +753,6 @@ enum Fired {
     Drain(Option<Duration>),
     Message(ToDriver<Exchange>),
     Closed,
-    Wake,
-    Deadline,
 }
 
 /// The run loop: until a drain has finished or every sender is gone.
@@ -774,15 +772,8 @@ async fn run<R: Runtime>(
             driver.pump(rt.now(), &mut spawn);
             break;
         }
-        let deadline = driver.router.poll_timeout();
-        // The clock before the sleep: a deadline already passed fires at once.
-        if deadline.is_some_and(|d| d <= rt.now()) {
-            driver.router.handle_timeout(rt.now());
-            continue;
-        }
-        let mut sleep = std::pin::pin!(deadline.map(|d| rt.sleep_until(d)));
-        // Polled in order: a shutdown first, then messages, wake-ups, the deadline.
-        let fired = std::future::poll_fn(|cx| {
+        // A shutdown first, then messages.
+        let woke = super::wait(&rt, driver.router.poll_timeout(), &wakeup, |cx| {
             if let Some(rx) = drain.as_mut()
                 && let Poll::Ready(grace) = Pin::new(rx).poll(cx)
             {
@@ -791,26 +782,19 @@ async fn run<R: Runtime>(
                 return Poll::Ready(Fired::Drain(grace.ok()));
             }
             match Pin::new(&mut inbound).poll_next(cx) {
-                Poll::Ready(Some(msg)) => return Poll::Ready(Fired::Message(msg)),
-                Poll::Ready(None) => return Poll::Ready(Fired::Closed),
-                Poll::Pending => {}
-            }
-            if wakeup.poll_take(cx).is_ready() {
-                return Poll::Ready(Fired::Wake);
-            }
-            match sleep.as_mut().as_pin_mut().map(|s| s.poll(cx)) {
-                Some(Poll::Ready(())) => Poll::Ready(Fired::Deadline),
-                _ => Poll::Pending,
+                Poll::Ready(Some(msg)) => Poll::Ready(Fired::Message(msg)),
+                Poll::Ready(None) => Poll::Ready(Fired::Closed),
+                Poll::Pending => Poll::Pending,
             }
         })
         .await;
-        match fired {
-            Fired::Drain(Some(grace)) => {
+        match woke {
+            Woke::Input(Fired::Drain(Some(grace))) => {
                 tracing::debug!(?grace, "mcp driver draining");
                 driver.router.begin_shutdown(rt.now(), grace);
             }
-            Fired::Drain(None) | Fired::Wake => {}
-            Fired::Message(msg) => {
+            Woke::Input(Fired::Drain(None)) | Woke::Wake => {}
+            Woke::Input(Fired::Message(msg)) => {
                 let now = rt.now();
                 driver.input(now, msg);
                 // Take what else is already there before draining outputs.
@@ -821,8 +805,8 @@ async fn run<R: Runtime>(
                     }
                 }
             }
-            Fired::Closed => break,
-            Fired::Deadline => driver.router.handle_timeout(rt.now()),
+            Woke::Input(Fired::Closed) => break,
+            Woke::Deadline => driver.router.handle_timeout(rt.now()),
         }
     }
     tracing::debug!(?driver, "mcp driver stopped");
