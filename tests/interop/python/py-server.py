@@ -53,6 +53,10 @@ async def main() -> None:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
+    # Listening before the URL is printed: a client that connects at once waits in the
+    # backlog until uvicorn accepts, instead of being refused (a bound socket that does not
+    # listen yet refuses connections).
+    sock.listen(128)
     app = mcp.streamable_http_app()
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     print(f"py MCP server on http://127.0.0.1:{port}/mcp", flush=True)
