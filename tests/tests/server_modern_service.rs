@@ -9,8 +9,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use http::StatusCode;
 use mcp_proto::schema::{Elicit, ElicitRequestParams, ListRoots, RequestParams};
-use mcp_proto::server::{ServerConfig, ServerOutput, StreamId};
+use mcp_proto::server::{AuthDecision, RequestHead, ServerConfig, ServerOutput, StreamId};
 use mcp_proto::service::bind::{Routed, ServerBinding};
+use mcp_proto::service::server::seal::StateKeys;
 use mcp_proto::service::{CallToolResult, Server, Tool};
 use mcp_proto::{jsonrpc::Notification, mirror};
 use mcp_tests::exec::Executor;
@@ -28,6 +29,10 @@ struct Svc {
 
 impl Svc {
     fn new(server: &Server) -> Svc {
+        Svc::with_config(server, ServerConfig::default().with_modern())
+    }
+
+    fn with_config(server: &Server, config: ServerConfig) -> Svc {
         let exec = Executor::new();
         let timer = exec.clone();
         let binding = ServerBinding::new(
@@ -36,7 +41,7 @@ impl Svc {
             Arc::new(|| {}),
         );
         let mut svc = Svc {
-            h: Harness::new(ServerConfig::default().with_modern()),
+            h: Harness::new(config),
             exec,
             binding,
         };
@@ -55,10 +60,12 @@ impl Svc {
                         handle,
                         session,
                         request,
+                        principal,
                     } => ServerOutput::Request {
                         handle,
                         session,
                         request,
+                        principal,
                     },
                     AppEvent::Notification {
                         session,
@@ -319,6 +326,87 @@ fn mrtr_rounds_accumulate_answers_and_are_bounded() {
     let other = json!({"name": "other", "requestState": r1["requestState"]});
     let s = svc.send(modern(3, "tools/call", other, json!({})));
     assert_eq!(svc.json(s)["error"]["code"], -32602);
+}
+
+/// Principals from `Authorization: Bearer <name>`.
+fn by_bearer() -> ServerConfig {
+    ServerConfig::default()
+        .with_modern()
+        .with_authenticator(|head: &RequestHead<'_>| {
+            match head
+                .headers
+                .get(http::header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "))
+            {
+                Some(who) => AuthDecision::allow(who),
+                None => AuthDecision::unauthorized(),
+            }
+        })
+}
+
+fn as_user(mut req: Req, who: &str) -> Req {
+    req.headers.insert(
+        http::header::AUTHORIZATION,
+        http::HeaderValue::from_str(&format!("Bearer {who}")).unwrap(),
+    );
+    req
+}
+
+#[test]
+fn request_state_is_sealed_shared_by_instances_and_bound_to_the_principal() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let shared = || StateKeys::new([5u8; 32]).unwrap();
+    let mut a = Svc::with_config(
+        &greeter(runs.clone()).request_state_keys(shared()),
+        by_bearer(),
+    );
+    let mut b = Svc::with_config(
+        &greeter(runs.clone()).request_state_keys(shared()),
+        by_bearer(),
+    );
+    // Another deployment: its own (default, random) key.
+    let mut c = Svc::with_config(&greeter(runs.clone()), by_bearer());
+    let caps = json!({"elicitation": {}});
+    let s = a.send(as_user(
+        modern(1, "tools/call", json!({"name": "greet"}), caps.clone()),
+        "alice",
+    ));
+    let state = a.json(s)["result"]["requestState"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(state.starts_with("v1."), "{state}");
+    let answer = json!({"action": "accept", "content": {"name": "Ada"}});
+    let retry = |state: &str| {
+        json!({"name": "greet", "requestState": state,
+            "inputResponses": {"0:elicitation/create": answer.clone()}})
+    };
+    // Another principal, or another deployment's key: refused before the handler runs.
+    let before = runs.load(Ordering::SeqCst);
+    for (svc, who) in [(&mut b, "mallory"), (&mut c, "alice")] {
+        let s = svc.send(as_user(
+            modern(2, "tools/call", retry(&state), caps.clone()),
+            who,
+        ));
+        let r = svc.json(s);
+        assert_eq!(r["error"]["code"], -32602, "{who}: {r}");
+    }
+    // A state whose payload was edited (the tag kept) is refused too.
+    let (body, tag) = state[3..].split_once('.').unwrap();
+    let forged = format!("v1.{body}A.{tag}");
+    let s = b.send(as_user(
+        modern(3, "tools/call", retry(&forged), caps.clone()),
+        "alice",
+    ));
+    assert_eq!(b.json(s)["error"]["code"], -32602);
+    assert_eq!(runs.load(Ordering::SeqCst), before, "no handler ran");
+    // The same principal on another instance sharing the key: the retry completes there.
+    let s = b.send(as_user(
+        modern(4, "tools/call", retry(&state), caps.clone()),
+        "alice",
+    ));
+    assert_eq!(text_of(&b.json(s)), "hello Ada");
 }
 
 #[test]

@@ -631,7 +631,8 @@ impl Router {
             return;
         };
         let lsid = self.next();
-        let (handles, kept) = self.dispatch_items(session, lsid, items, batch);
+        let principal = ctx.principal.as_deref();
+        let (handles, kept) = self.dispatch_items(session, principal, lsid, items, batch);
         self.answer_post(
             stream, &ctx, session, lsid, handles, kept, batch, is_init, version,
         );
@@ -787,6 +788,7 @@ impl Router {
     fn dispatch_items(
         &mut self,
         session: Option<SessionHandle>,
+        principal: Option<&str>,
         lsid: u64,
         items: Vec<BatchItem>,
         batch: bool,
@@ -843,6 +845,7 @@ impl Router {
                         handle,
                         session,
                         request: r,
+                        principal: principal.map(Into::into),
                     });
                 }
                 Ok(Message::Notification(n)) => {

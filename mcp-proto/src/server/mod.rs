@@ -259,6 +259,9 @@ pub enum ServerOutput {
         session: Option<SessionHandle>,
         /// The request (its `id` is the client's; the router restores it in the response).
         request: Request,
+        /// Who sent it, as the authentication step established (`None` without one). A
+        /// session's requests all come from the principal it is bound to.
+        principal: Option<Box<str>>,
     },
     /// A client notification for the app (`notifications/cancelled` is handled by the
     /// router and surfaces as [`ServerOutput::Cancelled`] instead).

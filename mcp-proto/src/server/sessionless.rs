@@ -233,6 +233,7 @@ impl Router {
             handle,
             session: None,
             request,
+            principal: ctx.principal.clone(),
         });
     }
 }

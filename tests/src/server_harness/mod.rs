@@ -242,6 +242,8 @@ pub enum AppEvent {
         session: Option<SessionHandle>,
         /// Request.
         request: Request,
+        /// Principal.
+        principal: Option<Box<str>>,
     },
     /// A client notification.
     Notification {
@@ -397,10 +399,12 @@ impl Harness {
                     handle,
                     session,
                     request,
+                    principal,
                 } => self.app.push_back(AppEvent::Request {
                     handle,
                     session,
                     request,
+                    principal,
                 }),
                 ServerOutput::Notification {
                     session,
@@ -453,6 +457,7 @@ impl Harness {
                 handle,
                 session,
                 request,
+                ..
             }) => Some((handle, session, request)),
             _ => None,
         }

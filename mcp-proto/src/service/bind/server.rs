@@ -276,7 +276,8 @@ impl ServerBinding {
                 handle,
                 session,
                 request,
-            } => Routed::Spawn(self.handle_request(handle, session, request)),
+                principal,
+            } => Routed::Spawn(self.handle_request(handle, session, request, principal)),
             ServerOutput::Notification {
                 session,
                 notification,
@@ -339,6 +340,7 @@ impl ServerBinding {
         handle: RequestHandle,
         session: Option<SessionHandle>,
         request: Request,
+        principal: Option<Box<str>>,
     ) -> BoxFuture<'static, ()> {
         self.handles.insert(handle, (session, request.id.clone()));
         let service_session = match session {
@@ -352,6 +354,9 @@ impl ServerBinding {
                 s
             }
         };
+        // The router binds a session to the principal that created it, so the first request
+        // names it for all of them.
+        service_session.bind_principal(principal);
         let answer = service_session.handle_request(request);
         let mut guard = AnswerGuard {
             queue: self.queue.clone(),

@@ -75,8 +75,15 @@ impl RequestContext {
             .filter(|m| m.contains_key(schema::meta_keys::PROTOCOL_VERSION))
             .and_then(|m| RequestMeta::from_meta(m).ok());
         let mrtr = modern.as_ref().and_then(|_| {
-            let max = session.server.config().max_input_rounds;
-            Mrtr::for_request(request, max).map(|r| r.map(Arc::new))
+            let config = session.server.config();
+            let principal = session.principal.get().map(|p| &**p);
+            Mrtr::for_request(
+                request,
+                config.max_input_rounds,
+                &config.state_keys,
+                principal,
+            )
+            .map(|r| r.map(Arc::new))
         });
         RequestContext {
             session,
@@ -102,6 +109,12 @@ impl RequestContext {
     pub fn progress_token(&self) -> Option<ProgressToken> {
         let token = self.meta.as_ref()?.get(schema::meta_keys::PROGRESS_TOKEN)?;
         ProgressToken::deserialize(token).ok()
+    }
+
+    /// Who sent the request, as the server's authentication named them (`None` without
+    /// authentication, or when it names nobody).
+    pub fn principal(&self) -> Option<&str> {
+        self.session.principal.get().map(|p| &**p)
     }
 
     /// The server.

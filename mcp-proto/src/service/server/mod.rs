@@ -40,6 +40,7 @@
 mod context;
 mod dispatch;
 pub mod mrtr;
+pub mod seal;
 mod session;
 
 use std::collections::BTreeMap;
@@ -153,6 +154,8 @@ pub(crate) struct Config {
     pub(crate) page_size: Option<usize>,
     pub(crate) validate_arguments: bool,
     pub(crate) max_input_rounds: u32,
+    /// The keys sealing MRTR `requestState`.
+    pub(crate) state_keys: Arc<seal::StateKeys>,
     /// `cacheScope` and `ttlMs` of cacheable results to modern clients (2026-07-28); `None`:
     /// `private`, 0 ms.
     pub(crate) cache_hint: Option<(crate::schema::CacheScope, u64)>,
@@ -331,6 +334,17 @@ impl Server {
     /// error from its `send_request` instead of another round.
     pub fn max_input_rounds(self, rounds: u32) -> Self {
         self.config_mut().max_input_rounds = rounds;
+        self
+    }
+
+    /// The keys that seal the `requestState` of multi round-trip requests (2026-07-28): by
+    /// default one random key per process ([`seal::StateKeys::random`]). Instances behind a
+    /// load balancer, where a retry may land on another one, share a key
+    /// ([`seal::StateKeys::new`]); rotation accepts the old keys for a while
+    /// ([`seal::StateKeys::accept`]). A state that fails verification, has expired, or comes
+    /// back on another request or from another principal is refused with -32602.
+    pub fn request_state_keys(self, keys: seal::StateKeys) -> Self {
+        self.config_mut().state_keys = Arc::new(keys);
         self
     }
 

@@ -23,12 +23,16 @@
 //! round (side effects belong after the asks, or must be idempotent).
 //!
 //! `requestState` carries the answers of earlier rounds (so the client sends only the new
-//! ones), the round count, the method and a digest of the request's own params (minus
-//! `_meta`, `inputResponses`, `requestState`); a state presented on another method or other
-//! params, or malformed, is refused with -32602. It carries only what the client itself sent,
-//! so it is not encrypted or signed: tampering can change nothing a client could not send
-//! directly (the spec's exemption from integrity protection). Applications whose handlers
-//! branch on *server* secrets must not put them into answers.
+//! ones), the round count, the method, a SHA-256 digest of the request's own params (minus
+//! `_meta`, `inputResponses`, `requestState`), the principal the request came from and an
+//! expiry. It is sealed with an HMAC under the server's [`StateKeys`]
+//! ([`Server::request_state_keys`](super::Server::request_state_keys); see [`super::seal`]):
+//! a state that fails verification, has expired, or is presented on another method, other
+//! params or by another principal is refused with -32602 and the handler never runs. Answers
+//! a handler got in an earlier round therefore reach it exactly as the client gave them then,
+//! which is what lets a handler trust them (the spec requires integrity protection as soon
+//! as the state influences what the server does). The payload is not encrypted: it holds
+//! only what the client itself sent, so no server secret belongs in it.
 //!
 //! Bounded: after [`Server::max_input_rounds`](super::Server::max_input_rounds) rounds
 //! (default 8) a further ask fails with an error instead of another round.
@@ -46,16 +50,16 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::hash::{Hash, Hasher};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sha2::{Digest as _, Sha256};
+
+pub use super::seal::StateKeys;
 
 use crate::jsonrpc::{RawValue, Request, RequestId, Response};
 use crate::schema::methods;
@@ -82,12 +86,19 @@ struct State {
     n: u32,
     /// Answers so far.
     a: BTreeMap<String, Value>,
+    /// The principal the request came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    p: Option<String>,
+    /// Expiry, Unix seconds.
+    e: u64,
 }
 
 /// One modern request's MRTR bookkeeping (see the module docs).
 pub(crate) struct Mrtr {
     method: String,
     digest: String,
+    principal: Option<String>,
+    keys: Arc<StateKeys>,
     rounds: u32,
     max_rounds: u32,
     answers: BTreeMap<String, Value>,
@@ -119,21 +130,29 @@ fn canonical(v: &Value) -> Value {
     }
 }
 
+/// SHA-256 over the method and the canonical salient params: stable across processes and
+/// builds, so any instance sharing the key recognizes the request.
 fn digest(method: &str, params: &serde_json::Map<String, Value>) -> String {
     let mut salient = params.clone();
     for k in ["_meta", "inputResponses", "requestState"] {
         salient.remove(k);
     }
-    let mut h = std::hash::DefaultHasher::new();
-    method.hash(&mut h);
-    canonical(&Value::Object(salient)).to_string().hash(&mut h);
-    format!("{:016x}", h.finish())
+    let mut h = Sha256::new();
+    h.update(method.as_bytes());
+    h.update([0]);
+    h.update(canonical(&Value::Object(salient)).to_string().as_bytes());
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 impl Mrtr {
     /// The round of `request` when it is a modern request of an MRTR method; `Err` when its
     /// `requestState` or `inputResponses` cannot be accepted.
-    pub(crate) fn for_request(request: &Request, max_rounds: u32) -> Option<Result<Self, Error>> {
+    pub(crate) fn for_request(
+        request: &Request,
+        max_rounds: u32,
+        keys: &Arc<StateKeys>,
+        principal: Option<&str>,
+    ) -> Option<Result<Self, Error>> {
         if !MRTR_METHODS.contains(&&*request.method) {
             return None;
         }
@@ -142,13 +161,21 @@ impl Mrtr {
             .as_deref()
             .and_then(|p| serde_json::from_str(p.get()).ok())
             .unwrap_or_default();
-        Some(Self::new(&request.method, &params, max_rounds))
+        Some(Self::new(
+            &request.method,
+            &params,
+            max_rounds,
+            keys,
+            principal,
+        ))
     }
 
     fn new(
         method: &str,
         params: &serde_json::Map<String, Value>,
         max_rounds: u32,
+        keys: &Arc<StateKeys>,
+        principal: Option<&str>,
     ) -> Result<Self, Error> {
         let digest = digest(method, params);
         let mut answers = BTreeMap::new();
@@ -156,14 +183,25 @@ impl Mrtr {
         match params.get("requestState") {
             None | Some(Value::Null) => {}
             Some(Value::String(s)) => {
-                let state: State = B64
-                    .decode(s)
-                    .ok()
+                let state: State = keys
+                    .open(s)
                     .and_then(|b| serde_json::from_slice(&b).ok())
-                    .ok_or_else(|| Error::invalid_params("invalid requestState"))?;
+                    .ok_or_else(|| {
+                        Error::invalid_params("invalid requestState: it fails verification")
+                    })?;
                 if state.m != method || state.d != digest {
                     return Err(Error::invalid_params(
                         "requestState belongs to another request",
+                    ));
+                }
+                if state.p.as_deref() != principal {
+                    return Err(Error::invalid_params(
+                        "requestState belongs to another principal",
+                    ));
+                }
+                if state.e <= keys.now_secs() {
+                    return Err(Error::invalid_params(
+                        "requestState has expired: send the request again without it",
                     ));
                 }
                 rounds = state.n;
@@ -183,6 +221,8 @@ impl Mrtr {
         Ok(Mrtr {
             method: method.to_owned(),
             digest,
+            principal: principal.map(str::to_owned),
+            keys: keys.clone(),
             rounds,
             max_rounds,
             answers,
@@ -220,8 +260,12 @@ impl Mrtr {
             d: self.digest.clone(),
             n: self.rounds + 1,
             a: self.answers.clone(),
+            p: self.principal.clone(),
+            e: self.keys.expiry(),
         };
-        let state = B64.encode(serde_json::to_vec(&state).unwrap_or_default());
+        let state = self
+            .keys
+            .seal(&serde_json::to_vec(&state).unwrap_or_default());
         serde_json::json!({
             "resultType": "input_required",
             "inputRequests": *lock(&self.needed),
@@ -274,6 +318,7 @@ impl<F: Future<Output = Response>> Future for RaceInput<F> {
 mod tests {
     use super::*;
     use serde_json::json;
+    use std::time::{Duration, SystemTime};
 
     fn req(params: Value) -> Request {
         Request {
@@ -283,10 +328,15 @@ mod tests {
         }
     }
 
-    #[test]
-    fn state_round_trips_and_binds_to_the_request() {
-        let p = json!({"name": "t", "arguments": {"b": 1, "a": 2}});
-        let m = Mrtr::for_request(&req(p.clone()), 8).unwrap().unwrap();
+    fn keys() -> Arc<StateKeys> {
+        Arc::new(StateKeys::new([3u8; 32]).unwrap())
+    }
+
+    /// One round: asks an elicitation, returns the sealed state it hands out.
+    fn first_round(keys: &Arc<StateKeys>, principal: Option<&str>, params: &Value) -> String {
+        let m = Mrtr::for_request(&req(params.clone()), 8, keys, principal)
+            .unwrap()
+            .unwrap();
         let raw = serde_json::value::to_raw_value(&json!({"message": "?"})).unwrap();
         assert_eq!(m.ask("elicitation/create", &raw).unwrap(), None);
         let r = m.input_required();
@@ -295,32 +345,138 @@ mod tests {
             r["inputRequests"]["0:elicitation/create"]["method"],
             "elicitation/create"
         );
-        let state = r["requestState"].as_str().unwrap().to_owned();
+        r["requestState"].as_str().unwrap().to_owned()
+    }
+
+    fn retry(params: &Value, state: &str, answer: Value) -> Value {
+        let mut p = params.as_object().unwrap().clone();
+        p.insert("requestState".into(), state.into());
+        p.insert(
+            "inputResponses".into(),
+            json!({ "0:elicitation/create": answer }),
+        );
+        Value::Object(p)
+    }
+
+    fn refusal(keys: &Arc<StateKeys>, principal: Option<&str>, params: Value) -> String {
+        match Mrtr::for_request(&req(params), 8, keys, principal).unwrap() {
+            Err(e) => e.to_error_object().message.to_string(),
+            Ok(_) => panic!("accepted"),
+        }
+    }
+
+    #[test]
+    fn state_round_trips_and_binds_to_the_request() {
+        let k = keys();
+        let p = json!({"name": "t", "arguments": {"b": 1, "a": 2}});
+        let state = first_round(&k, None, &p);
         // Retry, keys reordered: same request.
-        let retry = json!({"arguments": {"a": 2, "b": 1}, "name": "t", "requestState": state,
-            "inputResponses": {"0:elicitation/create": {"action": "decline"}}});
-        let m2 = Mrtr::for_request(&req(retry), 8).unwrap().unwrap();
+        let reordered = json!({"arguments": {"a": 2, "b": 1}, "name": "t"});
+        let m2 = Mrtr::for_request(
+            &req(retry(&reordered, &state, json!({"action": "decline"}))),
+            8,
+            &k,
+            None,
+        )
+        .unwrap()
+        .unwrap();
+        let raw = serde_json::value::to_raw_value(&json!({"message": "?"})).unwrap();
         assert_eq!(
             m2.ask("elicitation/create", &raw).unwrap(),
             Some(json!({"action": "decline"}))
         );
         // Other params: refused.
         let other = json!({"name": "u", "requestState": state});
-        assert!(Mrtr::for_request(&req(other), 8).unwrap().is_err());
-        assert!(
-            Mrtr::for_request(&req(json!({"requestState": "!!"})), 8)
+        assert!(refusal(&k, None, other).contains("another request"));
+        assert!(refusal(&k, None, json!({"requestState": "!!"})).contains("verification"));
+    }
+
+    #[test]
+    fn a_tampered_or_foreign_state_is_refused() {
+        let k = keys();
+        let p = json!({"name": "t"});
+        let state = first_round(&k, None, &p);
+        // A forged state: the real payload with its answers changed, re-encoded, tag kept.
+        let (body, tag) = state.strip_prefix("v1.").unwrap().split_once('.').unwrap();
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let mut payload: Value = serde_json::from_slice(&b64.decode(body).unwrap()).unwrap();
+        payload["a"] =
+            json!({"0:elicitation/create": {"action": "accept", "content": {"admin": true}}});
+        let forged = format!("v1.{}.{tag}", b64.encode(payload.to_string()));
+        assert!(refusal(&k, None, retry(&p, &forged, json!(null))).contains("verification"));
+        // An unsealed state of the old format (plain base64 JSON) is refused too.
+        assert!(refusal(&k, None, retry(&p, body, json!(null))).contains("verification"));
+        // Sealed by another server (another key).
+        let foreign = keys_of(9);
+        assert!(refusal(&foreign, None, retry(&p, &state, json!(null))).contains("verification"));
+        // Another key accepted during a rotation opens it.
+        let rotated = Arc::new(
+            StateKeys::new([9u8; 32])
                 .unwrap()
-                .is_err()
+                .accept([3u8; 32])
+                .unwrap(),
+        );
+        assert!(
+            Mrtr::for_request(&req(retry(&p, &state, json!(null))), 8, &rotated, None)
+                .unwrap()
+                .is_ok()
+        );
+    }
+
+    fn keys_of(b: u8) -> Arc<StateKeys> {
+        Arc::new(StateKeys::new([b; 32]).unwrap())
+    }
+
+    #[test]
+    fn the_state_is_bound_to_the_principal() {
+        let k = keys();
+        let p = json!({"name": "t"});
+        let alice = first_round(&k, Some("alice"), &p);
+        assert!(refusal(&k, Some("bob"), retry(&p, &alice, json!(null))).contains("principal"));
+        assert!(refusal(&k, None, retry(&p, &alice, json!(null))).contains("principal"));
+        assert!(
+            Mrtr::for_request(&req(retry(&p, &alice, json!(null))), 8, &k, Some("alice"))
+                .unwrap()
+                .is_ok()
+        );
+        let anonymous = first_round(&k, None, &p);
+        assert!(
+            refusal(&k, Some("alice"), retry(&p, &anonymous, json!(null))).contains("principal")
         );
     }
 
     #[test]
+    fn the_state_expires() {
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let now = Arc::new(std::sync::Mutex::new(t0));
+        let clock = now.clone();
+        let k = Arc::new(
+            StateKeys::new([3u8; 32])
+                .unwrap()
+                .ttl(Duration::from_secs(60))
+                .clock(move || *clock.lock().unwrap()),
+        );
+        let p = json!({"name": "t"});
+        let state = first_round(&k, None, &p);
+        *now.lock().unwrap() = t0 + Duration::from_secs(59);
+        assert!(
+            Mrtr::for_request(&req(retry(&p, &state, json!(null))), 8, &k, None)
+                .unwrap()
+                .is_ok()
+        );
+        *now.lock().unwrap() = t0 + Duration::from_secs(60);
+        assert!(refusal(&k, None, retry(&p, &state, json!(null))).contains("expired"));
+    }
+
+    #[test]
     fn rounds_are_bounded() {
+        let k = keys();
         let p = json!({"name": "t"});
         let mut params = p.as_object().unwrap().clone();
         let raw = serde_json::value::to_raw_value(&json!({})).unwrap();
         for round in 0..3 {
-            let m = Mrtr::new("tools/call", &params, 2).unwrap();
+            let m = Mrtr::new("tools/call", &params, 2, &k, None).unwrap();
             // Asks a fresh question every round (answers never match: another index).
             for _ in 0..round {
                 let _ = m.next.fetch_add(1, Ordering::Relaxed);
@@ -340,6 +496,6 @@ mod tests {
     fn only_the_three_methods_take_part() {
         let mut r = req(json!({}));
         r.method = "tools/list".into();
-        assert!(Mrtr::for_request(&r, 8).is_none());
+        assert!(Mrtr::for_request(&r, 8, &keys(), None).is_none());
     }
 }

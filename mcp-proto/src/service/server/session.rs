@@ -136,6 +136,8 @@ pub(crate) struct SessionShared {
     pub(crate) state: Mutex<StoredState>,
     inflight: Mutex<HashMap<RequestId, CancellationToken>>,
     closed: AtomicBool,
+    /// Who the session's requests come from (set once, by the binding).
+    pub(crate) principal: std::sync::OnceLock<Box<str>>,
 }
 
 /// One client's connection to a [`Server`]. Cheap to clone; clones share the session.
@@ -181,8 +183,22 @@ impl ServerSession {
                 state: Mutex::new(StoredState::default()),
                 inflight: Mutex::new(HashMap::new()),
                 closed: AtomicBool::new(false),
+                principal: std::sync::OnceLock::new(),
             }),
         }
+    }
+
+    /// Binds the session to the principal its requests come from (the first binding wins:
+    /// the router never hands one session requests of two principals).
+    pub fn bind_principal(&self, principal: Option<Box<str>>) {
+        if let Some(p) = principal {
+            let _ = self.shared.principal.set(p);
+        }
+    }
+
+    /// The principal the session is bound to, if authentication named one.
+    pub fn principal(&self) -> Option<&str> {
+        self.shared.principal.get().map(|p| &**p)
     }
 
     /// The server this session belongs to.
