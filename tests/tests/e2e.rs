@@ -10,6 +10,8 @@
 //! runs on smol whoever awaits it.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -17,7 +19,7 @@ use http::{Method, Request, StatusCode, header};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
-use mcp_proto::server::ServerConfig;
+use mcp_proto::server::{AuthDecision, ProtectedResourceMetadata, RequestHead, ServerConfig};
 use mcp_proto::service::Server;
 use mcp_proto::service::client::Client as ServiceClient;
 use mcp_tests::runtime::{ConnectError, Runtime, Serving};
@@ -48,6 +50,7 @@ struct Req {
     host: String,
     session: Option<String>,
     origin: Option<String>,
+    bearer: Option<String>,
     accept: &'static str,
     body: Bytes,
 }
@@ -59,6 +62,7 @@ impl Req {
             host: addr.to_string(),
             session: None,
             origin: None,
+            bearer: None,
             accept: "application/json, text/event-stream",
             body: Bytes::from(body.to_string()),
         }
@@ -70,6 +74,7 @@ impl Req {
             host: addr.to_string(),
             session: Some(session.to_owned()),
             origin: None,
+            bearer: None,
             accept: "text/event-stream",
             body: Bytes::new(),
         }
@@ -77,6 +82,11 @@ impl Req {
 
     fn session(mut self, id: &str) -> Req {
         self.session = Some(id.to_owned());
+        self
+    }
+
+    fn bearer(mut self, token: &str) -> Req {
+        self.bearer = Some(token.to_owned());
         self
     }
 
@@ -103,6 +113,9 @@ impl Req {
         }
         if let Some(origin) = self.origin {
             req = req.header(header::ORIGIN, origin);
+        }
+        if let Some(token) = self.bearer {
+            req = req.header(header::AUTHORIZATION, format!("Bearer {token}"));
         }
         let req = req.body(Full::new(self.body)).expect("request");
         bounded("response head", sender.send_request(req))
@@ -1139,6 +1152,146 @@ async fn listen_opened_and_events_reach_the_app(server: Runtime, client_rt: Runt
     bounded("shutdown", serving.shutdown()).await;
 }
 
+/// An asynchronous authenticator standing in for a key-set fetch: it answers from another
+/// thread after a delay (runtime-neutral), counts its calls, and knows the tokens `alice`,
+/// `bob`, `narrow` (lacks a scope), `slow` (never answers), `boom` (panics).
+fn async_auth(calls: Arc<AtomicUsize>) -> ServerConfig {
+    ServerConfig::default()
+        .with_protected_resource(ProtectedResourceMetadata::new(
+            "http://127.0.0.1/mcp",
+            "http://127.0.0.1:1/",
+        ))
+        .with_authentication_timeout(Duration::from_millis(300))
+        .with_async_authenticator(move |head: &RequestHead<'_>| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            let token = head
+                .headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "))
+                .map(str::to_owned);
+            let (tx, rx) = futures_channel::oneshot::channel();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(20));
+                let decision = match token.as_deref() {
+                    Some(who @ ("alice" | "bob")) => AuthDecision::allow(who),
+                    Some("narrow") => AuthDecision::InsufficientScope {
+                        scope: "mcp:tools".to_owned(),
+                        description: None,
+                    },
+                    Some("slow") => {
+                        std::thread::sleep(Duration::from_secs(2));
+                        AuthDecision::allow("late")
+                    }
+                    Some("boom") => return drop(tx),
+                    _ => AuthDecision::unauthorized(),
+                };
+                let _ = tx.send(decision);
+            });
+            async move {
+                match rx.await {
+                    Ok(decision) => decision,
+                    Err(_) => panic!("the key server failed"),
+                }
+            }
+        })
+}
+
+/// The asynchronous authentication step (both server runtimes): the verdict of an awaited
+/// check is applied by the core — 401 with a challenge naming the metadata, 403
+/// `insufficient_scope`, 503 when the check times out or fails (the server stays up), the
+/// metadata itself served without a check, and a session bound to its principal.
+async fn an_async_authenticator_guards_the_endpoint(rt: Runtime) {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let serving = serve(rt, users::server(), async_auth(calls.clone())).await;
+    let addr = serving.local_addr();
+    // No token: 401, the challenge names the metadata.
+    let resp = Req::post(addr, initialize()).send(addr).await;
+    assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
+    let challenge = resp.headers()[header::WWW_AUTHENTICATE]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        challenge.contains("resource_metadata=") && challenge.starts_with("Bearer"),
+        "{challenge}"
+    );
+    // The metadata: served, with no check.
+    let before = calls.load(Ordering::SeqCst);
+    let mut prm = Req::post(addr, json!({}));
+    prm.method = Method::GET;
+    let resp = bounded("metadata", async {
+        let tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+            .await
+            .expect("handshake");
+        tokio::spawn(conn);
+        let req = Request::get("/.well-known/oauth-protected-resource/mcp")
+            .header(header::HOST, prm.host)
+            .body(Full::new(Bytes::new()))
+            .expect("request");
+        sender.send_request(req).await.expect("response")
+    })
+    .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert_eq!(body_json(resp).await["resource"], "http://127.0.0.1/mcp");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        before,
+        "the metadata needs no check"
+    );
+    // A scope too narrow: 403 insufficient_scope with the scope needed.
+    let resp = Req::post(addr, initialize())
+        .bearer("narrow")
+        .send(addr)
+        .await;
+    assert_eq!(resp.status(), StatusCode::FORBIDDEN);
+    let challenge = resp.headers()[header::WWW_AUTHENTICATE]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        challenge.contains("insufficient_scope") && challenge.contains("mcp:tools"),
+        "{challenge}"
+    );
+    // A check that hangs or fails: 503 with a JSON-RPC error, in bounded time.
+    for token in ["slow", "boom"] {
+        let resp = Req::post(addr, initialize()).bearer(token).send(addr).await;
+        assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE, "{token}");
+        let body = body_json(resp).await;
+        assert!(
+            body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("authentication is unavailable")),
+            "{token}: {body}"
+        );
+    }
+    // Alice's session: hers alone. Bob naming it gets 404, as if it did not exist.
+    let resp = Req::post(addr, initialize())
+        .bearer("alice")
+        .send(addr)
+        .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let id = resp.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let _ = body_json(resp).await;
+    let mine = Req::post(addr, ping(2))
+        .session(&id)
+        .bearer("alice")
+        .send(addr)
+        .await;
+    assert_eq!(mine.status(), StatusCode::OK);
+    let theirs = Req::post(addr, ping(3))
+        .session(&id)
+        .bearer("bob")
+        .send(addr)
+        .await;
+    assert_eq!(theirs.status(), StatusCode::NOT_FOUND);
+    bounded("shutdown", serving.shutdown()).await;
+}
+
 macro_rules! e2e {
     (
         server: [$($server:ident),* $(,)?],
@@ -1196,6 +1349,7 @@ e2e! {
         a_client_that_leaves_cancels_its_handler,
         a_dropped_get_stream_is_noticed_before_any_write,
         a_foreign_origin_is_refused,
+        an_async_authenticator_guards_the_endpoint,
     ],
     client: [the_client_reports_a_refused_connection],
     pair: [

@@ -202,6 +202,50 @@ fn s_auth_9_401_carries_www_authenticate_with_resource_metadata() {
     assert_eq!(h.response(s).status(), StatusCode::OK);
 }
 
+/// An asynchronous authenticator is the driver's to run: a router that gets a head without its
+/// verdict fails closed (503, never let through), and only MCP endpoint requests are judged.
+#[test]
+fn an_async_authenticator_without_its_verdict_fails_closed() {
+    let cfg = ServerConfig::default()
+        .with_protected_resource(prm())
+        .with_async_authenticator(|_: &RequestHead<'_>| async { AuthDecision::allow("alice") });
+    let head = |method: &str, path: &str| {
+        http::Request::builder()
+            .method(method)
+            .uri(path)
+            .body(())
+            .unwrap()
+            .into_parts()
+            .0
+    };
+    for (method, path, judged) in [
+        ("POST", "/mcp", true),
+        ("GET", "/mcp", true),
+        ("DELETE", "/mcp", true),
+        ("OPTIONS", "/mcp", false),
+        ("GET", "/.well-known/oauth-protected-resource/mcp", false),
+        ("GET", "/.well-known/oauth-protected-resource", false),
+        ("POST", "/other", false),
+    ] {
+        let parts = head(method, path);
+        assert_eq!(
+            cfg.needs_authentication(&RequestHead::from_parts(&parts)),
+            judged,
+            "{method} {path}"
+        );
+    }
+    let mut h = Harness::new(cfg);
+    let s = h.send(init());
+    let r = h.response(s);
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("authentication is unavailable")
+    );
+}
+
 #[test]
 fn s_auth_13_insufficient_scope_is_403_with_a_challenge() {
     let cfg = ServerConfig::default().with_authenticator(|_: &RequestHead<'_>| {

@@ -163,6 +163,7 @@ impl MemoryLink {
                 ToDriver::Head {
                     key,
                     parts,
+                    verdict: None,
                     exchange,
                 },
             );

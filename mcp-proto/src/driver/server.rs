@@ -42,8 +42,8 @@ use http::{HeaderMap, StatusCode};
 use super::signal::{Latch, Wakeup};
 use super::{Runtime, Woke, binding_sleep};
 use crate::server::{
-    DEFAULT_SHUTDOWN_GRACE, RequestHead, Router, ServerConfig, ServerOutput, SessionIdGenerator,
-    StreamId,
+    AsyncAuthenticator, AuthDecision, DEFAULT_SHUTDOWN_GRACE, ProtectedResourceMetadata,
+    RequestHead, Router, ServerConfig, ServerOutput, SessionIdGenerator, StreamId,
 };
 use crate::service::Server;
 use crate::service::bind::{Routed, ServerBinding, Sleep, Wake};
@@ -136,6 +136,8 @@ pub enum ToDriver<X> {
         key: u64,
         /// Its head.
         parts: Box<http::request::Parts>,
+        /// The verdict of the asynchronous authentication step, when it ran.
+        verdict: Option<AuthDecision>,
         /// Where its response goes.
         exchange: X,
     },
@@ -232,11 +234,11 @@ impl<X: ExchangeSink> ServerDriver<X> {
             ToDriver::Head {
                 key,
                 parts,
+                verdict,
                 exchange,
             } => {
-                let stream = self
-                    .router
-                    .handle_request(now, RequestHead::from_parts(&parts));
+                let head = RequestHead::from_parts(&parts).with_verdict(verdict.as_ref());
+                let stream = self.router.handle_request(now, head);
                 tracing::trace!(stream = stream.as_u64(), method = %parts.method, uri = %parts.uri, "request");
                 self.by_key.insert(key, stream);
                 self.exchanges.insert(stream, (key, exchange));
@@ -384,6 +386,70 @@ struct Shared {
     limits: Limits,
     /// `ServerConfig::write_report_threshold`.
     report_every: usize,
+    /// `ServerConfig::async_authenticator`, run on the connection's task.
+    auth: Option<AuthStep>,
+}
+
+/// The asynchronous authentication step: asked about each request the core says needs it,
+/// before the head goes to the driver, bounded by `ServerConfig::authentication_timeout`.
+struct AuthStep {
+    validator: Arc<dyn AsyncAuthenticator>,
+    timeout: Duration,
+    endpoint_path: String,
+    metadata: Option<ProtectedResourceMetadata>,
+    sleep: Sleep,
+}
+
+impl AuthStep {
+    fn new(config: &ServerConfig, sleep: Sleep) -> Option<AuthStep> {
+        Some(AuthStep {
+            validator: config.async_authenticator.clone()?,
+            timeout: config.authentication_timeout,
+            endpoint_path: config.endpoint_path.clone(),
+            metadata: config.protected_resource.clone(),
+            sleep,
+        })
+    }
+
+    /// The verdict on `parts`, `None` when the request is not one to judge. A validator that
+    /// takes too long or panics gives `Unavailable` (503), never a hung or lost request.
+    async fn judge(&self, parts: &http::request::Parts) -> Option<AuthDecision> {
+        let head = RequestHead::from_parts(parts);
+        if !crate::server::security::needs_authentication(
+            &self.endpoint_path,
+            self.metadata.as_ref(),
+            &head,
+        ) {
+            return None;
+        }
+        let unavailable = |why: String| AuthDecision::Unavailable {
+            description: Some(why),
+        };
+        let mut check = self.validator.authenticate(&head);
+        let mut deadline = (self.sleep)(self.timeout);
+        let decision = std::future::poll_fn(|cx| {
+            let polled =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| check.as_mut().poll(cx)));
+            match polled {
+                Ok(Poll::Ready(decision)) => return Poll::Ready(decision),
+                Err(_) => {
+                    tracing::error!("the authenticator panicked");
+                    return Poll::Ready(unavailable("the authenticator failed".to_owned()));
+                }
+                Ok(Poll::Pending) => {}
+            }
+            if deadline.as_mut().poll(cx).is_ready() {
+                tracing::warn!(timeout = ?self.timeout, "the authenticator timed out");
+                return Poll::Ready(unavailable(format!(
+                    "the credentials could not be checked within {:?}",
+                    self.timeout
+                )));
+            }
+            Poll::Pending
+        })
+        .await;
+        Some(decision)
+    }
 }
 
 /// The running driver of one [`Server`], as the connections of any HTTP library see it:
@@ -435,6 +501,7 @@ impl ServerHandle {
         let limits = Limits::default().with_inbound(limits.inbound);
         let config = config.or_session_ids(RandomSessionIds);
         let report_every = config.write_report_threshold();
+        let auth = AuthStep::new(&config, binding_sleep(rt));
         let (tx, rx) = mpsc::channel(limits.inbound);
         let (drain, drain_rx) = oneshot::channel();
         let wakeup = Arc::new(Wakeup::default());
@@ -461,6 +528,7 @@ impl ServerHandle {
                 stopped,
                 limits,
                 report_every,
+                auth,
             }),
         }
     }
@@ -535,9 +603,14 @@ impl ServerHandle {
             tx: tx.clone(),
             armed: true,
         };
+        let verdict = match &self.shared.auth {
+            Some(step) => step.judge(&parts).await,
+            None => None,
+        };
         let head = ToDriver::Head {
             key,
             parts: Box::new(parts),
+            verdict,
             exchange: Exchange {
                 reply,
                 aborted: aborted.clone(),

@@ -11,7 +11,7 @@
 //! | `WithStreamableHTTPCORS` | [`ServerConfig::cors`] | off |
 //! | `WithProtectedResourceMetadata` | [`ServerConfig::protected_resource`] | off |
 //! | `WithDisableStreaming` (GET) | [`ServerConfig::enable_get_stream`] | GET enabled |
-//! | auth middleware | [`ServerConfig::authenticator`] | none |
+//! | auth middleware | [`ServerConfig::authenticator`], or [`ServerConfig::async_authenticator`] when the check awaits | none |
 //! | session id manager | [`ServerConfig::session_ids`] | none: the adapters install a CSPRNG-backed one; a core without one refuses `initialize` (500) |
 //! | event store | [`ServerConfig::event_store`] | [`InMemoryEventStore`] |
 
@@ -19,7 +19,9 @@ use std::fmt;
 use std::net::IpAddr;
 use std::time::Duration;
 
-use super::security::{Authenticator, CorsConfig, HostValidation, ProtectedResourceMetadata};
+use super::security::{
+    AsyncAuthenticator, Authenticator, CorsConfig, HostValidation, ProtectedResourceMetadata,
+};
 use super::session::{DeterministicSessionIds, SessionIdGenerator};
 use super::store::{EventStore, InMemoryEventStore};
 use crate::ProtocolVersion;
@@ -152,6 +154,13 @@ pub struct ServerConfig {
     pub protected_resource: Option<ProtectedResourceMetadata>,
     /// Validates each request's credentials; sessions are bound to the principal it returns.
     pub authenticator: Option<Box<dyn Authenticator + Send>>,
+    /// Validates each request's credentials asynchronously: the driver awaits it before the
+    /// router sees the head (see [`AsyncAuthenticator`]). A router driven without the driver
+    /// gets no verdict from it and answers 503, failing closed.
+    pub async_authenticator: Option<std::sync::Arc<dyn AsyncAuthenticator>>,
+    /// How long [`async_authenticator`](Self::async_authenticator) may take per request
+    /// before the request is answered 503. Default 10 s.
+    pub authentication_timeout: Duration,
     /// Where session ids come from. `None` (the default): every adapter's constructor
     /// installs a CSPRNG-backed generator, and a router used without an adapter refuses
     /// `initialize` with 500 rather than hand out guessable ids. A deterministic generator
@@ -193,6 +202,8 @@ impl Default for ServerConfig {
             cors: None,
             protected_resource: None,
             authenticator: None,
+            async_authenticator: None,
+            authentication_timeout: Duration::from_secs(10),
             session_ids: None,
             event_store: Box::new(InMemoryEventStore::default()),
         }
@@ -216,6 +227,8 @@ impl fmt::Debug for ServerConfig {
             .field("cors", &self.cors)
             .field("protected_resource", &self.protected_resource)
             .field("authenticator", &self.authenticator.is_some())
+            .field("async_authenticator", &self.async_authenticator.is_some())
+            .field("authentication_timeout", &self.authentication_timeout)
             .finish_non_exhaustive()
     }
 }
@@ -310,6 +323,29 @@ impl ServerConfig {
     pub fn with_authenticator(mut self, auth: impl Authenticator + Send + 'static) -> Self {
         self.authenticator = Some(Box::new(auth));
         self
+    }
+
+    /// The auth hook that awaits (JWKS fetch, token introspection): see
+    /// [`AsyncAuthenticator`]. Takes the place of [`with_authenticator`](Self::with_authenticator)'s.
+    pub fn with_async_authenticator(mut self, auth: impl AsyncAuthenticator) -> Self {
+        self.async_authenticator = Some(std::sync::Arc::new(auth));
+        self
+    }
+
+    /// Sets [`authentication_timeout`](Self::authentication_timeout).
+    pub fn with_authentication_timeout(mut self, timeout: Duration) -> Self {
+        self.authentication_timeout = timeout;
+        self
+    }
+
+    /// Whether `head` is a request the authentication step judges (the MCP endpoint, not a
+    /// CORS preflight, not the protected resource metadata).
+    pub fn needs_authentication(&self, head: &super::RequestHead<'_>) -> bool {
+        super::security::needs_authentication(
+            &self.endpoint_path,
+            self.protected_resource.as_ref(),
+            head,
+        )
     }
 
     /// The session id generator (a CSPRNG-backed one, or a shared one for many instances).

@@ -63,6 +63,10 @@ pub enum ProtocolError {
     /// The authentication hook found the scopes insufficient (S-AUTH-13).
     #[error("insufficient scope")]
     InsufficientScope,
+    /// The credentials could not be checked right now (an asynchronous validator failed or
+    /// timed out): 503, retry later.
+    #[error("authentication is unavailable; try again later{}", .0.as_deref().map(|d| format!(" ({d})")).unwrap_or_default())]
+    AuthenticationUnavailable(Option<Box<str>>),
     /// The session cap is reached.
     #[error("too many sessions; try again later")]
     TooManySessions,
@@ -137,7 +141,9 @@ impl ProtocolError {
             MethodNotFound(_) => StatusCode::NOT_FOUND,
             HostNotAllowed | OriginNotAllowed | InsufficientScope => StatusCode::FORBIDDEN,
             Unauthorized => StatusCode::UNAUTHORIZED,
-            TooManySessions | TooManyRequests | ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+            TooManySessions | TooManyRequests | ShuttingDown | AuthenticationUnavailable(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             BadSessionIdGenerated | NoSessionIdGenerator => StatusCode::INTERNAL_SERVER_ERROR,
             ListenConflict => StatusCode::CONFLICT,
         }

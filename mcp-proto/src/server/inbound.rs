@@ -67,6 +67,13 @@ fn origin_of(headers: &HeaderMap) -> Option<Box<str>> {
 }
 
 impl Router {
+    /// Whether `head` is a request the authentication step judges: what a driver running an
+    /// [`AsyncAuthenticator`](super::AsyncAuthenticator) asks before it awaits a verdict
+    /// (see [`ServerConfig::needs_authentication`](super::ServerConfig::needs_authentication)).
+    pub fn needs_authentication(&self, head: &RequestHead<'_>) -> bool {
+        self.config.needs_authentication(head)
+    }
+
     /// Input: the head of an HTTP request. Returns the exchange's [`StreamId`]; the answer
     /// (possibly immediate) comes out of [`poll_output`](Router::poll_output). For a POST,
     /// feed the body with [`handle_body`](Router::handle_body) and
@@ -263,6 +270,7 @@ impl Router {
         if head.method == Method::OPTIONS {
             return self.preflight(stream, origin);
         }
+        debug_assert!(self.config.needs_authentication(head));
         let principal = self.authenticate(head)?;
         if self.is_modern(head.headers) && matches!(*head.method, Method::GET | Method::DELETE) {
             // S-NEW-1: no GET stream and no session to delete in 2026-07-28.
@@ -334,13 +342,23 @@ impl Router {
         &mut self,
         head: &RequestHead<'_>,
     ) -> Result<Option<Box<str>>, (ProtocolError, HeaderMap)> {
-        let Some(auth) = self.config.authenticator.as_mut() else {
-            return Ok(head.principal.map(Into::into));
+        let decision = match (head.verdict, self.config.authenticator.as_mut()) {
+            (Some(verdict), _) => verdict.clone(),
+            // Configured but not run (a router driven without the driver): fail closed.
+            (None, _) if self.config.async_authenticator.is_some() => AuthDecision::Unavailable {
+                description: Some("the asynchronous authenticator did not run".to_owned()),
+            },
+            (None, Some(auth)) => auth.authenticate(head),
+            (None, None) => return Ok(head.principal.map(Into::into)),
         };
         let prm = self.config.protected_resource.as_ref();
         let mut extra = HeaderMap::new();
-        match auth.authenticate(head) {
+        match decision {
             AuthDecision::Allow { principal } => Ok(principal.map(Into::into)),
+            AuthDecision::Unavailable { description } => Err((
+                ProtocolError::AuthenticationUnavailable(description.map(Into::into)),
+                extra,
+            )),
             AuthDecision::Unauthorized {
                 error,
                 description,

@@ -85,7 +85,7 @@ mod error;
 mod inbound;
 mod outbound;
 mod pace;
-mod security;
+pub(crate) mod security;
 mod session;
 mod sessionless;
 mod store;
@@ -102,7 +102,7 @@ pub use config::{OverflowPolicy, ParamHeaderSource, ResponseMode, ServerConfig};
 pub use drain::DEFAULT_SHUTDOWN_GRACE;
 pub use error::{CancelReason, CloseReason, ProtocolError, SendError, ServerRequestError};
 pub use security::{
-    AllowedOrigins, AuthDecision, Authenticator, CorsConfig, HostValidation,
+    AllowedOrigins, AsyncAuthenticator, AuthDecision, Authenticator, CorsConfig, HostValidation,
     ProtectedResourceMetadata, WELL_KNOWN_PRM,
 };
 pub use session::{DeterministicSessionIds, SessionIdGenerator, is_valid_session_id};
@@ -157,6 +157,11 @@ pub struct RequestHead<'a> {
     /// An identity the adapter already established (TLS client certificate, an async auth
     /// middleware); the [`Authenticator`] may read or override it.
     pub principal: Option<&'a str>,
+    /// A verdict reached before the head was handed over (an asynchronous validator the
+    /// driver ran because [`Router::needs_authentication`] said so). When present, the
+    /// router applies it exactly as it would its own [`Authenticator`]'s decision, and
+    /// does not call that hook.
+    pub verdict: Option<&'a AuthDecision>,
 }
 
 impl<'a> RequestHead<'a> {
@@ -167,6 +172,7 @@ impl<'a> RequestHead<'a> {
             uri,
             headers,
             principal: None,
+            verdict: None,
         }
     }
 
@@ -178,6 +184,12 @@ impl<'a> RequestHead<'a> {
     /// Sets the adapter-established principal.
     pub fn with_principal(mut self, principal: Option<&'a str>) -> Self {
         self.principal = principal;
+        self
+    }
+
+    /// Sets the verdict of an authentication that ran before (see [`RequestHead::verdict`]).
+    pub fn with_verdict(mut self, verdict: Option<&'a AuthDecision>) -> Self {
+        self.verdict = verdict;
         self
     }
 }

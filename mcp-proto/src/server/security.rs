@@ -341,6 +341,14 @@ pub enum AuthDecision {
         /// `error_description`.
         description: Option<String>,
     },
+    /// The credentials could not be checked right now (the token introspection endpoint or
+    /// the key set is unreachable, the check timed out): `503 Service Unavailable` with a
+    /// JSON-RPC error saying so. Not a 401: the client's token may well be good, and a 401
+    /// would send it through authorization again.
+    Unavailable {
+        /// What is unavailable, for the error message.
+        description: Option<String>,
+    },
 }
 
 impl AuthDecision {
@@ -380,6 +388,51 @@ where
     fn authenticate(&mut self, head: &RequestHead<'_>) -> AuthDecision {
         self(head)
     }
+}
+
+/// The authentication step that may await (a key-set fetch, token introspection, a
+/// database): the driver asks it about every request that
+/// [`needs authentication`](super::Router::needs_authentication), before the head reaches
+/// the router, bounded by [`ServerConfig::authentication_timeout`](super::ServerConfig); the
+/// router then applies the verdict ([`RequestHead::verdict`]) as it would an
+/// [`Authenticator`]'s: 401 with a `Bearer` challenge naming the protected resource metadata,
+/// 403 `insufficient_scope`, 503 when unavailable, and sessions bound to the principal.
+///
+/// A closure `Fn(&RequestHead) -> impl Future<Output = AuthDecision>` is one: take what it
+/// needs from the head (the `Authorization` header) before its future starts.
+pub trait AsyncAuthenticator: Send + Sync + 'static {
+    /// Decides about one request from its head.
+    fn authenticate(
+        &self,
+        head: &RequestHead<'_>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = AuthDecision> + Send + 'static>>;
+}
+
+impl<F, Fut> AsyncAuthenticator for F
+where
+    F: Fn(&RequestHead<'_>) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = AuthDecision> + Send + 'static,
+{
+    fn authenticate(
+        &self,
+        head: &RequestHead<'_>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = AuthDecision> + Send + 'static>> {
+        Box::pin(self(head))
+    }
+}
+
+/// Whether a request is one the authentication step judges: a request to the MCP endpoint,
+/// except CORS preflights; never the protected resource metadata, which clients must reach
+/// without credentials (RFC 9728).
+pub(crate) fn needs_authentication(
+    endpoint_path: &str,
+    metadata: Option<&ProtectedResourceMetadata>,
+    head: &RequestHead<'_>,
+) -> bool {
+    let path = head.uri.path();
+    !metadata.is_some_and(|m| m.serves(path, endpoint_path))
+        && path == endpoint_path
+        && head.method != http::Method::OPTIONS
 }
 
 /// RFC 9728 protected resource metadata (seed: `WithProtectedResourceMetadata`; S-AUTH-8).
