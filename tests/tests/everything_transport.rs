@@ -310,7 +310,7 @@ fn every_tool_over_http() {
         let r = client
             .call_tool(
                 "json_schema_2020_12_tool",
-                json!({"name": "x", "address": {"city": "y"}}),
+                json!({"name": "x", "address": {"city": "y"}, "email": "x@example.com"}),
             )
             .await
             .unwrap();
