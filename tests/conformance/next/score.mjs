@@ -102,7 +102,9 @@ for (const name of scored) {
     failed += r.failed;
     if (r.ok) ok++;
   }
-  const figures = r ? `${r.passed} passed, ${r.failed} failed` : 'not in the output';
+  const figures = r
+    ? `${r.passed} passed, ${r.failed} failed` + (r.warnings ? `, ${r.warnings} warnings` : '')
+    : 'not in the output';
   if (pending.has(name)) {
     if (r?.ok) {
       console.log(`  PASSES   ${name} (${figures}): remove it from PENDING_OAUTH`);
