@@ -700,7 +700,7 @@ fn everything_mrtr_fixtures_run_their_rounds() {
         other => panic!("unexpected input request {other}"),
     };
     // Answers every input request until the result is complete; the methods asked, by round.
-    let mut run = |svc: &mut Svc, method: &str, params: Value, caps: &Value| {
+    let run = |svc: &mut Svc, method: &str, params: Value, caps: &Value| {
         let mut rounds: Vec<Vec<String>> = Vec::new();
         let mut params = params;
         for id in 1..10 {

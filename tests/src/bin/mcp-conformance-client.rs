@@ -506,12 +506,28 @@ async fn schema_preservation(run: &Run) -> Result<(), String> {
 }
 
 /// The one place the `auth/*` scenarios (OAuth 2.1 authorization: discovery, registration,
-/// PKCE, scopes, tokens) are run. The client has no OAuth yet, so each reports that and
-/// fails.
+/// PKCE, scopes, tokens) are run: `run.url` is the protected MCP endpoint and `run.context`
+/// carries the scenario's credentials, if any. The client has no OAuth yet, so each reports
+/// that (naming what the context offered) and fails.
 fn run_auth_scenario(run: &Run, scenario: &str) -> Result<(), String> {
-    let _ = (&run.url, &run.context);
+    let offered: Vec<&str> = run
+        .context
+        .as_object()
+        .map(|m| {
+            m.keys()
+                .map(String::as_str)
+                .filter(|k| *k != "name")
+                .collect()
+        })
+        .unwrap_or_default();
     Err(format!(
-        "{scenario} needs OAuth 2.1 authorization, which this client does not have yet"
+        "{scenario} at {} needs OAuth 2.1 authorization, which this client does not have yet (context: {})",
+        run.url,
+        if offered.is_empty() {
+            "none".to_owned()
+        } else {
+            offered.join(", ")
+        }
     ))
 }
 
