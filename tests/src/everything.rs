@@ -5,16 +5,22 @@
 //! progress on the request's stream) and `ledger_burst` (numbered log messages on the GET
 //! stream).
 //!
-//! Every tool, resource and prompt the `@modelcontextprotocol/conformance` 0.1.16 server
-//! suite names, with the texts, content types, timings (50 ms steps, on the transport's
-//! clock), progress, logging, sampling and elicitation it checks. Shared by both runtimes'
-//! `mcp-everything` binaries and by the in-memory tests.
+//! Every tool, resource and prompt the `@modelcontextprotocol/conformance` server suites
+//! (0.1.16, and 0.2.0-alpha.12 for both 2025-11-25 and 2026-07-28) name, with the texts,
+//! content types, timings (50 ms steps, on the transport's clock), progress, logging,
+//! sampling and elicitation they check. The 2026-07-28 fixtures ask for input through the
+//! same `RequestContext` calls as the others (`elicit_form`, `create_message`, `list_roots`),
+//! which become the input requests of a multi-round-trip request for a 2026-07-28 client;
+//! the trigger tools change the tool and prompt lists at runtime; `test_param_headers` has an
+//! `x-mcp-header` argument. Shared by both runtimes' `mcp-everything` binaries and by the
+//! in-memory tests.
 
 use std::time::Duration;
 
 use mcp_proto::schema::{
-    CompletionReference, CreateMessageRequestParams, JsonObject, LoggingLevel, RequestedSchema,
-    SamplingContent, SamplingMessage, SamplingMessageContentBlock, TextContent,
+    CompletionReference, CreateMessageRequestParams, ElicitResult, ElicitValue, JsonObject,
+    ListRootsResult, LoggingLevel, RequestedSchema, SamplingContent, SamplingMessage,
+    SamplingMessageContentBlock, TextContent,
 };
 use mcp_proto::service::{
     CallToolResult, ContentBlock, Error, GetPromptResult, Prompt, PromptMessage, RequestContext,
@@ -27,8 +33,10 @@ use serde_json::json;
 pub const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 /// A tiny WAV, base64.
 pub const WAV: &str = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=";
-/// The input schema of `json_schema_2020_12_tool`, exactly as the suite expects it.
-pub const JSON_SCHEMA_2020_12: &str = r##"{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","$defs":{"address":{"type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}},"properties":{"name":{"type":"string"},"address":{"$ref":"#/$defs/address"}},"additionalProperties":false}"##;
+/// The input schema of `json_schema_2020_12_tool`, exactly as the suite expects it: `$schema`,
+/// `$defs` with an `$anchor`, `$ref`, composition (`allOf`/`anyOf`), conditionals
+/// (`if`/`then`/`else`) and `additionalProperties`.
+pub const JSON_SCHEMA_2020_12: &str = r##"{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","$defs":{"address":{"$anchor":"addressDef","type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}},"properties":{"name":{"type":"string"},"address":{"$ref":"#/$defs/address"},"contactMethod":{"type":"string","enum":["phone","email"]},"phone":{"type":"string"},"email":{"type":"string"}},"allOf":[{"anyOf":[{"required":["phone"]},{"required":["email"]}]}],"if":{"properties":{"contactMethod":{"const":"phone"}},"required":["contactMethod"]},"then":{"required":["phone"]},"else":{"required":["email"]},"additionalProperties":false}"##;
 
 /// The step between the logging and progress tool's messages.
 pub const STEP: Duration = Duration::from_millis(50);
@@ -336,6 +344,203 @@ pub fn server() -> Server {
                 ]))
             },
         )
+        .tool(
+            no_args(
+                "test_trigger_tool_change",
+                "Adds or removes the tool test_dynamic_tool (so the tool list changes)",
+            ),
+            |ctx, _| async move {
+                let server = ctx.server();
+                let now = if server.remove_tool(DYNAMIC_TOOL) {
+                    "removed"
+                } else {
+                    server.add_tool(
+                        no_args(DYNAMIC_TOOL, "Exists while test_trigger_tool_change says so"),
+                        |_, _| async { Ok(CallToolResult::text("dynamic tool called")) },
+                    );
+                    "added"
+                };
+                Ok(CallToolResult::text(format!("{DYNAMIC_TOOL} {now}")))
+            },
+        )
+        .tool(
+            no_args(
+                "test_trigger_prompt_change",
+                "Adds or removes the prompt test_dynamic_prompt (so the prompt list changes)",
+            ),
+            |ctx, _| async move {
+                let server = ctx.server();
+                let now = if server.remove_prompt(DYNAMIC_PROMPT) {
+                    "removed"
+                } else {
+                    server.add_prompt(
+                        Prompt::new(DYNAMIC_PROMPT)
+                            .description("Exists while test_trigger_prompt_change says so"),
+                        |_, _| async { Ok(GetPromptResult::user_text("A dynamic prompt.")) },
+                    );
+                    "added"
+                };
+                Ok(CallToolResult::text(format!("{DYNAMIC_PROMPT} {now}")))
+            },
+        )
+        .tool(
+            Tool::new("test_param_headers")
+                .description("Returns its region, which a 2026-07-28 client mirrors in the Mcp-Param-Region header")
+                .string(
+                    "region",
+                    required()
+                        .description("Any region name")
+                        .keyword("x-mcp-header", "Region"),
+                ),
+            |_, args: ToolArgs| async move {
+                Ok(CallToolResult::text(format!("region={}", args.get_string("region", ""))))
+            },
+        )
+        .tool(
+            no_args(
+                "test_logging_tool",
+                "Logs two messages at info (a 2026-07-28 client gets them only when its _meta sets a log level)",
+            ),
+            |ctx, _| async move {
+                ctx.info("Logging tool started");
+                ctx.info("Logging tool finished");
+                Ok(CallToolResult::text("Logging evaluated"))
+            },
+        )
+        .tool(
+            no_args(
+                "test_streaming_elicitation",
+                "Reports progress, then asks the user to confirm (on the request's own stream)",
+            ),
+            |ctx, _| async move {
+                ctx.progress(50, Some(100));
+                let answer = elicit_fields(&ctx, "Continue the stream?", json!({"ok": {"type": "boolean"}})).await?;
+                ctx.progress(100, Some(100));
+                Ok(CallToolResult::text(format!("Streaming complete: {}", describe(&answer))))
+            },
+        )
+        .tool(
+            no_args(
+                "test_missing_capability",
+                "Needs the client's sampling capability (asks its model one question)",
+            ),
+            |ctx, _| async move {
+                let text = sample(&ctx, "Say hello", 20).await?;
+                Ok(CallToolResult::text(format!("Success: {text}")))
+            },
+        )
+        .tool(
+            no_args(
+                "test_input_required_result_elicitation",
+                "Asks the user's name (an input request in 2026-07-28), then greets them",
+            ),
+            |ctx, _| async move {
+                let answer = elicit_fields(&ctx, "What is your name?", json!({"name": {"type": "string"}})).await?;
+                Ok(CallToolResult::text(format!("Hello, {}!", field(&answer, "name"))))
+            },
+        )
+        .tool(
+            no_args(
+                "test_input_required_result_sampling",
+                "Asks the client's model a question (an input request in 2026-07-28)",
+            ),
+            |ctx, _| async move {
+                let text = sample(&ctx, "What is the capital of France?", 100).await?;
+                Ok(CallToolResult::text(format!("LLM response: {text}")))
+            },
+        )
+        .tool(
+            no_args(
+                "test_input_required_result_list_roots",
+                "Asks the client for its roots (an input request in 2026-07-28) and lists them",
+            ),
+            |ctx, _| async move {
+                let roots = ctx.list_roots().await?;
+                Ok(CallToolResult::text(format!("Roots: {}", roots_text(&roots))))
+            },
+        )
+        .tool(
+            no_args(
+                "test_input_required_result_request_state",
+                "Asks for a confirmation, carrying its progress in requestState (2026-07-28)",
+            ),
+            |ctx, _| async move {
+                let answer = elicit_fields(&ctx, "Please confirm", json!({"ok": {"type": "boolean"}})).await?;
+                Ok(CallToolResult::text(format!("state-ok: {}", describe(&answer))))
+            },
+        )
+        .tool(
+            no_args(
+                "test_input_required_result_multiple_inputs",
+                "Asks for a name, a model's greeting and the roots at once (one round in 2026-07-28)",
+            ),
+            |ctx, _| async move {
+                let (name, (greeting, roots)) = smol::future::zip(
+                    elicit_fields(&ctx, "What is your name?", json!({"name": {"type": "string"}})),
+                    smol::future::zip(sample(&ctx, "Generate a greeting", 50), ctx.list_roots()),
+                )
+                .await;
+                let (name, greeting, roots) = (name?, greeting?, roots?);
+                Ok(CallToolResult::text(format!(
+                    "name={}, greeting={greeting}, roots={}",
+                    field(&name, "name"),
+                    roots_text(&roots)
+                )))
+            },
+        )
+        .tool(
+            no_args(
+                "test_input_required_result_multi_round",
+                "Asks a name, then a favourite colour (two rounds in 2026-07-28)",
+            ),
+            |ctx, _| async move {
+                let name = elicit_fields(&ctx, "Step 1: What is your name?", json!({"name": {"type": "string"}})).await?;
+                let color = elicit_fields(
+                    &ctx,
+                    "Step 2: What is your favorite color?",
+                    json!({"color": {"type": "string"}}),
+                )
+                .await?;
+                Ok(CallToolResult::text(format!(
+                    "{} likes {}",
+                    field(&name, "name"),
+                    field(&color, "color")
+                )))
+            },
+        )
+        .tool(
+            no_args(
+                "test_input_required_result_tampered_state",
+                "Asks for a confirmation; a retry whose requestState was altered is refused",
+            ),
+            |ctx, _| async move {
+                let answer = elicit_fields(&ctx, "Please confirm", json!({"ok": {"type": "boolean"}})).await?;
+                Ok(CallToolResult::text(format!("integrity-ok: {}", describe(&answer))))
+            },
+        )
+        .tool(
+            no_args(
+                "test_input_required_result_capabilities",
+                "Asks for input only through the capabilities the client declared (elicitation, sampling)",
+            ),
+            capabilities_tool,
+        )
+        .prompt(
+            Prompt::new("test_input_required_result_prompt")
+                .description("A prompt that first asks the user for its context (an input request in 2026-07-28)"),
+            |ctx, _| async move {
+                let answer = elicit_fields(
+                    &ctx,
+                    "What context should the prompt use?",
+                    json!({"context": {"type": "string"}}),
+                )
+                .await?;
+                Ok(GetPromptResult::user_text(format!(
+                    "Answer with this context in mind: {}",
+                    field(&answer, "context")
+                )))
+            },
+        )
         .completion(|_, params| async move {
             let values = match &params.reference {
                 CompletionReference::Prompt(p) if p.name == "test_prompt_with_arguments" => COMPLETIONS
@@ -347,6 +552,117 @@ pub fn server() -> Server {
             };
             Ok(values)
         })
+}
+
+/// The tool `test_trigger_tool_change` adds and removes.
+pub const DYNAMIC_TOOL: &str = "test_dynamic_tool";
+/// The prompt `test_trigger_prompt_change` adds and removes.
+pub const DYNAMIC_PROMPT: &str = "test_dynamic_prompt";
+
+/// Asks the user for a form of the given string/boolean `properties`, all required. In
+/// 2026-07-28 this is an input request of an MRTR round; before, an `elicitation/create`.
+async fn elicit_fields(
+    ctx: &RequestContext,
+    message: &str,
+    properties: serde_json::Value,
+) -> Result<ElicitResult, Error> {
+    let required: Vec<String> = properties
+        .as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    let schema: RequestedSchema = serde_json::from_value(json!({
+        "type": "object",
+        "properties": properties,
+        "required": required,
+    }))?;
+    ctx.elicit_form(message, schema).await
+}
+
+/// One field of an accepted form, as text (`"?"` when absent).
+fn field(answer: &ElicitResult, name: &str) -> String {
+    match answer.content.as_ref().and_then(|c| c.get(name)) {
+        Some(ElicitValue::String(s)) => s.clone(),
+        Some(other) => serde_json::to_string(other).unwrap_or_default(),
+        None => "?".to_owned(),
+    }
+}
+
+/// What the user did with a form, and what they filled in.
+fn describe(answer: &ElicitResult) -> String {
+    let action = serde_json::to_value(answer.action).unwrap_or_default();
+    let content = serde_json::to_string(&answer.content).unwrap_or_default();
+    format!(
+        "action={}, content={content}",
+        action.as_str().unwrap_or_default()
+    )
+}
+
+/// Asks the client's model `prompt`; the text it answered (or its content as JSON).
+async fn sample(ctx: &RequestContext, prompt: &str, max_tokens: u64) -> Result<String, Error> {
+    let result = ctx
+        .create_message(CreateMessageRequestParams {
+            messages: vec![SamplingMessage::new(Role::User, TextContent::new(prompt))],
+            max_tokens,
+            ..CreateMessageRequestParams::default()
+        })
+        .await?;
+    Ok(match &result.content {
+        SamplingContent::Single(SamplingMessageContentBlock::Text(t)) => t.text.clone(),
+        other => serde_json::to_string(other)?,
+    })
+}
+
+/// The URIs of `roots`, comma-separated.
+fn roots_text(roots: &ListRootsResult) -> String {
+    roots
+        .roots
+        .iter()
+        .map(|r| r.uri.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `test_input_required_result_capabilities`: an elicitation when the client declared
+/// `elicitation`, a sampling request when it declared `sampling` (both at once when both),
+/// nothing asked when neither.
+async fn capabilities_tool(ctx: RequestContext, _: ToolArgs) -> ToolResult {
+    let caps = ctx.client_capabilities().unwrap_or_default();
+    let (elicit, sampled) = smol::future::zip(
+        async {
+            match caps.elicitation {
+                Some(_) => elicit_fields(
+                    &ctx,
+                    "Elicitation input",
+                    json!({"value": {"type": "string"}}),
+                )
+                .await
+                .map(Some),
+                None => Ok(None),
+            }
+        },
+        async {
+            match caps.sampling {
+                Some(_) => sample(&ctx, "Sample request", 50).await.map(Some),
+                None => Ok(None),
+            }
+        },
+    )
+    .await;
+    let (elicit, sampled) = (elicit?, sampled?);
+    if elicit.is_none() && sampled.is_none() {
+        return Ok(CallToolResult::text("No supported capabilities declared"));
+    }
+    let mut got = Vec::new();
+    if let Some(answer) = elicit {
+        got.push(format!("elicitation ({})", describe(&answer)));
+    }
+    if let Some(text) = sampled {
+        got.push(format!("sampling ({text})"));
+    }
+    Ok(CallToolResult::text(format!(
+        "capabilities-ok: {}",
+        got.join(", ")
+    )))
 }
 
 /// The input schema of `json_schema_2020_12_tool`.
@@ -373,18 +689,7 @@ async fn with_progress(ctx: RequestContext, _: ToolArgs) -> ToolResult {
 }
 
 async fn sampling(ctx: RequestContext, args: ToolArgs) -> ToolResult {
-    let prompt = args.get_string("prompt", "");
-    let result = ctx
-        .create_message(CreateMessageRequestParams {
-            messages: vec![SamplingMessage::new(Role::User, TextContent::new(prompt))],
-            max_tokens: 100,
-            ..CreateMessageRequestParams::default()
-        })
-        .await?;
-    let text = match &result.content {
-        SamplingContent::Single(SamplingMessageContentBlock::Text(t)) => t.text.clone(),
-        other => serde_json::to_string(other)?,
-    };
+    let text = sample(&ctx, &args.get_string("prompt", ""), 100).await?;
     Ok(CallToolResult::text(format!("LLM response: {text}")))
 }
 

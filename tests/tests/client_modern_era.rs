@@ -242,9 +242,8 @@ fn g_11_a_2025_error_body_is_not_a_modern_error() {
 
 #[test]
 fn g_11_a_modern_error_keeps_the_session_modern() {
-    // -32022 naming a version we speak that we have not tried: probe again with it (here the
-    // same version, which the probe already tried: the error goes to the app and the era
-    // stays modern, no initialize).
+    // A recognised modern error the probe cannot get past (here -32020): the error goes to
+    // the app and the era stays modern, no initialize.
     let mut h = auto(
         ClientConfig::new().with_era(EraMode::Auto),
         modern_server(),
@@ -279,6 +278,72 @@ fn g_11_a_modern_error_keeps_the_session_modern() {
         version: Some(ProtocolVersion::V2026_07_28),
         cached: false
     }));
+    assert!(!h.client.is_ready());
+}
+
+/// `UnsupportedProtocolVersionError` listing the very version the probe carried: the
+/// client retries at that version (a mutually supported one) once, and gives the second
+/// refusal to the app; it never falls back to `initialize`.
+#[test]
+fn unsupported_version_naming_the_version_sent_is_retried_once() {
+    let refusal = || {
+        Reply::Status(
+            400,
+            vec![("content-type", "application/json".into())],
+            Bytes::from(
+                r#"{"jsonrpc":"2.0","id":"x","error":{"code":-32022,"message":"Unsupported protocol version","data":{"supported":["2026-07-28"],"requested":"2026-07-28"}}}"#,
+            ),
+        )
+    };
+    let probes = |h: &Harness| {
+        h.intents_of(HttpRequestKind::Post)
+            .iter()
+            .map(|(_, r)| {
+                let b = body(r);
+                let version = r
+                    .headers
+                    .get("mcp-protocol-version")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("")
+                    .to_owned();
+                assert_eq!(
+                    b["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"], version,
+                    "header and _meta agree"
+                );
+                (b["method"].as_str().unwrap_or("").to_owned(), version)
+            })
+            .collect::<Vec<_>>()
+    };
+    let probe = ("server/discover".to_owned(), "2026-07-28".to_owned());
+    // Refused once: the retry succeeds.
+    let mut h = auto(
+        ClientConfig::new().with_era(EraMode::Modern),
+        modern_server(),
+        Some(ModernServer::default()),
+    );
+    h.server.script(Match::Method("server/discover"), refusal());
+    init(&mut h);
+    assert_eq!(probes(&h), [probe.clone(), probe.clone()]);
+    assert!(h.client.is_ready());
+    assert_eq!(h.client.era(), Some(Era::Modern));
+    assert_eq!(h.result_of(1).unwrap()["protocolVersion"], "2026-07-28");
+    // Refused twice: no third probe, the refusal is the initialize's answer.
+    let mut h = auto(
+        ClientConfig::new().with_era(EraMode::Modern),
+        modern_server(),
+        Some(ModernServer::default()),
+    );
+    h.server.script(Match::Method("server/discover"), refusal());
+    h.server.script(Match::Method("server/discover"), refusal());
+    init(&mut h);
+    assert_eq!(probes(&h), [probe.clone(), probe]);
+    match &h.outcomes_of(1)[..] {
+        [RequestResult::Response { response, .. }] => {
+            assert!(response.is_error(), "{response:?}");
+            assert_eq!(response.id, Some(1.into()));
+        }
+        other => panic!("{other:?}"),
+    }
     assert!(!h.client.is_ready());
 }
 

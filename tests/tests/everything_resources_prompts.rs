@@ -133,7 +133,8 @@ fn prompts_list_and_get() {
                 "test_simple_prompt",
                 "test_prompt_with_arguments",
                 "test_prompt_with_embedded_resource",
-                "test_prompt_with_image"
+                "test_prompt_with_image",
+                "test_input_required_result_prompt"
             ]
         );
         assert!(prompts.iter().all(|p| p.description.as_deref().is_some_and(|d| !d.is_empty())));

@@ -99,7 +99,7 @@ fn content_tools() {
         assert_eq!(r.first_text(), Some("hello"));
 
         let r = client
-            .call_tool("json_schema_2020_12_tool", json!({"name": "x", "address": {"city": "y"}}))
+            .call_tool("json_schema_2020_12_tool", json!({"name": "x", "address": {"city": "y"}, "email": "x@example.com"}))
             .await
             .unwrap();
         assert_eq!(r.is_error, None, "{r:?}");

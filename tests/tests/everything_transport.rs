@@ -310,7 +310,7 @@ fn every_tool_over_http() {
         let r = client
             .call_tool(
                 "json_schema_2020_12_tool",
-                json!({"name": "x", "address": {"city": "y"}}),
+                json!({"name": "x", "address": {"city": "y"}, "email": "x@example.com"}),
             )
             .await
             .unwrap();
@@ -400,7 +400,7 @@ fn every_resource_template_and_prompt_over_http() {
         assert_eq!(err.code(), Some(error_codes::RESOURCE_NOT_FOUND));
 
         let prompts = client.list_prompts().await.unwrap();
-        assert_eq!(prompts.len(), 4);
+        assert_eq!(prompts.len(), 5, "the four 0.1.16 prompts and test_input_required_result_prompt");
         let r = client
             .get_prompt("test_simple_prompt", [("", ""); 0])
             .await

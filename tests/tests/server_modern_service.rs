@@ -641,3 +641,274 @@ fn modern_results_validate_against_the_2026_07_28_schema() {
         (&json!("public"), &json!(60_000))
     );
 }
+
+/// The convenience asks of a handler (`create_message`, `elicit_form`, `list_roots`) refuse a
+/// capability the modern request did not declare the way 2026-07-28 prescribes — a
+/// `MissingRequiredClientCapabilityError` (-32021, HTTP 400) naming it — even in a tool,
+/// where an application failure would only be a tool error; a legacy session keeps the
+/// tool error.
+#[test]
+fn convenience_asks_refuse_an_undeclared_capability_with_32021() {
+    use mcp_proto::schema::{CreateMessageRequestParams, RequestedSchema, Role, SamplingMessage};
+    let server = Server::new("needs", "1")
+        .tool(Tool::new("sample"), |ctx, _| async move {
+            ctx.create_message(CreateMessageRequestParams {
+                messages: vec![SamplingMessage::new(
+                    Role::User,
+                    mcp_proto::schema::TextContent::new("hi"),
+                )],
+                max_tokens: 5,
+                ..CreateMessageRequestParams::default()
+            })
+            .await?;
+            Ok(CallToolResult::text("sampled"))
+        })
+        .tool(Tool::new("elicit"), |ctx, _| async move {
+            ctx.elicit_form("?", RequestedSchema::default()).await?;
+            Ok(CallToolResult::text("elicited"))
+        })
+        .tool(Tool::new("roots"), |ctx, _| async move {
+            ctx.list_roots().await?;
+            Ok(CallToolResult::text("listed"))
+        });
+    let mut svc = Svc::new(&server);
+    for (i, (tool, capability)) in [
+        ("sample", "sampling"),
+        ("elicit", "elicitation"),
+        ("roots", "roots"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let id = i64::try_from(i).unwrap() + 1;
+        let s = svc.send(modern(id, "tools/call", json!({"name": tool}), json!({})));
+        let r = svc.json(s);
+        assert_eq!(r["error"]["code"], -32021, "{tool}: {r}");
+        assert_eq!(r["id"], id);
+        assert_eq!(
+            r["error"]["data"]["requiredCapabilities"],
+            json!({capability: {}}),
+            "{tool}"
+        );
+        assert_eq!(
+            svc.h.response(s).status(),
+            StatusCode::BAD_REQUEST,
+            "{tool}"
+        );
+        // Declared: an input request instead.
+        let caps = json!({capability: {}});
+        let s = svc.send(modern(id + 10, "tools/call", json!({"name": tool}), caps));
+        assert_eq!(
+            svc.json(s)["result"]["resultType"],
+            "input_required",
+            "{tool}"
+        );
+    }
+    // Legacy, declared nothing: a tool error, as before.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "legacy", "version": "1"}}});
+    let s = svc.send(Req::post(&init.to_string()));
+    let sid = svc
+        .h
+        .response(s)
+        .header("mcp-session-id")
+        .unwrap()
+        .to_owned();
+    svc.send(
+        Req::post(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .session(&sid)
+            .version("2025-11-25"),
+    );
+    let call =
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "sample"}});
+    let s = svc.send(
+        Req::post(&call.to_string())
+            .session(&sid)
+            .version("2025-11-25"),
+    );
+    let r = svc.json(s);
+    assert_eq!(r["result"]["isError"], true, "{r}");
+}
+
+/// A resource that does not exist is `-32602` (with the URI as data) for a modern client, the
+/// code 2026-07-28 assigns, whether the registry or a handler says so; a legacy session keeps
+/// `-32002`.
+#[test]
+fn an_unknown_resource_is_32602_for_a_modern_client() {
+    use mcp_proto::service::{Error, Resource};
+    let server = Server::new("res", "1")
+        .resource(Resource::new("test://gone", "gone"), |_, req| async move {
+            Err(Error::resource_not_found(&req.uri))
+        });
+    let mut svc = Svc::new(&server);
+    for (id, uri) in [(1, "test://nowhere"), (2, "test://gone")] {
+        let s = svc.send(modern(id, "resources/read", json!({"uri": uri}), json!({})));
+        let r = svc.json(s);
+        assert_eq!(r["error"]["code"], -32602, "{uri}: {r}");
+        assert_eq!(r["error"]["data"]["uri"], uri);
+        assert!(r.get("result").is_none());
+    }
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "legacy", "version": "1"}}});
+    let s = svc.send(Req::post(&init.to_string()));
+    let sid = svc
+        .h
+        .response(s)
+        .header("mcp-session-id")
+        .unwrap()
+        .to_owned();
+    for (id, uri) in [(2, "test://nowhere"), (3, "test://gone")] {
+        let read = json!({"jsonrpc": "2.0", "id": id, "method": "resources/read",
+            "params": {"uri": uri}});
+        let s = svc.send(
+            Req::post(&read.to_string())
+                .session(&sid)
+                .version("2025-11-25"),
+        );
+        assert_eq!(svc.json(s)["error"]["code"], -32002, "{uri}");
+    }
+}
+
+/// The everything server's 2026-07-28 fixtures through the service layer: several asks in
+/// one round, rounds that follow each other, a prompt that asks, asks limited to the
+/// declared capabilities, an altered `requestState` refused, no log without a level.
+#[test]
+fn everything_mrtr_fixtures_run_their_rounds() {
+    let all = json!({"sampling": {}, "elicitation": {}, "roots": {}});
+    let mut svc = Svc::new(&mcp_tests::everything::server());
+    let answer = |method: &str| match method {
+        "elicitation/create" => {
+            json!({"action": "accept", "content": {"name": "Ada", "color": "blue", "ok": true, "context": "Ada's"}})
+        }
+        "sampling/createMessage" => json!({"role": "assistant", "model": "m",
+            "content": {"type": "text", "text": "Paris"}}),
+        "roots/list" => json!({"roots": [{"uri": "file:///r"}]}),
+        other => panic!("unexpected input request {other}"),
+    };
+    // Answers every input request until the result is complete; the methods asked, by round.
+    let run = |svc: &mut Svc, method: &str, params: Value, caps: &Value| {
+        let mut rounds: Vec<Vec<String>> = Vec::new();
+        let mut params = params;
+        for id in 1..10 {
+            let s = svc.send(modern(id, method, params.clone(), caps.clone()));
+            let r = svc.json(s);
+            let result = r["result"].clone();
+            if result["resultType"] != "input_required" {
+                return (rounds, r);
+            }
+            let mut responses = serde_json::Map::new();
+            let mut asked = Vec::new();
+            for (key, req) in result["inputRequests"].as_object().unwrap() {
+                let m = req["method"].as_str().unwrap();
+                asked.push(m.to_owned());
+                responses.insert(key.clone(), answer(m));
+            }
+            rounds.push(asked);
+            params["inputResponses"] = Value::Object(responses);
+            params["requestState"] = result["requestState"].clone();
+        }
+        panic!("{method} never completed");
+    };
+    let call = |name: &str| json!({"name": name, "arguments": {}});
+
+    let (rounds, r) = run(
+        &mut svc,
+        "tools/call",
+        call("test_input_required_result_multiple_inputs"),
+        &all,
+    );
+    assert_eq!(rounds.len(), 1, "one round: {rounds:?}");
+    let mut asked = rounds[0].clone();
+    asked.sort();
+    assert_eq!(
+        asked,
+        ["elicitation/create", "roots/list", "sampling/createMessage"]
+    );
+    assert_eq!(text_of(&r), "name=Ada, greeting=Paris, roots=file:///r");
+
+    let (rounds, r) = run(
+        &mut svc,
+        "tools/call",
+        call("test_input_required_result_multi_round"),
+        &all,
+    );
+    assert_eq!(rounds, [["elicitation/create"], ["elicitation/create"]]);
+    assert_eq!(text_of(&r), "Ada likes blue");
+
+    let (rounds, r) = run(
+        &mut svc,
+        "prompts/get",
+        json!({"name": "test_input_required_result_prompt"}),
+        &all,
+    );
+    assert_eq!(rounds.len(), 1);
+    assert!(
+        r["result"]["messages"][0]["content"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Ada"),
+        "{r}"
+    );
+
+    let (rounds, r) = run(
+        &mut svc,
+        "tools/call",
+        call("test_input_required_result_capabilities"),
+        &json!({"sampling": {}}),
+    );
+    assert_eq!(
+        rounds,
+        [["sampling/createMessage"]],
+        "only what was declared"
+    );
+    assert_eq!(text_of(&r), "capabilities-ok: sampling (Paris)");
+    let (rounds, r) = run(
+        &mut svc,
+        "tools/call",
+        call("test_input_required_result_capabilities"),
+        &json!({}),
+    );
+    assert!(rounds.is_empty());
+    assert_eq!(text_of(&r), "No supported capabilities declared");
+
+    let (_, r) = run(
+        &mut svc,
+        "tools/call",
+        call("test_missing_capability"),
+        &json!({}),
+    );
+    assert_eq!(r["error"]["code"], -32021, "{r}");
+
+    // An altered state is refused before the handler runs.
+    let s = svc.send(modern(
+        50,
+        "tools/call",
+        call("test_input_required_result_tampered_state"),
+        all.clone(),
+    ));
+    let state = svc.json(s)["result"]["requestState"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut retry = call("test_input_required_result_tampered_state");
+    retry["requestState"] = json!(format!("{state}-TAMPERED"));
+    retry["inputResponses"] = json!({});
+    let s = svc.send(modern(51, "tools/call", retry, all.clone()));
+    assert_eq!(svc.json(s)["error"]["code"], -32602);
+
+    // No logLevel in _meta: no notifications/message at all, only the result.
+    let s = svc.send(modern(
+        60,
+        "tools/call",
+        call("test_logging_tool"),
+        all.clone(),
+    ));
+    let msgs = svc.h.response(s).messages();
+    assert!(
+        msgs.iter().all(|m| m["method"] != "notifications/message"),
+        "{msgs:?}"
+    );
+    assert_eq!(text_of(&svc.json(s)), "Logging evaluated");
+}

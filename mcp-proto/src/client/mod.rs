@@ -96,8 +96,9 @@
 //! `capabilities`, `serverInfo`, `instructions`; the modern server has no `initialize`,
 //! S-NEW-4), goes `Ready` and absorbs the app's `notifications/initialized`. A JSON-RPC error
 //! `-32020/-32021/-32022` (in a 200 or in a 4xx body, whatever its id) also means modern:
-//! `-32022` naming a modern version we speak and have not tried re-probes with it, naming only
-//! legacy versions falls back, otherwise the error is the `initialize`'s response. Any other
+//! `-32022` naming a modern version we speak re-probes with it (one not tried yet; else the
+//! very version refused, once more, never a third time), naming only legacy versions falls
+//! back, otherwise the error is the `initialize`'s response. Any other
 //! error or 4xx means legacy: the app's `initialize` is POSTed, and a 400/404/405 to it is
 //! [`ClientError::LegacySseTransport`] (HTTP+SSE, which we do not speak). A 5xx, a transport
 //! failure or a timeout fails the `initialize` without a verdict. `Modern` turns "legacy" into

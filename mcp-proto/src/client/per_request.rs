@@ -105,7 +105,8 @@ pub(crate) fn identity_from_initialize(bytes: &[u8]) -> Option<ClientIdentity> {
 pub(crate) enum Verdict {
     /// A result: modern, at the version sent.
     Modern,
-    /// `-32022` naming a modern version we speak and have not tried: probe again with it.
+    /// `-32022` naming a modern version we speak: probe again with it (one not tried yet, or
+    /// else the one refused, a second and last time).
     Retry(ProtocolVersion),
     /// A recognised modern error that the probe cannot get past (`-32020`, `-32021`, or
     /// `-32022` with no version to retry): the server is modern and refused; the error goes to
@@ -136,10 +137,18 @@ pub(crate) fn verdict(response: &Response, tried: &[ProtocolVersion]) -> Verdict
                     })
                 })
                 .unwrap_or_default();
-            let modern = ProtocolVersion::ALL
-                .into_iter()
-                .filter(|v| !v.has_sessions() && !tried.contains(v))
-                .find(|v| supported.contains(v));
+            // A modern version both speak: preferably one not tried yet; else the very one
+            // refused, once more (the server named the version it refused as supported, which
+            // a retry may get past), and never a third time.
+            let both = || {
+                ProtocolVersion::ALL
+                    .into_iter()
+                    .filter(|v| !v.has_sessions() && supported.contains(v))
+            };
+            let times = |v: &ProtocolVersion| tried.iter().filter(|t| *t == v).count();
+            let modern = both()
+                .find(|v| times(v) == 0)
+                .or_else(|| both().find(|v| times(v) == 1));
             match modern {
                 Some(v) => Verdict::Retry(v),
                 None if supported.iter().any(|v| v.has_sessions()) => Verdict::Legacy,
@@ -376,12 +385,22 @@ mod tests {
             ),
             Verdict::Retry(ProtocolVersion::V2026_07_28)
         ));
+        // The very version refused, listed as supported: once more, not a third time.
         assert!(matches!(
             verdict(
                 &resp(
                     r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"m","data":{"supported":["2026-07-28"]}}}"#
                 ),
                 &[ProtocolVersion::V2026_07_28]
+            ),
+            Verdict::Retry(ProtocolVersion::V2026_07_28)
+        ));
+        assert!(matches!(
+            verdict(
+                &resp(
+                    r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32022,"message":"m","data":{"supported":["2026-07-28"]}}}"#
+                ),
+                &[ProtocolVersion::V2026_07_28, ProtocolVersion::V2026_07_28]
             ),
             Verdict::ModernRefused(_)
         ));

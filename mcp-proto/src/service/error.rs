@@ -62,7 +62,8 @@ impl Error {
         Self::protocol(error_codes::INVALID_PARAMS, message)
     }
 
-    /// `-32002` resource not found, with `{"uri": uri}` as data (a protocol error).
+    /// `-32002` resource not found, with `{"uri": uri}` as data (a protocol error). A
+    /// 2026-07-28 request gets it as `-32602`, the code that revision assigns.
     pub fn resource_not_found(uri: &str) -> Self {
         Self::protocol(
             error_codes::RESOURCE_NOT_FOUND,

@@ -106,7 +106,7 @@
 //! - **Tool failures are results.** A handler's [`Error`] becomes `isError: true` with its
 //!   message; only [`Error::protocol`] and friends become JSON-RPC errors. Unknown tools and
 //!   prompts, missing prompt arguments and bad params are `-32602`; unknown resources
-//!   `-32002`; unknown methods `-32601`.
+//!   `-32002` (`-32602` in 2026-07-28); unknown methods `-32601`.
 //! - **Arguments are checked before the handler runs**: schema defaults filled in, then the
 //!   keywords the builder writes validated (see `validate`); a call that fails gets one tool
 //!   error listing every problem.

@@ -21,6 +21,17 @@ use crate::service::Error;
 use crate::service::cancel::{CancellationToken, WaitForCancellation, lock};
 use crate::service::error::{PeerError, to_raw};
 
+/// `MissingRequiredClientCapabilityError` (2026-07-28): the request needs the client
+/// capability `what`, which its `_meta` did not declare; `data.requiredCapabilities` is a
+/// `ClientCapabilities` object naming it.
+fn missing_capability(what: &str) -> Error {
+    Error::protocol(
+        crate::schema::error_codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        format_args!("Server requires the {what} capability for this request"),
+    )
+    .with_data(serde_json::json!({"requiredCapabilities": {what: {}}}))
+}
+
 /// The `_meta` of a request's params, read without touching the rest.
 #[derive(Deserialize, Default)]
 struct MetaOnly {
@@ -305,11 +316,7 @@ impl RequestContext {
                 _ => None,
             };
             if let Some(what) = missing {
-                return Err(Error::protocol(
-                    crate::schema::error_codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
-                    format_args!("Server requires the {what} capability for this request"),
-                )
-                .with_data(serde_json::json!({"requiredCapabilities": {what: {}}})));
+                return Err(missing_capability(what));
             }
             return match mrtr.ask(R::METHOD, &raw)? {
                 Some(answer) => serde_json::from_value(answer).map_err(|e| {
@@ -342,11 +349,18 @@ impl RequestContext {
         }
     }
 
+    /// Fails when the client did not declare `what`: in 2026-07-28 with the protocol error
+    /// the revision prescribes (`MissingRequiredClientCapabilityError`, -32021, answered as
+    /// such even by a tool), before it with an application failure (a tool error).
     fn require(&self, what: &str, has: impl Fn(&ClientCapabilities) -> bool) -> Result<(), Error> {
         match self.client_capabilities() {
-            Some(caps) if !has(&caps) => Err(Error::new(format_args!(
-                "the client does not support {what} (it did not declare the capability)"
-            ))),
+            Some(caps) if !has(&caps) => Err(if self.modern.is_some() {
+                missing_capability(what)
+            } else {
+                Error::new(format_args!(
+                    "the client does not support {what} (it did not declare the capability)"
+                ))
+            }),
             _ => Ok(()),
         }
     }

@@ -65,6 +65,19 @@ struct Stamped {
     ttl_ms: Option<serde::de::IgnoredAny>,
 }
 
+/// Gives an error answer for a modern client the code 2026-07-28 assigns: a resource that
+/// does not exist is `-32602` Invalid Params there (the `-32002` of the earlier revisions is
+/// retired and never reused). Whoever produced the error (the registry, or a handler's own
+/// [`Error::resource_not_found`]) speaks the era of its request this way.
+fn modern_error_code(mut response: Response) -> Response {
+    if let crate::jsonrpc::Outcome::Error(e) = &mut response.outcome
+        && e.code == crate::jsonrpc::error_codes::RESOURCE_NOT_FOUND
+    {
+        e.code = crate::jsonrpc::error_codes::INVALID_PARAMS;
+    }
+    response
+}
+
 /// Completes a result for a modern client with the fields 2026-07-28 requires of it and the
 /// legacy shapes lack: `resultType` (`"complete"` unless the result says otherwise, e.g. an
 /// MRTR `"input_required"`), and for a cacheable result `cacheScope` and `ttlMs` from the
@@ -160,7 +173,7 @@ impl Server {
             let method = request.method.clone();
             let response = server.dispatch(ctx, request).await;
             if modern {
-                stamp_modern(response, &method, cache_hint)
+                stamp_modern(modern_error_code(response), &method, cache_hint)
             } else {
                 response
             }

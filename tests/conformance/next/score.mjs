@@ -1,0 +1,177 @@
+// Scores one `conformance server|client --requirements REV` run against the revision's frozen
+// requirement set (the package's requirements/REV.yaml), from the run's console output.
+//
+//   node score.mjs server|client REV LOG [RESULTS]
+//
+// Prints a line per scored scenario that failed or is pending (every one with SCORE_VERBOSE
+// set), then `scored: P/N scenarios, C passed, F failed` (the scored scenarios' checks). With RESULTS (the run's `-o` directory), the checks that failed
+// or warned are printed under each failing scenario.
+//
+// Exits 1 unless every scored scenario of the leg passed, apart from the two pending lists
+// below (PENDING_OAUTH for the client, PENDING_INPUT_KEYS for the server), whose scenarios
+// are printed as pending (and fail the run if one of them passes, so the lists are trimmed
+// as the work lands). A scored scenario missing from the output fails the run too. Run it
+// on the Node 22 of this directory's node_modules.
+
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+// The client's scored auth/* scenarios: they need an OAuth 2.1 client, which the conformance
+// client does not have yet. Removing an entry makes that scenario required.
+const PENDING_OAUTH = {
+  '2025-11-25': [
+    'auth/metadata-default',
+    'auth/metadata-var1',
+    'auth/metadata-var2',
+    'auth/metadata-var3',
+    'auth/basic-cimd',
+    'auth/scope-from-www-authenticate',
+    'auth/scope-from-scopes-supported',
+    'auth/scope-omitted-when-undefined',
+    'auth/scope-step-up',
+    'auth/scope-retry-limit',
+    'auth/token-endpoint-auth-basic',
+    'auth/token-endpoint-auth-post',
+    'auth/token-endpoint-auth-none',
+    'auth/pre-registration',
+  ],
+  '2026-07-28': [
+    'auth/metadata-default',
+    'auth/metadata-var1',
+    'auth/metadata-var2',
+    'auth/metadata-var3',
+    'auth/basic-cimd',
+    'auth/scope-from-www-authenticate',
+    'auth/scope-from-scopes-supported',
+    'auth/scope-omitted-when-undefined',
+    'auth/scope-step-up',
+    'auth/scope-retry-limit',
+    'auth/token-endpoint-auth-basic',
+    'auth/token-endpoint-auth-post',
+    'auth/token-endpoint-auth-none',
+    'auth/pre-registration',
+    'auth/resource-mismatch',
+    'auth/offline-access-scope',
+    'auth/offline-access-not-supported',
+    'auth/authorization-server-migration',
+    'auth/iss-supported',
+    'auth/iss-not-advertised',
+    'auth/iss-supported-missing',
+    'auth/iss-wrong-issuer',
+    'auth/iss-unexpected',
+    'auth/iss-normalized',
+    'auth/metadata-issuer-mismatch',
+  ],
+};
+
+// The server's scored scenarios that need a handler to choose the keys of its input
+// requests (the scenario expects the key `user_name`): the multi-round-trip core
+// (mcp-proto/src/service/server/mrtr.rs) keys each input request by its order and method.
+// Removing an entry makes that scenario required.
+const PENDING_INPUT_KEYS = {
+  '2026-07-28': ['input-required-result-basic-elicitation'],
+};
+
+const [leg, rev, logFile, resultsDir] = process.argv.slice(2);
+if (!['server', 'client'].includes(leg) || !rev || !logFile) {
+  console.error('usage: node score.mjs server|client REV LOG [RESULTS]');
+  process.exit(2);
+}
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const pkg = path.join(here, 'node_modules/@modelcontextprotocol/conformance');
+const require = createRequire(path.join(pkg, 'package.json'));
+const { parse } = require('yaml');
+const requirements = parse(readFileSync(path.join(pkg, 'requirements', `${rev}.yaml`), 'utf8'));
+const scored = requirements[leg] ?? [];
+if (scored.length === 0) {
+  console.error(`no ${leg} scenarios in requirements/${rev}.yaml`);
+  process.exit(2);
+}
+// Scenario -> why it may fail for now.
+const [listName, why] = leg === 'client' ? ['PENDING_OAUTH', 'pending OAuth'] : ['PENDING_INPUT_KEYS', 'pending input keys'];
+const pendingList = (leg === 'client' ? PENDING_OAUTH : PENDING_INPUT_KEYS)[rev] ?? [];
+const pending = new Set(pendingList);
+for (const name of pending) {
+  if (!scored.includes(name)) {
+    console.error(`${listName}[${rev}] names ${name}, which ${rev} does not score`);
+    process.exit(2);
+  }
+}
+
+// `✓ name: N passed, M failed[, K warnings]` lines of the closing summary.
+const text = readFileSync(logFile, 'utf8').replace(/\x1b\[[0-9;]*m/g, '');
+const summary = text.slice(Math.max(text.lastIndexOf('SUMMARY ==='), 0));
+const results = new Map();
+for (const m of summary.matchAll(/^([✓✗]) (\S+): (\d+) passed, (\d+) failed(?:, (\d+) warnings?)?$/gmu)) {
+  results.set(m[2], { ok: m[1] === '✓', passed: +m[3], failed: +m[4], warnings: +(m[5] ?? 0) });
+}
+
+// checks.json of each scenario under RESULTS: `[server-]<name>-<timestamp>/checks.json`,
+// auth/* ones one directory down.
+const checksOf = new Map();
+(function walk(dir) {
+  if (!dir || !existsSync(dir)) return;
+  for (const entry of readdirSync(dir).sort()) {
+    const p = path.join(dir, entry);
+    if (!statSync(p).isDirectory()) continue;
+    const file = path.join(p, 'checks.json');
+    if (!existsSync(file)) {
+      walk(p);
+      continue;
+    }
+    const name = path
+      .relative(resultsDir, p)
+      .replace(/^server-/, '')
+      .replace(/-\d{4}-\d\d-\d\dT[\d-]+Z$/, '');
+    try {
+      checksOf.set(name, JSON.parse(readFileSync(file, 'utf8')));
+    } catch {
+      // An unreadable file only loses the detail.
+    }
+  }
+})(resultsDir);
+const explain = (name) => {
+  for (const c of checksOf.get(name) ?? []) {
+    if (c.status === 'FAILURE' || c.status === 'WARNING') {
+      console.log(`             ${c.status} ${c.id}: ${c.errorMessage ?? ''}`.slice(0, 400));
+    }
+  }
+};
+
+let ok = 0, passed = 0, failed = 0, bad = 0;
+for (const name of scored) {
+  const r = results.get(name);
+  if (r) {
+    passed += r.passed;
+    failed += r.failed;
+    if (r.ok) ok++;
+  }
+  const figures = r
+    ? `${r.passed} passed, ${r.failed} failed` + (r.warnings ? `, ${r.warnings} warnings` : '')
+    : 'not in the output';
+  if (pending.has(name)) {
+    if (r?.ok) {
+      console.log(`  PASSES   ${name} (${figures}): remove it from ${listName}`);
+      bad++;
+    } else {
+      console.log(`  ${why}  ${name} (${figures})`);
+      if (leg === 'server') explain(name);
+    }
+  } else if (r?.ok) {
+    if (process.env.SCORE_VERBOSE) console.log(`  ok       ${name} (${figures})`);
+  } else {
+    console.log(`  FAILED   ${name} (${figures})`);
+    explain(name);
+    bad++;
+  }
+}
+const required = scored.length - pending.size;
+const requiredOk = scored.filter((n) => !pending.has(n) && results.get(n)?.ok).length;
+console.log(
+  `${leg} ${rev}: scored ${ok}/${scored.length} scenarios, ${passed} checks passed, ${failed} failed` +
+    (pending.size ? `; required ${requiredOk}/${required}, ${pending.size} ${why}` : ''),
+);
+process.exit(bad === 0 ? 0 : 1);
