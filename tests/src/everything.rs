@@ -18,9 +18,9 @@
 use std::time::Duration;
 
 use mcp_proto::schema::{
-    CompletionReference, CreateMessageRequestParams, ElicitResult, ElicitValue, JsonObject,
-    ListRootsResult, LoggingLevel, RequestedSchema, SamplingContent, SamplingMessage,
-    SamplingMessageContentBlock, TextContent,
+    CompletionReference, CreateMessageRequestParams, Elicit, ElicitRequestFormParams, ElicitResult,
+    ElicitValue, JsonObject, ListRootsResult, LoggingLevel, RequestedSchema, SamplingContent,
+    SamplingMessage, SamplingMessageContentBlock, TextContent,
 };
 use mcp_proto::service::{
     CallToolResult, ContentBlock, Error, GetPromptResult, Prompt, PromptMessage, RequestContext,
@@ -435,7 +435,13 @@ pub fn server() -> Server {
                 "Asks the user's name (an input request in 2026-07-28), then greets them",
             ),
             |ctx, _| async move {
-                let answer = elicit_fields(&ctx, "What is your name?", json!({"name": {"type": "string"}})).await?;
+                let answer = elicit_fields_as(
+                    &ctx,
+                    "user_name",
+                    "What is your name?",
+                    json!({"name": {"type": "string"}}),
+                )
+                .await?;
                 Ok(CallToolResult::text(format!("Hello, {}!", field(&answer, "name"))))
             },
         )
@@ -566,16 +572,36 @@ async fn elicit_fields(
     message: &str,
     properties: serde_json::Value,
 ) -> Result<ElicitResult, Error> {
+    ctx.elicit_form(message, form(properties)?).await
+}
+
+/// [`elicit_fields`] under the input key `key` (its name in a modern client's
+/// `inputRequests`).
+async fn elicit_fields_as(
+    ctx: &RequestContext,
+    key: &str,
+    message: &str,
+    properties: serde_json::Value,
+) -> Result<ElicitResult, Error> {
+    let params = ElicitRequestFormParams {
+        message: message.to_owned(),
+        requested_schema: form(properties)?,
+        ..ElicitRequestFormParams::default()
+    };
+    ctx.send_request_keyed::<Elicit>(key, params.into()).await
+}
+
+/// A form whose every field is required.
+fn form(properties: serde_json::Value) -> Result<RequestedSchema, Error> {
     let required: Vec<String> = properties
         .as_object()
         .map(|m| m.keys().cloned().collect())
         .unwrap_or_default();
-    let schema: RequestedSchema = serde_json::from_value(json!({
+    Ok(serde_json::from_value(json!({
         "type": "object",
         "properties": properties,
         "required": required,
-    }))?;
-    ctx.elicit_form(message, schema).await
+    }))?)
 }
 
 /// One field of an accepted form, as text (`"?"` when absent).

@@ -71,7 +71,7 @@ const PENDING_OAUTH = {
 // (mcp-proto/src/service/server/mrtr.rs) keys each input request by its order and method.
 // Removing an entry makes that scenario required.
 const PENDING_INPUT_KEYS = {
-  '2026-07-28': ['input-required-result-basic-elicitation'],
+  '2026-07-28': [],
 };
 
 const [leg, rev, logFile, resultsDir] = process.argv.slice(2);

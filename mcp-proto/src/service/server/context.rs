@@ -293,6 +293,27 @@ impl RequestContext {
         &self,
         params: R::Params,
     ) -> Result<R::Result, Error> {
+        self.ask::<R>(None, params).await
+    }
+
+    /// [`send_request`](Self::send_request), naming the input request `key` in a modern
+    /// client's `InputRequiredResult` (`inputRequests`: `{key: {method, params}}`) instead of
+    /// the default `"{n}:{method}"`. Keys must be unique within the request: asking a key
+    /// twice in one run fails. A legacy client gets the same JSON-RPC request as ever (the
+    /// key has no meaning there).
+    pub async fn send_request_keyed<R: schema::Request>(
+        &self,
+        key: &str,
+        params: R::Params,
+    ) -> Result<R::Result, Error> {
+        self.ask::<R>(Some(key), params).await
+    }
+
+    async fn ask<R: schema::Request>(
+        &self,
+        key: Option<&str>,
+        params: R::Params,
+    ) -> Result<R::Result, Error> {
         let raw = to_raw(&params).map_err(Error::internal)?;
         if self.modern.is_some() {
             let Some(Ok(mrtr)) = &self.mrtr else {
@@ -318,7 +339,7 @@ impl RequestContext {
             if let Some(what) = missing {
                 return Err(missing_capability(what));
             }
-            return match mrtr.ask(R::METHOD, &raw)? {
+            return match mrtr.ask(key, R::METHOD, &raw)? {
                 Some(answer) => serde_json::from_value(answer).map_err(|e| {
                     Error::invalid_params(format_args!(
                         "the client's input response to {} is malformed: {e}",

@@ -7,8 +7,9 @@
 //!
 //! A modern `tools/call`, `prompts/get` or `resources/read` gets an MRTR round. Each
 //! `send_request` of its handler, in call order, takes a key `"{n}:{method}"` (its index in
-//! this run and the method, so a handler that asks something else on a re-run is asked
-//! again rather than handed a foreign answer):
+//! this run and the method), or the key the handler names (`send_request_keyed`); an answer
+//! is bound to the method it answered, so a handler that asks something else on a re-run is
+//! asked again rather than handed a foreign answer:
 //!
 //! - when the round's answers hold that key, the awaited call resolves with it at once;
 //! - otherwise the request is recorded under that key and the round is *signalled*: the
@@ -84,8 +85,12 @@ struct State {
     d: String,
     /// Rounds done.
     n: u32,
-    /// Answers so far.
-    a: BTreeMap<String, Value>,
+    /// Answers so far, by key: the method asked (when it is known) and the client's answer.
+    a: BTreeMap<String, (Option<String>, Value)>,
+    /// The asks of the round this state ends, by key: their methods, which the retry's
+    /// answers under those keys are bound to.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    q: BTreeMap<String, String>,
     /// The principal the request came from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     p: Option<String>,
@@ -101,8 +106,10 @@ pub(crate) struct Mrtr {
     keys: Arc<StateKeys>,
     rounds: u32,
     max_rounds: u32,
-    answers: BTreeMap<String, Value>,
+    answers: BTreeMap<String, (Option<String>, Value)>,
     next: AtomicUsize,
+    /// The keys asked in this run.
+    used: std::sync::Mutex<std::collections::BTreeSet<String>>,
     needed: std::sync::Mutex<BTreeMap<String, Value>>,
     signal: CancellationToken,
 }
@@ -179,6 +186,7 @@ impl Mrtr {
     ) -> Result<Self, Error> {
         let digest = digest(method, params);
         let mut answers = BTreeMap::new();
+        let mut asked = BTreeMap::new();
         let mut rounds = 0;
         match params.get("requestState") {
             None | Some(Value::Null) => {}
@@ -206,14 +214,19 @@ impl Mrtr {
                 }
                 rounds = state.n;
                 answers = state.a;
+                asked = state.q;
             }
             Some(_) => return Err(Error::invalid_params("requestState must be a string")),
         }
         match params.get("inputResponses") {
             None | Some(Value::Null) => {}
             Some(Value::Object(m)) => {
+                // An answer to what the last round asked is bound to the method asked; one
+                // the client volunteers (no round asked it yet) binds to the first ask under
+                // its key, and one no ask ever names is ignored (the spec: ignore what is not
+                // recognized). An answer of the wrong shape fails that ask, not the request.
                 for (k, v) in m {
-                    answers.insert(k.clone(), v.clone());
+                    answers.insert(k.clone(), (asked.get(k).cloned(), v.clone()));
                 }
             }
             Some(_) => return Err(Error::invalid_params("inputResponses must be an object")),
@@ -227,18 +240,33 @@ impl Mrtr {
             max_rounds,
             answers,
             next: AtomicUsize::new(0),
+            used: std::sync::Mutex::new(std::collections::BTreeSet::new()),
             needed: std::sync::Mutex::new(BTreeMap::new()),
             signal: CancellationToken::new(),
         })
     }
 
-    /// A handler asks `method` with `params`: `Ok(Some(answer))` when this round has it,
-    /// `Ok(None)` when it was recorded for the client (the caller then parks), `Err` when the
-    /// round limit is reached.
-    pub(crate) fn ask(&self, method: &str, params: &RawValue) -> Result<Option<Value>, Error> {
+    /// A handler asks `method` with `params`, under `key` (or, without one, `"{n}:{method}"`
+    /// for its `n`-th ask): `Ok(Some(answer))` when this round has an answer under that key
+    /// *to that method*, `Ok(None)` when it was recorded for the client (the caller then
+    /// parks), `Err` when the round limit is reached or the key was already used in this run
+    /// (keys must be unique within a request).
+    pub(crate) fn ask(
+        &self,
+        key: Option<&str>,
+        method: &str,
+        params: &RawValue,
+    ) -> Result<Option<Value>, Error> {
         let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let key = format!("{n}:{method}");
-        if let Some(answer) = self.answers.get(&key) {
+        let key = key.map_or_else(|| format!("{n}:{method}"), str::to_owned);
+        if !lock(&self.used).insert(key.clone()) {
+            return Err(Error::new(format_args!(
+                "{method}: the input key {key:?} was already used by this request"
+            )));
+        }
+        if let Some((asked, answer)) = self.answers.get(&key)
+            && asked.as_deref().is_none_or(|asked| asked == method)
+        {
             return Ok(Some(answer.clone()));
         }
         if self.rounds >= self.max_rounds {
@@ -260,6 +288,15 @@ impl Mrtr {
             d: self.digest.clone(),
             n: self.rounds + 1,
             a: self.answers.clone(),
+            q: lock(&self.needed)
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        v["method"].as_str().unwrap_or_default().to_owned(),
+                    )
+                })
+                .collect(),
             p: self.principal.clone(),
             e: self.keys.expiry(),
         };
@@ -338,7 +375,7 @@ mod tests {
             .unwrap()
             .unwrap();
         let raw = serde_json::value::to_raw_value(&json!({"message": "?"})).unwrap();
-        assert_eq!(m.ask("elicitation/create", &raw).unwrap(), None);
+        assert_eq!(m.ask(None, "elicitation/create", &raw).unwrap(), None);
         let r = m.input_required();
         assert_eq!(r["resultType"], "input_required");
         assert_eq!(
@@ -382,7 +419,7 @@ mod tests {
         .unwrap();
         let raw = serde_json::value::to_raw_value(&json!({"message": "?"})).unwrap();
         assert_eq!(
-            m2.ask("elicitation/create", &raw).unwrap(),
+            m2.ask(None, "elicitation/create", &raw).unwrap(),
             Some(json!({"action": "decline"}))
         );
         // Other params: refused.
@@ -470,6 +507,59 @@ mod tests {
     }
 
     #[test]
+    fn keyed_asks_and_answers_bound_to_what_was_asked() {
+        let k = keys();
+        let p = json!({"name": "t"});
+        let raw = serde_json::value::to_raw_value(&json!({})).unwrap();
+        let m = Mrtr::for_request(&req(p.clone()), 8, &k, None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            m.ask(Some("user_name"), "elicitation/create", &raw)
+                .unwrap(),
+            None
+        );
+        // A key is unique within the request.
+        assert!(m.ask(Some("user_name"), "roots/list", &raw).is_err());
+        let r = m.input_required();
+        assert_eq!(
+            r["inputRequests"]["user_name"]["method"],
+            "elicitation/create"
+        );
+        let state = r["requestState"].as_str().unwrap().to_owned();
+        // The retry answers the key asked, and volunteers one no ask names (ignored).
+        let mut retry = p.as_object().unwrap().clone();
+        retry.insert("requestState".into(), state.into());
+        retry.insert(
+            "inputResponses".into(),
+            json!({"user_name": {"action": "accept"}, "0:roots/list": {"roots": []}}),
+        );
+        let retry = Value::Object(retry);
+        let m = Mrtr::for_request(&req(retry.clone()), 8, &k, None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            m.ask(Some("user_name"), "elicitation/create", &raw)
+                .unwrap(),
+            Some(json!({"action": "accept"}))
+        );
+        assert_eq!(
+            m.ask(None, "roots/list", &raw).unwrap(),
+            None,
+            "its key is 1:roots/list"
+        );
+        // A re-run asking another method under the same key is asked again.
+        let m = Mrtr::for_request(&req(retry), 8, &k, None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            m.ask(Some("user_name"), "sampling/createMessage", &raw)
+                .unwrap(),
+            None
+        );
+    }
+
+    #[test]
     fn rounds_are_bounded() {
         let k = keys();
         let p = json!({"name": "t"});
@@ -481,7 +571,7 @@ mod tests {
             for _ in 0..round {
                 let _ = m.next.fetch_add(1, Ordering::Relaxed);
             }
-            let asked = m.ask("roots/list", &raw);
+            let asked = m.ask(None, "roots/list", &raw);
             if round < 2 {
                 assert_eq!(asked.unwrap(), None);
                 let r = m.input_required();
