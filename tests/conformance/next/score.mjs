@@ -7,9 +7,9 @@
 // set), then `scored: P/N scenarios, C passed, F failed` (the scored scenarios' checks). With RESULTS (the run's `-o` directory), the checks that failed
 // or warned are printed under each failing scenario.
 //
-// Exits 1 unless every scored scenario of the leg passed, apart from the two pending lists
-// below (PENDING_OAUTH for the client, PENDING_INPUT_KEYS for the server), whose scenarios
-// are printed as pending (and fail the run if one of them passes, so the lists are trimmed
+// Exits 1 unless every scored scenario of the leg passed, apart from the pending list
+// below (PENDING_OAUTH, for the client), whose scenarios
+// are printed as pending (and fail the run if one of them passes, so the list is trimmed
 // as the work lands). A scored scenario missing from the output fails the run too. Run it
 // on the Node 22 of this directory's node_modules.
 
@@ -66,14 +66,6 @@ const PENDING_OAUTH = {
   ],
 };
 
-// The server's scored scenarios that need a handler to choose the keys of its input
-// requests (the scenario expects the key `user_name`): the multi-round-trip core
-// (mcp-proto/src/service/server/mrtr.rs) keys each input request by its order and method.
-// Removing an entry makes that scenario required.
-const PENDING_INPUT_KEYS = {
-  '2026-07-28': [],
-};
-
 const [leg, rev, logFile, resultsDir] = process.argv.slice(2);
 if (!['server', 'client'].includes(leg) || !rev || !logFile) {
   console.error('usage: node score.mjs server|client REV LOG [RESULTS]');
@@ -91,8 +83,8 @@ if (scored.length === 0) {
   process.exit(2);
 }
 // Scenario -> why it may fail for now.
-const [listName, why] = leg === 'client' ? ['PENDING_OAUTH', 'pending OAuth'] : ['PENDING_INPUT_KEYS', 'pending input keys'];
-const pendingList = (leg === 'client' ? PENDING_OAUTH : PENDING_INPUT_KEYS)[rev] ?? [];
+const [listName, why] = ['PENDING_OAUTH', 'pending OAuth'];
+const pendingList = (leg === 'client' ? PENDING_OAUTH[rev] : undefined) ?? [];
 const pending = new Set(pendingList);
 for (const name of pending) {
   if (!scored.includes(name)) {
