@@ -108,8 +108,7 @@ impl ClientSession {
                 self.pending.push_back(m);
             }
         }
-        if std::mem::take(&mut self.listen_held) && self.listen.wanted && self.listen.is_stopped()
-        {
+        if std::mem::take(&mut self.listen_held) && self.listen.wanted && self.listen.is_stopped() {
             self.run_listen(now, listen::ListenInput::Restart);
             self.maybe_start_listen(now);
         }

@@ -662,10 +662,13 @@ impl<E: Engine> Connect<E> {
             Some(o) => {
                 let retries = o.config.limits().max_authorization_retries;
                 config = config.with_authorization_hold(Some(retries));
-                let machine =
-                    crate::auth::OAuthClient::new(o.config, url, super::oauth::OsEntropy)
-                        .map_err(ConnectError::OAuth)?;
-                Some(super::oauth::AuthPart::new(machine, o.on_authorize, redirect_tx))
+                let machine = crate::auth::OAuthClient::new(o.config, url, super::oauth::OsEntropy)
+                    .map_err(ConnectError::OAuth)?;
+                Some(super::oauth::AuthPart::new(
+                    machine,
+                    o.on_authorize,
+                    redirect_tx,
+                ))
             }
             None => None,
         };

@@ -172,7 +172,10 @@ impl<X> AuthPart<X> {
                 },
                 AuthOutput::Authorized => {
                     tracing::debug!("oauth: authorized");
-                    if session.set_bearer_token(self.machine.access_token()).is_err() {
+                    if session
+                        .set_bearer_token(self.machine.access_token())
+                        .is_err()
+                    {
                         tracing::warn!("oauth: the access token is not a valid header value");
                     }
                     session.authorized(now);
@@ -209,7 +212,8 @@ impl<X> AuthPart<X> {
             }
             NetEventKind::Failed(kind) => {
                 self.exchanges.remove(&id);
-                self.machine.handle_input(now, AuthInput::Failed { id, kind });
+                self.machine
+                    .handle_input(now, AuthInput::Failed { id, kind });
             }
         }
     }
