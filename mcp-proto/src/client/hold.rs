@@ -10,7 +10,7 @@
 //! [`ClientEvent::AwaitingAuthorization`] carries the challenge. A listening stream refused
 //! the same way is marked to reopen. The app (or the driver) authorizes and then calls
 //! [`ClientSession::authorized`]: each held message is POSTed again, in the order it was
-//! refused (queued behind the G-9 gate if the session is not ready, except the session's own
+//! refused (queued until the session is ready if it is not, except the session's own
 //! handshake messages, which go at once), and listening reopens. Or it calls
 //! [`ClientSession::authorization_failed`]: each held message fails with
 //! [`ClientError::Authorization`]. A message refused again after `max_retries` re-sends is
