@@ -124,7 +124,7 @@ pub use config::{
 };
 pub use error::{AuthError, Document, OAuthErrorBody};
 pub use pkce::Entropy;
-pub use store::{MemoryTokenStore, RegisteredClient, SharedTokenStore, StoredTokens, TokenStore};
+pub use store::{MemoryTokenStore, RegisteredClient, StoredTokens, TokenStore};
 
 use documents::{ResourceMetadata, ServerMetadata};
 

@@ -2,7 +2,6 @@
 //! authorization server issuer): [`TokenStore`], and [`MemoryTokenStore`], the default.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Instant;
 
 use super::config::TokenAuthMethod;
@@ -138,48 +137,5 @@ impl TokenStore for MemoryTokenStore {
 
     fn clear_client(&mut self, issuer: &str) {
         self.clients.remove(issuer);
-    }
-}
-
-/// A [`TokenStore`] shared between clients (and with the application), behind a lock.
-#[derive(Debug, Default, Clone)]
-pub struct SharedTokenStore(std::sync::Arc<Mutex<MemoryTokenStore>>);
-
-impl SharedTokenStore {
-    /// An empty store.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, MemoryTokenStore> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
-impl TokenStore for SharedTokenStore {
-    fn tokens(&self, resource: &str) -> Option<StoredTokens> {
-        self.lock().tokens(resource)
-    }
-
-    fn save_tokens(&mut self, resource: &str, tokens: StoredTokens) {
-        self.lock().save_tokens(resource, tokens);
-    }
-
-    fn clear_tokens(&mut self, resource: &str) {
-        self.lock().clear_tokens(resource);
-    }
-
-    fn client(&self, issuer: &str) -> Option<RegisteredClient> {
-        self.lock().client(issuer)
-    }
-
-    fn save_client(&mut self, issuer: &str, client: RegisteredClient) {
-        self.lock().save_client(issuer, client);
-    }
-
-    fn clear_client(&mut self, issuer: &str) {
-        self.lock().clear_client(issuer);
     }
 }

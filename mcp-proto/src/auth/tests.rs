@@ -852,14 +852,10 @@ fn no_identity_at_all_is_a_typed_error() {
 
 #[test]
 fn a_new_authorization_server_drops_the_old_tokens_and_registers_again() {
-    let store = SharedTokenStore::new();
-    let mut h = H::new(
-        OAuthConfig::authorization_code(ClientMetadata::new("c"), REDIRECT)
-            .with_store(store.clone()),
-    );
+    let mut h = H::code();
     h.full_flow(token_doc("as1-token", None, 3600));
-    assert_eq!(store.tokens(MCP).unwrap().issuer, AS);
-    assert_eq!(store.client(AS).unwrap().client_id, "dyn-client");
+    assert_eq!(h.c.config.store.tokens(MCP).unwrap().issuer, AS);
+    assert_eq!(h.c.config.store.client(AS).unwrap().client_id, "dyn-client");
     // The resource moved to AS2.
     let as2 = "https://auth2.example.com";
     h.challenge(401, challenge_with_prm());
@@ -871,7 +867,7 @@ fn a_new_authorization_server_drops_the_old_tokens_and_registers_again() {
         h.c.authorization().is_none(),
         "AS1's token is never sent again"
     );
-    assert!(store.tokens(MCP).is_none());
+    assert!(h.c.config.store.tokens(MCP).is_none());
     let reg = h.http();
     assert_eq!(reg.url.to_string(), "https://auth2.example.com/register");
     h.respond(reg.id, 201, &json!({"client_id": "as2-client"}));
@@ -881,12 +877,12 @@ fn a_new_authorization_server_drops_the_old_tokens_and_registers_again() {
         Some("as2-client")
     );
     // AS1's registration is kept for AS1 only.
-    assert_eq!(store.client(AS).unwrap().client_id, "dyn-client");
+    assert_eq!(h.c.config.store.client(AS).unwrap().client_id, "dyn-client");
 }
 
 #[test]
 fn stored_tokens_are_used_at_once() {
-    let mut store = SharedTokenStore::new();
+    let mut store = MemoryTokenStore::default();
     store.save_tokens(MCP, StoredTokens::new(AS, "kept"));
     let h = H::new(
         OAuthConfig::authorization_code(ClientMetadata::new("c"), REDIRECT).with_store(store),

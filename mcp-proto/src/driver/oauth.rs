@@ -32,7 +32,7 @@ use futures_channel::mpsc;
 
 use crate::auth::{
     AuthHttpRequest, AuthInput, AuthOutput, AuthRequestId, AuthorizationRequest, Entropy,
-    OAuthClient, OAuthConfig,
+    MemoryTokenStore, OAuthClient, OAuthConfig, RegisteredClient, StoredTokens, TokenStore,
 };
 use crate::client::ClientSession;
 use crate::service::server::BoxFuture;
@@ -234,5 +234,48 @@ impl<X> AuthPart<X> {
     /// Drops every exchange (the driver stops).
     pub(crate) fn clear(&mut self) {
         self.exchanges.clear();
+    }
+}
+
+/// A [`TokenStore`] shared between clients (and with the application), behind a lock.
+#[derive(Debug, Default, Clone)]
+pub struct SharedTokenStore(std::sync::Arc<std::sync::Mutex<MemoryTokenStore>>);
+
+impl SharedTokenStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, MemoryTokenStore> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl TokenStore for SharedTokenStore {
+    fn tokens(&self, resource: &str) -> Option<StoredTokens> {
+        self.lock().tokens(resource)
+    }
+
+    fn save_tokens(&mut self, resource: &str, tokens: StoredTokens) {
+        self.lock().save_tokens(resource, tokens);
+    }
+
+    fn clear_tokens(&mut self, resource: &str) {
+        self.lock().clear_tokens(resource);
+    }
+
+    fn client(&self, issuer: &str) -> Option<RegisteredClient> {
+        self.lock().client(issuer)
+    }
+
+    fn save_client(&mut self, issuer: &str, client: RegisteredClient) {
+        self.lock().save_client(issuer, client);
+    }
+
+    fn clear_client(&mut self, issuer: &str) {
+        self.lock().clear_client(issuer);
     }
 }
