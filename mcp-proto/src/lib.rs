@@ -22,6 +22,8 @@
 //! - [`server`]: the [`server::Router`], the server half of the transport: sessions, POST /
 //!   GET / DELETE answers, SSE streams with resumability, heartbeats, idle eviction, `Host`
 //!   and `Origin` validation, CORS, RFC 9728 metadata.
+//! - [`auth`]: OAuth 2.1 for the client as the MCP authorization specification describes it
+//!   (discovery, client registration, PKCE, refresh, step-up), sans-IO like the session.
 //! - [`http`]: header names, media types, and the header grammars the transport reads.
 //! - [`mirror`]: the 2026-07-28 header mirroring rules (`Mcp-Method`, `Mcp-Name`,
 //!   `Mcp-Param-*`, the Base64 sentinel) and the server's header/body check (S-NEW-7/8).
@@ -48,6 +50,10 @@ pub mod mirror;
 pub mod server;
 pub mod sse;
 pub mod version;
+
+// OAuth 2.1 for the client (the MCP authorization specification): a sans-IO machine beside
+// the session, driven by the same driver.
+pub mod auth;
 
 // The typed MCP layer and the runtime-neutral driver the adapters share (feature `service`,
 // on by default): the only code here with `Arc<Mutex<_>>`, channels and wakers.

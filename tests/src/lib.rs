@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod auth_server;
 pub mod client_harness;
 pub mod everything;
 pub mod exec;

@@ -210,6 +210,7 @@ pub struct ClientConfig {
     pub(crate) subscription: Option<Value>,
     pub(crate) max_known_tools: usize,
     pub(crate) max_input_requests: usize,
+    pub(crate) auth_retries: Option<u32>,
 }
 
 impl Default for ClientConfig {
@@ -236,6 +237,7 @@ impl Default for ClientConfig {
             subscription: None,
             max_known_tools: 4096,
             max_input_requests: 32,
+            auth_retries: None,
         }
     }
 }
@@ -264,6 +266,7 @@ impl fmt::Debug for ClientConfig {
             .field("subscription", &self.subscription)
             .field("max_known_tools", &self.max_known_tools)
             .field("max_input_requests", &self.max_input_requests)
+            .field("auth_retries", &self.auth_retries)
             .finish()
     }
 }
@@ -317,6 +320,19 @@ impl ClientConfig {
         f: impl FnMut() -> Option<String> + Send + 'static,
     ) -> Self {
         self.bearer = Some(Box::new(f));
+        self
+    }
+
+    /// Holds what the server refuses for authorization (a `401`, or a `403` with a Bearer
+    /// challenge) instead of failing it: the message waits, [`super::ClientEvent::AwaitingAuthorization`]
+    /// says so, and [`super::ClientSession::authorized`] sends it again (at most
+    /// `max_retries` times per message; then it fails with
+    /// [`super::ClientError::Authorization`] carrying the retry limit) or
+    /// [`super::ClientSession::authorization_failed`] fails it. `None` (the default): such a
+    /// message fails at once with [`super::ClientError::AuthorizationRequired`]. The
+    /// driver's OAuth support ([`crate::driver::Connect::oauth`]) turns this on.
+    pub fn with_authorization_hold(mut self, max_retries: Option<u32>) -> Self {
+        self.auth_retries = max_retries;
         self
     }
 

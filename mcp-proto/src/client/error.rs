@@ -187,6 +187,10 @@ pub enum ClientError {
         /// The `WWW-Authenticate: Bearer` parameters (empty if there were none).
         challenge: BearerChallenge,
     },
+    /// Authorization was attempted for this message and failed, or was retried as often as
+    /// allowed ([`super::ClientConfig::with_authorization_hold`]).
+    #[error("authorization failed: {0}")]
+    Authorization(crate::auth::AuthError),
     /// The session expired (404 to a request that carried its id) and was not (or could not
     /// be) repaired for this request.
     #[error("session expired")]

@@ -146,6 +146,16 @@ pub enum ClientEvent {
         /// The challenge parameters.
         challenge: BearerChallenge,
     },
+    /// A message refused for authorization is held until [`super::ClientSession::authorized`]
+    /// or [`super::ClientSession::authorization_failed`] (with
+    /// [`super::ClientConfig::with_authorization_hold`]): run the authorization flow with
+    /// this challenge.
+    AwaitingAuthorization {
+        /// 401 or 403.
+        status: StatusCode,
+        /// The challenge parameters.
+        challenge: BearerChallenge,
+    },
     /// A limit was hit.
     LimitExceeded {
         /// The exchange concerned, if one.

@@ -41,6 +41,9 @@ pub enum HttpRequestKind {
     Resume,
     /// The DELETE that ends the session (S-SESS-8).
     Delete,
+    /// A request of the OAuth flow (metadata, registration, token) that the driver carries
+    /// to its own URL ([`crate::auth`]); never emitted by the session.
+    Authorization,
 }
 
 /// An HTTP request the adapter must perform against the MCP endpoint (the adapter knows the

@@ -135,7 +135,7 @@ impl ClientSession {
                     acknowledged: Ok(()),
                 });
                 while let Some(p) = self.pending.pop_front() {
-                    self.post_message(p.bytes, p.purpose, p.rpc_method);
+                    self.post_pending(p);
                 }
                 self.maybe_start_listen(now);
             }
@@ -227,7 +227,7 @@ impl ClientSession {
                 self.reinit_streak = 0;
                 self.event(ClientEvent::Ready { acknowledged });
                 while let Some(p) = self.pending.pop_front() {
-                    self.post_message(p.bytes, p.purpose, p.rpc_method);
+                    self.post_pending(p);
                 }
                 self.maybe_start_listen(now);
             }

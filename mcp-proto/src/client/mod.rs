@@ -36,7 +36,9 @@
 //!   (request, notification, or the response to a server request),
 //!   [`cancel`](ClientSession::cancel) a request, [`listen`](ClientSession::listen) /
 //!   [`stop_listening`](ClientSession::stop_listening), [`close`](ClientSession::close),
-//!   [`set_bearer_token`](ClientSession::set_bearer_token).
+//!   [`set_bearer_token`](ClientSession::set_bearer_token), and after an authorization
+//!   [`authorized`](ClientSession::authorized) / [`authorization_failed`](ClientSession::authorization_failed)
+//!   (messages held for it, `hold.rs`).
 //! - **Inputs** (the adapter): [`handle_input`](ClientSession::handle_input) with an
 //!   [`Input`] (response head, body chunk, end, transport failure) and
 //!   [`handle_timeout`](ClientSession::handle_timeout).
@@ -173,6 +175,7 @@ mod backoff;
 mod config;
 mod error;
 mod event;
+mod hold;
 mod io;
 mod lifecycle;
 mod listen;
@@ -264,6 +267,16 @@ struct Pending {
     bytes: Bytes,
     purpose: Purpose,
     rpc_method: Option<Box<str>>,
+    /// Times it was already re-sent after an authorization.
+    auth_tries: u32,
+}
+
+/// A message refused for authorization, waiting for it.
+#[derive(Debug)]
+struct Held {
+    message: Pending,
+    /// The exchange that was refused.
+    stream: StreamId,
 }
 
 /// The client side of one MCP connection over Streamable HTTP. See the module docs.
@@ -326,6 +339,12 @@ pub struct ClientSession {
     tool_headers: BTreeMap<String, Vec<crate::mirror::ParamHeader>>,
     max_known_tools: usize,
     max_input_requests: usize,
+    // ---- authorization (with_authorization_hold)
+    auth_retries: Option<u32>,
+    /// Messages waiting for an authorization, in the order they were refused.
+    held: Vec<Held>,
+    /// The listening stream stopped for authorization and reopens after it.
+    listen_held: bool,
 }
 
 impl std::fmt::Debug for ClientSession {
@@ -369,6 +388,7 @@ impl ClientSession {
             subscription,
             max_known_tools,
             max_input_requests,
+            auth_retries,
         } = config;
         let (phase, session, version) = match start {
             Start::Fresh => (Phase::Uninitialized, None, None),
@@ -422,6 +442,9 @@ impl ClientSession {
             tool_headers: BTreeMap::new(),
             max_known_tools,
             max_input_requests,
+            auth_retries,
+            held: Vec::new(),
+            listen_held: false,
         };
         s.maybe_start_listen(now);
         s
@@ -461,6 +484,12 @@ impl ClientSession {
     /// Whether `close` has completed (`Closed` was emitted).
     pub fn is_closed(&self) -> bool {
         self.phase == Phase::Closed
+    }
+
+    /// Whether messages are held waiting for an authorization
+    /// ([`ClientConfig::with_authorization_hold`]).
+    pub fn is_awaiting_authorization(&self) -> bool {
+        !self.held.is_empty() || self.listen_held
     }
 
     /// Requests in flight (sent, queued, or waiting for a retry), the session's own included.
@@ -673,6 +702,8 @@ impl ClientSession {
             self.end_request(&id, RequestResult::Failed(ClientError::Closed), true);
         }
         self.pending.clear();
+        self.held.clear();
+        self.listen_held = false;
         for (stream, p) in std::mem::take(&mut self.posts) {
             if p.is_live() {
                 self.out.push_back(Output::Abort(stream));

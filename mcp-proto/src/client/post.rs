@@ -193,6 +193,13 @@ pub(crate) struct PostStream {
     resume_failures: u32,
     resuming: bool,
     state: PostState,
+    /// The message as the facade posted it (before `_meta`), its JSON-RPC method, and how
+    /// often it was already re-sent after an authorization: what a hold re-sends.
+    pub(crate) sent: Option<(bytes::Bytes, Option<Box<str>>, u32)>,
+    /// Held for authorization: its failure is not reported.
+    pub(crate) held: bool,
+    /// Refused for authorization once too often: its failure says so.
+    pub(crate) auth_exhausted: Option<u32>,
 }
 
 impl PostStream {
@@ -217,6 +224,9 @@ impl PostStream {
             resume_failures: 0,
             resuming: false,
             state: PostState::AwaitHead,
+            sent: None,
+            held: false,
+            auth_exhausted: None,
         }
     }
 

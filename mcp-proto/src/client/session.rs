@@ -58,6 +58,7 @@ impl ClientSession {
             bytes,
             purpose,
             rpc_method,
+            auth_tries: 0,
         });
         Ok(SendReceipt::Queued)
     }
@@ -71,6 +72,7 @@ impl ClientSession {
     ) -> StreamId {
         let is_init =
             matches!(purpose, Purpose::Request(_)) && rpc_method.as_deref() == Some(INITIALIZE);
+        let original = bytes.clone();
         let (mut headers, carried) = self.build_headers(
             HttpRequestKind::Post,
             &Method::POST,
@@ -101,11 +103,20 @@ impl ClientSession {
             r.epoch = self.epoch;
         }
         let resumable = self.legacy();
-        self.posts.insert(
-            stream,
-            PostStream::new(purpose, carried, self.epoch, is_init, resumable),
-        );
+        let mut p = PostStream::new(purpose, carried, self.epoch, is_init, resumable);
+        if self.auth_retries.is_some() {
+            p.sent = Some((original, rpc_method, 0));
+        }
+        self.posts.insert(stream, p);
         stream
+    }
+
+    /// POSTs a queued message, keeping its count of re-sends after authorization.
+    pub(super) fn post_pending(&mut self, p: Pending) {
+        let s = self.post_message(p.bytes, p.purpose, p.rpc_method);
+        if let Some((_, _, tries)) = self.posts.get_mut(&s).and_then(|p| p.sent.as_mut()) {
+            *tries = p.auth_tries;
+        }
     }
 
     /// Every header of a request. Protocol headers are set last and win over static and
@@ -161,7 +172,7 @@ impl ClientSession {
                 h.insert(ACCEPT, HeaderValue::from_static(mime::TEXT_EVENT_STREAM));
                 h.remove(CONTENT_TYPE);
             }
-            HttpRequestKind::Delete => {}
+            HttpRequestKind::Delete | HttpRequestKind::Authorization => {}
         }
         let sid = HeaderName::from_static(header::MCP_SESSION_ID);
         let ver = HeaderName::from_static(header::MCP_PROTOCOL_VERSION);
@@ -228,8 +239,9 @@ impl ClientSession {
                 self.event(ClientEvent::AuthorizationRequired {
                     stream,
                     status,
-                    challenge,
+                    challenge: challenge.clone(),
                 });
+                self.hold_for_authorization(stream, status, challenge);
             }
             PostEffect::Limit(limit) => self.event(ClientEvent::LimitExceeded {
                 stream: Some(stream),
@@ -338,6 +350,15 @@ impl ClientSession {
         let Some(p) = self.posts.get(&stream) else {
             return;
         };
+        if p.held {
+            return;
+        }
+        let err = match (p.auth_exhausted, err) {
+            (Some(limit), ClientError::AuthorizationRequired { .. }) => {
+                ClientError::Authorization(crate::auth::AuthError::RetryLimit { limit })
+            }
+            (_, err) => err,
+        };
         match p.purpose.clone() {
             Purpose::Request(id) => {
                 if p.answered {
@@ -432,6 +453,7 @@ impl ClientSession {
                         bytes,
                         purpose: Purpose::Request(id),
                         rpc_method: Some(method),
+                        auth_tries: 0,
                     });
                 }
             }
@@ -678,9 +700,12 @@ impl ClientSession {
             self.aliases.remove(w);
         }
         match req.state {
-            ReqState::Queued => self
-                .pending
-                .retain(|p| !matches!(&p.purpose, Purpose::Request(q) if q == id)),
+            ReqState::Queued => {
+                self.pending
+                    .retain(|p| !matches!(&p.purpose, Purpose::Request(q) if q == id));
+                self.held
+                    .retain(|h| !matches!(&h.message.purpose, Purpose::Request(q) if q == id));
+            }
             ReqState::AwaitingInput => {
                 // Tell the app's input handlers to stop, as a server cancels its requests.
                 let stream = req.inputs.as_ref().map_or(StreamId(0), |i| i.stream);
@@ -835,11 +860,17 @@ impl ClientSession {
                 stream,
                 status,
                 challenge,
-            } => self.event(ClientEvent::AuthorizationRequired {
-                stream,
-                status,
-                challenge,
-            }),
+            } => {
+                self.event(ClientEvent::AuthorizationRequired {
+                    stream,
+                    status,
+                    challenge: challenge.clone(),
+                });
+                if self.auth_retries.is_some() {
+                    self.listen_held = true;
+                    self.event(ClientEvent::AwaitingAuthorization { status, challenge });
+                }
+            }
         }
     }
     // ------------------------------------------------------------------ the modern era

@@ -31,9 +31,10 @@ use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Uri};
 
 use super::signal::{Latch, Wakeup};
 use super::{Runtime, Woke, until};
+use crate::auth::AuthHttpRequest;
 use crate::client::{
-    ClientConfig, ClientEvent, ClientSession, HeaderContext, HttpRequest, Input, Output, StreamId,
-    TransportFailure,
+    ClientConfig, ClientEvent, ClientSession, HeaderContext, HttpRequest, Input, Output,
+    RequestOutcome, RequestResult, StreamId, TransportFailure,
 };
 use crate::service::bind::{ClientBinding, Routed, Wake};
 use crate::service::client::{Client as ServiceClient, ClientBuilder, RequestError};
@@ -60,6 +61,18 @@ pub trait Engine: Sized + Send + 'static {
 
     /// Starts carrying `request` to the endpoint; what it observes goes to `events`.
     fn start(&mut self, request: HttpRequest, events: NetEvents) -> Self::Exchange;
+
+    /// An engine for another URL of the same connection: the OAuth requests (metadata,
+    /// registration, token endpoints) go to the URL of each request, through an engine
+    /// built for it. The default builds one with the default options; an engine whose
+    /// options matter there too (a TLS connector, a proxy, a shared pool) overrides it.
+    ///
+    /// # Errors
+    ///
+    /// A URL this engine cannot reach.
+    fn for_url(&self, url: &Uri) -> Result<Self, ConnectError> {
+        Self::build(Self::Options::default(), url).map(|(engine, _)| engine)
+    }
 }
 
 /// Why [`Client::connect`] failed.
@@ -70,6 +83,8 @@ pub enum ConnectError {
     InvalidUrl(String),
     /// `initialize` failed.
     Initialize(RequestError),
+    /// The OAuth configuration cannot work ([`Connect::oauth`]).
+    OAuth(crate::auth::AuthError),
 }
 
 impl std::fmt::Display for ConnectError {
@@ -77,6 +92,7 @@ impl std::fmt::Display for ConnectError {
         match self {
             ConnectError::InvalidUrl(why) => write!(f, "invalid URL: {why}"),
             ConnectError::Initialize(e) => write!(f, "initialize failed: {e}"),
+            ConnectError::OAuth(e) => write!(f, "OAuth: {e}"),
         }
     }
 }
@@ -85,6 +101,7 @@ impl std::error::Error for ConnectError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             ConnectError::Initialize(e) => Some(e),
+            ConnectError::OAuth(e) => Some(e),
             ConnectError::InvalidUrl(_) => None,
         }
     }
@@ -112,17 +129,25 @@ pub struct NetEvent {
     pub kind: NetEventKind,
 }
 
+/// Which machine an exchange belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    /// The session's.
+    Session(StreamId),
+    /// The OAuth flow's.
+    Auth(crate::auth::AuthRequestId),
+}
+
 /// How an exchange reports to the driver. Each call says whether the driver still listens.
 #[derive(Debug, Clone)]
 pub struct NetEvents {
-    tx: mpsc::UnboundedSender<NetEvent>,
-    stream: StreamId,
+    tx: mpsc::UnboundedSender<(Target, NetEventKind)>,
+    target: Target,
 }
 
 impl NetEvents {
     fn emit(&self, kind: NetEventKind) -> bool {
-        let stream = self.stream;
-        self.tx.unbounded_send(NetEvent { stream, kind }).is_ok()
+        self.tx.unbounded_send((self.target, kind)).is_ok()
     }
 
     /// The response head arrived.
@@ -153,6 +178,7 @@ pub struct ClientDriver<X> {
     binding: ClientBinding,
     exchanges: HashMap<StreamId, X>,
     tap: Option<Tap>,
+    auth: Option<super::oauth::AuthPart<X>>,
 }
 
 /// Sees every session output before the driver acts on it ([`ClientDriver::with_tap`]).
@@ -174,6 +200,7 @@ impl<X> ClientDriver<X> {
             binding: ClientBinding::new(definition, wake),
             exchanges: HashMap::new(),
             tap: None,
+            auth: None,
         }
     }
 
@@ -196,6 +223,18 @@ impl<X> ClientDriver<X> {
     /// The session (deadlines, closing).
     pub fn session_mut(&mut self) -> &mut ClientSession {
         &mut self.session
+    }
+
+    /// Feeds what an exchange of either machine observed.
+    fn net_target(&mut self, now: Instant, (target, kind): (Target, NetEventKind)) {
+        match target {
+            Target::Session(stream) => self.net(now, NetEvent { stream, kind }),
+            Target::Auth(id) => {
+                if let Some(auth) = self.auth.as_mut() {
+                    auth.net(now, id, kind);
+                }
+            }
+        }
     }
 
     /// Feeds what an exchange observed (ignored once the exchange was aborted).
@@ -244,6 +283,18 @@ impl<X> ClientDriver<X> {
                 if let Some(tap) = &mut self.tap {
                     tap(&out);
                 }
+                if let Some(auth) = self.auth.as_mut() {
+                    match &out {
+                        Output::Event(ClientEvent::AwaitingAuthorization { status, challenge }) => {
+                            auth.machine.handle_challenge(now, *status, challenge);
+                        }
+                        Output::Outcome(RequestOutcome {
+                            result: RequestResult::Response { .. },
+                            ..
+                        }) => auth.machine.handle_accepted(),
+                        _ => {}
+                    }
+                }
                 match self.binding.handle_output(out) {
                     Routed::Spawn(task) => spawn(task),
                     Routed::Done => {}
@@ -262,6 +313,34 @@ impl<X> ClientDriver<X> {
             applied || moved
         })
     }
+
+    /// Drains the OAuth machine, if there is one: its intents go to `start`, the
+    /// authorization handler's task to `spawn`. Says whether anything moved.
+    fn pump_auth(
+        &mut self,
+        now: Instant,
+        start: &mut dyn FnMut(AuthHttpRequest) -> Option<X>,
+        spawn: &mut dyn FnMut(BoxFuture<'static, ()>),
+    ) -> bool {
+        match self.auth.as_mut() {
+            Some(auth) => auth.pump(now, &mut self.session, start, spawn),
+            None => false,
+        }
+    }
+
+    /// The earliest deadline of the session and of the OAuth machine.
+    fn poll_timeout(&self) -> Option<Instant> {
+        let auth = self.auth.as_ref().and_then(|a| a.machine.poll_timeout());
+        self.session.poll_timeout().into_iter().chain(auth).min()
+    }
+
+    /// Fires the timers of the session and of the OAuth machine.
+    fn handle_timeout(&mut self, now: Instant) {
+        self.session.handle_timeout(now);
+        if let Some(auth) = self.auth.as_mut() {
+            auth.machine.handle_timeout(now);
+        }
+    }
 }
 
 /// Logs a core event: what the application would want to know about at `warn`, recoveries
@@ -278,7 +357,8 @@ fn log_event(event: &ClientEvent) {
         ClientEvent::SessionExpired { .. }
         | ClientEvent::Reinitialized { .. }
         | ClientEvent::Reconnecting { .. }
-        | ClientEvent::Resumed { .. } => tracing::info!(?event, "mcp client"),
+        | ClientEvent::Resumed { .. }
+        | ClientEvent::AwaitingAuthorization { .. } => tracing::info!(?event, "mcp client"),
         _ => tracing::debug!(?event, "mcp client"),
     }
 }
@@ -398,6 +478,7 @@ pub struct Connect<E: Engine> {
     headers: Option<HeaderMap>,
     seed: Option<u64>,
     options: E::Options,
+    oauth: Option<super::oauth::OAuth>,
 }
 
 impl<E: Engine> std::fmt::Debug for Connect<E> {
@@ -419,6 +500,7 @@ impl<E: Engine> Connect<E> {
             headers: None,
             seed: None,
             options: E::Options::default(),
+            oauth: None,
         }
     }
 
@@ -482,6 +564,22 @@ impl<E: Engine> Connect<E> {
     /// `Authorization: Bearer <token>`.
     pub fn bearer_token_provider(self, f: impl FnMut() -> Option<String> + Send + 'static) -> Self {
         self.map(|c| c.with_bearer_token_provider(f))
+    }
+
+    /// OAuth 2.1 as the MCP authorization specification describes it (see
+    /// [`crate::auth`]): on a `401` (or a `403` with `insufficient_scope`) the driver holds
+    /// the refused messages, discovers the authorization server, registers or uses the
+    /// configured identity, obtains a token (awaiting the [`OAuth::on_authorize`] handler
+    /// when a person must authorize), and sends the held messages again with it; it also
+    /// refreshes the token before it expires. The token goes on every request; a
+    /// [`bearer_token_provider`](Self::bearer_token_provider), when it returns a token,
+    /// still takes precedence. The flow's requests are carried by this connection's engine
+    /// ([`Engine::for_url`]).
+    ///
+    /// [`OAuth::on_authorize`]: super::OAuth::on_authorize
+    pub fn oauth(mut self, oauth: super::oauth::OAuth) -> Self {
+        self.oauth = Some(oauth);
+        self
     }
 
     /// Starts from a known session (mcp-go: `WithSession`): no `initialize` is sent, every
@@ -559,8 +657,29 @@ impl<E: Engine> Connect<E> {
         let definition = self
             .definition
             .unwrap_or_else(|| ServiceClient::builder(E::NAME, env!("CARGO_PKG_VERSION")));
+        let (redirect_tx, redirect_rx) = mpsc::unbounded();
+        let auth = match self.oauth {
+            Some(o) => {
+                let retries = o.config.limits().max_authorization_retries;
+                config = config.with_authorization_hold(Some(retries));
+                let machine = crate::auth::OAuthClient::new(o.config, url, super::oauth::OsEntropy)
+                    .map_err(ConnectError::OAuth)?;
+                Some(super::oauth::AuthPart::new(
+                    machine,
+                    o.on_authorize,
+                    redirect_tx,
+                ))
+            }
+            None => None,
+        };
         let wakeup = Arc::new(Wakeup::default());
-        let driver = ClientDriver::new(definition, config, rt.now(), wakeup.callback());
+        let mut driver = ClientDriver::new(definition, config, rt.now(), wakeup.callback());
+        if let Some(auth) = auth {
+            if let Some(token) = auth.machine.access_token() {
+                let _ = driver.session.set_bearer_token(Some(token));
+            }
+            driver.auth = Some(auth);
+        }
         let client = driver.client().clone();
         let ready = driver.session.is_ready();
         let (close, close_rx) = oneshot::channel();
@@ -569,7 +688,7 @@ impl<E: Engine> Connect<E> {
         let runtime = rt.clone();
         rt.spawn(Box::pin(async move {
             let _on_stop = on_stop;
-            run(runtime, engine, driver, close_rx, wakeup).await;
+            run(runtime, engine, driver, close_rx, redirect_rx, wakeup).await;
         }));
         let client = Client {
             client,
@@ -592,7 +711,44 @@ fn random_seed() -> u64 {
 
 enum Fired {
     Close,
-    Net(NetEvent),
+    Net((Target, NetEventKind)),
+    Redirected(super::oauth::Redirected),
+}
+
+/// The engines of the OAuth flow's URLs, built once per URL (bounded: the flow touches a
+/// handful of URLs; a full cache is emptied).
+struct AuthEngines<E>(HashMap<String, E>);
+
+/// The most URLs whose engines are kept.
+const MAX_AUTH_ENGINES: usize = 32;
+
+impl<E: Engine> AuthEngines<E> {
+    fn start(&mut self, base: &E, req: AuthHttpRequest, events: NetEvents) -> Option<E::Exchange> {
+        let key = req.url.to_string();
+        if !self.0.contains_key(&key) {
+            if self.0.len() >= MAX_AUTH_ENGINES {
+                self.0.clear();
+            }
+            match base.for_url(&req.url) {
+                Ok(e) => {
+                    self.0.insert(key.clone(), e);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, url = %req.url, "oauth: no engine for this URL");
+                    return None;
+                }
+            }
+        }
+        let engine = self.0.get_mut(&key)?;
+        let request = HttpRequest {
+            stream: StreamId(u64::MAX),
+            kind: crate::client::HttpRequestKind::Authorization,
+            method: req.method,
+            headers: req.headers,
+            body: req.body,
+        };
+        Some(engine.start(request, events))
+    }
 }
 
 /// The run loop: until the session is closed.
@@ -601,28 +757,42 @@ async fn run<E: Engine>(
     mut engine: E,
     mut driver: ClientDriver<E::Exchange>,
     close: oneshot::Receiver<()>,
+    mut redirects: mpsc::UnboundedReceiver<super::oauth::Redirected>,
     wakeup: Arc<Wakeup>,
 ) {
     let (net_tx, mut net_rx) = mpsc::unbounded();
     let mut close = Some(close);
+    let mut auth_engines = AuthEngines::<E>(HashMap::new());
     // Set when the driver ends: the handlers of server requests stop with it.
     let stop = Latch::new();
     let _stop = stop.set_on_drop();
-    let mut start = |req: HttpRequest| {
-        let events = NetEvents {
-            tx: net_tx.clone(),
-            stream: req.stream,
-        };
-        engine.start(req, events)
-    };
     let mut spawn = |task| rt.spawn(Box::pin(until(task, stop.clone())));
     loop {
-        driver.pump(rt.now(), &mut start, &mut spawn);
+        super::until_still(|| {
+            let now = rt.now();
+            let mut start = |req: HttpRequest| {
+                let events = NetEvents {
+                    tx: net_tx.clone(),
+                    target: Target::Session(req.stream),
+                };
+                engine.start(req, events)
+            };
+            let a = driver.pump(now, &mut start, &mut spawn);
+            let mut start_auth = |req: AuthHttpRequest| {
+                let events = NetEvents {
+                    tx: net_tx.clone(),
+                    target: Target::Auth(req.id),
+                };
+                auth_engines.start(&engine, req, events)
+            };
+            let b = driver.pump_auth(now, &mut start_auth, &mut spawn);
+            a || b
+        });
         if driver.session.is_closed() {
             break;
         }
-        // A close first, then network events.
-        let woke = super::wait(&rt, driver.session.poll_timeout(), &wakeup, |cx| {
+        // A close first, then network events, then the authorization handler.
+        let woke = super::wait(&rt, driver.poll_timeout(), &wakeup, |cx| {
             if let Some(rx) = close.as_mut()
                 && Pin::new(rx).poll(cx).is_ready()
             {
@@ -630,8 +800,11 @@ async fn run<E: Engine>(
                 close = None;
                 return Poll::Ready(Fired::Close);
             }
-            match Pin::new(&mut net_rx).poll_next(cx) {
-                Poll::Ready(Some(event)) => Poll::Ready(Fired::Net(event)),
+            if let Poll::Ready(Some(event)) = Pin::new(&mut net_rx).poll_next(cx) {
+                return Poll::Ready(Fired::Net(event));
+            }
+            match Pin::new(&mut redirects).poll_next(cx) {
+                Poll::Ready(Some(r)) => Poll::Ready(Fired::Redirected(r)),
                 _ => Poll::Pending,
             }
         })
@@ -640,20 +813,28 @@ async fn run<E: Engine>(
             Woke::Input(Fired::Close) => driver.session.close(rt.now()),
             Woke::Input(Fired::Net(event)) => {
                 let now = rt.now();
-                driver.net(now, event);
+                driver.net_target(now, event);
                 for _ in 0..256 {
                     match net_rx.try_recv() {
-                        Ok(event) => driver.net(now, event),
+                        Ok(event) => driver.net_target(now, event),
                         _ => break,
                     }
                 }
             }
+            Woke::Input(Fired::Redirected(r)) => {
+                if let Some(auth) = driver.auth.as_mut() {
+                    auth.redirected(rt.now(), r);
+                }
+            }
             Woke::Wake => {}
-            Woke::Deadline => driver.session.handle_timeout(rt.now()),
+            Woke::Deadline => driver.handle_timeout(rt.now()),
         }
     }
     // Dropping the exchanges aborts them.
     driver.exchanges.clear();
+    if let Some(auth) = driver.auth.as_mut() {
+        auth.clear();
+    }
     driver.binding.client().close();
     tracing::debug!("mcp client driver stopped");
 }

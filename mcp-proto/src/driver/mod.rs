@@ -38,6 +38,7 @@
 
 mod client;
 mod memory;
+mod oauth;
 mod server;
 mod signal;
 
@@ -48,6 +49,7 @@ pub use client::{
     Client, ClientDriver, Connect, ConnectError, Engine, NetEvent, NetEventKind, NetEvents,
 };
 pub use memory::{MemoryExchange, MemoryLink, MemorySink};
+pub use oauth::{AuthorizeHandler, OAuth, SharedTokenStore};
 pub use server::{
     Disconnector, DriverGone, Exchange, ExchangeSink, Limits, RandomSessionIds, Reply, Response,
     ResponseAborted, ResponseStream, ServerDriver, ServerHandle, Serving, ShutdownHandle, ToDriver,

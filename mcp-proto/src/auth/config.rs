@@ -1,0 +1,377 @@
+//! The configuration of an [`OAuthClient`](super::OAuthClient): who the client is, how it
+//! gets its tokens, where it keeps them, and every limit.
+
+use std::time::Duration;
+
+use super::store::{MemoryTokenStore, TokenStore};
+
+/// How the client authenticates at the token endpoint (RFC 6749 §2.3, RFC 8414 §2
+/// `token_endpoint_auth_methods_supported`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TokenAuthMethod {
+    /// A public client: `client_id` in the form, no secret.
+    None,
+    /// HTTP Basic with the form-urlencoded `client_id` and `client_secret` (RFC 6749
+    /// §2.3.1).
+    ClientSecretBasic,
+    /// `client_id` and `client_secret` in the form body (RFC 6749 §2.3.1).
+    ClientSecretPost,
+}
+
+impl TokenAuthMethod {
+    /// The registered name (`none`, `client_secret_basic`, `client_secret_post`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TokenAuthMethod::None => "none",
+            TokenAuthMethod::ClientSecretBasic => "client_secret_basic",
+            TokenAuthMethod::ClientSecretPost => "client_secret_post",
+        }
+    }
+
+    /// The method a registered name stands for, if this client implements it.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "none" => Some(TokenAuthMethod::None),
+            "client_secret_basic" => Some(TokenAuthMethod::ClientSecretBasic),
+            "client_secret_post" => Some(TokenAuthMethod::ClientSecretPost),
+            _ => None,
+        }
+    }
+}
+
+/// Which OAuth grant obtains the tokens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Grant {
+    /// The authorization code grant with PKCE (OAuth 2.1 §4.1): a person visits the
+    /// authorization URL, and the authorization server redirects the user agent to
+    /// `redirect_uri`, which must be HTTPS or loopback (`http://localhost`,
+    /// `http://127.0.0.1`, `http://[::1]`, any port).
+    AuthorizationCode {
+        /// The redirect URI, registered with the authorization server.
+        redirect_uri: String,
+    },
+    /// The client credentials grant (OAuth 2.1 §4.2; the MCP "OAuth Client Credentials"
+    /// extension): no person involved; needs pre-registered credentials.
+    ClientCredentials,
+}
+
+/// How the application is deployed, for `application_type` in a registration request
+/// (OpenID Connect Dynamic Client Registration 1.0 §2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ApplicationType {
+    /// A native application (loopback or custom redirect URIs).
+    Native,
+    /// A web application (HTTPS redirect URIs).
+    Web,
+}
+
+impl ApplicationType {
+    /// `native` or `web`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApplicationType::Native => "native",
+            ApplicationType::Web => "web",
+        }
+    }
+}
+
+/// What the client says about itself in a dynamic registration (RFC 7591 §2) or a client ID
+/// metadata document.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClientMetadata {
+    /// `client_name`, shown to the person on the consent screen.
+    pub client_name: String,
+    /// `client_uri`.
+    pub client_uri: Option<String>,
+    /// `logo_uri`.
+    pub logo_uri: Option<String>,
+    /// `software_id`.
+    pub software_id: Option<String>,
+    /// `software_version`.
+    pub software_version: Option<String>,
+    /// `application_type`; default: `web` for an HTTPS redirect URI not on loopback,
+    /// `native` otherwise.
+    pub application_type: Option<ApplicationType>,
+}
+
+impl ClientMetadata {
+    /// Metadata with only a name.
+    pub fn new(client_name: impl Into<String>) -> Self {
+        ClientMetadata {
+            client_name: client_name.into(),
+            client_uri: None,
+            logo_uri: None,
+            software_id: None,
+            software_version: None,
+            application_type: None,
+        }
+    }
+
+    /// Sets `client_uri`.
+    pub fn with_client_uri(mut self, uri: impl Into<String>) -> Self {
+        self.client_uri = Some(uri.into());
+        self
+    }
+
+    /// Sets `software_id` and `software_version`.
+    pub fn with_software(mut self, id: impl Into<String>, version: impl Into<String>) -> Self {
+        self.software_id = Some(id.into());
+        self.software_version = Some(version.into());
+        self
+    }
+
+    /// Sets `application_type`.
+    pub fn with_application_type(mut self, t: ApplicationType) -> Self {
+        self.application_type = Some(t);
+        self
+    }
+}
+
+/// Credentials registered with an authorization server beforehand (MCP authorization,
+/// "Preregistration").
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ClientCredentials {
+    /// `client_id`.
+    pub client_id: String,
+    /// `client_secret`, for a confidential client.
+    pub client_secret: Option<String>,
+    /// How to authenticate at the token endpoint; default: the first of
+    /// `client_secret_basic`, `client_secret_post` the server supports when there is a
+    /// secret, `none` otherwise.
+    pub auth_method: Option<TokenAuthMethod>,
+    /// The issuer the credentials belong to. When set, they are used with that
+    /// authorization server only, and a resource that names another one is an error
+    /// ([`AuthError::CredentialsForOtherIssuer`](super::AuthError::CredentialsForOtherIssuer)).
+    /// When not set, they are used with whichever authorization server the resource names.
+    pub issuer: Option<String>,
+}
+
+impl std::fmt::Debug for ClientCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientCredentials")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| "…"))
+            .field("auth_method", &self.auth_method)
+            .field("issuer", &self.issuer)
+            .finish()
+    }
+}
+
+impl ClientCredentials {
+    /// A public client's id.
+    pub fn public(client_id: impl Into<String>) -> Self {
+        ClientCredentials {
+            client_id: client_id.into(),
+            client_secret: None,
+            auth_method: None,
+            issuer: None,
+        }
+    }
+
+    /// A confidential client's id and secret.
+    pub fn confidential(client_id: impl Into<String>, secret: impl Into<String>) -> Self {
+        ClientCredentials {
+            client_secret: Some(secret.into()),
+            ..ClientCredentials::public(client_id)
+        }
+    }
+
+    /// Forces a token endpoint authentication method.
+    pub fn with_auth_method(mut self, method: TokenAuthMethod) -> Self {
+        self.auth_method = Some(method);
+        self
+    }
+
+    /// Binds the credentials to one issuer.
+    pub fn for_issuer(mut self, issuer: impl Into<String>) -> Self {
+        self.issuer = Some(issuer.into());
+        self
+    }
+}
+
+/// Every limit of the authorization flow. Each is explicit; the defaults are safe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AuthLimits {
+    /// The largest metadata, registration or token response body read (default 128 KiB).
+    pub max_document_bytes: usize,
+    /// Redirects followed while fetching one metadata document (default 3; token and
+    /// registration requests never follow redirects).
+    pub max_redirects: u32,
+    /// How often one MCP request is re-sent after a fresh authorization before it fails
+    /// (default 3; MCP authorization, "Step-Up Authorization Flow": "no more than a few
+    /// times").
+    pub max_authorization_retries: u32,
+    /// How long one metadata, registration or token exchange may take (default 30 s).
+    pub request_timeout: Duration,
+    /// How long the person may take to complete the authorization in the browser (default
+    /// 10 minutes).
+    pub authorization_timeout: Duration,
+    /// How long before its expiry an access token is refreshed (default 60 s, at most half
+    /// its lifetime).
+    pub refresh_margin: Duration,
+}
+
+impl Default for AuthLimits {
+    fn default() -> Self {
+        AuthLimits {
+            max_document_bytes: 128 * 1024,
+            max_redirects: 3,
+            max_authorization_retries: 3,
+            request_timeout: Duration::from_secs(30),
+            authorization_timeout: Duration::from_secs(600),
+            refresh_margin: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The configuration of an [`OAuthClient`](super::OAuthClient).
+///
+/// Client identity follows the priority of the MCP authorization specification (2025-11-25,
+/// "Client Registration Approaches"): pre-registered [`credentials`](Self::with_credentials)
+/// for the server if given; else the [client ID metadata
+/// document](Self::with_client_metadata_document) URL as `client_id` when the authorization
+/// server advertises `client_id_metadata_document_supported`; else dynamic client
+/// registration (RFC 7591) when it has a `registration_endpoint`.
+///
+/// **HTTPS rule** (OAuth 2.1 §1.5, MCP authorization "Communication Security"): every URL
+/// the flow contacts or opens — protected resource metadata, authorization server metadata,
+/// the authorization, token and registration endpoints, redirects followed — must be
+/// `https://`, except `http://` to a loopback host (`localhost`, `127.0.0.0/8`, `[::1]`).
+/// [`dangerous_allow_http`](Self::dangerous_allow_http) lifts the rule (tests against
+/// non-loopback hosts only).
+pub struct OAuthConfig {
+    pub(crate) grant: Grant,
+    pub(crate) metadata: ClientMetadata,
+    pub(crate) credentials: Option<ClientCredentials>,
+    pub(crate) metadata_document: Option<String>,
+    pub(crate) scopes: Vec<String>,
+    pub(crate) offline_access: bool,
+    pub(crate) store: Box<dyn TokenStore>,
+    pub(crate) limits: AuthLimits,
+    pub(crate) allow_http: bool,
+    pub(crate) legacy_discovery: bool,
+}
+
+impl std::fmt::Debug for OAuthConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuthConfig")
+            .field("grant", &self.grant)
+            .field("metadata", &self.metadata)
+            .field("credentials", &self.credentials)
+            .field("metadata_document", &self.metadata_document)
+            .field("scopes", &self.scopes)
+            .field("offline_access", &self.offline_access)
+            .field("limits", &self.limits)
+            .field("allow_http", &self.allow_http)
+            .field("legacy_discovery", &self.legacy_discovery)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OAuthConfig {
+    fn with_grant(grant: Grant, metadata: ClientMetadata) -> Self {
+        OAuthConfig {
+            grant,
+            metadata,
+            credentials: None,
+            metadata_document: None,
+            scopes: Vec::new(),
+            offline_access: true,
+            store: Box::new(MemoryTokenStore::default()),
+            limits: AuthLimits::default(),
+            allow_http: false,
+            legacy_discovery: true,
+        }
+    }
+
+    /// The authorization code grant with PKCE, redirecting to `redirect_uri`.
+    pub fn authorization_code(metadata: ClientMetadata, redirect_uri: impl Into<String>) -> Self {
+        Self::with_grant(
+            Grant::AuthorizationCode {
+                redirect_uri: redirect_uri.into(),
+            },
+            metadata,
+        )
+    }
+
+    /// The client credentials grant with pre-registered `credentials` (no person involved).
+    pub fn client_credentials(metadata: ClientMetadata, credentials: ClientCredentials) -> Self {
+        Self::with_grant(Grant::ClientCredentials, metadata).with_credentials(credentials)
+    }
+
+    /// Pre-registered client credentials.
+    pub fn with_credentials(mut self, credentials: ClientCredentials) -> Self {
+        self.credentials = Some(credentials);
+        self
+    }
+
+    /// The HTTPS URL of this client's metadata document, used as its `client_id` where the
+    /// authorization server supports client ID metadata documents. The document itself
+    /// ([`client_metadata_document`](super::OAuthClient::client_metadata_document)) is the
+    /// application's to host.
+    pub fn with_client_metadata_document(mut self, url: impl Into<String>) -> Self {
+        self.metadata_document = Some(url.into());
+        self
+    }
+
+    /// Scopes always requested, on top of those the scope selection strategy picks (the
+    /// challenge's `scope`, else the resource's `scopes_supported`).
+    pub fn with_scopes<I, S>(mut self, scopes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Whether to ask for `offline_access` (a refresh token) when the authorization server
+    /// lists it in `scopes_supported` (default on; authorization code grant only).
+    pub fn with_offline_access(mut self, on: bool) -> Self {
+        self.offline_access = on;
+        self
+    }
+
+    /// Where tokens and dynamic registrations are kept (default: in memory).
+    pub fn with_store(mut self, store: impl TokenStore + 'static) -> Self {
+        self.store = Box::new(store);
+        self
+    }
+
+    /// The limits.
+    pub fn with_limits(mut self, limits: AuthLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// Whether a resource without protected resource metadata is taken to be its own
+    /// authorization server, found at the MCP endpoint's origin (the 2025-03-26 revision's
+    /// discovery; default on).
+    pub fn with_legacy_discovery(mut self, on: bool) -> Self {
+        self.legacy_discovery = on;
+        self
+    }
+
+    /// Allows `http://` URLs to any host. **Dangerous**: tokens and codes then travel in
+    /// clear text; for tests on a private network only.
+    pub fn dangerous_allow_http(mut self, allow: bool) -> Self {
+        self.allow_http = allow;
+        self
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> &AuthLimits {
+        &self.limits
+    }
+
+    /// The grant.
+    pub fn grant(&self) -> &Grant {
+        &self.grant
+    }
+}
