@@ -48,11 +48,18 @@
 
 mod client;
 mod convert;
+mod io;
 mod server;
 
 pub use client::{Client, ClientOptions, ConnectBuilder, Http};
 pub use mcp_proto as proto;
+#[cfg(feature = "tls")]
+pub use mcp_proto::driver::tls::rustls;
+#[cfg(feature = "tls")]
+pub use mcp_proto::driver::{ClientTls, ServerTls};
 pub use mcp_proto::driver::{
     Connect, ConnectError, Limits, RandomSessionIds, ServerHandle, Serving, ShutdownHandle,
 };
 pub use server::{Smol, serve, serve_with};
+#[cfg(feature = "tls")]
+pub use server::{serve_tls, serve_tls_with};

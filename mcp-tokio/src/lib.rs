@@ -52,8 +52,14 @@ mod server;
 
 pub use client::{Client, ConnectBuilder, Http, HttpOptions};
 pub use mcp_proto as proto;
+#[cfg(feature = "tls")]
+pub use mcp_proto::driver::tls::rustls;
+#[cfg(feature = "tls")]
+pub use mcp_proto::driver::{ClientTls, ServerTls};
 pub use mcp_proto::driver::{
     Connect, ConnectError, DriverGone, Limits, RandomSessionIds, ResponseAborted, ServerHandle,
     Serving, ShutdownHandle,
 };
 pub use server::{McpService, ResponseBody, Tokio, serve, serve_with};
+#[cfg(feature = "tls")]
+pub use server::{serve_tls, serve_tls_with};

@@ -20,7 +20,7 @@ use hyper_util::rt::TokioIo;
 use mcp_proto::server::ServerConfig;
 use mcp_proto::service::Server;
 use mcp_proto::service::client::Client as ServiceClient;
-use mcp_tests::runtime::{ConnectError, Runtime, Serving};
+use mcp_tests::runtime::{ConnectError, Runtime, Security, Serving};
 use mcp_tests::users;
 use serde_json::{Value, json};
 
@@ -419,7 +419,8 @@ async fn a_foreign_origin_is_refused(rt: Runtime) {
 // Client scenarios: one client runtime.
 // ---------------------------------------------------------------------------------------
 
-/// A refused connection fails `initialize` (no hang); a non-http URL is refused at once.
+/// A refused connection fails `initialize` (no hang); a URL neither http nor https is
+/// refused at once.
 async fn the_client_reports_a_refused_connection(rt: Runtime) {
     // Bind and drop: nothing listens on the port any more.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -431,7 +432,7 @@ async fn the_client_reports_a_refused_connection(rt: Runtime) {
     assert!(matches!(err, ConnectError::Initialize(_)), "{err}");
     assert!(matches!(
         rt.start(
-            "https://x/mcp",
+            "ftp://x/mcp",
             mcp_proto::service::client::Client::builder("t", "1"),
             Default::default()
         ),
@@ -445,10 +446,43 @@ async fn the_client_reports_a_refused_connection(rt: Runtime) {
 
 /// The typed client against the users server: tools, calls, a tool error, close (DELETE).
 async fn the_client_drives_the_users_server(server: Runtime, client_rt: Runtime) {
-    let serving = start(server, ServerConfig::default()).await;
-    let client = bounded("connect", client_rt.connect(serving.url()))
-        .await
-        .expect("connect");
+    drive_the_users_server(server, client_rt, &Security::Plain).await;
+}
+
+/// [`the_client_drives_the_users_server`] over HTTPS (HTTP/2 between the tokio client and
+/// server, HTTP/1.1 when either is smol).
+async fn the_client_drives_the_users_server_over_https(server: Runtime, client_rt: Runtime) {
+    drive_the_users_server(server, client_rt, &Security::tls()).await;
+}
+
+async fn drive_the_users_server(server: Runtime, client_rt: Runtime, security: &Security) {
+    let serving = bounded(
+        "bind",
+        server.serve_over(security, users::server(), ServerConfig::default()),
+    )
+    .await
+    .expect("serve");
+    let scheme = if matches!(security, Security::Plain) {
+        "http"
+    } else {
+        "https"
+    };
+    assert!(
+        serving.url().starts_with(&format!("{scheme}://")),
+        "{}",
+        serving.url()
+    );
+    let client = bounded(
+        "connect",
+        client_rt.connect_over(
+            security,
+            serving.url(),
+            ServiceClient::builder("e2e", "1"),
+            mcp_proto::client::ClientConfig::new(),
+        ),
+    )
+    .await
+    .expect("connect");
     assert_eq!(
         client.server_info().map(|i| i.server_info.name),
         Some("StreamableHTTP API Server".to_owned())
@@ -494,6 +528,16 @@ async fn the_client_drives_the_users_server(server: Runtime, client_rt: Runtime)
 /// server→client requests (sampling, elicitation), and a stream the server closes for
 /// polling that the client resumes (S-POST-22, S-RES-*).
 async fn everything_over_loopback(server: Runtime, client_rt: Runtime) {
+    everything_over(server, client_rt, &Security::Plain).await;
+}
+
+/// [`everything_over_loopback`] over HTTPS: SSE responses, the GET stream (continuous
+/// listening) and resumption through TLS, on HTTP/2 between the tokio client and server.
+async fn everything_over_https(server: Runtime, client_rt: Runtime) {
+    everything_over(server, client_rt, &Security::tls()).await;
+}
+
+async fn everything_over(server: Runtime, client_rt: Runtime, security: &Security) {
     use mcp_proto::schema::LoggingLevel;
     use mcp_proto::service::client::{RequestOptions, ServerNotification};
     use mcp_tests::everything;
@@ -501,10 +545,16 @@ async fn everything_over_loopback(server: Runtime, client_rt: Runtime) {
     use std::sync::{Arc, Mutex};
 
     let config = ServerConfig::default().with_retry_interval(Duration::from_millis(50));
-    let serving = serve(server, everything::server(), config).await;
+    let serving = bounded(
+        "bind",
+        server.serve_over(security, everything::server(), config),
+    )
+    .await
+    .expect("serve");
     let client = bounded(
         "connect",
-        client_rt.connect_with(
+        client_rt.connect_over(
+            security,
             serving.url(),
             conformance_client(),
             mcp_proto::client::ClientConfig::new().with_continuous_listening(true),
@@ -1200,7 +1250,9 @@ e2e! {
     client: [the_client_reports_a_refused_connection],
     pair: [
         the_client_drives_the_users_server,
+        the_client_drives_the_users_server_over_https,
         everything_over_loopback,
+        everything_over_https,
         concurrent_calls_all_complete,
         a_panicking_handler_gets_an_internal_error_not_a_hang,
         stateless_mode_end_to_end,
