@@ -271,3 +271,25 @@ async fn exchange(pool: Pool, request: http_types::Request, net: NetEvents) {
     }
     net.end();
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The client dials `http://` and (with the `tls` feature) `https://`, and refuses any
+    /// other scheme at once.
+    #[test]
+    fn url_schemes_follow_the_features() {
+        let ftp = Client::builder("ftp://x/mcp").start();
+        assert!(matches!(ftp, Err(ConnectError::InvalidUrl(_))), "{ftp:?}");
+        let https = Client::builder("https://x/mcp").start();
+        #[cfg(feature = "tls")]
+        assert!(https.is_ok(), "{https:?}");
+        #[cfg(not(feature = "tls"))]
+        assert!(
+            matches!(https, Err(ConnectError::TlsUnavailable(_))),
+            "{https:?}"
+        );
+        drop(https);
+    }
+}

@@ -4,7 +4,9 @@
 
 use mcp_proto::driver::tls::rustls;
 use mcp_proto::driver::{ClientTls, ServerTls};
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
 /// A test CA and a server certificate it signed.
@@ -23,8 +25,14 @@ impl TestPki {
     ///
     /// If rcgen cannot make them.
     pub fn new(names: &[&str]) -> TestPki {
+        // Each CA its own name: a client trusting another test CA must find no issuer at all
+        // (with equal names it would find one and fail on its signature instead).
+        static CAS: AtomicUsize = AtomicUsize::new(0);
         let mut ca = CertificateParams::new(Vec::<String>::new()).expect("CA params");
         ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let n = CAS.fetch_add(1, Ordering::Relaxed);
+        let name = format!("mcp test CA {} {n}", std::process::id());
+        ca.distinguished_name.push(DnType::CommonName, name);
         let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().expect("CA key"))
             .expect("CA certificate");
         let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();

@@ -1189,6 +1189,164 @@ async fn listen_opened_and_events_reach_the_app(server: Runtime, client_rt: Runt
     bounded("shutdown", serving.shutdown()).await;
 }
 
+// ---------------------------------------------------------------------------------------
+// HTTPS: refused certificates, peers that fail or stall their handshake.
+// ---------------------------------------------------------------------------------------
+
+/// A certificate that is not for the host dialled, and one from a CA the client does not
+/// trust, are each refused with the typed error that names the host and says why.
+async fn refused_certificates_fail_typed_naming_the_host(server: Runtime, client_rt: Runtime) {
+    use mcp_proto::client::TlsFailure;
+    use mcp_tests::tls::TestPki;
+    let connect = |url: String, trusted: &TestPki| {
+        let tls = trusted.client_tls();
+        async move {
+            let builder = ServiceClient::builder("e2e", "1");
+            let config = mcp_proto::client::ClientConfig::new();
+            bounded(
+                "connect",
+                client_rt.connect_trusting(&url, builder, config, tls),
+            )
+            .await
+        }
+    };
+    // Valid for `localhost` only; the URL names 127.0.0.1.
+    let localhost_only = TestPki::new(&["localhost"]);
+    let serving = bounded(
+        "bind",
+        server.serve_tls(
+            users::server(),
+            ServerConfig::default(),
+            localhost_only.server_tls(),
+        ),
+    )
+    .await
+    .expect("serve");
+    let err = connect(serving.url().to_owned(), &localhost_only)
+        .await
+        .expect_err("a certificate for another name");
+    assert!(
+        matches!(&err, ConnectError::Tls { host, reason: TlsFailure::NameMismatch } if host == "127.0.0.1"),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("127.0.0.1"), "{err}");
+    bounded("shutdown", serving.shutdown()).await;
+
+    // Signed by a CA the client does not trust.
+    let pki = TestPki::loopback();
+    let serving = bounded(
+        "bind",
+        server.serve_tls(users::server(), ServerConfig::default(), pki.server_tls()),
+    )
+    .await
+    .expect("serve");
+    let err = connect(serving.url().to_owned(), &TestPki::loopback())
+        .await
+        .expect_err("an unknown CA");
+    assert!(
+        matches!(&err, ConnectError::Tls { host, reason: TlsFailure::UnknownIssuer } if host == "127.0.0.1"),
+        "{err:?}"
+    );
+    // The control: the right CA gets a session.
+    let client = connect(serving.url().to_owned(), &pki)
+        .await
+        .expect("the server's own CA");
+    bounded("close", client.close()).await;
+    bounded("shutdown", serving.shutdown()).await;
+}
+
+/// Peers that send plaintext HTTP or garbage to a TLS server are dropped without a
+/// response, a silent one is dropped at the handshake timeout, and none of them disturbs a
+/// real client meanwhile; a handshake still pending does not delay the shutdown.
+async fn failed_and_stalled_handshakes_disturb_no_one(rt: Runtime) {
+    use mcp_tests::tls::TestPki;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let pki = TestPki::loopback();
+    let timeout = Duration::from_millis(300);
+    let tls = pki.server_tls().with_handshake_timeout(timeout);
+    let serving = bounded(
+        "bind",
+        rt.serve_tls(users::server(), ServerConfig::default(), tls),
+    )
+    .await
+    .expect("serve");
+    let addr = serving.local_addr();
+    let dial = || async move {
+        bounded("dial", tokio::net::TcpStream::connect(addr))
+            .await
+            .expect("dial")
+    };
+    let mut silent = dial().await;
+    let opened = std::time::Instant::now();
+    let mut plain = dial().await;
+    let request = format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 2\r\n\r\n{{}}");
+    plain.write_all(request.as_bytes()).await.expect("write");
+    let mut garbage = dial().await;
+    let noise: Vec<u8> = (0u8..=255).cycle().skip(7).take(4096).collect();
+    garbage.write_all(&noise).await.expect("write");
+
+    let client = bounded(
+        "connect",
+        Runtime::Tokio.connect_trusting(
+            serving.url(),
+            ServiceClient::builder("e2e", "1"),
+            mcp_proto::client::ClientConfig::new(),
+            pki.client_tls(),
+        ),
+    )
+    .await
+    .expect("a real client gets its session");
+    let created = bounded(
+        "create_user",
+        client.call_tool(
+            "create_user",
+            json!({"name": "Al", "email": "al@x.io", "age": 3}),
+        ),
+    )
+    .await
+    .expect("create_user");
+    assert_eq!(created.is_error, None, "{created:?}");
+
+    for (what, peer) in [("plaintext", &mut plain), ("garbage", &mut garbage)] {
+        let mut seen = Vec::new();
+        // The server answers with at most a TLS alert, then closes.
+        let _ = bounded(what, peer.read_to_end(&mut seen)).await;
+        assert!(!seen.starts_with(b"HTTP/"), "{what}: {seen:?}");
+    }
+    let mut one = [0u8; 1];
+    let read = bounded("the silent peer is dropped", silent.read(&mut one)).await;
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+    assert!(
+        opened.elapsed() >= timeout / 2,
+        "dropped at the timeout, not at once"
+    );
+    // Still serving after all that.
+    let got = bounded(
+        "get_user",
+        client.call_tool("get_user", json!({"user_id": "user_1"})),
+    )
+    .await
+    .expect("get_user");
+    assert_eq!(got.structured_content.expect("structured")["name"], "Al");
+    bounded("close", client.close()).await;
+    bounded("shutdown", serving.shutdown()).await;
+
+    // With the default (10 s) timeout, a pending handshake ends with the server.
+    let serving = bounded(
+        "bind",
+        rt.serve_tls(users::server(), ServerConfig::default(), pki.server_tls()),
+    )
+    .await
+    .expect("serve");
+    let _silent = tokio::net::TcpStream::connect(serving.local_addr())
+        .await
+        .expect("dial");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    tokio::time::timeout(Duration::from_secs(3), serving.shutdown())
+        .await
+        .expect("the shutdown does not wait for a pending handshake");
+}
+
 macro_rules! e2e {
     (
         server: [$($server:ident),* $(,)?],
@@ -1246,6 +1404,7 @@ e2e! {
         a_client_that_leaves_cancels_its_handler,
         a_dropped_get_stream_is_noticed_before_any_write,
         a_foreign_origin_is_refused,
+        failed_and_stalled_handshakes_disturb_no_one,
     ],
     client: [the_client_reports_a_refused_connection],
     pair: [
@@ -1261,6 +1420,7 @@ e2e! {
         a_post_stream_closed_for_polling_resumes_without_loss_or_repeat,
         a_post_stream_cut_mid_response_resumes_without_loss_or_repeat,
         listen_opened_and_events_reach_the_app,
+        refused_certificates_fail_typed_naming_the_host,
     ],
 }
 
