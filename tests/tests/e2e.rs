@@ -1262,7 +1262,8 @@ async fn failed_and_stalled_handshakes_disturb_no_one(rt: Runtime) {
     use mcp_tests::tls::TestPki;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let pki = TestPki::loopback();
-    let timeout = Duration::from_millis(300);
+    // Long enough for the real client below to be done before the silent peer is dropped.
+    let timeout = Duration::from_millis(1500);
     let tls = pki.server_tls().with_handshake_timeout(timeout);
     let serving = bounded(
         "bind",
@@ -1306,6 +1307,10 @@ async fn failed_and_stalled_handshakes_disturb_no_one(rt: Runtime) {
     .await
     .expect("create_user");
     assert_eq!(created.is_error, None, "{created:?}");
+    assert!(
+        opened.elapsed() < timeout,
+        "the real client must not wait for the silent peer's handshake"
+    );
 
     for (what, peer) in [("plaintext", &mut plain), ("garbage", &mut garbage)] {
         let mut seen = Vec::new();
