@@ -46,6 +46,8 @@ use smol::stream::Stream;
 use crate::ServerTls;
 use crate::convert;
 use crate::io::shared;
+#[cfg(feature = "tls")]
+use mcp_proto::driver::tls::handshake;
 
 /// smol as the driver's [`Runtime`]: its global executor and its timer.
 #[derive(Debug, Clone, Copy, Default)]
@@ -167,14 +169,11 @@ async fn connection(tcp: TcpStream, peer: SocketAddr, handle: ServerHandle, tls:
     let io = match tls {
         None => shared(tcp.clone()),
         #[cfg(feature = "tls")]
-        Some(tls) => {
-            let handshake = tls.0.accept(tcp.clone());
-            let done = mcp_proto::driver::tls::handshake(&Smol, &tls.1, &handle, peer, handshake);
-            match done.await {
-                Some(stream) => shared(stream),
-                None => return,
-            }
-        }
+        Some(tls) => match handshake(&Smol, &tls.1, &handle, peer, tls.0.accept(tcp.clone())).await
+        {
+            Some(stream) => shared(stream),
+            None => return,
+        },
     };
     let busy = Arc::new(AtomicBool::new(false));
     let endpoint = {
@@ -185,9 +184,22 @@ async fn connection(tcp: TcpStream, peer: SocketAddr, handle: ServerHandle, tls:
         }
     };
     let mut server = async_h1::server::Server::new(io, endpoint);
+    let mut first = Some(smol::Timer::after(handle.limits().first_request_timeout));
     loop {
         busy.store(false, Ordering::SeqCst);
+        let silent = first.take();
         let next = async { Some(server.accept_one().await) }
+            .or(async {
+                // The first request's head must come in time; once it came, never fires.
+                match silent {
+                    Some(timer) => drop(timer.await),
+                    None => std::future::pending().await,
+                }
+                if busy.load(Ordering::SeqCst) {
+                    std::future::pending::<()>().await;
+                }
+                None
+            })
             .or(async {
                 handle.stopped().await;
                 if busy.load(Ordering::SeqCst) {

@@ -11,6 +11,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body::{Body, Frame, SizeHint};
+use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use mcp_proto::driver::{
@@ -149,16 +150,16 @@ fn launch(listener: TcpListener, started: (Serving, Latch), serve_one: ServeOne)
         Tokio,
         handle,
         accepting,
-        Incoming(listener),
+        Accepted(listener),
         serve,
     ));
     serving
 }
 
 /// The listener as the accept loop's stream of connections, `TCP_NODELAY` on each.
-struct Incoming(TcpListener);
+struct Accepted(TcpListener);
 
-impl futures_core::Stream for Incoming {
+impl futures_core::Stream for Accepted {
     type Item = io::Result<(TcpStream, SocketAddr)>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
@@ -174,13 +175,22 @@ impl futures_core::Stream for Incoming {
 }
 
 /// Serves one connection, HTTP/1.1 or HTTP/2 (hyper-util's `auto`: by the client's first
-/// bytes), until it ends or the driver stopped (the end of a drain: the connection then
-/// closes after its responses in progress, an HTTP/2 one with a GOAWAY).
+/// bytes), until it ends, sends no request within [`Limits::first_request_timeout`], or the
+/// driver stopped (the end of a drain: the connection then closes after its responses in
+/// progress, an HTTP/2 one with a GOAWAY).
 async fn connection<I>(io: I, peer: SocketAddr, service: McpService)
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
     let stopped = service.handle.stopped();
+    let first_request = service.handle.limits().first_request_timeout;
+    let served = Latch::new();
+    let on_request = served.clone();
+    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+        on_request.set();
+        let service = service.clone();
+        async move { service.handle(req).await }
+    });
     // hyper's timer: its own defaults (the header read timeout) then apply, so a client that
     // never finishes a request head cannot hold the connection forever.
     let mut builder = auto::Builder::new(TokioExecutor::new());
@@ -188,8 +198,15 @@ where
     builder.http2().timer(TokioTimer::new());
     let conn = builder.serve_connection(io, service);
     let mut conn = std::pin::pin!(conn);
+    let silent = async {
+        tokio::time::sleep(first_request).await;
+        if served.is_set() {
+            std::future::pending::<()>().await;
+        }
+    };
     let result = tokio::select! {
         result = conn.as_mut() => result,
+        () = silent => return tracing::debug!(%peer, "no request in time"),
         () = stopped => {
             conn.as_mut().graceful_shutdown();
             conn.await

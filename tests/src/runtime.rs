@@ -245,15 +245,31 @@ impl Runtime {
         config: ServerConfig,
         tls: mcp_proto::driver::ServerTls,
     ) -> io::Result<Serving> {
+        self.serve_tls_with(server, config, Limits::default(), tls)
+            .await
+    }
+
+    /// [`serve_tls`](Runtime::serve_tls) with the driver's `limits`.
+    ///
+    /// # Errors
+    ///
+    /// When no port can be bound.
+    pub async fn serve_tls_with(
+        self,
+        server: Server,
+        config: ServerConfig,
+        limits: Limits,
+        tls: mcp_proto::driver::ServerTls,
+    ) -> io::Result<Serving> {
         let addr = SocketAddr::from(([127, 0, 0, 1], 0));
         match self {
             Runtime::Tokio => {
                 let listener = tokio::net::TcpListener::bind(addr).await?;
-                mcp_tokio::serve_tls(listener, server, config, tls)
+                mcp_tokio::serve_tls_with(listener, server, config, limits, tls)
             }
             Runtime::Smol => {
                 let listener = smol::net::TcpListener::bind(addr).await?;
-                mcp_smol::serve_tls(listener, server, config, tls)
+                mcp_smol::serve_tls_with(listener, server, config, limits, tls)
             }
         }
     }

@@ -1,10 +1,10 @@
 //! The adapters stay thin over the one shared driver (`mcp_proto::driver`): at most 500 code
-//! lines for mcp-tokio and 560 for mcp-smol, and no run of 6+ lines written in both (see
+//! lines for mcp-tokio and 570 for mcp-smol, and no run of 6+ lines written in both (see
 //! `mcp_tests::shape`).
 
 use mcp_tests::shape;
 
-/// mcp-smol may have 60 lines more than mcp-tokio: async-h1 brings no TLS, no pool and its
+/// mcp-smol may have 70 lines more than mcp-tokio: async-h1 brings no TLS, no pool and its
 /// own http-types, so the adapter carries the rustls handshakes, a stream shared by
 /// async-h1's reader and writer, a keep-alive pool and the type conversion that hyper's
 /// ecosystem gives mcp-tokio ([`shape::BOUNDS`]).

@@ -1352,6 +1352,71 @@ async fn failed_and_stalled_handshakes_disturb_no_one(rt: Runtime) {
         .expect("the shutdown does not wait for a pending handshake");
 }
 
+/// A connection that sends no request within `Limits::first_request_timeout` is closed,
+/// over plain TCP and after a TLS handshake alike; one whose first request came in time
+/// keeps its (long) GET stream past that deadline.
+async fn a_connection_without_a_request_is_closed(rt: Runtime) {
+    use mcp_proto::driver::Limits;
+    use mcp_tests::tls::TestPki;
+    use tokio::io::AsyncReadExt;
+    let deadline = Duration::from_millis(300);
+    let limits = Limits::default().with_first_request_timeout(deadline);
+    let config =
+        || ServerConfig::default().with_heartbeat_interval(Some(Duration::from_millis(100)));
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let serving = bounded(
+        "bind",
+        rt.serve_with(loopback, users::server(), config(), limits),
+    )
+    .await
+    .expect("serve");
+    let addr = serving.local_addr();
+    let opened = std::time::Instant::now();
+    let mut silent = tokio::net::TcpStream::connect(addr).await.expect("dial");
+    let id = open_session(addr).await;
+    let mut stream = Req::get(addr, &id).send(addr).await;
+    assert_eq!(stream.status(), StatusCode::OK);
+    let mut one = [0u8; 1];
+    let read = bounded("the silent connection is closed", silent.read(&mut one)).await;
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+    assert!(
+        opened.elapsed() >= deadline / 2,
+        "closed at the deadline, not at once"
+    );
+    // Heartbeats keep coming well past the deadline (each read waits for a new frame once
+    // the buffered ones are taken).
+    while opened.elapsed() < deadline * 3 {
+        let beat = bounded("a heartbeat", stream.body_mut().frame()).await;
+        assert!(
+            matches!(&beat, Some(Ok(f)) if f.is_data()),
+            "the GET stream is still open: {beat:?}"
+        );
+    }
+    drop(stream);
+    bounded("shutdown", serving.shutdown()).await;
+
+    let pki = TestPki::loopback();
+    let serving = bounded(
+        "bind",
+        rt.serve_tls_with(users::server(), config(), limits, pki.server_tls()),
+    )
+    .await
+    .expect("serve");
+    let connector =
+        tokio_rustls::TlsConnector::from(std::sync::Arc::new(pki.client_config(&[b"http/1.1"])));
+    let tcp = tokio::net::TcpStream::connect(serving.local_addr())
+        .await
+        .expect("dial");
+    let name =
+        mcp_proto::driver::tls::rustls::pki_types::ServerName::try_from("127.0.0.1").expect("name");
+    let mut tls = bounded("handshake", connector.connect(name, tcp))
+        .await
+        .expect("handshake");
+    let read = bounded("the silent TLS connection is closed", tls.read(&mut one)).await;
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+    bounded("shutdown", serving.shutdown()).await;
+}
+
 macro_rules! e2e {
     (
         server: [$($server:ident),* $(,)?],
@@ -1410,6 +1475,7 @@ e2e! {
         a_dropped_get_stream_is_noticed_before_any_write,
         a_foreign_origin_is_refused,
         failed_and_stalled_handshakes_disturb_no_one,
+        a_connection_without_a_request_is_closed,
     ],
     client: [the_client_reports_a_refused_connection],
     pair: [

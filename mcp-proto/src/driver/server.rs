@@ -49,7 +49,8 @@ use crate::service::Server;
 use crate::service::bind::{Routed, ServerBinding, Sleep, Wake};
 use crate::service::server::BoxFuture;
 
-/// The driver's queue bounds (plain capacities: no protocol meaning).
+/// The driver's queue bounds and the connections' first deadline (plain capacities and
+/// durations: no protocol meaning).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Limits {
@@ -58,18 +59,36 @@ pub struct Limits {
     /// reading more. Default 1024. (What a response may hold is bounded by the core:
     /// `ServerConfig::send_window`.)
     pub inbound: usize,
+    /// How long an accepted connection may take to send the head of its first request
+    /// (counted after its TLS handshake, if any): the adapter closes a slower one, HTTP/1.1
+    /// or HTTP/2. Default [`DEFAULT_FIRST_REQUEST_TIMEOUT`](Limits::DEFAULT_FIRST_REQUEST_TIMEOUT).
+    /// The heads of later requests on a kept-alive connection are bounded by the HTTP
+    /// library (hyper: 30 s; async-h1: 60 s).
+    pub first_request_timeout: Duration,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { inbound: 1024 }
+        Limits {
+            inbound: 1024,
+            first_request_timeout: Self::DEFAULT_FIRST_REQUEST_TIMEOUT,
+        }
     }
 }
 
 impl Limits {
+    /// The default [`first_request_timeout`](Limits::first_request_timeout): 30 s.
+    pub const DEFAULT_FIRST_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
     /// Sets [`Limits::inbound`] (at least 1).
     pub fn with_inbound(mut self, capacity: usize) -> Self {
         self.inbound = capacity.max(1);
+        self
+    }
+
+    /// Sets [`Limits::first_request_timeout`].
+    pub fn with_first_request_timeout(mut self, timeout: Duration) -> Self {
+        self.first_request_timeout = timeout;
         self
     }
 }
@@ -432,7 +451,7 @@ impl ServerHandle {
         config: ServerConfig,
         limits: Limits,
     ) -> ServerHandle {
-        let limits = Limits::default().with_inbound(limits.inbound);
+        let limits = limits.with_inbound(limits.inbound);
         let config = config.or_session_ids(RandomSessionIds);
         let report_every = config.write_report_threshold();
         let (tx, rx) = mpsc::channel(limits.inbound);
