@@ -1,21 +1,26 @@
 //! The client: the driver's [`Client`](mcp_proto::driver::Client) on [`Http`], async-h1 over
 //! a small keep-alive pool.
 //!
-//! An exchange task: take an idle connection from the [`Pool`] (or connect, `TCP_NODELAY`),
-//! write the whole request (async-h1 writes it before reading; our bodies are complete),
-//! read the head, then the body chunk by chunk. Only a body read to its end returns the
+//! An exchange task: take an idle connection from the [`Pool`] (or connect, `TCP_NODELAY`,
+//! and for `https://` the TLS handshake), write the whole request (async-h1 writes it before
+//! reading; our bodies are complete), read the head, then the body chunk by chunk. Only a body read to its end returns the
 //! connection to the pool; any failure or abort drops it.
 
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use http::Uri;
+#[cfg(feature = "tls")]
+use mcp_proto::client::TlsFailure;
 use mcp_proto::client::{HttpRequest, TransportFailure};
+#[cfg(feature = "tls")]
+use mcp_proto::driver::tls::rustls::pki_types::ServerName;
 use mcp_proto::driver::{ConnectError, Engine, NetEvents};
 use smol::Task;
-use smol::io::AsyncBufReadExt;
+use smol::io::{AsyncBufReadExt, AsyncReadExt};
 use smol::net::TcpStream;
 
+use crate::io::{Io, shared};
 use crate::{Smol, convert};
 
 /// An MCP client over smol + async-h1 (see [`mcp_proto::driver::Client`]).
@@ -34,12 +39,18 @@ pub struct ClientOptions {
     /// closed. Concurrent requests each use a connection of their own whatever this is.
     /// Default 4.
     pub max_idle_connections: usize,
+    /// What `https://` trusts (default: Mozilla's roots,
+    /// [`ClientTls::webpki_roots`](crate::ClientTls::webpki_roots)).
+    #[cfg(feature = "tls")]
+    pub tls: crate::ClientTls,
 }
 
 impl Default for ClientOptions {
     fn default() -> Self {
         ClientOptions {
             max_idle_connections: 4,
+            #[cfg(feature = "tls")]
+            tls: crate::ClientTls::default(),
         }
     }
 }
@@ -50,7 +61,20 @@ impl ClientOptions {
         self.max_idle_connections = max;
         self
     }
+
+    /// Sets [`tls`](Self::tls).
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, tls: crate::ClientTls) -> Self {
+        self.tls = tls;
+        self
+    }
 }
+
+/// How the pool secures a new connection: the TLS connector and the name to verify.
+#[cfg(feature = "tls")]
+type Tls = Option<Arc<(futures_rustls::TlsConnector, ServerName<'static>)>>;
+#[cfg(not(feature = "tls"))]
+type Tls = Option<std::convert::Infallible>;
 
 /// async-h1 over a keep-alive pool as the driver's [`Engine`].
 pub struct Http {
@@ -66,14 +90,28 @@ impl Engine for Http {
 
     fn build(options: ClientOptions, uri: &Uri) -> Result<(Http, Smol), ConnectError> {
         let invalid = |why: String| ConnectError::InvalidUrl(format!("{uri}: {why}"));
-        if uri.scheme_str() != Some("http") {
-            return Err(invalid("only absolute http:// URLs are supported".into()));
-        }
+        let tls: Tls = match uri.scheme_str() {
+            Some("http") => None,
+            #[cfg(feature = "tls")]
+            Some("https") => {
+                let config = Arc::new(options.tls.client_config(&[b"http/1.1"]));
+                let name = mcp_proto::driver::tls::server_name(uri)?;
+                Some(Arc::new((config.into(), name)))
+            }
+            #[cfg(not(feature = "tls"))]
+            Some("https") => return Err(ConnectError::TlsUnavailable(uri.to_string())),
+            _ => {
+                return Err(invalid(
+                    "only http:// and https:// URLs are supported".into(),
+                ));
+            }
+        };
         let url = http_types::Url::parse(&uri.to_string()).map_err(|e| invalid(e.to_string()))?;
         let host = url.host_str().unwrap_or_default();
         let port = url.port_or_known_default().unwrap_or(80);
         let pool = Pool {
             addr: Arc::from(format!("{host}:{port}")),
+            tls,
             idle: Arc::default(),
             max_idle: options.max_idle_connections,
         };
@@ -119,50 +157,69 @@ impl Http {
 #[derive(Clone)]
 struct Pool {
     addr: Arc<str>,
-    idle: Arc<Mutex<Vec<TcpStream>>>,
+    tls: Tls,
+    idle: Arc<Mutex<Vec<Io>>>,
     max_idle: usize,
 }
 
 impl Pool {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<TcpStream>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Io>> {
         self.idle.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// An idle connection the server has not closed, or a new one.
-    async fn checkout(&self) -> std::io::Result<TcpStream> {
+    async fn checkout(&self) -> Result<Io, TransportFailure> {
         loop {
-            let Some(tcp) = self.lock().pop() else { break };
-            // An idle connection has nothing to read: readable data or EOF means the server
-            // closed it (or broke the protocol); a pending peek means it is still open.
+            let Some(mut io) = self.lock().pop() else {
+                break;
+            };
+            // An idle connection has nothing to read: data, EOF or an error means the server
+            // closed it (or broke the protocol); a pending read means it is still open (TLS
+            // records that carry no data, such as session tickets, keep it pending).
             let mut one = [0u8; 1];
-            if smol::future::poll_once(tcp.peek(&mut one)).await.is_none() {
-                return Ok(tcp);
+            if smol::future::poll_once(io.read(&mut one)).await.is_none() {
+                return Ok(io);
             }
         }
-        let tcp = TcpStream::connect(&*self.addr).await?;
-        tcp.set_nodelay(true)?;
-        Ok(tcp)
+        let connected = async {
+            let tcp = TcpStream::connect(&*self.addr).await?;
+            tcp.set_nodelay(true)?;
+            Ok::<_, std::io::Error>(tcp)
+        };
+        let tcp = connected.await.map_err(|e| {
+            tracing::debug!(error = %e, "connect failed");
+            TransportFailure::Connect
+        })?;
+        match self.tls.clone() {
+            None => Ok(shared(tcp)),
+            #[cfg(feature = "tls")]
+            Some(tls) => match tls.0.connect(tls.1.clone(), tcp).await {
+                Ok(stream) => Ok(shared(stream)),
+                Err(e) => {
+                    tracing::debug!(error = %e, "TLS handshake failed");
+                    let why = mcp_proto::driver::tls::failure(&e);
+                    Err(TransportFailure::Tls(why.unwrap_or(TlsFailure::Handshake)))
+                }
+            },
+        }
     }
 
     /// Returns a connection whose last response was read to its end.
-    fn checkin(&self, tcp: TcpStream) {
+    fn checkin(&self, io: Io) {
         let mut idle = self.lock();
         if idle.len() < self.max_idle {
-            idle.push(tcp);
+            idle.push(io);
         }
     }
 }
 
 /// One exchange, from checkout to the end of the response body.
 async fn exchange(pool: Pool, request: http_types::Request, net: NetEvents) {
-    let tcp = match pool.checkout().await {
-        Ok(tcp) => tcp,
-        Err(e) => {
-            tracing::debug!(error = %e, "connect failed");
-            return net.failed(TransportFailure::Connect);
-        }
+    let io = match pool.checkout().await {
+        Ok(io) => io,
+        Err(failure) => return net.failed(failure),
     };
-    let mut response = match async_h1::connect(tcp.clone(), request).await {
+    let mut response = match async_h1::connect(io.clone(), request).await {
         Ok(r) => r,
         Err(e) => {
             tracing::debug!(error = %e, "exchange failed");
@@ -210,7 +267,29 @@ async fn exchange(pool: Pool, request: http_types::Request, net: NetEvents) {
         // Back in the pool before the driver hears of the end, so that the request the end
         // lets through finds it.
         drop(body);
-        pool.checkin(tcp);
+        pool.checkin(io);
     }
     net.end();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The client dials `http://` and (with the `tls` feature) `https://`, and refuses any
+    /// other scheme at once.
+    #[test]
+    fn url_schemes_follow_the_features() {
+        let ftp = Client::builder("ftp://x/mcp").start();
+        assert!(matches!(ftp, Err(ConnectError::InvalidUrl(_))), "{ftp:?}");
+        let https = Client::builder("https://x/mcp").start();
+        #[cfg(feature = "tls")]
+        assert!(https.is_ok(), "{https:?}");
+        #[cfg(not(feature = "tls"))]
+        assert!(
+            matches!(https, Err(ConnectError::TlsUnavailable(_))),
+            "{https:?}"
+        );
+        drop(https);
+    }
 }

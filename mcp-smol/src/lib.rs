@@ -32,6 +32,34 @@
 //! # let _ = result; Ok(()) }
 //! ```
 //!
+//! # HTTPS (feature `tls`, on by default)
+//!
+//! `serve_tls` terminates TLS with rustls (`ring` provider) through futures-rustls. The
+//! server stays HTTP/1.1 (async-h1 has no HTTP/2): it offers only `http/1.1` by ALPN. Each
+//! handshake runs in its connection's own task under `ServerTls::handshake_timeout` (default
+//! 10 s): a peer that fails it or stalls is dropped and disturbs no one. The client dials
+//! `https://` over its pool, trusting Mozilla's roots unless [`ClientOptions::tls`] says
+//! otherwise (`ClientTls::roots`, `ClientTls::native_roots` with the feature
+//! `native-roots`, `ClientTls::config`). A refused certificate fails `connect` with
+//! [`ConnectError::Tls`] naming the host.
+//!
+//! ```no_run
+//! # #[cfg(feature = "tls")]
+//! # async fn run(
+//! #     server: mcp_proto::service::Server,
+//! #     tls: mcp_smol::ServerTls,
+//! #     roots: mcp_smol::rustls::RootCertStore,
+//! # ) -> Result<(), Box<dyn std::error::Error>> {
+//! use mcp_proto::server::ServerConfig;
+//! let listener = smol::net::TcpListener::bind("127.0.0.1:8443").await?;
+//! let serving = mcp_smol::serve_tls(listener, server, ServerConfig::default(), tls)?;
+//! let client = mcp_smol::Client::builder(serving.url())
+//!     .http(|h| h.tls(mcp_smol::ClientTls::roots(roots)))
+//!     .connect()
+//!     .await?;
+//! # let _ = client; Ok(()) }
+//! ```
+//!
 //! # async-h1's limits, and what this crate does about them
 //!
 //! - No connection pool: [`Client`] keeps idle connections (at most
@@ -48,11 +76,18 @@
 
 mod client;
 mod convert;
+mod io;
 mod server;
 
 pub use client::{Client, ClientOptions, ConnectBuilder, Http};
 pub use mcp_proto as proto;
+#[cfg(feature = "tls")]
+pub use mcp_proto::driver::tls::rustls;
+#[cfg(feature = "tls")]
+pub use mcp_proto::driver::{ClientTls, ServerTls};
 pub use mcp_proto::driver::{
     Connect, ConnectError, Limits, RandomSessionIds, ServerHandle, Serving, ShutdownHandle,
 };
 pub use server::{Smol, serve, serve_with};
+#[cfg(feature = "tls")]
+pub use server::{serve_tls, serve_tls_with};

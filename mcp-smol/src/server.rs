@@ -32,40 +32,32 @@ use std::time::Instant;
 use async_h1::server::ConnectionStatus;
 use bytes::{Buf, Bytes};
 use mcp_proto::driver::{
-    Disconnector, Latch, Limits, ResponseStream, Runtime, ServerHandle, Serving,
+    Disconnector, Latch, Limits, ResponseStream, Runtime, ServerHandle, Serving, accept_loop,
 };
 use mcp_proto::server::ServerConfig;
 use mcp_proto::service::Server;
 use mcp_proto::service::server::BoxFuture;
-use smol::Task;
 use smol::future::FutureExt;
 use smol::io::{AsyncBufRead, AsyncRead};
 use smol::net::TcpStream;
 use smol::stream::Stream;
 
+#[cfg(feature = "tls")]
+use crate::ServerTls;
 use crate::convert;
+use crate::io::shared;
+#[cfg(feature = "tls")]
+use mcp_proto::driver::tls::handshake;
 
 /// smol as the driver's [`Runtime`]: its global executor and its timer.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Smol;
 
-/// [`smol::Timer`] as a `()` future.
-#[derive(Debug)]
-pub struct Sleep(smol::Timer);
-
-impl Future for Sleep {
-    type Output = ();
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        Pin::new(&mut self.0).poll(cx).map(|_| ())
-    }
-}
-
 impl Runtime for Smol {
-    type Sleep = Sleep;
+    type Sleep = smol::Timer;
 
-    fn sleep_until(&self, deadline: Instant) -> Sleep {
-        Sleep(smol::Timer::at(deadline))
+    fn sleep_until(&self, deadline: Instant) -> smol::Timer {
+        smol::Timer::at(deadline)
     }
 
     fn spawn(&self, task: BoxFuture<'static, ()>) {
@@ -105,45 +97,84 @@ pub fn serve_with(
     limits: Limits,
 ) -> io::Result<Serving> {
     let config = config.with_heartbeats_required();
-    let (serving, accepting) =
-        Serving::start(&Smol, listener.local_addr()?, server, config, limits);
-    smol::spawn(accept_loop(listener, serving.handle().clone(), accepting)).detach();
-    Ok(serving)
+    let started = Serving::start(&Smol, listener.local_addr()?, server, config, limits);
+    Ok(launch(listener, started, None))
 }
 
-async fn accept_loop(listener: smol::net::TcpListener, handle: ServerHandle, accepting: Latch) {
-    let mut connections: Vec<Task<()>> = Vec::new();
-    loop {
-        let accepted = async {
-            handle.draining().await;
-            None
-        }
-        .or(async { Some(listener.accept().await) })
-        .await;
-        match accepted {
-            None => break,
-            Some(Ok((tcp, peer))) => {
-                if let Err(e) = tcp.set_nodelay(true) {
-                    tracing::debug!(%peer, error = %e, "TCP_NODELAY");
-                }
-                connections.retain(|c| !c.is_finished());
-                connections.push(smol::spawn(connection(tcp, peer, handle.clone())));
-            }
-            // Per-connection failures (resets, fd limits) must not end the server.
-            Some(Err(e)) => {
-                tracing::warn!(error = %e, "accept failed");
-                smol::future::yield_now().await;
-            }
-        }
-    }
-    drop(listener);
-    for connection in connections {
-        connection.await;
-    }
-    accepting.set();
+/// [`serve`] over TLS (still HTTP/1.1: async-h1 has no HTTP/2, so ALPN offers `http/1.1`
+/// alone). Each connection's handshake (under
+/// [`ServerTls::handshake_timeout`](crate::ServerTls::handshake_timeout)) runs in its own
+/// task, so a peer that fails it or stalls concerns itself alone. [`Serving::url`] is
+/// `https://`.
+///
+/// # Errors
+///
+/// When the listener's local address cannot be read.
+#[cfg(feature = "tls")]
+pub fn serve_tls(
+    listener: smol::net::TcpListener,
+    server: Server,
+    config: ServerConfig,
+    tls: ServerTls,
+) -> io::Result<Serving> {
+    serve_tls_with(listener, server, config, Limits::default(), tls)
 }
 
-async fn connection(tcp: TcpStream, peer: SocketAddr, handle: ServerHandle) {
+/// [`serve_tls`] with explicit driver queue bounds ([`Limits`]).
+///
+/// # Errors
+///
+/// When the listener's local address cannot be read.
+#[cfg(feature = "tls")]
+pub fn serve_tls_with(
+    listener: smol::net::TcpListener,
+    server: Server,
+    config: ServerConfig,
+    limits: Limits,
+    tls: ServerTls,
+) -> io::Result<Serving> {
+    let config = config.with_heartbeats_required();
+    let started = Serving::start_https(&Smol, listener.local_addr()?, server, config, limits);
+    let acceptor = futures_rustls::TlsAcceptor::from(tls.server_config(&[b"http/1.1"]));
+    Ok(launch(listener, started, Some(Arc::new((acceptor, tls)))))
+}
+
+/// How the accept loop secures a connection: the TLS acceptor and its settings.
+#[cfg(feature = "tls")]
+type Tls = Option<Arc<(futures_rustls::TlsAcceptor, ServerTls)>>;
+#[cfg(not(feature = "tls"))]
+type Tls = Option<std::convert::Infallible>;
+
+fn launch(listener: smol::net::TcpListener, started: (Serving, Latch), tls: Tls) -> Serving {
+    let (serving, accepting) = started;
+    let handle = serving.handle().clone();
+    let incoming = Box::pin(smol::stream::unfold(listener, |listener| async {
+        let accepted = listener.accept().await;
+        Some((accepted, listener))
+    }));
+    let serve = {
+        let handle = handle.clone();
+        move |tcp, peer| -> BoxFuture<'static, ()> {
+            Box::pin(connection(tcp, peer, handle.clone(), tls.clone()))
+        }
+    };
+    smol::spawn(accept_loop(Smol, handle, accepting, incoming, serve)).detach();
+    serving
+}
+
+async fn connection(tcp: TcpStream, peer: SocketAddr, handle: ServerHandle, tls: Tls) {
+    if let Err(e) = tcp.set_nodelay(true) {
+        tracing::debug!(%peer, error = %e, "TCP_NODELAY");
+    }
+    let io = match tls {
+        None => shared(tcp.clone()),
+        #[cfg(feature = "tls")]
+        Some(tls) => match handshake(&Smol, &tls.1, &handle, peer, tls.0.accept(tcp.clone())).await
+        {
+            Some(stream) => shared(stream),
+            None => return,
+        },
+    };
     let busy = Arc::new(AtomicBool::new(false));
     let endpoint = {
         let (busy, tcp, handle) = (busy.clone(), tcp.clone(), handle.clone());
@@ -152,10 +183,23 @@ async fn connection(tcp: TcpStream, peer: SocketAddr, handle: ServerHandle) {
             exchange(handle.clone(), tcp.clone(), req)
         }
     };
-    let mut server = async_h1::server::Server::new(tcp, endpoint);
+    let mut server = async_h1::server::Server::new(io, endpoint);
+    let mut first = Some(smol::Timer::after(handle.limits().first_request_timeout));
     loop {
         busy.store(false, Ordering::SeqCst);
+        let silent = first.take();
         let next = async { Some(server.accept_one().await) }
+            .or(async {
+                // The first request's head must come in time; once it came, never fires.
+                match silent {
+                    Some(timer) => drop(timer.await),
+                    None => std::future::pending().await,
+                }
+                if busy.load(Ordering::SeqCst) {
+                    std::future::pending::<()>().await;
+                }
+                None
+            })
             .or(async {
                 handle.stopped().await;
                 if busy.load(Ordering::SeqCst) {

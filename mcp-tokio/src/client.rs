@@ -52,13 +52,16 @@ where
 }
 
 /// The HTTP client under [`Client`], set with [`Connect::http`](mcp_proto::driver::Connect::http):
-/// hyper-util's (HTTP/1.1 keep-alive pool, `TCP_NODELAY`, `http://` only) unless
+/// hyper-util's (a keep-alive pool, `TCP_NODELAY`; `https://` through rustls, HTTP/2 when
+/// the server offers it by ALPN, else HTTP/1.1; `http://` in HTTP/1.1) unless
 /// [`http_client`](HttpOptions::http_client) or [`connector`](HttpOptions::connector)
 /// replaces it.
 #[derive(Default)]
 pub struct HttpOptions {
     connect_timeout: Option<Duration>,
     custom: Option<Arc<dyn Transport>>,
+    #[cfg(feature = "tls")]
+    tls: crate::ClientTls,
 }
 
 impl std::fmt::Debug for HttpOptions {
@@ -66,11 +69,20 @@ impl std::fmt::Debug for HttpOptions {
         f.debug_struct("HttpOptions")
             .field("connect_timeout", &self.connect_timeout)
             .field("custom", &self.custom.is_some())
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
 impl HttpOptions {
+    /// What the default HTTP client trusts on `https://` (default: Mozilla's roots,
+    /// [`ClientTls::webpki_roots`](crate::ClientTls::webpki_roots)). Ignored with a custom
+    /// [`http_client`](Self::http_client) or [`connector`](Self::connector).
+    #[cfg(feature = "tls")]
+    pub fn tls(mut self, tls: crate::ClientTls) -> Self {
+        self.tls = tls;
+        self
+    }
+
     /// The TCP connect timeout of the default HTTP client (default: none, the operating
     /// system's). Ignored with a custom [`http_client`](Self::http_client) or
     /// [`connector`](Self::connector), which carry their own.
@@ -129,17 +141,27 @@ impl Engine for Http {
     const NAME: &'static str = "mcp-tokio";
 
     fn build(options: HttpOptions, uri: &Uri) -> Result<(Http, Tokio), ConnectError> {
-        let client = match options.custom {
-            Some(client) => client,
-            None if uri.scheme_str() == Some("http") => {
-                let mut connector = HttpConnector::new();
-                connector.set_nodelay(true);
-                connector.set_connect_timeout(options.connect_timeout);
-                Arc::new(pooled(connector))
+        let mut tcp = HttpConnector::new();
+        tcp.set_nodelay(true);
+        tcp.set_connect_timeout(options.connect_timeout);
+        let client: Arc<dyn Transport> = match (options.custom, uri.scheme_str()) {
+            (Some(client), _) => client,
+            (None, Some("http")) => Arc::new(pooled(tcp)),
+            #[cfg(feature = "tls")]
+            (None, Some("https")) => {
+                tcp.enforce_http(false);
+                let https = hyper_rustls::HttpsConnectorBuilder::new()
+                    .with_tls_config(options.tls.client_config(&[]))
+                    .https_only()
+                    .enable_all_versions()
+                    .wrap_connector(tcp);
+                Arc::new(pooled(https))
             }
-            None => {
+            #[cfg(not(feature = "tls"))]
+            (None, Some("https")) => return Err(ConnectError::TlsUnavailable(uri.to_string())),
+            (None, _) => {
                 return Err(ConnectError::InvalidUrl(format!(
-                    "{uri}: only absolute http:// URLs are supported (or give a connector)"
+                    "{uri}: only absolute http:// and https:// URLs are supported (or give a connector)"
                 )));
             }
         };
@@ -158,12 +180,7 @@ impl Engine for Http {
                 Ok(r) => r,
                 Err(e) => {
                     tracing::debug!(error = %e, "exchange failed");
-                    net.failed(if e.is_connect() {
-                        TransportFailure::Connect
-                    } else {
-                        TransportFailure::Reset
-                    });
-                    return;
+                    return net.failed(failure(&e));
                 }
             };
             let (parts, mut body) = response.into_parts();
@@ -188,6 +205,20 @@ impl Engine for Http {
             }
         });
         Running(task.abort_handle())
+    }
+}
+
+/// How a request failed before its response: in the TLS handshake (as rustls tells),
+/// connecting, or later.
+fn failure(e: &hyper_util::client::legacy::Error) -> TransportFailure {
+    #[cfg(feature = "tls")]
+    if let Some(tls) = mcp_proto::driver::tls::failure(e) {
+        return TransportFailure::Tls(tls);
+    }
+    if e.is_connect() {
+        TransportFailure::Connect
+    } else {
+        TransportFailure::Reset
     }
 }
 
@@ -552,14 +583,23 @@ mod tests {
         drop(client);
     }
 
-    /// The default client refuses what it cannot dial; a custom connector may take any
-    /// absolute URL.
+    /// The default client dials `http://` and (with the `tls` feature) `https://`, and
+    /// refuses anything else; a custom connector may take any absolute URL.
     #[tokio::test]
     async fn url_schemes_follow_the_http_client() {
         assert!(matches!(
-            Client::builder("https://x/mcp").start(),
+            Client::builder("ftp://x/mcp").start(),
             Err(ConnectError::InvalidUrl(_))
         ));
+        let https = Client::builder("https://x/mcp").start();
+        #[cfg(feature = "tls")]
+        assert!(https.is_ok(), "{https:?}");
+        #[cfg(not(feature = "tls"))]
+        assert!(
+            matches!(https, Err(ConnectError::TlsUnavailable(_))),
+            "{https:?}"
+        );
+        drop(https);
         assert!(matches!(
             Client::builder("/mcp").start(),
             Err(ConnectError::InvalidUrl(_))

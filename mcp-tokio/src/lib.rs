@@ -18,12 +18,48 @@
 //! # Ok(()) }
 //! ```
 //!
-//! [`serve`] runs an accept loop of hyper connections (HTTP/1.1, `TCP_NODELAY`) over
-//! [`McpService`], a hyper service whose clones feed one driver task
-//! ([`ServerHandle`](mcp_proto::driver::ServerHandle)). A response body dropped before its
+//! [`serve`] runs an accept loop of hyper connections (HTTP/1.1, and HTTP/2 with prior
+//! knowledge; `TCP_NODELAY`) over [`McpService`], a hyper service whose clones feed one
+//! driver task ([`ServerHandle`](mcp_proto::driver::ServerHandle)). A response body dropped before its
 //! end (the client left) is a disconnect; a body the core cut ends with an error, so hyper
 //! aborts the connection. [`Serving::shutdown_within`] drains: new requests get the core's
 //! 503, GET streams end cleanly, requests in flight finish, then it stops.
+//!
+//! # HTTPS (feature `tls`, on by default)
+//!
+//! `serve_tls` terminates TLS with rustls (`ring` provider) and speaks HTTP/2 or HTTP/1.1 as
+//! ALPN chose. Each handshake runs in its connection's own task under
+//! `ServerTls::handshake_timeout` (default 10 s): a peer that fails it or stalls is dropped
+//! and disturbs no one. The client dials `https://` with hyper-rustls, offers `h2` and
+//! `http/1.1`, and with HTTP/2 carries its GET stream and every POST on one connection; it
+//! trusts Mozilla's roots unless [`HttpOptions::tls`] says otherwise (`ClientTls::roots`,
+//! `ClientTls::native_roots` with the feature `native-roots`, `ClientTls::config`). A
+//! refused certificate fails `connect` with [`ConnectError::Tls`] naming the host.
+//!
+//! ```no_run
+//! # #[cfg(feature = "tls")]
+//! # async fn run(server: mcp_proto::service::Server) -> Result<(), Box<dyn std::error::Error>> {
+//! use mcp_proto::server::ServerConfig;
+//! use mcp_tokio::rustls::pki_types::pem::PemObject;
+//! use mcp_tokio::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+//! use mcp_tokio::{ClientTls, ServerTls};
+//!
+//! let chain = CertificateDer::pem_file_iter("cert.pem")?.collect::<Result<Vec<_>, _>>()?;
+//! let key = PrivateKeyDer::from_pem_file("key.pem")?;
+//! let tls = ServerTls::single_cert(chain, key)?;
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:8443").await?;
+//! let serving = mcp_tokio::serve_tls(listener, server, ServerConfig::default(), tls)?;
+//!
+//! let mut roots = mcp_tokio::rustls::RootCertStore::empty();
+//! for ca in CertificateDer::pem_file_iter("ca.pem")? {
+//!     roots.add(ca?)?;
+//! }
+//! let client = mcp_tokio::Client::builder(serving.url())
+//!     .http(|h| h.tls(ClientTls::roots(roots)))
+//!     .connect()
+//!     .await?;
+//! # let _ = client; Ok(()) }
+//! ```
 //!
 //! # Client
 //!
@@ -42,8 +78,8 @@
 //! HTTP intent becomes a task that streams the response head, body chunks and end (or a
 //! classified failure) back to the driver; an abort aborts that task. [`Client::builder`]
 //! sets mcp-go's options (continuous listening, static headers, a header callback, a preset
-//! session, a bearer-token provider, timeouts); [`Connect::http`] replaces the HTTP client or
-//! its connector (TLS, proxies).
+//! session, a bearer-token provider, timeouts); [`Connect::http`] sets what `https://`
+//! trusts, or replaces the HTTP client or its connector (proxies, Unix sockets).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -52,8 +88,14 @@ mod server;
 
 pub use client::{Client, ConnectBuilder, Http, HttpOptions};
 pub use mcp_proto as proto;
+#[cfg(feature = "tls")]
+pub use mcp_proto::driver::tls::rustls;
+#[cfg(feature = "tls")]
+pub use mcp_proto::driver::{ClientTls, ServerTls};
 pub use mcp_proto::driver::{
     Connect, ConnectError, DriverGone, Limits, RandomSessionIds, ResponseAborted, ServerHandle,
     Serving, ShutdownHandle,
 };
 pub use server::{McpService, ResponseBody, Tokio, serve, serve_with};
+#[cfg(feature = "tls")]
+pub use server::{serve_tls, serve_tls_with};

@@ -1,5 +1,5 @@
-//! The server: [`serve`] (a TCP accept loop of hyper connections) over [`McpService`] (the
-//! hyper service on the driver's [`ServerHandle`]).
+//! The server: [`serve`] and `serve_tls` (a TCP accept loop of hyper connections, HTTP/1.1
+//! and HTTP/2) over [`McpService`] (the hyper service on the driver's [`ServerHandle`]).
 
 use std::future::Future;
 use std::io;
@@ -11,16 +11,17 @@ use std::time::Instant;
 use bytes::Bytes;
 use http::{Request, Response};
 use http_body::{Body, Frame, SizeHint};
-use hyper::server::conn::http1;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper::body::Incoming;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
 use mcp_proto::driver::{
     DriverGone, Latch, Limits, ResponseAborted, ResponseStream, Runtime, ServerHandle, Serving,
+    accept_loop,
 };
 use mcp_proto::server::ServerConfig;
 use mcp_proto::service::Server;
 use mcp_proto::service::server::BoxFuture;
-use tokio::net::TcpListener;
-use tokio::task::JoinSet;
+use tokio::net::{TcpListener, TcpStream};
 
 /// tokio as the driver's [`Runtime`]: `tokio::spawn` and tokio's timer.
 #[derive(Debug, Clone, Copy, Default)]
@@ -38,8 +39,8 @@ impl Runtime for Tokio {
     }
 }
 
-/// Serves `server` on `listener` (HTTP/1.1, `TCP_NODELAY` on every connection) until
-/// [`Serving::shutdown`].
+/// Serves `server` on `listener` (HTTP/1.1, and HTTP/2 with prior knowledge: h2c;
+/// `TCP_NODELAY` on every connection) until [`Serving::shutdown`].
 ///
 /// `config` is adjusted as every adapter must: session ids from
 /// [`RandomSessionIds`](crate::RandomSessionIds) unless it has a generator, and
@@ -72,55 +73,140 @@ pub fn serve_with(
     config: ServerConfig,
     limits: Limits,
 ) -> io::Result<Serving> {
-    let (serving, accepting) =
-        Serving::start(&Tokio, listener.local_addr()?, server, config, limits);
+    let started = Serving::start(&Tokio, listener.local_addr()?, server, config, limits);
+    Ok(launch(
+        listener,
+        started,
+        Box::new(|tcp, peer, service| Box::pin(connection(TokioIo::new(tcp), peer, service))),
+    ))
+}
+
+/// [`serve`] over TLS: each connection's handshake (under
+/// [`ServerTls::handshake_timeout`](crate::ServerTls::handshake_timeout)) runs in its own
+/// task, so a peer that fails it or stalls concerns itself alone; then HTTP/2 or HTTP/1.1,
+/// as ALPN chose. [`Serving::url`] is `https://`.
+///
+/// # Errors
+///
+/// When the listener's local address cannot be read.
+///
+/// # Panics
+///
+/// Outside a tokio runtime.
+#[cfg(feature = "tls")]
+pub fn serve_tls(
+    listener: TcpListener,
+    server: Server,
+    config: ServerConfig,
+    tls: crate::ServerTls,
+) -> io::Result<Serving> {
+    serve_tls_with(listener, server, config, Limits::default(), tls)
+}
+
+/// [`serve_tls`] with explicit driver queue bounds ([`Limits`]).
+///
+/// # Errors
+///
+/// When the listener's local address cannot be read.
+///
+/// # Panics
+///
+/// Outside a tokio runtime.
+#[cfg(feature = "tls")]
+pub fn serve_tls_with(
+    listener: TcpListener,
+    server: Server,
+    config: ServerConfig,
+    limits: Limits,
+    tls: crate::ServerTls,
+) -> io::Result<Serving> {
+    let started = Serving::start_https(&Tokio, listener.local_addr()?, server, config, limits);
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls.server_config(&[b"h2", b"http/1.1"]));
+    let serve_one: ServeOne = Box::new(move |tcp, peer, service| {
+        let (handshake, tls) = (acceptor.accept(tcp), tls.clone());
+        Box::pin(async move {
+            let handle = service.handle.clone();
+            let tls_stream =
+                mcp_proto::driver::tls::handshake(&Tokio, &tls, &handle, peer, handshake).await;
+            if let Some(stream) = tls_stream {
+                connection(TokioIo::new(stream), peer, service).await;
+            }
+        })
+    });
+    Ok(launch(listener, started, serve_one))
+}
+
+/// What runs one accepted connection.
+type ServeOne = Box<dyn Fn(TcpStream, SocketAddr, McpService) -> BoxFuture<'static, ()> + Send>;
+
+fn launch(listener: TcpListener, started: (Serving, Latch), serve_one: ServeOne) -> Serving {
+    let (serving, accepting) = started;
     let service = McpService {
         handle: serving.handle().clone(),
     };
-    tokio::spawn(accept_loop(listener, service, accepting));
-    Ok(serving)
+    let handle = service.handle.clone();
+    let serve = move |tcp, peer| serve_one(tcp, peer, service.clone());
+    tokio::spawn(accept_loop(
+        Tokio,
+        handle,
+        accepting,
+        Accepted(listener),
+        serve,
+    ));
+    serving
 }
 
-async fn accept_loop(listener: TcpListener, service: McpService, accepting: Latch) {
-    let mut connections = JoinSet::new();
-    let mut draining = std::pin::pin!(service.handle.draining());
-    loop {
-        tokio::select! {
-            biased;
-            () = &mut draining => break,
-            Some(_) = connections.join_next(), if !connections.is_empty() => {}
-            accepted = listener.accept() => match accepted {
-                Ok((tcp, peer)) => {
-                    if let Err(e) = tcp.set_nodelay(true) {
-                        tracing::debug!(%peer, error = %e, "TCP_NODELAY");
-                    }
-                    connections.spawn(connection(tcp, peer, service.clone()));
-                }
-                // Per-connection failures (resets, fd limits) must not end the server.
-                Err(e) => {
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::task::yield_now().await;
-                }
-            },
-        }
+/// The listener as the accept loop's stream of connections, `TCP_NODELAY` on each.
+struct Accepted(TcpListener);
+
+impl futures_core::Stream for Accepted {
+    type Item = io::Result<(TcpStream, SocketAddr)>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.0.poll_accept(cx).map(|accepted| {
+            if let Ok((tcp, peer)) = &accepted
+                && let Err(e) = tcp.set_nodelay(true)
+            {
+                tracing::debug!(%peer, error = %e, "TCP_NODELAY");
+            }
+            Some(accepted)
+        })
     }
-    drop(listener);
-    while connections.join_next().await.is_some() {}
-    accepting.set();
 }
 
-/// Serves one connection until it ends or the driver stopped (the end of a drain: the
-/// connection then closes after its response in progress).
-async fn connection(tcp: tokio::net::TcpStream, peer: SocketAddr, service: McpService) {
+/// Serves one connection, HTTP/1.1 or HTTP/2 (hyper-util's `auto`: by the client's first
+/// bytes), until it ends, sends no request within [`Limits::first_request_timeout`], or the
+/// driver stopped (the end of a drain: the connection then closes after its responses in
+/// progress, an HTTP/2 one with a GOAWAY).
+async fn connection<I>(io: I, peer: SocketAddr, service: McpService)
+where
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+{
     let stopped = service.handle.stopped();
+    let first_request = service.handle.limits().first_request_timeout;
+    let served = Latch::new();
+    let on_request = served.clone();
+    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+        on_request.set();
+        let service = service.clone();
+        async move { service.handle(req).await }
+    });
     // hyper's timer: its own defaults (the header read timeout) then apply, so a client that
     // never finishes a request head cannot hold the connection forever.
-    let conn = http1::Builder::new()
-        .timer(TokioTimer::new())
-        .serve_connection(TokioIo::new(tcp), service);
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder.http1().timer(TokioTimer::new());
+    builder.http2().timer(TokioTimer::new());
+    let conn = builder.serve_connection(io, service);
     let mut conn = std::pin::pin!(conn);
+    let silent = async {
+        tokio::time::sleep(first_request).await;
+        if served.is_set() {
+            std::future::pending::<()>().await;
+        }
+    };
     let result = tokio::select! {
         result = conn.as_mut() => result,
+        () = silent => return tracing::debug!(%peer, "no request in time"),
         () = stopped => {
             conn.as_mut().graceful_shutdown();
             conn.await

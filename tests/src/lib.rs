@@ -3,7 +3,8 @@
 //! clock ([`exec`]), the in-memory client/server pair ([`loopback`]), the service over the
 //! real transport in memory ([`pair`]), and the client and server transport harnesses
 //! ([`client_harness`], [`server_harness`]), and the two runtime adapters behind one interface
-//! ([`runtime`]) for the end-to-end suite and the binaries.
+//! ([`runtime`], plain or over HTTPS with certificates made by [`tls`]) for the end-to-end
+//! suite and the binaries.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -18,6 +19,7 @@ pub mod pair;
 pub mod runtime;
 pub mod server_harness;
 pub mod shape;
+pub mod tls;
 pub mod users;
 
 use std::path::{Path, PathBuf};

@@ -6,6 +6,10 @@
 //! the builder) through `mcp_proto::driver`; what differs is only which engine a client runs
 //! on, how to block on and time out a future, and the listener type.
 //!
+//! The TLS dimension is [`Security`]: [`Runtime::serve_over`] and [`Runtime::connect_over`]
+//! serve and connect over plain HTTP or over HTTPS with a [`TestPki`] (the client trusting
+//! that test CA alone), so that a scenario runs over either on every runtime pair.
+//!
 //! The tokio adapter must be called from inside a tokio runtime (it spawns there). The smol
 //! adapter spawns its tasks on smol's global executor and its sockets use smol's reactor,
 //! whoever awaits its futures: a test body run by `#[tokio::test]` drives a smol server and
@@ -15,6 +19,7 @@ use std::fmt;
 use std::io;
 use std::net::SocketAddr;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_proto::client::ClientConfig;
@@ -22,6 +27,8 @@ pub use mcp_proto::driver::{ConnectError, Limits, Serving, ShutdownHandle};
 use mcp_proto::server::ServerConfig;
 use mcp_proto::service::Server;
 use mcp_proto::service::client::{Client as ServiceClient, ClientBuilder};
+
+use crate::tls::TestPki;
 
 /// A runtime adapter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +67,22 @@ impl FromStr for Runtime {
             "smol" => Ok(Runtime::Smol),
             other => Err(format!("unknown runtime {other:?} (tokio or smol)")),
         }
+    }
+}
+
+/// Plain HTTP, or HTTPS with a test CA and a server certificate for the loopback names.
+#[derive(Debug, Clone)]
+pub enum Security {
+    /// `http://`.
+    Plain,
+    /// `https://`: the server presents the PKI's certificate, clients trust its CA alone.
+    Tls(Arc<TestPki>),
+}
+
+impl Security {
+    /// HTTPS with a fresh [`TestPki::loopback`].
+    pub fn tls() -> Security {
+        Security::Tls(Arc::new(TestPki::loopback()))
     }
 }
 
@@ -192,6 +215,114 @@ impl Runtime {
     pub async fn serve(self, server: Server, config: ServerConfig) -> io::Result<Serving> {
         self.serve_on(SocketAddr::from(([127, 0, 0, 1], 0)), server, config)
             .await
+    }
+
+    /// Serves `server` on an ephemeral loopback port, over `security`.
+    ///
+    /// # Errors
+    ///
+    /// When no port can be bound.
+    pub async fn serve_over(
+        self,
+        security: &Security,
+        server: Server,
+        config: ServerConfig,
+    ) -> io::Result<Serving> {
+        match security {
+            Security::Plain => self.serve(server, config).await,
+            Security::Tls(pki) => self.serve_tls(server, config, pki.server_tls()).await,
+        }
+    }
+
+    /// Serves `server` over HTTPS with `tls` on an ephemeral loopback port.
+    ///
+    /// # Errors
+    ///
+    /// When no port can be bound.
+    pub async fn serve_tls(
+        self,
+        server: Server,
+        config: ServerConfig,
+        tls: mcp_proto::driver::ServerTls,
+    ) -> io::Result<Serving> {
+        self.serve_tls_with(server, config, Limits::default(), tls)
+            .await
+    }
+
+    /// [`serve_tls`](Runtime::serve_tls) with the driver's `limits`.
+    ///
+    /// # Errors
+    ///
+    /// When no port can be bound.
+    pub async fn serve_tls_with(
+        self,
+        server: Server,
+        config: ServerConfig,
+        limits: Limits,
+        tls: mcp_proto::driver::ServerTls,
+    ) -> io::Result<Serving> {
+        let addr = SocketAddr::from(([127, 0, 0, 1], 0));
+        match self {
+            Runtime::Tokio => {
+                let listener = tokio::net::TcpListener::bind(addr).await?;
+                mcp_tokio::serve_tls_with(listener, server, config, limits, tls)
+            }
+            Runtime::Smol => {
+                let listener = smol::net::TcpListener::bind(addr).await?;
+                mcp_smol::serve_tls_with(listener, server, config, limits, tls)
+            }
+        }
+    }
+
+    /// Connects over `security` (over HTTPS, trusting the test CA alone) and initializes.
+    ///
+    /// # Errors
+    ///
+    /// As the adapters' `connect`.
+    pub async fn connect_over(
+        self,
+        security: &Security,
+        url: &str,
+        builder: ClientBuilder,
+        config: ClientConfig,
+    ) -> Result<Client, ConnectError> {
+        let Security::Tls(pki) = security else {
+            return self.connect_with(url, builder, config).await;
+        };
+        self.connect_trusting(url, builder, config, pki.client_tls())
+            .await
+    }
+
+    /// Connects trusting `tls` (and nothing else) on `https://`, and initializes.
+    ///
+    /// # Errors
+    ///
+    /// As the adapters' `connect`.
+    pub async fn connect_trusting(
+        self,
+        url: &str,
+        builder: ClientBuilder,
+        config: ClientConfig,
+        tls: mcp_proto::driver::ClientTls,
+    ) -> Result<Client, ConnectError> {
+        Ok(match self {
+            Runtime::Tokio => Client::Tokio(
+                mcp_tokio::Client::builder(url)
+                    .definition(builder)
+                    .config(config)
+                    .http(|h| h.tls(tls))
+                    .connect()
+                    .await?,
+            ),
+            Runtime::Smol => Client::Smol(
+                mcp_smol::Client::builder(url)
+                    .definition(builder)
+                    .config(config)
+                    .http(|h| h.tls(tls))
+                    .connect()
+                    .await?,
+            ),
+        })
     }
 
     /// Connects and initializes with a client definition and a transport configuration.

@@ -22,7 +22,7 @@ use hyper_util::rt::TokioIo;
 use mcp_proto::server::{AuthDecision, ProtectedResourceMetadata, RequestHead, ServerConfig};
 use mcp_proto::service::Server;
 use mcp_proto::service::client::Client as ServiceClient;
-use mcp_tests::runtime::{ConnectError, Runtime, Serving};
+use mcp_tests::runtime::{ConnectError, Runtime, Security, Serving};
 use mcp_tests::users;
 use serde_json::{Value, json};
 
@@ -432,7 +432,8 @@ async fn a_foreign_origin_is_refused(rt: Runtime) {
 // Client scenarios: one client runtime.
 // ---------------------------------------------------------------------------------------
 
-/// A refused connection fails `initialize` (no hang); a non-http URL is refused at once.
+/// A refused connection fails `initialize` (no hang); a URL neither http nor https is
+/// refused at once.
 async fn the_client_reports_a_refused_connection(rt: Runtime) {
     // Bind and drop: nothing listens on the port any more.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -444,7 +445,7 @@ async fn the_client_reports_a_refused_connection(rt: Runtime) {
     assert!(matches!(err, ConnectError::Initialize(_)), "{err}");
     assert!(matches!(
         rt.start(
-            "https://x/mcp",
+            "ftp://x/mcp",
             mcp_proto::service::client::Client::builder("t", "1"),
             Default::default()
         ),
@@ -458,10 +459,43 @@ async fn the_client_reports_a_refused_connection(rt: Runtime) {
 
 /// The typed client against the users server: tools, calls, a tool error, close (DELETE).
 async fn the_client_drives_the_users_server(server: Runtime, client_rt: Runtime) {
-    let serving = start(server, ServerConfig::default()).await;
-    let client = bounded("connect", client_rt.connect(serving.url()))
-        .await
-        .expect("connect");
+    drive_the_users_server(server, client_rt, &Security::Plain).await;
+}
+
+/// [`the_client_drives_the_users_server`] over HTTPS (HTTP/2 between the tokio client and
+/// server, HTTP/1.1 when either is smol).
+async fn the_client_drives_the_users_server_over_https(server: Runtime, client_rt: Runtime) {
+    drive_the_users_server(server, client_rt, &Security::tls()).await;
+}
+
+async fn drive_the_users_server(server: Runtime, client_rt: Runtime, security: &Security) {
+    let serving = bounded(
+        "bind",
+        server.serve_over(security, users::server(), ServerConfig::default()),
+    )
+    .await
+    .expect("serve");
+    let scheme = if matches!(security, Security::Plain) {
+        "http"
+    } else {
+        "https"
+    };
+    assert!(
+        serving.url().starts_with(&format!("{scheme}://")),
+        "{}",
+        serving.url()
+    );
+    let client = bounded(
+        "connect",
+        client_rt.connect_over(
+            security,
+            serving.url(),
+            ServiceClient::builder("e2e", "1"),
+            mcp_proto::client::ClientConfig::new(),
+        ),
+    )
+    .await
+    .expect("connect");
     assert_eq!(
         client.server_info().map(|i| i.server_info.name),
         Some("StreamableHTTP API Server".to_owned())
@@ -507,6 +541,16 @@ async fn the_client_drives_the_users_server(server: Runtime, client_rt: Runtime)
 /// server→client requests (sampling, elicitation), and a stream the server closes for
 /// polling that the client resumes (S-POST-22, S-RES-*).
 async fn everything_over_loopback(server: Runtime, client_rt: Runtime) {
+    everything_over(server, client_rt, &Security::Plain).await;
+}
+
+/// [`everything_over_loopback`] over HTTPS: SSE responses, the GET stream (continuous
+/// listening) and resumption through TLS, on HTTP/2 between the tokio client and server.
+async fn everything_over_https(server: Runtime, client_rt: Runtime) {
+    everything_over(server, client_rt, &Security::tls()).await;
+}
+
+async fn everything_over(server: Runtime, client_rt: Runtime, security: &Security) {
     use mcp_proto::schema::LoggingLevel;
     use mcp_proto::service::client::{RequestOptions, ServerNotification};
     use mcp_tests::everything;
@@ -514,10 +558,16 @@ async fn everything_over_loopback(server: Runtime, client_rt: Runtime) {
     use std::sync::{Arc, Mutex};
 
     let config = ServerConfig::default().with_retry_interval(Duration::from_millis(50));
-    let serving = serve(server, everything::server(), config).await;
+    let serving = bounded(
+        "bind",
+        server.serve_over(security, everything::server(), config),
+    )
+    .await
+    .expect("serve");
     let client = bounded(
         "connect",
-        client_rt.connect_with(
+        client_rt.connect_over(
+            security,
             serving.url(),
             conformance_client(),
             mcp_proto::client::ClientConfig::new().with_continuous_listening(true),
@@ -1292,6 +1342,234 @@ async fn an_async_authenticator_guards_the_endpoint(rt: Runtime) {
     bounded("shutdown", serving.shutdown()).await;
 }
 
+// ---------------------------------------------------------------------------------------
+// HTTPS: refused certificates, peers that fail or stall their handshake.
+// ---------------------------------------------------------------------------------------
+
+/// A certificate that is not for the host dialled, and one from a CA the client does not
+/// trust, are each refused with the typed error that names the host and says why.
+async fn refused_certificates_fail_typed_naming_the_host(server: Runtime, client_rt: Runtime) {
+    use mcp_proto::client::TlsFailure;
+    use mcp_tests::tls::TestPki;
+    let connect = |url: String, trusted: &TestPki| {
+        let tls = trusted.client_tls();
+        async move {
+            let builder = ServiceClient::builder("e2e", "1");
+            let config = mcp_proto::client::ClientConfig::new();
+            bounded(
+                "connect",
+                client_rt.connect_trusting(&url, builder, config, tls),
+            )
+            .await
+        }
+    };
+    // Valid for `localhost` only; the URL names 127.0.0.1.
+    let localhost_only = TestPki::new(&["localhost"]);
+    let serving = bounded(
+        "bind",
+        server.serve_tls(
+            users::server(),
+            ServerConfig::default(),
+            localhost_only.server_tls(),
+        ),
+    )
+    .await
+    .expect("serve");
+    let err = connect(serving.url().to_owned(), &localhost_only)
+        .await
+        .expect_err("a certificate for another name");
+    assert!(
+        matches!(&err, ConnectError::Tls { host, reason: TlsFailure::NameMismatch } if host == "127.0.0.1"),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("127.0.0.1"), "{err}");
+    bounded("shutdown", serving.shutdown()).await;
+
+    // Signed by a CA the client does not trust.
+    let pki = TestPki::loopback();
+    let serving = bounded(
+        "bind",
+        server.serve_tls(users::server(), ServerConfig::default(), pki.server_tls()),
+    )
+    .await
+    .expect("serve");
+    let err = connect(serving.url().to_owned(), &TestPki::loopback())
+        .await
+        .expect_err("an unknown CA");
+    assert!(
+        matches!(&err, ConnectError::Tls { host, reason: TlsFailure::UnknownIssuer } if host == "127.0.0.1"),
+        "{err:?}"
+    );
+    // The control: the right CA gets a session.
+    let client = connect(serving.url().to_owned(), &pki)
+        .await
+        .expect("the server's own CA");
+    bounded("close", client.close()).await;
+    bounded("shutdown", serving.shutdown()).await;
+}
+
+/// Peers that send plaintext HTTP or garbage to a TLS server are dropped without a
+/// response, a silent one is dropped at the handshake timeout, and none of them disturbs a
+/// real client meanwhile; a handshake still pending does not delay the shutdown.
+async fn failed_and_stalled_handshakes_disturb_no_one(rt: Runtime) {
+    use mcp_tests::tls::TestPki;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let pki = TestPki::loopback();
+    // Long enough for the real client below to be done before the silent peer is dropped.
+    let timeout = Duration::from_millis(1500);
+    let tls = pki.server_tls().with_handshake_timeout(timeout);
+    let serving = bounded(
+        "bind",
+        rt.serve_tls(users::server(), ServerConfig::default(), tls),
+    )
+    .await
+    .expect("serve");
+    let addr = serving.local_addr();
+    let dial = || async move {
+        bounded("dial", tokio::net::TcpStream::connect(addr))
+            .await
+            .expect("dial")
+    };
+    let mut silent = dial().await;
+    let opened = std::time::Instant::now();
+    let mut plain = dial().await;
+    let request = format!("POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 2\r\n\r\n{{}}");
+    plain.write_all(request.as_bytes()).await.expect("write");
+    let mut garbage = dial().await;
+    let noise: Vec<u8> = (0u8..=255).cycle().skip(7).take(4096).collect();
+    garbage.write_all(&noise).await.expect("write");
+
+    let client = bounded(
+        "connect",
+        Runtime::Tokio.connect_trusting(
+            serving.url(),
+            ServiceClient::builder("e2e", "1"),
+            mcp_proto::client::ClientConfig::new(),
+            pki.client_tls(),
+        ),
+    )
+    .await
+    .expect("a real client gets its session");
+    let created = bounded(
+        "create_user",
+        client.call_tool(
+            "create_user",
+            json!({"name": "Al", "email": "al@x.io", "age": 3}),
+        ),
+    )
+    .await
+    .expect("create_user");
+    assert_eq!(created.is_error, None, "{created:?}");
+    assert!(
+        opened.elapsed() < timeout,
+        "the real client must not wait for the silent peer's handshake"
+    );
+
+    for (what, peer) in [("plaintext", &mut plain), ("garbage", &mut garbage)] {
+        let mut seen = Vec::new();
+        // The server answers with at most a TLS alert, then closes.
+        let _ = bounded(what, peer.read_to_end(&mut seen)).await;
+        assert!(!seen.starts_with(b"HTTP/"), "{what}: {seen:?}");
+    }
+    let mut one = [0u8; 1];
+    let read = bounded("the silent peer is dropped", silent.read(&mut one)).await;
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+    assert!(
+        opened.elapsed() >= timeout / 2,
+        "dropped at the timeout, not at once"
+    );
+    // Still serving after all that.
+    let got = bounded(
+        "get_user",
+        client.call_tool("get_user", json!({"user_id": "user_1"})),
+    )
+    .await
+    .expect("get_user");
+    assert_eq!(got.structured_content.expect("structured")["name"], "Al");
+    bounded("close", client.close()).await;
+    bounded("shutdown", serving.shutdown()).await;
+
+    // With the default (10 s) timeout, a pending handshake ends with the server.
+    let serving = bounded(
+        "bind",
+        rt.serve_tls(users::server(), ServerConfig::default(), pki.server_tls()),
+    )
+    .await
+    .expect("serve");
+    let _silent = tokio::net::TcpStream::connect(serving.local_addr())
+        .await
+        .expect("dial");
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    tokio::time::timeout(Duration::from_secs(3), serving.shutdown())
+        .await
+        .expect("the shutdown does not wait for a pending handshake");
+}
+
+/// A connection that sends no request within `Limits::first_request_timeout` is closed,
+/// over plain TCP and after a TLS handshake alike; one whose first request came in time
+/// keeps its (long) GET stream past that deadline.
+async fn a_connection_without_a_request_is_closed(rt: Runtime) {
+    use mcp_proto::driver::Limits;
+    use mcp_tests::tls::TestPki;
+    use tokio::io::AsyncReadExt;
+    let deadline = Duration::from_millis(300);
+    let limits = Limits::default().with_first_request_timeout(deadline);
+    let config =
+        || ServerConfig::default().with_heartbeat_interval(Some(Duration::from_millis(100)));
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let serving = bounded(
+        "bind",
+        rt.serve_with(loopback, users::server(), config(), limits),
+    )
+    .await
+    .expect("serve");
+    let addr = serving.local_addr();
+    let opened = std::time::Instant::now();
+    let mut silent = tokio::net::TcpStream::connect(addr).await.expect("dial");
+    let id = open_session(addr).await;
+    let mut stream = Req::get(addr, &id).send(addr).await;
+    assert_eq!(stream.status(), StatusCode::OK);
+    let mut one = [0u8; 1];
+    let read = bounded("the silent connection is closed", silent.read(&mut one)).await;
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+    assert!(
+        opened.elapsed() >= deadline / 2,
+        "closed at the deadline, not at once"
+    );
+    // Heartbeats keep coming well past the deadline (each read waits for a new frame once
+    // the buffered ones are taken).
+    while opened.elapsed() < deadline * 3 {
+        let beat = bounded("a heartbeat", stream.body_mut().frame()).await;
+        assert!(
+            matches!(&beat, Some(Ok(f)) if f.is_data()),
+            "the GET stream is still open: {beat:?}"
+        );
+    }
+    drop(stream);
+    bounded("shutdown", serving.shutdown()).await;
+
+    let pki = TestPki::loopback();
+    let serving = bounded(
+        "bind",
+        rt.serve_tls_with(users::server(), config(), limits, pki.server_tls()),
+    )
+    .await
+    .expect("serve");
+    let connector =
+        tokio_rustls::TlsConnector::from(std::sync::Arc::new(pki.client_config(&[b"http/1.1"])));
+    let tcp = tokio::net::TcpStream::connect(serving.local_addr())
+        .await
+        .expect("dial");
+    let name =
+        mcp_proto::driver::tls::rustls::pki_types::ServerName::try_from("127.0.0.1").expect("name");
+    let mut tls = bounded("handshake", connector.connect(name, tcp))
+        .await
+        .expect("handshake");
+    let read = bounded("the silent TLS connection is closed", tls.read(&mut one)).await;
+    assert!(matches!(read, Ok(0) | Err(_)), "{read:?}");
+    bounded("shutdown", serving.shutdown()).await;
+}
+
 macro_rules! e2e {
     (
         server: [$($server:ident),* $(,)?],
@@ -1350,11 +1628,15 @@ e2e! {
         a_dropped_get_stream_is_noticed_before_any_write,
         a_foreign_origin_is_refused,
         an_async_authenticator_guards_the_endpoint,
+        failed_and_stalled_handshakes_disturb_no_one,
+        a_connection_without_a_request_is_closed,
     ],
     client: [the_client_reports_a_refused_connection],
     pair: [
         the_client_drives_the_users_server,
+        the_client_drives_the_users_server_over_https,
         everything_over_loopback,
+        everything_over_https,
         concurrent_calls_all_complete,
         a_panicking_handler_gets_an_internal_error_not_a_hang,
         stateless_mode_end_to_end,
@@ -1363,6 +1645,7 @@ e2e! {
         a_post_stream_closed_for_polling_resumes_without_loss_or_repeat,
         a_post_stream_cut_mid_response_resumes_without_loss_or_repeat,
         listen_opened_and_events_reach_the_app,
+        refused_certificates_fail_typed_naming_the_host,
     ],
 }
 

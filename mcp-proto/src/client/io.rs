@@ -72,7 +72,10 @@ pub enum TransportFailure {
     Reset,
     /// An adapter-level timeout fired.
     Timeout,
-    /// Anything else (TLS, protocol errors below MCP).
+    /// The TLS handshake failed: the server's certificate was refused, or the two sides
+    /// could not agree.
+    Tls(TlsFailure),
+    /// Anything else (protocol errors below MCP).
     Other,
 }
 
@@ -82,7 +85,44 @@ impl fmt::Display for TransportFailure {
             TransportFailure::Connect => "connect failed",
             TransportFailure::Reset => "connection reset",
             TransportFailure::Timeout => "transport timeout",
+            TransportFailure::Tls(reason) => return write!(f, "TLS: {reason}"),
             TransportFailure::Other => "transport failure",
+        })
+    }
+}
+
+/// Why a TLS handshake failed, as far as the TLS library tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum TlsFailure {
+    /// The server's certificate does not chain to a trusted root (an unknown CA, a
+    /// self-signed certificate).
+    UnknownIssuer,
+    /// The certificate is not valid for the host name (or address) dialled.
+    NameMismatch,
+    /// The certificate has expired.
+    Expired,
+    /// The certificate is not valid yet.
+    NotYetValid,
+    /// The certificate was revoked.
+    Revoked,
+    /// Another problem with the certificate (its encoding, signature, purpose...).
+    BadCertificate,
+    /// The handshake failed otherwise: no protocol version or cipher suite in common, an
+    /// alert from the peer, a peer that does not speak TLS.
+    Handshake,
+}
+
+impl fmt::Display for TlsFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TlsFailure::UnknownIssuer => "the certificate's issuer is not trusted",
+            TlsFailure::NameMismatch => "the certificate is not valid for this host name",
+            TlsFailure::Expired => "the certificate has expired",
+            TlsFailure::NotYetValid => "the certificate is not valid yet",
+            TlsFailure::Revoked => "the certificate was revoked",
+            TlsFailure::BadCertificate => "the certificate was refused",
+            TlsFailure::Handshake => "the handshake failed",
         })
     }
 }

@@ -200,7 +200,7 @@ pub use error::{ApiMisuse, ClientError, Limit, ProtocolError};
 pub use event::{ClientEvent, CloseReason, ListenStop, StreamRole};
 pub use io::{
     Delivered, HttpRequest, HttpRequestKind, Input, Output, RequestOutcome, RequestResult,
-    SendReceipt, StreamId, TransportFailure,
+    SendReceipt, StreamId, TlsFailure, TransportFailure,
 };
 pub use wire::{Message, RequestId, Response};
 

@@ -34,7 +34,7 @@ use super::{Runtime, Woke, until};
 use crate::auth::AuthHttpRequest;
 use crate::client::{
     ClientConfig, ClientEvent, ClientSession, HeaderContext, HttpRequest, Input, Output,
-    RequestOutcome, RequestResult, StreamId, TransportFailure,
+    RequestOutcome, RequestResult, StreamId, TlsFailure, TransportFailure,
 };
 use crate::service::bind::{ClientBinding, Routed, Wake};
 use crate::service::client::{Client as ServiceClient, ClientBuilder, RequestError};
@@ -81,6 +81,16 @@ pub trait Engine: Sized + Send + 'static {
 pub enum ConnectError {
     /// The URL is not absolute, or its scheme is not one the HTTP client speaks.
     InvalidUrl(String),
+    /// The URL is `https://` and this build has no TLS (the adapter's `tls` feature is off).
+    TlsUnavailable(String),
+    /// The TLS handshake with `host` failed during `initialize`: its certificate was refused
+    /// (`reason` says why), or the two sides could not agree.
+    Tls {
+        /// The host dialled (a name or an address, without the port).
+        host: String,
+        /// Why.
+        reason: TlsFailure,
+    },
     /// `initialize` failed.
     Initialize(RequestError),
     /// The OAuth configuration cannot work ([`Connect::oauth`]).
@@ -91,6 +101,10 @@ impl std::fmt::Display for ConnectError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ConnectError::InvalidUrl(why) => write!(f, "invalid URL: {why}"),
+            ConnectError::TlsUnavailable(url) => {
+                write!(f, "{url}: this build has no TLS (the `tls` feature is off)")
+            }
+            ConnectError::Tls { host, reason } => write!(f, "TLS with {host} failed: {reason}"),
             ConnectError::Initialize(e) => write!(f, "initialize failed: {e}"),
             ConnectError::OAuth(e) => write!(f, "OAuth: {e}"),
         }
@@ -102,7 +116,26 @@ impl std::error::Error for ConnectError {
         match self {
             ConnectError::Initialize(e) => Some(e),
             ConnectError::OAuth(e) => Some(e),
-            ConnectError::InvalidUrl(_) => None,
+            _ => None,
+        }
+    }
+}
+
+impl ConnectError {
+    /// The error of a failed `initialize` to `uri`: [`Tls`](ConnectError::Tls) when the
+    /// exchange failed in its TLS handshake.
+    fn initialize(error: RequestError, uri: &Uri) -> ConnectError {
+        use crate::client::ClientError;
+        use crate::service::PeerError;
+        match &error {
+            RequestError::Transport(
+                PeerError::Interrupted(ClientError::Transport(TransportFailure::Tls(reason)))
+                | PeerError::Client(ClientError::Transport(TransportFailure::Tls(reason))),
+            ) => ConnectError::Tls {
+                host: uri.host().unwrap_or_default().to_owned(),
+                reason: *reason,
+            },
+            _ => ConnectError::Initialize(error),
         }
     }
 }
@@ -615,13 +648,14 @@ impl<E: Engine> Connect<E> {
     ///
     /// As [`start`](Self::start); an `initialize` that fails.
     pub async fn connect(self) -> Result<Client<E>, ConnectError> {
+        let uri = parse_url(&self.url)?;
         let (client, ready) = self.launch()?;
         if !ready {
             client
                 .client
                 .initialize()
                 .await
-                .map_err(ConnectError::Initialize)?;
+                .map_err(|e| ConnectError::initialize(e, &uri))?;
         }
         Ok(client)
     }
@@ -637,15 +671,7 @@ impl<E: Engine> Connect<E> {
 
     /// Starts the driver; also says whether the session is ready without an `initialize`.
     fn launch(self) -> Result<(Client<E>, bool), ConnectError> {
-        let url = self.url.as_str();
-        let uri: Uri = url
-            .parse()
-            .map_err(|e: http::uri::InvalidUri| ConnectError::InvalidUrl(format!("{url}: {e}")))?;
-        if uri.scheme().is_none() || uri.authority().is_none() {
-            return Err(ConnectError::InvalidUrl(format!(
-                "{url}: only absolute URLs are supported"
-            )));
-        }
+        let uri = parse_url(&self.url)?;
         let (engine, rt) = E::build(self.options, &uri)?;
         let mut config = self.config;
         if let Some(headers) = self.headers {
@@ -662,8 +688,9 @@ impl<E: Engine> Connect<E> {
             Some(o) => {
                 let retries = o.config.limits().max_authorization_retries;
                 config = config.with_authorization_hold(Some(retries));
-                let machine = crate::auth::OAuthClient::new(o.config, url, super::oauth::OsEntropy)
-                    .map_err(ConnectError::OAuth)?;
+                let machine =
+                    crate::auth::OAuthClient::new(o.config, &self.url, super::oauth::OsEntropy)
+                        .map_err(ConnectError::OAuth)?;
                 Some(super::oauth::AuthPart::new(
                     machine,
                     o.on_authorize,
@@ -698,6 +725,19 @@ impl<E: Engine> Connect<E> {
         };
         Ok((client, ready))
     }
+}
+
+/// `url` as an absolute URI.
+fn parse_url(url: &str) -> Result<Uri, ConnectError> {
+    let uri: Uri = url
+        .parse()
+        .map_err(|e: http::uri::InvalidUri| ConnectError::InvalidUrl(format!("{url}: {e}")))?;
+    if uri.scheme().is_none() || uri.authority().is_none() {
+        return Err(ConnectError::InvalidUrl(format!(
+            "{url}: only absolute URLs are supported"
+        )));
+    }
+    Ok(uri)
 }
 
 /// A jitter seed from the operating system's random source (a fixed one if it has none:

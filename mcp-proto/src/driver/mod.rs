@@ -15,10 +15,14 @@
 //!   [`exchange`](ServerHandle::exchange) (head, body pump with backpressure, the reply
 //!   stream that reports what the HTTP library took), the bounded inbound queue
 //!   ([`Limits`]), draining shutdown, session ids from the OS ([`RandomSessionIds`]), the
-//!   running server's handle ([`Serving`]);
+//!   running server's handle ([`Serving`]) and its [`accept_loop`];
 //! - the **client** side ([`Client`], [`Connect`]): the builder vocabulary of every adapter,
 //!   the intent ↔ exchange map, network events ([`NetEvents`]), event severity, close and
 //!   drop, handlers of server requests stopped with the driver.
+//!
+//! - **HTTPS** ([`tls`], feature `tls`): the client's trust ([`ClientTls`]), the server's
+//!   certificate and handshake timeout ([`ServerTls`]), the handshake under that timeout,
+//!   rustls' errors classified as [`TlsFailure`](crate::client::TlsFailure)s.
 //!
 //! The per-turn logic is also usable without the async loop: [`ServerDriver`] and
 //! [`ClientDriver`] take inputs and pump synchronously, for a driver of one's own; a
@@ -41,6 +45,8 @@ mod memory;
 mod oauth;
 mod server;
 mod signal;
+#[cfg(feature = "tls")]
+pub mod tls;
 
 use std::future::Future;
 use std::time::Instant;
@@ -53,15 +59,18 @@ pub use oauth::{AuthorizeHandler, OAuth, SharedTokenStore};
 pub use server::{
     Disconnector, DriverGone, Exchange, ExchangeSink, Limits, RandomSessionIds, Reply, Response,
     ResponseAborted, ResponseStream, ServerDriver, ServerHandle, Serving, ShutdownHandle, ToDriver,
+    accept_loop,
 };
 pub use signal::Latch;
+#[cfg(feature = "tls")]
+pub use tls::{ClientTls, ServerTls};
 
 use crate::service::server::BoxFuture;
 
 /// What a runtime gives the driver: a clock, a timer, and a way to run tasks.
 pub trait Runtime: Clone + Send + Sync + 'static {
-    /// The timer future of [`sleep_until`](Runtime::sleep_until).
-    type Sleep: Future<Output = ()> + Send + 'static;
+    /// The timer future of [`sleep_until`](Runtime::sleep_until) (its output is ignored).
+    type Sleep: Future + Send + 'static;
 
     /// Completes at `deadline` (at once if it has passed).
     fn sleep_until(&self, deadline: Instant) -> Self::Sleep;
@@ -80,7 +89,9 @@ fn binding_sleep<R: Runtime>(rt: &R) -> crate::service::bind::Sleep {
     let rt = rt.clone();
     std::sync::Arc::new(move |d| {
         let sleep = rt.sleep_until(rt.now() + d);
-        Box::pin(sleep)
+        Box::pin(async move {
+            sleep.await;
+        })
     })
 }
 
@@ -126,7 +137,7 @@ async fn wait<R: Runtime, T>(
             return Poll::Ready(Woke::Wake);
         }
         match sleep.as_mut().as_pin_mut().map(|s| s.poll(cx)) {
-            Some(Poll::Ready(())) => Poll::Ready(Woke::Deadline),
+            Some(Poll::Ready(_)) => Poll::Ready(Woke::Deadline),
             _ => Poll::Pending,
         }
     })

@@ -49,7 +49,8 @@ use crate::service::Server;
 use crate::service::bind::{Routed, ServerBinding, Sleep, Wake};
 use crate::service::server::BoxFuture;
 
-/// The driver's queue bounds (plain capacities: no protocol meaning).
+/// The driver's queue bounds and the connections' first deadline (plain capacities and
+/// durations: no protocol meaning).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Limits {
@@ -58,18 +59,36 @@ pub struct Limits {
     /// reading more. Default 1024. (What a response may hold is bounded by the core:
     /// `ServerConfig::send_window`.)
     pub inbound: usize,
+    /// How long an accepted connection may take to send the head of its first request
+    /// (counted after its TLS handshake, if any): the adapter closes a slower one, HTTP/1.1
+    /// or HTTP/2. Default [`DEFAULT_FIRST_REQUEST_TIMEOUT`](Limits::DEFAULT_FIRST_REQUEST_TIMEOUT).
+    /// The heads of later requests on a kept-alive connection are bounded by the HTTP
+    /// library (hyper: 30 s; async-h1: 60 s).
+    pub first_request_timeout: Duration,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { inbound: 1024 }
+        Limits {
+            inbound: 1024,
+            first_request_timeout: Self::DEFAULT_FIRST_REQUEST_TIMEOUT,
+        }
     }
 }
 
 impl Limits {
+    /// The default [`first_request_timeout`](Limits::first_request_timeout): 30 s.
+    pub const DEFAULT_FIRST_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
     /// Sets [`Limits::inbound`] (at least 1).
     pub fn with_inbound(mut self, capacity: usize) -> Self {
         self.inbound = capacity.max(1);
+        self
+    }
+
+    /// Sets [`Limits::first_request_timeout`].
+    pub fn with_first_request_timeout(mut self, timeout: Duration) -> Self {
+        self.first_request_timeout = timeout;
         self
     }
 }
@@ -498,7 +517,7 @@ impl ServerHandle {
         config: ServerConfig,
         limits: Limits,
     ) -> ServerHandle {
-        let limits = Limits::default().with_inbound(limits.inbound);
+        let limits = limits.with_inbound(limits.inbound);
         let config = config.or_session_ids(RandomSessionIds);
         let report_every = config.write_report_threshold();
         let auth = AuthStep::new(&config, binding_sleep(rt));
@@ -885,6 +904,62 @@ async fn run<R: Runtime>(
     tracing::debug!(?driver, "mcp driver stopped");
 }
 
+/// For adapters: the accept loop of a [`Serving`]. Takes connections from `incoming` (the
+/// listener) until a shutdown starts ([`ServerHandle::draining`]) and runs each with `serve`
+/// in a task of its own; a failed accept (a reset, a file-descriptor limit) is logged and
+/// never ends the server. Then it drops `incoming`, waits until every connection has ended
+/// and sets `accepting` (the latch of [`Serving::start`]).
+pub async fn accept_loop<R, S, I, F>(
+    rt: R,
+    handle: ServerHandle,
+    accepting: Latch,
+    mut incoming: I,
+    serve: F,
+) where
+    R: Runtime,
+    I: Stream<Item = std::io::Result<(S, std::net::SocketAddr)>> + Unpin,
+    F: Fn(S, std::net::SocketAddr) -> BoxFuture<'static, ()>,
+{
+    // Every connection task holds a sender: the receiver ends once they all have ended.
+    let (live, mut ended) = mpsc::unbounded::<std::convert::Infallible>();
+    let mut draining = std::pin::pin!(handle.draining());
+    loop {
+        let accepted = std::future::poll_fn(|cx| {
+            if draining.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(None);
+            }
+            Pin::new(&mut incoming).poll_next(cx)
+        })
+        .await;
+        match accepted {
+            None => break,
+            Some(Ok((stream, peer))) => {
+                let (live, connection) = (live.clone(), serve(stream, peer));
+                rt.spawn(Box::pin(async move {
+                    connection.await;
+                    drop(live);
+                }));
+            }
+            Some(Err(e)) => {
+                tracing::warn!(error = %e, "accept failed");
+                let mut yielded = false;
+                std::future::poll_fn(|cx| {
+                    if std::mem::replace(&mut yielded, true) {
+                        return Poll::Ready(());
+                    }
+                    cx.waker().wake_by_ref();
+                    Poll::Pending
+                })
+                .await;
+            }
+        }
+    }
+    drop(incoming);
+    drop(live);
+    let _ = std::future::poll_fn(|cx| Pin::new(&mut ended).poll_next(cx)).await;
+    accepting.set();
+}
+
 /// A running server: its address and URL, and its [`ServerHandle`]. Dropping it leaves the
 /// server running (until the runtime ends); [`Serving::shutdown`] stops it.
 #[derive(Debug)]
@@ -908,7 +983,29 @@ impl Serving {
         config: ServerConfig,
         limits: Limits,
     ) -> (Serving, Latch) {
-        let url = format!("http://{local_addr}{}", config.endpoint_path);
+        Serving::start_as("http", rt, local_addr, server, config, limits)
+    }
+
+    /// [`start`](Serving::start) for a listener that terminates TLS: the URL is `https://`.
+    pub fn start_https<R: Runtime>(
+        rt: &R,
+        local_addr: std::net::SocketAddr,
+        server: Server,
+        config: ServerConfig,
+        limits: Limits,
+    ) -> (Serving, Latch) {
+        Serving::start_as("https", rt, local_addr, server, config, limits)
+    }
+
+    fn start_as<R: Runtime>(
+        scheme: &str,
+        rt: &R,
+        local_addr: std::net::SocketAddr,
+        server: Server,
+        config: ServerConfig,
+        limits: Limits,
+    ) -> (Serving, Latch) {
+        let url = format!("{scheme}://{local_addr}{}", config.endpoint_path);
         let config = config.bound_to(local_addr.ip());
         let handle = ServerHandle::start(rt, server, config, limits);
         tracing::info!(%url, "serving MCP");
@@ -927,7 +1024,8 @@ impl Serving {
         self.local_addr
     }
 
-    /// The MCP endpoint's URL, e.g. `http://127.0.0.1:8080/mcp`.
+    /// The MCP endpoint's URL, e.g. `http://127.0.0.1:8080/mcp` (`https://` when the server
+    /// terminates TLS).
     pub fn url(&self) -> &str {
         &self.url
     }
