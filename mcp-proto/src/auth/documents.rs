@@ -111,6 +111,25 @@ pub(crate) struct ServerMetadata {
     pub(crate) client_id_metadata_document_supported: bool,
 }
 
+impl ServerMetadata {
+    /// Metadata naming `issuer` and nothing else.
+    pub(crate) fn new(issuer: String) -> Self {
+        ServerMetadata {
+            issuer,
+            authorization_endpoint: None,
+            token_endpoint: None,
+            registration_endpoint: None,
+            scopes_supported: None,
+            response_types_supported: None,
+            grant_types_supported: None,
+            code_challenge_methods_supported: None,
+            token_endpoint_auth_methods_supported: None,
+            iss_parameter_supported: false,
+            client_id_metadata_document_supported: false,
+        }
+    }
+}
+
 pub(crate) fn server_metadata(body: &[u8]) -> Result<ServerMetadata, AuthError> {
     let d = Document::ServerMetadata;
     let m = object(d, body)?;

@@ -23,7 +23,9 @@
 //! its `issuer` must equal the issuer it was fetched for, character for character (RFC 8414
 //! §3.3). With the authorization code grant, `code_challenge_methods_supported` must list
 //! `S256`. Without any protected resource metadata, the MCP endpoint's origin is taken as the
-//! issuer (the 2025-03-26 revision's discovery, [`OAuthConfig::with_legacy_discovery`]).
+//! issuer (the 2025-03-26 revision's discovery, [`OAuthConfig::with_legacy_discovery`]); when
+//! that origin has no authorization server metadata either, its default endpoints
+//! (`/authorize`, `/token`, `/register`) are used, as that revision says.
 //!
 //! **Client identity**, in the specification's priority: pre-registered credentials; the
 //! client ID metadata document URL when the server advertises
@@ -75,6 +77,7 @@
 //! Server       | Response 2xx, valid, must register           | Registering   | POST registration
 //! Server       | Response 2xx, valid, identity known          | (grant)       | see "grant" below
 //! Server       | other Response / ExchangeFailed, more left   | Server        | GET next location
+//! Server       | none left, legacy discovery                  | (as 2xx)      | the origin's default endpoints
 //! Server       | none left                                    | Idle          | Failed(NoServerMetadata)
 //! Registering  | Response 2xx, valid                          | (grant)       | registration stored
 //! Registering  | other Response / ExchangeFailed              | Idle          | Failed(Rejected | …)
@@ -305,6 +308,9 @@ struct FlowCtx {
     insufficient: bool,
     challenge_scope: Option<String>,
     prm_scopes: Option<Vec<String>>,
+    /// No protected resource metadata: the 2025-03-26 discovery, whose default endpoints
+    /// stand in when the origin has no authorization server metadata either.
+    legacy: bool,
 }
 
 /// The client side of OAuth 2.1 for one MCP endpoint. See the module docs.
@@ -730,6 +736,7 @@ impl OAuthClient {
             insufficient,
             challenge_scope: challenge.scope.clone(),
             prm_scopes: None,
+            legacy: false,
         };
         if self.may_refresh() && self.server.is_some() && self.identity.is_some() {
             self.refreshed_on_challenge = true;
@@ -795,6 +802,7 @@ impl OAuthClient {
             // 2025-03-26: no resource metadata; the server's origin is the issuer.
             let issuer = self.endpoint.origin().ascii_serialization();
             self.resource = self.key.clone();
+            self.flow.legacy = true;
             return self.start_server(now, issuer);
         }
         self.fail(AuthError::NoResourceMetadata { tried })
@@ -865,6 +873,20 @@ impl OAuthClient {
                 };
             }
         }
+        if self.flow.legacy {
+            // 2025-03-26, "Fallbacks for Servers without Metadata Discovery": the default
+            // endpoints at the origin. That revision requires PKCE of every client, so S256
+            // is taken as supported.
+            let endpoint = |path: &str| Some(format!("{issuer}{path}"));
+            let md = ServerMetadata {
+                authorization_endpoint: endpoint("/authorize"),
+                token_endpoint: endpoint("/token"),
+                registration_endpoint: endpoint("/register"),
+                code_challenge_methods_supported: Some(vec!["S256".into()]),
+                ..ServerMetadata::new(issuer)
+            };
+            return self.use_server(now, md);
+        }
         self.fail(AuthError::NoServerMetadata { issuer, tried })
     }
 
@@ -891,6 +913,12 @@ impl OAuthClient {
                 found: md.issuer,
             });
         }
+        self.use_server(now, md)
+    }
+
+    /// Uses the authorization server `md` describes: checks it, then registers or runs the
+    /// grant.
+    fn use_server(&mut self, now: Instant, md: ServerMetadata) -> State {
         if let Err(e) = self.check_server(&md) {
             return self.fail(e);
         }

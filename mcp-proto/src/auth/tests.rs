@@ -358,6 +358,50 @@ fn without_any_resource_metadata_the_origin_is_the_issuer_unless_legacy_discover
     ));
 }
 
+#[test]
+fn without_any_metadata_the_origins_default_endpoints_are_used_in_legacy_discovery_only() {
+    let mut h = H::code();
+    h.challenge(401, BearerChallenge::default());
+    for _ in 0..4 {
+        let r = h.http();
+        assert_eq!(r.method, Method::GET);
+        h.respond(r.id, 404, &json!({}));
+    }
+    let reg = h.http();
+    assert_eq!(reg.document, Document::Registration);
+    assert_eq!(reg.url.to_string(), "https://mcp.example.com/register");
+    h.respond(reg.id, 201, &json!({"client_id": "dyn-client"}));
+    let a = h.authorize();
+    assert!(
+        a.url.starts_with("https://mcp.example.com/authorize?"),
+        "{}",
+        a.url
+    );
+    let q = query(&a.url);
+    assert_eq!(param(&q, "code_challenge_method").as_deref(), Some("S256"));
+    let redirect = format!("{REDIRECT}?code=the-code&state={}", a.state);
+    h.c.handle_redirect(h.now, &redirect);
+    let tok = h.http();
+    assert_eq!(tok.url.to_string(), "https://mcp.example.com/token");
+    h.respond(tok.id, 200, &token_doc("at", None, 3600));
+    assert_eq!(h.drain(), [AuthOutput::Authorized]);
+
+    // With protected resource metadata, an authorization server without metadata is an
+    // error: the default endpoints belong to the 2025-03-26 discovery alone.
+    let mut h = H::code();
+    h.challenge(401, challenge_with_prm());
+    let prm = h.http();
+    h.respond(prm.id, 200, &prm_doc(AS));
+    for _ in 0..2 {
+        let r = h.http();
+        h.respond(r.id, 404, &json!({}));
+    }
+    assert!(matches!(
+        failed(&h.drain()),
+        AuthError::NoServerMetadata { tried, .. } if tried.len() == 2
+    ));
+}
+
 fn to_authorize(h: &mut H, asm: Value) -> AuthorizationRequest {
     h.discover(asm);
     h.register();

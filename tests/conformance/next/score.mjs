@@ -3,68 +3,18 @@
 //
 //   node score.mjs server|client REV LOG [RESULTS]
 //
-// Prints a line per scored scenario that failed or is pending (every one with SCORE_VERBOSE
-// set), then `scored: P/N scenarios, C passed, F failed` (the scored scenarios' checks). With RESULTS (the run's `-o` directory), the checks that failed
-// or warned are printed under each failing scenario.
+// Prints a line per scored scenario that failed (every one with SCORE_VERBOSE set), then
+// `scored: P/N scenarios, C passed, F failed` (the scored scenarios' checks). With RESULTS
+// (the run's `-o` directory), the checks that failed or warned are printed under each
+// failing scenario.
 //
-// Exits 1 unless every scored scenario of the leg passed, apart from the pending list
-// below (PENDING_OAUTH, for the client), whose scenarios
-// are printed as pending (and fail the run if one of them passes, so the list is trimmed
-// as the work lands). A scored scenario missing from the output fails the run too. Run it
-// on the Node 22 of this directory's node_modules.
+// Exits 1 unless every scored scenario of the leg passed (a scored scenario missing from
+// the output fails the run too). Run it on the Node 22 of this directory's node_modules.
 
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-
-// The client's scored auth/* scenarios: they need an OAuth 2.1 client, which the conformance
-// client does not have yet. Removing an entry makes that scenario required.
-const PENDING_OAUTH = {
-  '2025-11-25': [
-    'auth/metadata-default',
-    'auth/metadata-var1',
-    'auth/metadata-var2',
-    'auth/metadata-var3',
-    'auth/basic-cimd',
-    'auth/scope-from-www-authenticate',
-    'auth/scope-from-scopes-supported',
-    'auth/scope-omitted-when-undefined',
-    'auth/scope-step-up',
-    'auth/scope-retry-limit',
-    'auth/token-endpoint-auth-basic',
-    'auth/token-endpoint-auth-post',
-    'auth/token-endpoint-auth-none',
-    'auth/pre-registration',
-  ],
-  '2026-07-28': [
-    'auth/metadata-default',
-    'auth/metadata-var1',
-    'auth/metadata-var2',
-    'auth/metadata-var3',
-    'auth/basic-cimd',
-    'auth/scope-from-www-authenticate',
-    'auth/scope-from-scopes-supported',
-    'auth/scope-omitted-when-undefined',
-    'auth/scope-step-up',
-    'auth/scope-retry-limit',
-    'auth/token-endpoint-auth-basic',
-    'auth/token-endpoint-auth-post',
-    'auth/token-endpoint-auth-none',
-    'auth/pre-registration',
-    'auth/resource-mismatch',
-    'auth/offline-access-scope',
-    'auth/offline-access-not-supported',
-    'auth/authorization-server-migration',
-    'auth/iss-supported',
-    'auth/iss-not-advertised',
-    'auth/iss-supported-missing',
-    'auth/iss-wrong-issuer',
-    'auth/iss-unexpected',
-    'auth/iss-normalized',
-    'auth/metadata-issuer-mismatch',
-  ],
-};
 
 const [leg, rev, logFile, resultsDir] = process.argv.slice(2);
 if (!['server', 'client'].includes(leg) || !rev || !logFile) {
@@ -82,17 +32,6 @@ if (scored.length === 0) {
   console.error(`no ${leg} scenarios in requirements/${rev}.yaml`);
   process.exit(2);
 }
-// Scenario -> why it may fail for now.
-const [listName, why] = ['PENDING_OAUTH', 'pending OAuth'];
-const pendingList = (leg === 'client' ? PENDING_OAUTH[rev] : undefined) ?? [];
-const pending = new Set(pendingList);
-for (const name of pending) {
-  if (!scored.includes(name)) {
-    console.error(`${listName}[${rev}] names ${name}, which ${rev} does not score`);
-    process.exit(2);
-  }
-}
-
 // `✓ name: N passed, M failed[, K warnings]` lines of the closing summary.
 const text = readFileSync(logFile, 'utf8').replace(/\x1b\[[0-9;]*m/g, '');
 const summary = text.slice(Math.max(text.lastIndexOf('SUMMARY ==='), 0));
@@ -144,15 +83,7 @@ for (const name of scored) {
   const figures = r
     ? `${r.passed} passed, ${r.failed} failed` + (r.warnings ? `, ${r.warnings} warnings` : '')
     : 'not in the output';
-  if (pending.has(name)) {
-    if (r?.ok) {
-      console.log(`  PASSES   ${name} (${figures}): remove it from ${listName}`);
-      bad++;
-    } else {
-      console.log(`  ${why}  ${name} (${figures})`);
-      if (leg === 'server') explain(name);
-    }
-  } else if (r?.ok) {
+  if (r?.ok) {
     if (process.env.SCORE_VERBOSE) console.log(`  ok       ${name} (${figures})`);
   } else {
     console.log(`  FAILED   ${name} (${figures})`);
@@ -160,10 +91,7 @@ for (const name of scored) {
     bad++;
   }
 }
-const required = scored.length - pending.size;
-const requiredOk = scored.filter((n) => !pending.has(n) && results.get(n)?.ok).length;
 console.log(
-  `${leg} ${rev}: scored ${ok}/${scored.length} scenarios, ${passed} checks passed, ${failed} failed` +
-    (pending.size ? `; required ${requiredOk}/${required}, ${pending.size} ${why}` : ''),
+  `${leg} ${rev}: scored ${ok}/${scored.length} scenarios, ${passed} checks passed, ${failed} failed`,
 );
 process.exit(bad === 0 ? 0 : 1);

@@ -18,15 +18,17 @@
 //!
 //! Everything goes through our client library (`mcp_tokio::Client` or `mcp_smol::Client`).
 //! Exits 0 when the scenario's work is done, 1 with a one-line error otherwise (an unknown
-//! scenario, and the `auth/*` scenarios while the client has no OAuth, too), 2 on bad
-//! arguments or environment.
+//! scenario, and an `auth/*` scenario whose authorization fails, too), 2 on bad arguments
+//! or environment.
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use mcp_proto::auth::{ClientCredentials, ClientMetadata, OAuthConfig};
 use mcp_proto::client::{ClientConfig, EraMode};
+use mcp_proto::driver::OAuth;
 use mcp_proto::schema::{
     CreateMessageResult, ElicitAction, ElicitRequestParams, ElicitResult, ElicitValue, Role, Root,
     SamplingMessageContentBlock, StopReason, TextContent, Tool,
@@ -34,7 +36,8 @@ use mcp_proto::schema::{
 use mcp_proto::service::Error;
 use mcp_proto::service::client::{Client as ServiceClient, ClientBuilder};
 use mcp_proto::version::ProtocolVersion;
-use mcp_tests::runtime::Runtime;
+use mcp_tests::auth_server::browser;
+use mcp_tests::runtime::{Client as RtClient, Runtime};
 use serde_json::{Map, Value, json};
 
 /// Every scenario this client knows, with what it does. The `auth/*` scenarios are all
@@ -81,7 +84,10 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "json-schema-2020-12-preservation",
         "tools/list, then json_schema_echo with the schema as received",
     ),
-    ("auth/*", "needs an OAuth 2.1 client (not built yet)"),
+    (
+        "auth/*",
+        "OAuth 2.1 (the context's credentials, if any), then tools/list and tools/call test-tool",
+    ),
 ];
 
 const USAGE: &str = "usage: mcp-conformance-client [--runtime tokio|smol] <url>
@@ -505,35 +511,77 @@ async fn schema_preservation(run: &Run) -> Result<(), String> {
     .await
 }
 
-/// The one place the `auth/*` scenarios (OAuth 2.1 authorization: discovery, registration,
-/// PKCE, scopes, tokens) are run: `run.url` is the protected MCP endpoint and `run.context`
-/// carries the scenario's credentials, if any. The client has no OAuth yet, so each reports
-/// that (naming what the context offered) and fails.
-fn run_auth_scenario(run: &Run, scenario: &str) -> Result<(), String> {
-    let offered: Vec<&str> = run
-        .context
-        .as_object()
-        .map(|m| {
-            m.keys()
-                .map(String::as_str)
-                .filter(|k| *k != "name")
-                .collect()
-        })
-        .unwrap_or_default();
-    Err(format!(
-        "{scenario} at {} needs OAuth 2.1 authorization, which this client does not have yet (context: {})",
-        run.url,
-        if offered.is_empty() {
-            "none".to_owned()
-        } else {
-            offered.join(", ")
+/// The URL of this client's metadata document (its `client_id` where the authorization
+/// server supports client ID metadata documents): the one the suite's scenarios expect.
+const CLIENT_METADATA_DOCUMENT: &str = "https://conformance-test.local/client-metadata.json";
+
+/// Where the authorization server redirects after consent. Nothing listens there: the
+/// "browser" below reads the redirect instead of following it.
+const REDIRECT_URI: &str = "http://localhost:3000/callback";
+
+/// The `auth/*` scenarios (OAuth 2.1 authorization: discovery, registration, PKCE, scopes,
+/// tokens): `run.url` is the protected MCP endpoint, `run.context` carries the scenario's
+/// pre-registered credentials, if any. The client connects with [`OAuth`] (the
+/// authorization code grant, or the client credentials grant for the `client-credentials-*`
+/// scenarios), then lists the tools and calls `test-tool`. A scenario whose server must be
+/// refused (a resource or issuer mismatch, a wrong `iss`, endless step-up) fails here with
+/// the flow's error.
+async fn run_auth_scenario(run: &Run, scenario: &str) -> Result<(), String> {
+    let text = |key: &str| run.context.get(key).and_then(Value::as_str);
+    let credentials = text("client_id").map(|id| {
+        let creds = match text("client_secret") {
+            Some(secret) => ClientCredentials::confidential(id, secret),
+            None => ClientCredentials::public(id),
+        };
+        match text("issuer") {
+            Some(issuer) => creds.for_issuer(issuer),
+            None => creds,
         }
-    ))
+    });
+    let metadata = ClientMetadata::new("mcp-conformance-client")
+        .with_software("mcp-conformance-client", env!("CARGO_PKG_VERSION"));
+    let config = if scenario.starts_with("auth/client-credentials") {
+        let creds = credentials.ok_or("the scenario gave no client credentials")?;
+        OAuthConfig::client_credentials(metadata, creds)
+    } else {
+        let config = OAuthConfig::authorization_code(metadata, REDIRECT_URI)
+            .with_client_metadata_document(CLIENT_METADATA_DOCUMENT);
+        match credentials {
+            Some(creds) => config.with_credentials(creds),
+            None => config,
+        }
+    };
+    let oauth = OAuth::new(config).on_authorize(|req| browser(req.url));
+    let (builder, config) = run.era(builder(), ClientConfig::new());
+    let client = match run.rt {
+        Runtime::Tokio => mcp_tokio::Client::builder(&run.url)
+            .definition(builder)
+            .config(config)
+            .oauth(oauth)
+            .connect()
+            .await
+            .map(RtClient::Tokio),
+        Runtime::Smol => mcp_smol::Client::builder(&run.url)
+            .definition(builder)
+            .config(config)
+            .oauth(oauth)
+            .connect()
+            .await
+            .map(RtClient::Smol),
+    }
+    .map_err(|e| format!("connect: {e}"))?;
+    let outcome = async {
+        list_tools(&client).await?;
+        call(&client, "test-tool", json!({})).await
+    }
+    .await;
+    let _ = run.rt.timeout(CLOSE_TIMEOUT, client.close()).await;
+    outcome
 }
 
 async fn run_scenario(run: &Run, scenario: &str) -> Result<(), String> {
     match scenario {
-        s if s.starts_with("auth/") => run_auth_scenario(run, s),
+        s if s.starts_with("auth/") => run_auth_scenario(run, s).await,
         "initialize" => initialize(run).await,
         "tools_call" => tools_call(run).await,
         "elicitation-sep1034-client-defaults" => elicitation_defaults(run).await,
