@@ -2,7 +2,13 @@
 //!
 //! ```text
 //! cargo run --release -p mcp-tokio --example client -- <url> [<tool> [<json args>]] [--listen]
+//!     [--token <bearer token> | --oauth]
 //! ```
+//!
+//! `--token` sends `Authorization: Bearer <token>` on every request. `--oauth` authorizes with
+//! OAuth 2.1 when the server asks for it (a 401): the client discovers the server's
+//! authorization server, registers itself, prints the authorization URL for you to open in
+//! a browser, and takes the redirect on a loopback listener (`http://127.0.0.1:<port>/callback`).
 //!
 //! Connects and initializes; then prints the server's name, version and protocol and its
 //! tools, or calls `<tool>` with `<json args>` (default `{}`) and prints its content.
@@ -12,28 +18,44 @@
 //! recoveries and warnings).
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
+use mcp_proto::auth::{ClientMetadata, OAuthConfig};
 use mcp_proto::client::ClientConfig;
+use mcp_proto::driver::OAuth;
 use mcp_proto::schema::ContentBlock;
 use mcp_proto::service::client::ServerNotification;
 use mcp_tokio::Client;
 use serde_json::Value;
+use tokio::net::TcpListener;
 
-const USAGE: &str = "usage: client <url> [<tool> [<json args>]] [--listen]";
+const USAGE: &str =
+    "usage: client <url> [<tool> [<json args>]] [--listen] [--token <bearer token> | --oauth]";
+
+enum Auth {
+    None,
+    Token(String),
+    OAuth,
+}
 
 struct Args {
     url: String,
     tool: Option<String>,
     args: Value,
     listen: bool,
+    auth: Auth,
 }
 
 fn parse() -> Result<Args, String> {
     let mut listen = false;
+    let mut auth = Auth::None;
     let mut positional = Vec::new();
-    for arg in std::env::args().skip(1) {
+    let mut argv = std::env::args().skip(1);
+    while let Some(arg) = argv.next() {
         match arg.as_str() {
             "--listen" => listen = true,
+            "--token" => auth = Auth::Token(argv.next().ok_or("--token needs a token")?),
+            "--oauth" => auth = Auth::OAuth,
             "-h" | "--help" => return Err(USAGE.to_owned()),
             _ => positional.push(arg),
         }
@@ -55,6 +77,77 @@ fn parse() -> Result<Args, String> {
         tool,
         args,
         listen,
+        auth,
+    })
+}
+
+/// Waits for the authorization server's redirect on `listener` and returns its full URL:
+/// the first request for `/callback` (others get 404), served by hyper.
+async fn take_redirect(listener: Arc<TcpListener>, port: u16) -> Result<String, String> {
+    use http_body_util::Full;
+    use hyper::body::Bytes;
+    loop {
+        let (tcp, _) = listener
+            .accept()
+            .await
+            .map_err(|e| format!("redirect listener: {e}"))?;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let tx = std::sync::Mutex::new(Some(tx));
+        let service =
+            hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                let callback = req.uri().path() == "/callback";
+                if callback && let Some(tx) = tx.lock().ok().and_then(|mut t| t.take()) {
+                    let _ = tx.send(req.uri().to_string());
+                }
+                let (status, text) = match callback {
+                    true => (200, "Authorized: you may close this window.\n"),
+                    false => (404, "not found\n"),
+                };
+                let response = hyper::Response::builder()
+                    .status(status)
+                    .header("content-type", "text/plain; charset=utf-8")
+                    .body(Full::new(Bytes::from_static(text.as_bytes())));
+                async move { response }
+            });
+        let io = hyper_util::rt::TokioIo::new(tcp);
+        let _ = hyper::server::conn::http1::Builder::new()
+            .keep_alive(false)
+            .serve_connection(io, service)
+            .await;
+        if let Ok(target) = rx.await {
+            return Ok(format!("http://127.0.0.1:{port}{target}"));
+        }
+    }
+}
+
+/// The connection builder, with the `--token` or `--oauth` authorization.
+async fn builder(args: &Args) -> Result<mcp_tokio::ConnectBuilder, String> {
+    let definition = mcp_proto::service::client::Client::builder("mcp-tokio-client", "0.1.0");
+    let config = ClientConfig::new().with_continuous_listening(args.listen);
+    let connect = Client::builder(&args.url)
+        .definition(definition)
+        .config(config);
+    Ok(match &args.auth {
+        Auth::None => connect,
+        Auth::Token(token) => {
+            let token = token.clone();
+            connect.bearer_token_provider(move || Some(token.clone()))
+        }
+        Auth::OAuth => {
+            let listener = TcpListener::bind("127.0.0.1:0")
+                .await
+                .map_err(|e| format!("cannot listen for the OAuth redirect: {e}"))?;
+            let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+            let listener = Arc::new(listener);
+            let config = OAuthConfig::authorization_code(
+                ClientMetadata::new("mcp-tokio example client"),
+                format!("http://127.0.0.1:{port}/callback"),
+            );
+            connect.oauth(OAuth::new(config).on_authorize(move |req| {
+                eprintln!("authorize this client: open\n  {}\nin a browser", req.url);
+                take_redirect(listener.clone(), port)
+            }))
+        }
     })
 }
 
@@ -94,9 +187,9 @@ fn render(n: &ServerNotification) -> String {
 }
 
 async fn run(args: Args) -> Result<(), String> {
-    let config = ClientConfig::new().with_continuous_listening(args.listen);
-    let builder = mcp_proto::service::client::Client::builder("mcp-tokio-client", "0.1.0");
-    let client = Client::connect_with(&args.url, builder, config)
+    let client = builder(&args)
+        .await?
+        .connect()
         .await
         .map_err(|e| e.to_string())?;
     let mut notifications = client.notifications();
