@@ -32,7 +32,7 @@ use tokio::net::TcpListener;
 const USAGE: &str =
     "usage: client <url> [<tool> [<json args>]] [--listen] [--token <bearer token> | --oauth]";
 
-enum Auth {
+enum Authorization {
     None,
     Token(String),
     OAuth,
@@ -43,19 +43,19 @@ struct Args {
     tool: Option<String>,
     args: Value,
     listen: bool,
-    auth: Auth,
+    auth: Authorization,
 }
 
 fn parse() -> Result<Args, String> {
     let mut listen = false;
-    let mut auth = Auth::None;
+    let mut auth = Authorization::None;
     let mut positional = Vec::new();
     let mut argv = std::env::args().skip(1);
     while let Some(arg) = argv.next() {
         match arg.as_str() {
             "--listen" => listen = true,
-            "--token" => auth = Auth::Token(argv.next().ok_or("--token needs a token")?),
-            "--oauth" => auth = Auth::OAuth,
+            "--token" => auth = Authorization::Token(argv.next().ok_or("--token needs a token")?),
+            "--oauth" => auth = Authorization::OAuth,
             "-h" | "--help" => return Err(USAGE.to_owned()),
             _ => positional.push(arg),
         }
@@ -128,12 +128,12 @@ async fn builder(args: &Args) -> Result<mcp_tokio::ConnectBuilder, String> {
         .definition(definition)
         .config(config);
     Ok(match &args.auth {
-        Auth::None => connect,
-        Auth::Token(token) => {
+        Authorization::None => connect,
+        Authorization::Token(token) => {
             let token = token.clone();
             connect.bearer_token_provider(move || Some(token.clone()))
         }
-        Auth::OAuth => {
+        Authorization::OAuth => {
             let listener = TcpListener::bind("127.0.0.1:0")
                 .await
                 .map_err(|e| format!("cannot listen for the OAuth redirect: {e}"))?;
