@@ -10,6 +10,7 @@
 
 pub mod auth_server;
 pub mod client_harness;
+pub mod cluster_harness;
 pub mod everything;
 pub mod exec;
 pub mod faults;

@@ -168,6 +168,9 @@ pub struct ServerConfig {
     pub session_ids: Option<Box<dyn SessionIdGenerator + Send>>,
     /// Where SSE events are kept for replay.
     pub event_store: Box<dyn EventStore + Send>,
+    /// Membership in a cluster of instances sharing sessions through a store (see
+    /// [`ClusterConfig`](super::ClusterConfig)). `None` (the default): this router alone.
+    pub cluster: Option<super::ClusterConfig>,
 }
 
 impl Default for ServerConfig {
@@ -206,6 +209,7 @@ impl Default for ServerConfig {
             authentication_timeout: Duration::from_secs(10),
             session_ids: None,
             event_store: Box::new(InMemoryEventStore::default()),
+            cluster: None,
         }
     }
 }
@@ -401,6 +405,13 @@ impl ServerConfig {
     pub fn with_listen_takeovers(mut self, takeovers: u32, window: Duration) -> Self {
         self.listen_takeovers = takeovers;
         self.listen_takeover_window = window;
+        self
+    }
+
+    /// Makes the router a member of a cluster sharing sessions through a store (see
+    /// [`ClusterConfig`](super::ClusterConfig)); the driver executes its store operations.
+    pub fn with_cluster(mut self, cluster: super::ClusterConfig) -> Self {
+        self.cluster = Some(cluster);
         self
     }
 

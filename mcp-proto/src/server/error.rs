@@ -70,6 +70,9 @@ pub enum ProtocolError {
     /// The session cap is reached.
     #[error("too many sessions; try again later")]
     TooManySessions,
+    /// A cluster member could not reach its session store in time (503, retry later).
+    #[error("the session store is unavailable; try again later ({0})")]
+    StoreUnavailable(Box<str>),
     /// `Last-Event-ID` names no stream of this session that can still be replayed.
     #[error("Last-Event-ID does not name a replayable stream of this session")]
     UnknownLastEventId,
@@ -141,9 +144,11 @@ impl ProtocolError {
             MethodNotFound(_) => StatusCode::NOT_FOUND,
             HostNotAllowed | OriginNotAllowed | InsufficientScope => StatusCode::FORBIDDEN,
             Unauthorized => StatusCode::UNAUTHORIZED,
-            TooManySessions | TooManyRequests | ShuttingDown | AuthenticationUnavailable(_) => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
+            TooManySessions
+            | TooManyRequests
+            | ShuttingDown
+            | AuthenticationUnavailable(_)
+            | StoreUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             BadSessionIdGenerated | NoSessionIdGenerator => StatusCode::INTERNAL_SERVER_ERROR,
             ListenConflict => StatusCode::CONFLICT,
         }

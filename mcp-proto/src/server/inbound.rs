@@ -11,17 +11,18 @@ use http::{Method, StatusCode};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::cluster::{EventRef, Owner, ParkEvent};
 use super::error::{CancelReason, ProtocolError};
 use super::security::{AuthDecision, bearer_challenge};
 use super::session::{Session, SessionEvent, SessionStep, is_valid_session_id};
 use super::stream::{
     Exchange, ExchangeEvent, ExchangeState, ExchangeStep, LogicalStream, Phase, PostContext,
-    StreamEvent, StreamKind, parse_event_id,
+    StreamEvent, StreamKind,
 };
 use super::timer::Timer;
 use super::{
-    InFlight, RequestHandle, RequestHead, Router, ServerEvent, ServerOutput, SessionHandle,
-    StreamId,
+    FollowFrom, InFlight, RequestHandle, RequestHead, Router, ServerEvent, ServerOutput,
+    SessionHandle, StreamId,
 };
 use crate::http::{accepts, content_type_is, header as mcp_header, mime};
 use crate::jsonrpc::{
@@ -81,6 +82,12 @@ impl Router {
     pub fn handle_request(&mut self, now: Instant, head: RequestHead<'_>) -> StreamId {
         self.advance(now);
         let stream = StreamId(self.next());
+        self.start_request(stream, head);
+        stream
+    }
+
+    /// A request head under its (possibly re-used, for a parked request) [`StreamId`].
+    pub(crate) fn start_request(&mut self, stream: StreamId, head: RequestHead<'_>) {
         let origin = origin_of(head.headers);
         if self.is_draining() {
             let stop = head.method == Method::POST;
@@ -93,13 +100,12 @@ impl Router {
                 None,
                 stop,
             );
-            return stream;
+            return;
         }
         if let Err((error, extra)) = self.route_head(stream, &head, origin.as_deref()) {
             let stop = head.method == Method::POST;
             self.refuse(stream, error, origin.as_deref(), extra, None, stop);
         }
-        stream
     }
 
     /// Input: a chunk of a POST body. Bytes beyond [`ServerConfig::max_body_bytes`] get 413
@@ -109,6 +115,13 @@ impl Router {
     /// [`ServerConfig::max_body_bytes`]: super::ServerConfig::max_body_bytes
     pub fn handle_body(&mut self, now: Instant, stream: StreamId, chunk: &[u8]) {
         self.advance(now);
+        self.body_chunk(stream, chunk);
+    }
+
+    pub(crate) fn body_chunk(&mut self, stream: StreamId, chunk: &[u8]) {
+        if self.parked_input(stream, ParkEvent::Body(chunk)) {
+            return;
+        }
         let cap = self.config.max_body_bytes;
         let Some(ex) = self.exchanges.get_mut(&stream) else {
             return;
@@ -135,6 +148,13 @@ impl Router {
     /// Input: the POST body is complete; the router parses and dispatches it.
     pub fn handle_body_end(&mut self, now: Instant, stream: StreamId) {
         self.advance(now);
+        self.body_end(stream);
+    }
+
+    pub(crate) fn body_end(&mut self, stream: StreamId) {
+        if self.parked_input(stream, ParkEvent::BodyEnd) {
+            return;
+        }
         let Some(ex) = self.exchanges.get_mut(&stream) else {
             return;
         };
@@ -171,6 +191,9 @@ impl Router {
     /// failed). See [`Router`] for what that cancels.
     pub fn handle_disconnect(&mut self, now: Instant, stream: StreamId) {
         self.advance(now);
+        if self.parked_input(stream, ParkEvent::Disconnect) {
+            return;
+        }
         self.disconnected(stream);
     }
 
@@ -231,6 +254,12 @@ impl Router {
         }
         ls.detach();
         let listen = matches!(ls.kind, StreamKind::Listen);
+        if listen {
+            self.unfollow(lsid);
+        }
+        let Some(ls) = self.streams.get_mut(&lsid) else {
+            return;
+        };
         // A listen stream never ends on its own: it waits detached (its messages are stored
         // or queue in the session). A request stream lives on when the client can resume it.
         let keep = listen || (ls.resumable && ls.id_sent);
@@ -272,6 +301,11 @@ impl Router {
         }
         debug_assert!(self.config.needs_authentication(head));
         let principal = self.authenticate(head)?;
+        if !self.is_modern(head.headers)
+            && self.park_unloaded(stream, head, principal.as_deref(), origin)
+        {
+            return Ok(());
+        }
         if self.is_modern(head.headers) && matches!(*head.method, Method::GET | Method::DELETE) {
             // S-NEW-1: no GET stream and no session to delete in 2026-07-28.
             let mut allow = HeaderMap::new();
@@ -578,11 +612,21 @@ impl Router {
         let last_event_id = head.headers.get(mcp_header::LAST_EVENT_ID);
         match last_event_id {
             Some(v) => {
-                let (lsid, seq) = v
+                let named = v
                     .to_str()
                     .ok()
-                    .and_then(parse_event_id)
+                    .and_then(|v| self.resolve_event_id(v))
                     .ok_or(ProtocolError::UnknownLastEventId)?;
+                let (lsid, seq) = match named {
+                    EventRef::Stream(lsid, seq) => (lsid, seq),
+                    EventRef::Listen(seq) => {
+                        if let Some(lsid) = self.sessions.get(&session).and_then(|s| s.listen) {
+                            self.charge_takeover(lsid)?;
+                        }
+                        self.open_listen_from(stream, session, origin, FollowFrom::After(seq));
+                        return Ok(());
+                    }
+                };
                 let owned = self.streams.get(&lsid).is_some_and(|s| {
                     // Only streams whose ids reached the wire can be resumed: a pending
                     // JSON answer has no ids, and a guessed id must not hijack it.
@@ -618,6 +662,9 @@ impl Router {
             return Err(ProtocolError::MethodNotAllowed);
         }
         let session = self.require_session(head, principal.as_deref())?;
+        if self.cluster_delete(stream, session, origin_of(head.headers)) {
+            return Ok(());
+        }
         self.session_step(session, SessionEvent::Delete);
         let mut headers = HeaderMap::new();
         self.cors_headers(origin_of(head.headers).as_deref(), &mut headers);
@@ -1048,25 +1095,34 @@ impl Router {
             _ => None,
         };
         let Some(id) = id else { return };
-        let Some(handle) = self
-            .sessions
-            .get(&session)
-            .and_then(|s| s.inflight.get(&id).copied())
-        else {
-            return;
-        };
-        if self.inflight.get(&handle).is_some_and(|f| f.initialize) {
-            return; // S-CANCEL-2: initialize cannot be cancelled.
+        if !self.cancel_client_request(session, &id) {
+            // Not running here: in a cluster, the instance running it stops it.
+            self.broadcast_cancel(session, id);
         }
-        self.cancel_handle(handle, CancelReason::ClientCancelled);
     }
 
     /// The client answered a server→client request.
     fn client_response(&mut self, session: Option<SessionHandle>, response: Response) {
-        let matched = match (&response.id, session) {
-            (Some(crate::jsonrpc::RequestId::Number(n)), Some(s)) => u64::try_from(*n)
-                .ok()
-                .map(super::OutboundId)
+        if let (Some(s), Some(id)) = (session, &response.id)
+            && let Owner::Elsewhere(instance) = self.outbound_owner(id)
+        {
+            return self.forward_response(s, instance, response);
+        }
+        match session {
+            Some(s) => self.match_client_response(s, response),
+            None => self
+                .out
+                .push_back(ServerOutput::Event(ServerEvent::UnmatchedResponse {
+                    session,
+                })),
+        }
+    }
+
+    /// The client answered a server→client request of this instance.
+    pub(crate) fn match_client_response(&mut self, s: SessionHandle, response: Response) {
+        let session = Some(s);
+        let matched = match response.id.as_ref().map(|id| self.outbound_owner(id)) {
+            Some(Owner::Here(n)) => Some(super::OutboundId(n))
                 .filter(|id| self.outbound.get(id).is_some_and(|o| o.session == s)),
             _ => None,
         };
@@ -1097,8 +1153,22 @@ impl Router {
             SessionStep::Touch | SessionStep::BecomeReady => {}
             SessionStep::End(reason) => return self.end_session(handle, reason),
         }
-        if let Some(ttl) = self.config.session_idle_ttl {
-            let at = self.now + ttl;
+        if event == SessionEvent::Activity {
+            self.cluster_activity(handle);
+        }
+        self.rearm_idle(handle);
+    }
+
+    /// Arms a session's idle timer: the end of its TTL, or in a cluster the next touch.
+    pub(crate) fn rearm_idle(&mut self, handle: SessionHandle) {
+        let Some(ttl) = self.config.session_idle_ttl else {
+            return;
+        };
+        let Some(s) = self.sessions.get(&handle) else {
+            return;
+        };
+        let at = self.cluster_idle_deadline(s, ttl).unwrap_or(self.now + ttl);
+        if let Some(s) = self.sessions.get_mut(&handle) {
             self.timers
                 .set(&mut s.idle_deadline, Timer::SessionIdle(handle), at);
         }

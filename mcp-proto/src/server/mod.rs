@@ -79,10 +79,12 @@
 //!
 //! Listed in the [`Router`] docs.
 
+mod cluster;
 mod config;
 mod drain;
 mod error;
 mod inbound;
+mod memory_cluster;
 mod outbound;
 mod pace;
 pub(crate) mod security;
@@ -98,9 +100,14 @@ use std::time::Instant;
 use bytes::Bytes;
 use http::{HeaderMap, Method, StatusCode, Uri};
 
+pub use cluster::{
+    BusMessage, ClusterConfig, FollowFrom, InvalidInstanceName, LogEvent, SessionRecord,
+    StoreError, StoreOp, StoreReply, Ticket,
+};
 pub use config::{OverflowPolicy, ParamHeaderSource, ResponseMode, ServerConfig};
 pub use drain::DEFAULT_SHUTDOWN_GRACE;
 pub use error::{CancelReason, CloseReason, ProtocolError, SendError, ServerRequestError};
+pub use memory_cluster::{ClusterDelivery, MemberId, MemoryCluster};
 pub use security::{
     AllowedOrigins, AsyncAuthenticator, AuthDecision, Authenticator, CorsConfig, HostValidation,
     ProtectedResourceMetadata, WELL_KNOWN_PRM,
@@ -218,6 +225,9 @@ pub enum Delivery {
     ListenStream,
     /// Queued until the session opens a GET stream.
     Queued,
+    /// Handed to the cluster's listen log, which the instance holding the session's GET
+    /// stream follows (see [`ClusterConfig`]).
+    Published,
     /// JSON response mode could not put it before the response, so it went to the session's
     /// GET stream (or queue) instead.
     Rerouted,
@@ -317,6 +327,28 @@ pub enum ServerOutput {
         session: SessionHandle,
         /// Why.
         reason: CloseReason,
+    },
+    /// A cluster store operation for the driver to execute (see [`ClusterConfig`]); give
+    /// its answer to [`Router::handle_store`] with the same ticket.
+    Store {
+        /// Names the operation; its answer must carry it.
+        ticket: Ticket,
+        /// The operation.
+        op: StoreOp,
+    },
+    /// A session created by another cluster instance is now served here too (its record was
+    /// loaded from the store); `state` is what [`Router::set_session_state`] last stored.
+    SessionLoaded {
+        /// The session.
+        session: SessionHandle,
+        /// The service's state of the session.
+        state: Option<Bytes>,
+    },
+    /// This instance forgot its copy of a clustered session (idle here, or the bus was
+    /// lost); the session lives on in the store and other instances.
+    SessionUnloaded {
+        /// The session.
+        session: SessionHandle,
     },
     /// Something worth a log line or a metric.
     Event(ServerEvent),
@@ -484,6 +516,8 @@ pub struct Router {
     drain_deadline: Option<Instant>,
     /// The grace period ended and the hard shutdown ran.
     drain_forced: bool,
+    /// Store calls in flight and parked requests (`cluster.rs`).
+    cluster: cluster::ClusterState,
 }
 
 impl std::fmt::Debug for Router {
@@ -516,6 +550,7 @@ impl Router {
             modern_streams: 0,
             drain_deadline: None,
             drain_forced: false,
+            cluster: cluster::ClusterState::default(),
         }
     }
 

@@ -17,15 +17,15 @@ use super::session::{Queued, SessionEvent};
 use super::store::Replay;
 use super::stream::{
     Exchange, ExchangeEvent, ExchangeState, ExchangeStep, LogicalStream, Phase, StreamEvent,
-    StreamKind, event_frame, event_id, events_lost_frame, priming_frame, retry_frame,
+    StreamKind, event_frame, events_lost_frame, priming_frame, retry_frame,
 };
 use super::timer::Timer;
 use super::{
-    Delivery, Outbound, OutboundId, OverflowPolicy, RequestHandle, ResponseMode, Router,
-    ServerEvent, ServerOutput, SessionHandle, StreamId, Target,
+    Delivery, FollowFrom, Outbound, OutboundId, OverflowPolicy, RequestHandle, ResponseMode,
+    Router, ServerEvent, ServerOutput, SessionHandle, StreamId, Target,
 };
 use crate::http::{header as mcp_header, mime};
-use crate::jsonrpc::{ErrorObject, Message, Notification, Outcome, Request, RequestId, Response};
+use crate::jsonrpc::{ErrorObject, Message, Notification, Outcome, Request, Response};
 
 impl Router {
     /// Command: answers a client request, exactly once. The router restores the client's id
@@ -36,9 +36,19 @@ impl Router {
         &mut self,
         now: Instant,
         handle: RequestHandle,
-        outcome: Outcome,
+        mut outcome: Outcome,
     ) -> Result<(), SendError> {
         self.advance(now);
+        if self.is_clustered()
+            && let Some(f) = self.inflight.get(&handle)
+            && let Some(session) = f.session
+        {
+            let init_ok = f.initialize && matches!(outcome, Outcome::Result(_));
+            match self.hold_answer(session, handle, outcome, init_ok) {
+                Some(o) => outcome = o,
+                None => return Ok(()), // answered once the store has the session
+            }
+        }
         let inflight = self
             .inflight
             .remove(&handle)
@@ -159,9 +169,11 @@ impl Router {
             return Err(SendError::UnknownSession);
         }
         let id = OutboundId(self.next());
-        let wire_id = i64::try_from(id.0).map_err(|_| SendError::InvalidMessage)?;
+        let wire_id = self
+            .outbound_wire_id(id.0)
+            .ok_or(SendError::InvalidMessage)?;
         let payload = Message::Request(Request {
-            id: RequestId::Number(wire_id),
+            id: wire_id,
             method: method.into(),
             params,
         })
@@ -398,6 +410,12 @@ impl Router {
         if self.config.stateless {
             return Err(SendError::Stateless);
         }
+        if !self.sessions.contains_key(&session) {
+            return Err(SendError::UnknownSession);
+        }
+        if self.publish(session, payload.clone()) {
+            return Ok(Delivery::Published);
+        }
         let s = self
             .sessions
             .get_mut(&session)
@@ -519,7 +537,8 @@ impl Router {
         }
         let Some(conn) = ls.connection else { return };
         ls.id_sent = true;
-        let frame = priming_frame(&event_id(lsid, ls.last_seq), retry);
+        let seq = ls.last_seq;
+        let frame = priming_frame(&self.stream_event_id(lsid, seq), retry);
         self.send_chunk(conn, frame, true);
     }
 
@@ -530,9 +549,13 @@ impl Router {
         };
         let id = if ls.resumable {
             ls.last_seq += 1;
-            Some(event_id(lsid, ls.last_seq))
+            let seq = ls.last_seq;
+            Some(self.stream_event_id(lsid, seq))
         } else {
             None
+        };
+        let Some(ls) = self.streams.get_mut(&lsid) else {
+            return;
         };
         let frame = event_frame(id.as_deref(), &payload);
         if id.is_some() {
@@ -724,6 +747,18 @@ impl Router {
         session: SessionHandle,
         origin: Option<Box<str>>,
     ) {
+        self.open_listen_from(conn, session, origin, FollowFrom::Cursor);
+    }
+
+    /// [`open_listen`](Router::open_listen); in a cluster the stream follows the session's
+    /// listen log from `from` (the log's cursor for a plain GET).
+    pub(crate) fn open_listen_from(
+        &mut self,
+        conn: StreamId,
+        session: SessionHandle,
+        origin: Option<Box<str>>,
+        from: FollowFrom,
+    ) {
         let Some(s) = self.sessions.get(&session) else {
             return;
         };
@@ -748,6 +783,10 @@ impl Router {
                 l
             }
         };
+        if self.is_clustered() {
+            self.attach(conn, session, lsid, origin);
+            return self.follow_listen(session, lsid, from);
+        }
         let unseen = self
             .streams
             .get(&lsid)
@@ -803,7 +842,8 @@ impl Router {
                 gap,
             }));
         if gap {
-            self.send_chunk(conn, events_lost_frame(&event_id(lsid, seq)), false);
+            let id = self.stream_event_id(lsid, seq);
+            self.send_chunk(conn, events_lost_frame(&id), false);
         }
         for e in events {
             self.send_chunk(conn, e.frame, false);
@@ -1010,7 +1050,10 @@ impl Router {
         if s.queue.len() != before {
             return;
         }
-        let params = serde_json::json!({ "requestId": id.0, "reason": reason });
+        let Some(wire_id) = self.outbound_wire_id(id.0) else {
+            return;
+        };
+        let params = serde_json::json!({ "requestId": wire_id, "reason": reason });
         let params = serde_json::value::to_raw_value(&params).ok();
         let payload = Message::Notification(Notification {
             method: "notifications/cancelled".into(),
@@ -1022,6 +1065,12 @@ impl Router {
 
     /// Ends a session and frees everything it held.
     pub(crate) fn end_session(&mut self, handle: SessionHandle, reason: CloseReason) {
+        self.end_session_as(handle, Some(reason));
+    }
+
+    /// Ends a session (`Some(reason)`) or, in a cluster, only forgets this instance's copy of
+    /// it (`None`: it lives on in the store), freeing everything it held here.
+    pub(crate) fn end_session_as(&mut self, handle: SessionHandle, reason: Option<CloseReason>) {
         let Some(mut s) = self.sessions.remove(&handle) else {
             return;
         };
@@ -1048,6 +1097,9 @@ impl Router {
         }
         for lsid in s.streams.drain(..) {
             if let Some(mut ls) = self.streams.remove(&lsid) {
+                if let Some(follow) = ls.follow.take() {
+                    self.forget_follow(follow);
+                }
                 self.timers.clear(&mut ls.retention, Timer::Retention(lsid));
                 self.timers.clear(&mut ls.grace, Timer::ResumeGrace(lsid));
                 if let Some(conn) = ls.connection
@@ -1072,9 +1124,12 @@ impl Router {
             }
         }
         self.config.event_store.remove_session(&s.id);
-        self.out.push_back(ServerOutput::SessionClosed {
-            session: handle,
-            reason,
+        self.out.push_back(match reason {
+            Some(reason) => ServerOutput::SessionClosed {
+                session: handle,
+                reason,
+            },
+            None => ServerOutput::SessionUnloaded { session: handle },
         });
         self.shrink_tables();
     }

@@ -180,6 +180,8 @@ pub(crate) struct Session {
     pub(crate) outbound: Vec<OutboundId>,
     /// Open HTTP exchanges (POST streams and GETs) of the session.
     pub(crate) open_connections: u32,
+    /// Its cluster part (stored record, service state, held answers; `cluster.rs`).
+    pub(crate) share: super::cluster::SessionShare,
 }
 
 impl Session {
@@ -196,6 +198,7 @@ impl Session {
             streams: Vec::new(),
             outbound: Vec::new(),
             open_connections: 0,
+            share: Default::default(),
         }
     }
 

@@ -234,6 +234,10 @@ pub(crate) struct LogicalStream {
     /// The client accepts SSE but not JSON (modern streams only: their answer then goes out
     /// as SSE; a legacy stream in that case is upgraded at once).
     pub(crate) sse_only: bool,
+    /// A clustered listen stream: the ticket of its log follow, and whether its first
+    /// answer (which primes the stream) arrived.
+    pub(crate) follow: Option<super::Ticket>,
+    pub(crate) primed: bool,
 }
 
 impl LogicalStream {
@@ -264,6 +268,8 @@ impl LogicalStream {
             modern: false,
             error_status: None,
             sse_only: false,
+            follow: None,
+            primed: false,
         }
     }
 

@@ -31,6 +31,8 @@ pub(crate) enum Timer {
     /// A connection with data waiting whose client has taken nothing since it was armed is
     /// cut as a slow reader (`pace.rs`).
     Stall(StreamId),
+    /// A cluster store call got no answer in time (`cluster.rs`).
+    Store(super::Ticket),
 }
 
 impl Router {
@@ -46,7 +48,9 @@ impl Router {
                     if let Some(s) = self.sessions.get_mut(&h) {
                         s.idle_deadline = None;
                     }
-                    self.session_step(h, SessionEvent::IdleTimer { busy: false });
+                    if !self.cluster_idle(h) {
+                        self.session_step(h, SessionEvent::IdleTimer { busy: false });
+                    }
                 }
                 Timer::Heartbeat(stream) => {
                     // A connection with data waiting needs no keep-alive (and a draining one
@@ -88,6 +92,7 @@ impl Router {
                         }
                     }
                 }
+                Timer::Store(ticket) => self.store_timed_out(ticket),
                 Timer::ResumeGrace(lsid) => {
                     if let Some(ls) = self.streams.get_mut(&lsid) {
                         ls.grace = None;

@@ -1,0 +1,1338 @@
+//! Many routers, one service: the **cluster seam** ([`ServerConfig::with_cluster`]).
+//!
+//! # Theory of operation
+//!
+//! Without a cluster (the default) a router is the whole truth about its sessions. With one,
+//! several routers — one per server instance, behind a load balancer that is not sticky —
+//! share a **store** (Redis in production, [`MemoryCluster`] in tests) and a **bus** (the
+//! store's publish/subscribe). The router still never waits: it asks the store through
+//! [`ServerOutput::Store`] (a [`StoreOp`] with a [`Ticket`]), the driver executes the
+//! operation, and the answer comes back through [`Router::handle_store`]; what other
+//! instances broadcast comes in through [`Router::handle_bus`]. Everything the router does
+//! while an answer is outstanding is explicit state below, and every call has a deadline
+//! ([`ClusterConfig::store_timeout`]): the store being slow or gone is answered 503 with a
+//! JSON-RPC error saying so, never a hang.
+//!
+//! What is shared, and how:
+//!
+//! - **Sessions.** A session is a [`SessionRecord`] in the store (id, principal, negotiated
+//!   revision, the service's own state as opaque bytes). An instance holds a *cached copy*
+//!   of the sessions it serves. A request naming a session this instance does not hold is
+//!   *parked*: its head (and body, as it arrives) waits while the record is loaded
+//!   ([`StoreOp::Load`]); then the session is adopted and the request runs exactly as if the
+//!   session had been created here. `initialize` creates the record when the app answers
+//!   ([`StoreOp::Create`], which also enforces [`ServerConfig::max_sessions`] across the
+//!   cluster), and the answer carrying `Mcp-Session-Id` leaves only once the record is
+//!   stored. Changes to the service's state ([`Router::set_session_state`]) are written
+//!   ([`StoreOp::Save`]) before any later answer of that session leaves this instance.
+//! - **Idle time and deletion.** The store expires a record after the idle TTL; activity
+//!   renews it ([`StoreOp::Touch`], at most once per [`ClusterConfig::touch_interval`] per
+//!   session), and an instance keeping a stream open renews it on that interval. An
+//!   instance forgets its cached copy of a session idle here for the TTL
+//!   ([`ServerOutput::SessionUnloaded`]: the session lives on elsewhere). `DELETE` removes
+//!   the record and tells every instance on the bus ([`BusMessage::SessionDeleted`]); it is
+//!   answered 200 once the store has removed it.
+//! - **The GET stream.** A session's messages that belong to no request go to its *listen
+//!   log* in the store ([`StoreOp::Publish`]), which numbers them; whichever instance holds
+//!   the session's GET stream follows that log ([`StoreOp::Follow`]) and writes what it
+//!   reads, in log order, with event ids `L-<seq>`. So a handler on B reaches the client on
+//!   C's GET stream, every message is stored before any client sees it, and a GET with
+//!   `Last-Event-ID: L-<seq>` resumes on any instance. A GET opened on one instance ends the
+//!   one another instance held ([`BusMessage::ListenTaken`]).
+//! - **Server→client requests** carry ids `"<instance>.<n>"`; a response POSTed to another
+//!   instance is forwarded to the one waiting ([`BusMessage::ClientResponse`]).
+//!   `notifications/cancelled` for a request not running here is broadcast
+//!   ([`BusMessage::Cancel`]) to the instance running it.
+//! - **Request streams** (a POST's SSE answer) stay with the instance that runs the
+//!   request: their event ids are `"<instance>.<n>-<seq>"`, resumable on that instance.
+//!
+//! # Consistency model
+//!
+//! - *Read-your-writes for sessions.* Once a client has the answer to `initialize`, every
+//!   instance finds the session; once it has the answer to a request that changed the
+//!   session's state, every instance loading the session sees the change. (An instance
+//!   that already holds a cached copy sees it when it next loads: the service's state is
+//!   owned by the instance that changed it until it leaves that instance's cache.)
+//! - *Deletion* is immediate where the bus reaches: an instance holding a copy ends it when
+//!   the bus tells it; an instance that lost the bus drops every cached copy that is not in
+//!   use and loads again on the next request ([`Router::handle_bus_lost`]).
+//! - *The GET stream* is exactly-once with `Last-Event-ID` on any instance (the log is the
+//!   only path to a client, in order, deduplicated by sequence number). A plain GET starts
+//!   after the last event this session's previous GET is known to have written (the log's
+//!   cursor, updated after each write): at least once, so after an instance crash a
+//!   client resuming without `Last-Event-ID` may see its last events again.
+//! - *Idle expiry* is global and approximate to one touch interval.
+//! - *When an instance dies*, its requests in flight die with it (their clients' request
+//!   streams end without an answer); sessions, their GET streams and everything published
+//!   live on.
+//!
+//! # The parked request
+//!
+//! A request waiting for its session's record changes state only through
+//! [`Parked::on`]; the table is that match, row for row.
+//!
+//! ```text
+//!  state    event                  next     effect
+//!  -------  ---------------------  -------  --------------------------------------------
+//!  Loading  Body (under the cap)   Loading  chunk kept
+//!  Loading  Body (over the cap)    gone     413
+//!  Loading  BodyEnd                Loading  remembered
+//!  Loading  Loaded                 gone     session adopted; the request runs
+//!  Loading  Missing                gone     the request runs and finds no session: 404
+//!  Loading  Failed / Timeout       gone     503, the store is unavailable
+//!  Loading  Disconnect             gone     forgotten
+//! ```
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{HeaderMap, Method, Uri};
+
+use super::error::{CancelReason, CloseReason, ProtocolError};
+use super::session::{Session, SessionState};
+use super::stream::{Phase, event_frame, events_lost_frame};
+use super::timer::Timer;
+use super::{
+    AuthDecision, RequestHandle, RequestHead, Router, ServerOutput, SessionHandle, StreamId,
+};
+use crate::ProtocolVersion;
+use crate::jsonrpc::{Outcome, RequestId, Response};
+
+/// A router's place in a cluster.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct ClusterConfig {
+    /// This instance's name, unique among the instances sharing the store: 1 to 32 ASCII
+    /// letters and digits (it is part of event ids and request ids). Adapters draw a random
+    /// one; a fixed name suits logs, but two live instances must never share it.
+    pub instance: Box<str>,
+    /// How long the router waits for the store before answering 503. Default 5 s.
+    pub store_timeout: Duration,
+    /// A live session's record is renewed at most this often by one instance. Default: a
+    /// quarter of [`ServerConfig::session_idle_ttl`](super::ServerConfig), else 60 s.
+    pub touch_interval: Option<Duration>,
+    /// Messages kept in a session's listen log for `Last-Event-ID`. Default 1,024.
+    pub listen_log_capacity: usize,
+}
+
+impl ClusterConfig {
+    /// A cluster member named `instance` (see [`ClusterConfig::instance`]). Refuses a name
+    /// that is empty, longer than 32 bytes, or not ASCII letters and digits.
+    pub fn new(instance: impl Into<Box<str>>) -> Result<ClusterConfig, InvalidInstanceName> {
+        let instance = instance.into();
+        let ok = !instance.is_empty()
+            && instance.len() <= 32
+            && instance.bytes().all(|b| b.is_ascii_alphanumeric());
+        if !ok {
+            return Err(InvalidInstanceName(instance));
+        }
+        Ok(ClusterConfig {
+            instance,
+            store_timeout: Duration::from_secs(5),
+            touch_interval: None,
+            listen_log_capacity: 1024,
+        })
+    }
+
+    /// Sets [`store_timeout`](Self::store_timeout).
+    pub fn with_store_timeout(mut self, timeout: Duration) -> Self {
+        self.store_timeout = timeout;
+        self
+    }
+
+    /// Sets [`touch_interval`](Self::touch_interval).
+    pub fn with_touch_interval(mut self, every: Duration) -> Self {
+        self.touch_interval = Some(every);
+        self
+    }
+
+    /// Sets [`listen_log_capacity`](Self::listen_log_capacity) (at least 1).
+    pub fn with_listen_log_capacity(mut self, events: usize) -> Self {
+        self.listen_log_capacity = events.max(1);
+        self
+    }
+}
+
+/// A cluster instance name that is not 1 to 32 ASCII letters and digits.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid cluster instance name {0:?}: use 1 to 32 ASCII letters and digits")]
+pub struct InvalidInstanceName(pub Box<str>);
+
+/// Names one store operation; its answer comes back with it ([`Router::handle_store`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Ticket(pub(crate) u64);
+
+impl Ticket {
+    /// The raw number (for logs and maps).
+    pub fn as_u64(self) -> u64 {
+        self.0
+    }
+}
+
+/// A session as the store keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRecord {
+    /// The `Mcp-Session-Id`.
+    pub id: Box<str>,
+    /// The principal the session is bound to.
+    pub principal: Option<Box<str>>,
+    /// The negotiated revision.
+    pub version: ProtocolVersion,
+    /// The service's state of the session (opaque to the router; see
+    /// [`Router::set_session_state`]).
+    pub state: Option<Bytes>,
+}
+
+/// One message of a listen log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogEvent {
+    /// Its number in the log (from 1, increasing, never reused).
+    pub seq: u64,
+    /// The JSON-RPC message.
+    pub payload: Bytes,
+}
+
+/// Where a [`StoreOp::Follow`] starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FollowFrom {
+    /// After this sequence number (a `Last-Event-ID`).
+    After(u64),
+    /// After the log's cursor: the last event a GET stream of the session is known to have
+    /// written ([`StoreOp::Delivered`]).
+    Cursor,
+}
+
+/// What the router asks of the store. Operations of one session must be applied in the
+/// order they are emitted; answers may come back in any order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoreOp {
+    /// The record of a session: [`StoreReply::Session`].
+    Load {
+        /// The session id.
+        session: Box<str>,
+    },
+    /// Stores a new record unless `max_sessions` live records exist: [`StoreReply::Created`]
+    /// or [`StoreReply::AtCapacity`]. `ttl` is the idle expiry.
+    Create {
+        /// The record.
+        record: SessionRecord,
+        /// The cluster-wide session cap.
+        max_sessions: usize,
+        /// Expire the record after this long without a touch (`None`: never).
+        ttl: Option<Duration>,
+    },
+    /// Replaces a record that exists (renewing its expiry): [`StoreReply::Done`], or
+    /// [`StoreReply::Session`]`(None)` when it is gone.
+    Save {
+        /// The record.
+        record: SessionRecord,
+        /// The idle expiry.
+        ttl: Option<Duration>,
+    },
+    /// Renews a record's expiry: [`StoreReply::Done`] (answer ignored).
+    Touch {
+        /// The session id.
+        session: Box<str>,
+        /// The idle expiry.
+        ttl: Option<Duration>,
+    },
+    /// Removes a record and its listen log, then publishes
+    /// [`BusMessage::SessionDeleted`]: [`StoreReply::Done`].
+    Delete {
+        /// The session id.
+        session: Box<str>,
+    },
+    /// Appends a message to a session's listen log (keeping at most `capacity`), wakes its
+    /// followers: [`StoreReply::Published`].
+    Publish {
+        /// The session id.
+        session: Box<str>,
+        /// The message.
+        payload: Bytes,
+        /// The log's capacity.
+        capacity: usize,
+    },
+    /// Follows a session's listen log: answers [`StoreReply::Events`] now (possibly empty)
+    /// and again whenever events are appended, until [`StoreOp::Unfollow`]. Every answer
+    /// continues where the previous one ended, so nothing is skipped or repeated.
+    Follow {
+        /// The session id.
+        session: Box<str>,
+        /// Where to start.
+        from: FollowFrom,
+    },
+    /// Ends a [`StoreOp::Follow`] (no answer).
+    Unfollow {
+        /// The ticket of the follow.
+        follow: Ticket,
+    },
+    /// Moves the listen log's cursor forward to `seq` (no answer needed).
+    Delivered {
+        /// The session id.
+        session: Box<str>,
+        /// The last event written to a client.
+        seq: u64,
+    },
+    /// Publishes a message on the bus to every instance (each drops what is not for it).
+    Broadcast {
+        /// The message.
+        message: BusMessage,
+    },
+}
+
+/// The store's answer to one [`StoreOp`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StoreReply {
+    /// The record asked for (`None`: no such session, or it expired).
+    Session(Option<SessionRecord>),
+    /// The record was created.
+    Created,
+    /// The cluster already holds `max_sessions` live sessions.
+    AtCapacity,
+    /// Done.
+    Done,
+    /// The message got sequence number `seq` in the listen log.
+    Published {
+        /// Its sequence number.
+        seq: u64,
+    },
+    /// Events of a followed log, in order, continuing the previous answer.
+    Events {
+        /// The events (possibly none).
+        events: Vec<LogEvent>,
+        /// Events between the start (or the previous answer) and these were evicted.
+        gap: bool,
+        /// The last sequence number before `events` (where this answer starts).
+        after: u64,
+    },
+    /// The store could not do it (unreachable, timed out after its retries, refused).
+    Failed(StoreError),
+}
+
+/// Why the store could not answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the session store is unavailable: {0}")]
+pub struct StoreError(pub Box<str>);
+
+/// What instances tell each other.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BusMessage {
+    /// The session was deleted: forget it.
+    SessionDeleted {
+        /// The session id.
+        session: Box<str>,
+    },
+    /// The client cancelled a request of the session; the instance running it stops it.
+    Cancel {
+        /// The session id.
+        session: Box<str>,
+        /// The client's request id.
+        request: RequestId,
+    },
+    /// The client answered a server→client request of `instance`.
+    ClientResponse {
+        /// The instance waiting for it.
+        instance: Box<str>,
+        /// The session id.
+        session: Box<str>,
+        /// The answer.
+        response: Response,
+    },
+    /// Instance `by` opened the session's GET stream: any other connection ends.
+    ListenTaken {
+        /// The session id.
+        session: Box<str>,
+        /// The instance that holds it now.
+        by: Box<str>,
+    },
+}
+
+/// An owned copy of a request head, kept while its session loads.
+#[derive(Debug)]
+pub(crate) struct OwnedHead {
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    verdict: AuthDecision,
+}
+
+/// A request waiting for its session's record (the module's parked-request table).
+#[derive(Debug)]
+pub(crate) struct Parked {
+    head: OwnedHead,
+    session: Box<str>,
+    body: Vec<u8>,
+    ended: bool,
+    origin: Option<Box<str>>,
+}
+
+/// What happened to a parked request.
+#[derive(Debug)]
+pub(crate) enum ParkEvent<'a> {
+    Body(&'a [u8]),
+    BodyEnd,
+    Loaded,
+    Missing,
+    Failed,
+    Disconnect,
+}
+
+/// What the router does after a parked-request event.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum ParkStep {
+    /// Keep waiting.
+    Wait,
+    /// Answer 413.
+    TooLarge,
+    /// Run the request now (the session was adopted, or is missing: 404 follows).
+    Run,
+    /// Answer 503.
+    Unavailable,
+    /// Forget it.
+    Drop,
+}
+
+impl Parked {
+    /// The parked-request machine: the module's table, row for row.
+    pub(crate) fn on(&mut self, event: ParkEvent<'_>, cap: usize) -> ParkStep {
+        match event {
+            ParkEvent::Body(chunk) => {
+                if self.body.len().saturating_add(chunk.len()) > cap {
+                    ParkStep::TooLarge
+                } else {
+                    self.body.extend_from_slice(chunk);
+                    ParkStep::Wait
+                }
+            }
+            ParkEvent::BodyEnd => {
+                self.ended = true;
+                ParkStep::Wait
+            }
+            ParkEvent::Loaded | ParkEvent::Missing => ParkStep::Run,
+            ParkEvent::Failed => ParkStep::Unavailable,
+            ParkEvent::Disconnect => ParkStep::Drop,
+        }
+    }
+}
+
+/// A store call the router waits on.
+#[derive(Debug)]
+pub(crate) enum Call {
+    /// Requests parked on this session's record.
+    Load { session: Box<str> },
+    /// `initialize` answered; its answer waits for the record.
+    Create { session: SessionHandle },
+    /// A state change; the session's later answers wait for it.
+    Save { session: SessionHandle },
+    /// `DELETE`, answered when done.
+    Delete {
+        conn: StreamId,
+        origin: Option<Box<str>>,
+    },
+    /// The listen stream `lsid` follows its log.
+    Follow { lsid: u64 },
+    /// Nothing waits (touch, publish, broadcast, cursor).
+    Detached,
+}
+
+/// The cluster state of a router.
+#[derive(Debug, Default)]
+pub(crate) struct ClusterState {
+    next_ticket: u64,
+    pub(crate) calls: HashMap<Ticket, (Call, Option<Instant>)>,
+    pub(crate) parked: HashMap<StreamId, Parked>,
+    /// Parked requests by session id, and the ticket of the load they wait on.
+    pub(crate) loading: HashMap<Box<str>, (Ticket, Vec<StreamId>)>,
+    /// A parked request re-running after its session turned out missing (it must not park
+    /// again).
+    pub(crate) rerun_missing: Option<StreamId>,
+}
+
+/// The cluster part of a session.
+#[derive(Debug, Default)]
+pub(crate) struct SessionShare {
+    /// The record is in the store (created here and answered, or loaded).
+    pub(crate) stored: bool,
+    /// The service's state, as last set.
+    pub(crate) state: Option<Bytes>,
+    /// Saves not yet acknowledged.
+    pub(crate) unsaved: u32,
+    /// The state changed while the record's creation was on its way: save it once created.
+    pub(crate) resave: bool,
+    /// Answers waiting for the record to be stored.
+    pub(crate) held: Vec<(RequestHandle, Outcome)>,
+    /// The last touch sent.
+    pub(crate) touched: Option<Instant>,
+    /// The last activity seen here.
+    pub(crate) active: Option<Instant>,
+}
+
+impl Router {
+    /// Whether this router is a cluster member.
+    pub fn is_clustered(&self) -> bool {
+        self.config.cluster.is_some()
+    }
+
+    fn instance(&self) -> &str {
+        self.config
+            .cluster
+            .as_ref()
+            .map(|c| &*c.instance)
+            .unwrap_or_default()
+    }
+
+    /// Emits a store operation and remembers what waits on it.
+    pub(crate) fn store_call(&mut self, op: StoreOp, call: Call) -> Ticket {
+        let timeout = self.config.cluster.as_ref().map(|c| c.store_timeout);
+        self.cluster.next_ticket += 1;
+        let ticket = Ticket(self.cluster.next_ticket);
+        let mut deadline = None;
+        let waits = !matches!(call, Call::Detached | Call::Follow { .. });
+        if let (Some(t), true) = (timeout, waits) {
+            self.timers
+                .set(&mut deadline, Timer::Store(ticket), self.now + t);
+        }
+        if !matches!(call, Call::Detached) {
+            self.cluster.calls.insert(ticket, (call, deadline));
+        }
+        self.out.push_back(ServerOutput::Store { ticket, op });
+        ticket
+    }
+
+    /// Input: the store's answer to the operation `ticket` named. Answers nobody waits for
+    /// (late, after a timeout; or to operations that need none) are ignored.
+    pub fn handle_store(&mut self, now: Instant, ticket: Ticket, reply: StoreReply) {
+        self.advance(now);
+        let follow = matches!(
+            self.cluster.calls.get(&ticket),
+            Some((Call::Follow { .. }, _))
+        );
+        let call = if follow {
+            match self.cluster.calls.get(&ticket) {
+                Some((Call::Follow { lsid }, _)) => Call::Follow { lsid: *lsid },
+                _ => return,
+            }
+        } else {
+            match self.cluster.calls.remove(&ticket) {
+                Some((call, mut deadline)) => {
+                    self.timers.clear(&mut deadline, Timer::Store(ticket));
+                    call
+                }
+                None => return,
+            }
+        };
+        match call {
+            Call::Load { session } => self.loaded(&session, reply),
+            Call::Create { session } => self.created(session, reply),
+            Call::Save { session } => self.saved(session, reply),
+            Call::Delete { conn, origin } => match reply {
+                StoreReply::Failed(e) => self.refuse(
+                    conn,
+                    unavailable(&e),
+                    origin.as_deref(),
+                    HeaderMap::new(),
+                    None,
+                    false,
+                ),
+                _ => {
+                    let mut headers = HeaderMap::new();
+                    self.cors_headers(origin.as_deref(), &mut headers);
+                    self.answer(conn, http::StatusCode::OK, headers, None);
+                }
+            },
+            Call::Follow { lsid } => self.followed(ticket, lsid, reply),
+            Call::Detached => {}
+        }
+    }
+
+    /// A store call timed out (the timer fired before its answer).
+    pub(crate) fn store_timed_out(&mut self, ticket: Ticket) {
+        if let Some((_, deadline)) = self.cluster.calls.get_mut(&ticket) {
+            *deadline = None;
+        }
+        let e = StoreError("no answer in time".into());
+        self.handle_store(self.now, ticket, StoreReply::Failed(e));
+    }
+
+    /// Input: a message another instance published on the bus.
+    pub fn handle_bus(&mut self, now: Instant, message: BusMessage) {
+        self.advance(now);
+        match message {
+            BusMessage::SessionDeleted { session } => {
+                if let Some(h) = self.by_id.get(&session).copied() {
+                    self.end_session(h, CloseReason::Deleted);
+                }
+            }
+            BusMessage::Cancel { session, request } => {
+                if let Some(h) = self.by_id.get(&session).copied() {
+                    self.cancel_client_request(h, &request);
+                }
+            }
+            BusMessage::ClientResponse {
+                instance,
+                session,
+                response,
+            } => {
+                if *instance == *self.instance()
+                    && let Some(h) = self.by_id.get(&session).copied()
+                {
+                    self.match_client_response(h, response);
+                }
+            }
+            BusMessage::ListenTaken { session, by } => {
+                if *by != *self.instance()
+                    && let Some(h) = self.by_id.get(&session).copied()
+                    && let Some(lsid) = self.sessions.get(&h).and_then(|s| s.listen)
+                {
+                    self.release_listen(lsid);
+                }
+            }
+        }
+    }
+
+    /// Input: the bus was interrupted (messages may have been missed). Every cached session
+    /// with nothing in use here is forgotten and loaded again on its next request, so a
+    /// missed deletion cannot keep a session alive.
+    pub fn handle_bus_lost(&mut self, now: Instant) {
+        self.advance(now);
+        if !self.is_clustered() {
+            return;
+        }
+        let idle: Vec<SessionHandle> = self
+            .sessions
+            .iter()
+            .filter(|(_, s)| !s.is_busy() && s.share.stored)
+            .map(|(h, _)| *h)
+            .collect();
+        for h in idle {
+            self.unload_session(h);
+        }
+    }
+
+    /// Command: the service's state of a session changed (its log level, subscriptions,
+    /// what `initialize` told). In a cluster it is stored before the session's next answer
+    /// leaves; alone, it is kept with the session. Call it before answering the request
+    /// that changed it.
+    pub fn set_session_state(&mut self, now: Instant, session: SessionHandle, state: Bytes) {
+        self.advance(now);
+        let Some(s) = self.sessions.get_mut(&session) else {
+            return;
+        };
+        s.share.state = Some(state);
+        if self.config.cluster.is_none() {
+            return;
+        }
+        if !s.share.stored {
+            // Written with the record, unless its creation is already on its way.
+            s.share.resave |= !s.share.held.is_empty();
+            return;
+        }
+        s.share.unsaved += 1;
+        let record = record_of(s);
+        let ttl = self.config.session_idle_ttl;
+        self.store_call(StoreOp::Save { record, ttl }, Call::Save { session });
+    }
+
+    /// The service's state of a session, as last set here or loaded from the store.
+    pub fn session_state(&self, session: SessionHandle) -> Option<&Bytes> {
+        self.sessions.get(&session)?.share.state.as_ref()
+    }
+
+    // ---- parking --------------------------------------------------------------------
+
+    /// Parks a request whose session this instance does not hold; `true` when parked.
+    pub(crate) fn park_unloaded(
+        &mut self,
+        stream: StreamId,
+        head: &RequestHead<'_>,
+        principal: Option<&str>,
+        origin: Option<&str>,
+    ) -> bool {
+        if self.config.cluster.is_none()
+            || self.config.stateless
+            || self.cluster.rerun_missing == Some(stream)
+            || !matches!(*head.method, Method::POST | Method::GET | Method::DELETE)
+        {
+            return false;
+        }
+        let Some(id) = head
+            .headers
+            .get(crate::http::header::MCP_SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .filter(|id| super::is_valid_session_id(id))
+        else {
+            return false;
+        };
+        if self.by_id.contains_key(id) {
+            return false;
+        }
+        let session: Box<str> = id.into();
+        let parked = Parked {
+            head: OwnedHead {
+                method: head.method.clone(),
+                uri: head.uri.clone(),
+                headers: head.headers.clone(),
+                verdict: AuthDecision::Allow {
+                    principal: principal.map(Into::into),
+                },
+            },
+            session: session.clone(),
+            body: Vec::new(),
+            ended: false,
+            origin: origin.map(Into::into),
+        };
+        self.cluster.parked.insert(stream, parked);
+        if let Some((_, waiting)) = self.cluster.loading.get_mut(&session) {
+            waiting.push(stream);
+        } else {
+            let ticket = self.store_call(
+                StoreOp::Load {
+                    session: session.clone(),
+                },
+                Call::Load {
+                    session: session.clone(),
+                },
+            );
+            self.cluster.loading.insert(session, (ticket, vec![stream]));
+        }
+        true
+    }
+
+    /// A parked request's body chunk, end or disconnect; `false` when `stream` is not parked.
+    pub(crate) fn parked_input(&mut self, stream: StreamId, event: ParkEvent<'_>) -> bool {
+        let cap = self.config.max_body_bytes;
+        let Some(p) = self.cluster.parked.get_mut(&stream) else {
+            return false;
+        };
+        match p.on(event, cap) {
+            ParkStep::Wait => {}
+            ParkStep::TooLarge => {
+                let origin = self.forget_parked(stream).and_then(|p| p.origin);
+                let e = ProtocolError::PayloadTooLarge(cap);
+                self.refuse(stream, e, origin.as_deref(), HeaderMap::new(), None, true);
+            }
+            _ => {
+                self.forget_parked(stream);
+            }
+        }
+        true
+    }
+
+    fn forget_parked(&mut self, stream: StreamId) -> Option<Parked> {
+        let p = self.cluster.parked.remove(&stream)?;
+        if let Some((_, waiting)) = self.cluster.loading.get_mut(&p.session) {
+            waiting.retain(|s| *s != stream);
+        }
+        Some(p)
+    }
+
+    fn loaded(&mut self, session: &str, reply: StoreReply) {
+        let Some((_, waiting)) = self.cluster.loading.remove(session) else {
+            return;
+        };
+        let event = match reply {
+            StoreReply::Session(Some(record)) => {
+                if !self.by_id.contains_key(&*record.id) && *record.id == *session {
+                    self.adopt(record);
+                }
+                ParkEvent::Loaded
+            }
+            StoreReply::Session(None) => ParkEvent::Missing,
+            _ => ParkEvent::Failed,
+        };
+        let failed = matches!(event, ParkEvent::Failed);
+        let missing = matches!(event, ParkEvent::Missing);
+        for stream in waiting {
+            let cap = self.config.max_body_bytes;
+            let Some(mut p) = self.cluster.parked.remove(&stream) else {
+                continue;
+            };
+            let ev = if failed {
+                ParkEvent::Failed
+            } else if missing {
+                ParkEvent::Missing
+            } else {
+                ParkEvent::Loaded
+            };
+            match p.on(ev, cap) {
+                ParkStep::Unavailable => {
+                    let e = unavailable(&StoreError("the session could not be loaded".into()));
+                    let stop = p.head.method == Method::POST && !p.ended;
+                    self.refuse(stream, e, p.origin.as_deref(), HeaderMap::new(), None, stop);
+                }
+                ParkStep::Run => self.rerun(stream, p, missing),
+                _ => {}
+            }
+        }
+    }
+
+    /// Runs a parked request as if it had just arrived (same [`StreamId`]).
+    fn rerun(&mut self, stream: StreamId, p: Parked, missing: bool) {
+        if missing {
+            self.cluster.rerun_missing = Some(stream);
+        }
+        let head = RequestHead::new(&p.head.method, &p.head.uri, &p.head.headers)
+            .with_verdict(Some(&p.head.verdict));
+        self.start_request(stream, head);
+        self.cluster.rerun_missing = None;
+        if !p.body.is_empty() {
+            self.body_chunk(stream, &p.body);
+        }
+        if p.ended {
+            self.body_end(stream);
+        }
+    }
+
+    /// A session record from the store becomes a session here.
+    fn adopt(&mut self, record: SessionRecord) {
+        let handle = SessionHandle(self.next());
+        let mut s = Session::new(record.id.clone(), record.principal, record.version);
+        s.state = SessionState::Ready;
+        s.share.stored = true;
+        s.share.state = record.state.clone();
+        s.share.touched = Some(self.now);
+        self.by_id.insert(record.id, handle);
+        self.sessions.insert(handle, s);
+        self.out.push_back(ServerOutput::SessionLoaded {
+            session: handle,
+            state: record.state,
+        });
+        self.session_step(handle, super::session::SessionEvent::Activity);
+    }
+
+    /// Forgets this instance's copy of a session that lives on in the store.
+    pub(crate) fn unload_session(&mut self, handle: SessionHandle) {
+        self.end_session_as(handle, None);
+    }
+
+    // ---- sessions: create, save, touch ----------------------------------------------
+
+    /// In a cluster, `respond` holds an answer while the session's record is not stored
+    /// (`initialize`: creates it) or a save is outstanding. `None`: go on answering.
+    pub(crate) fn hold_answer(
+        &mut self,
+        session: SessionHandle,
+        handle: RequestHandle,
+        outcome: Outcome,
+        initialize_ok: bool,
+    ) -> Option<Outcome> {
+        if self.config.cluster.is_none() {
+            return Some(outcome);
+        }
+        let Some(s) = self.sessions.get_mut(&session) else {
+            return Some(outcome);
+        };
+        if s.share.stored && s.share.unsaved == 0 {
+            return Some(outcome);
+        }
+        if !s.share.stored && !initialize_ok {
+            // A failed initialize stores nothing.
+            return Some(outcome);
+        }
+        let create = !s.share.stored && s.share.held.is_empty();
+        s.share.held.push((handle, outcome));
+        if create {
+            let mut record = record_of(s);
+            if let Outcome::Result(r) = &s.share.held[0].1
+                && let Some(v) = super::inbound::read_protocol_version(Some(r))
+                && self.config.supported_versions.contains(&v)
+                && v.era() == crate::Era::Legacy
+            {
+                record.version = v;
+            }
+            let op = StoreOp::Create {
+                record,
+                max_sessions: self.config.max_sessions,
+                ttl: self.config.session_idle_ttl,
+            };
+            self.store_call(op, Call::Create { session });
+        }
+        None
+    }
+
+    fn release_held(&mut self, session: SessionHandle, failure: Option<&str>) {
+        let Some(s) = self.sessions.get_mut(&session) else {
+            return;
+        };
+        if s.share.unsaved > 0 && failure.is_none() {
+            return;
+        }
+        let held = std::mem::take(&mut s.share.held);
+        for (handle, outcome) in held {
+            let outcome = match failure {
+                Some(why) => Outcome::Error(crate::jsonrpc::ErrorObject::new(
+                    crate::jsonrpc::error_codes::INTERNAL_ERROR,
+                    format!("the session's state could not be stored: {why}"),
+                )),
+                None => outcome,
+            };
+            let _ = self.respond(self.now, handle, outcome);
+        }
+    }
+
+    fn created(&mut self, session: SessionHandle, reply: StoreReply) {
+        match reply {
+            StoreReply::Created => {
+                if let Some(s) = self.sessions.get_mut(&session) {
+                    s.share.stored = true;
+                    s.share.touched = Some(self.now);
+                    if std::mem::take(&mut s.share.resave) {
+                        s.share.unsaved += 1;
+                        let record = record_of(s);
+                        let ttl = self.config.session_idle_ttl;
+                        self.store_call(StoreOp::Save { record, ttl }, Call::Save { session });
+                    }
+                }
+                self.release_held(session, None);
+            }
+            StoreReply::AtCapacity => self.refuse_creation(session, ProtocolError::TooManySessions),
+            StoreReply::Failed(e) => self.refuse_creation(session, unavailable(&e)),
+            _ => self.refuse_creation(
+                session,
+                unavailable(&StoreError("unexpected answer".into())),
+            ),
+        }
+    }
+
+    /// The record of a new session could not be stored: its `initialize` is answered with
+    /// the refusal's status (503) when its answer is still one JSON body, else with a
+    /// JSON-RPC error; the session ends.
+    fn refuse_creation(&mut self, session: SessionHandle, error: ProtocolError) {
+        let Some(s) = self.sessions.get_mut(&session) else {
+            return;
+        };
+        let held = std::mem::take(&mut s.share.held);
+        for (handle, _) in held {
+            let Some(f) = self.inflight.get(&handle) else {
+                continue;
+            };
+            let pending_conn = self
+                .streams
+                .get(&f.stream)
+                .filter(|ls| ls.phase == Phase::Pending)
+                .and_then(|ls| ls.connection.map(|c| (c, ls.origin.clone(), f.stream)));
+            if let Some((conn, origin, lsid)) = pending_conn {
+                self.inflight.remove(&handle);
+                if let Some(ls) = self.streams.get_mut(&lsid) {
+                    ls.connection = None;
+                }
+                self.remove_exchange(conn);
+                self.drop_stream(lsid);
+                self.refuse(
+                    conn,
+                    error.clone(),
+                    origin.as_deref(),
+                    HeaderMap::new(),
+                    None,
+                    false,
+                );
+            } else {
+                let e = crate::jsonrpc::ErrorObject::new(error.code(), error.to_string());
+                let _ = self.respond(self.now, handle, Outcome::Error(e));
+            }
+        }
+        self.end_session(session, CloseReason::InitializeFailed);
+    }
+
+    fn saved(&mut self, session: SessionHandle, reply: StoreReply) {
+        let Some(s) = self.sessions.get_mut(&session) else {
+            return;
+        };
+        s.share.unsaved = s.share.unsaved.saturating_sub(1);
+        match reply {
+            StoreReply::Done => self.release_held(session, None),
+            StoreReply::Session(None) => self.end_session(session, CloseReason::Deleted),
+            StoreReply::Failed(e) => self.release_held(session, Some(&e.0)),
+            _ => self.release_held(session, Some("unexpected answer")),
+        }
+    }
+
+    /// Activity on a session: renews its record at most once per touch interval.
+    pub(crate) fn cluster_activity(&mut self, session: SessionHandle) {
+        let Some(c) = &self.config.cluster else {
+            return;
+        };
+        let every = touch_interval(c, self.config.session_idle_ttl);
+        let now = self.now;
+        let Some(s) = self.sessions.get_mut(&session) else {
+            return;
+        };
+        s.share.active = Some(now);
+        if !s.share.stored || s.share.touched.is_some_and(|t| now < t + every) {
+            return;
+        }
+        s.share.touched = Some(now);
+        let op = StoreOp::Touch {
+            session: s.id.clone(),
+            ttl: self.config.session_idle_ttl,
+        };
+        self.store_call(op, Call::Detached);
+    }
+
+    /// When a clustered session's idle timer is due next: at the next touch interval (a
+    /// session that is busy then renews its record), or at the end of its idle TTL here if
+    /// that comes first.
+    pub(crate) fn cluster_idle_deadline(&self, s: &Session, ttl: Duration) -> Option<Instant> {
+        let c = self.config.cluster.as_ref()?;
+        let every = touch_interval(c, Some(ttl));
+        let next_touch = self.now + every;
+        if s.is_busy() {
+            return Some(next_touch);
+        }
+        let last = s.share.active.unwrap_or(self.now);
+        Some((last + ttl).max(self.now).min(next_touch))
+    }
+
+    /// A clustered session's idle timer fired: renew it when busy, forget the local copy when
+    /// idle here for the whole TTL (the store expires the record on its own). `true` when
+    /// the cluster handled it.
+    pub(crate) fn cluster_idle(&mut self, handle: SessionHandle) -> bool {
+        if self.config.cluster.is_none() {
+            return false;
+        }
+        let Some(s) = self.sessions.get_mut(&handle) else {
+            return true;
+        };
+        let ttl = self.config.session_idle_ttl.unwrap_or(Duration::MAX);
+        let idle_since = s.share.active.unwrap_or(self.now);
+        if s.is_busy() {
+            // Renew the record (not `active`: a busy session is not idle, but an open
+            // stream is no request).
+            s.share.touched = Some(self.now);
+            let op = StoreOp::Touch {
+                session: s.id.clone(),
+                ttl: self.config.session_idle_ttl,
+            };
+            if s.share.stored {
+                self.store_call(op, Call::Detached);
+            }
+            self.rearm_idle(handle);
+        } else if idle_since.checked_add(ttl).is_none_or(|end| end > self.now) {
+            self.rearm_idle(handle);
+        } else {
+            self.unload_session(handle);
+        }
+        true
+    }
+
+    /// `DELETE` in a cluster: the record goes first, the answer follows.
+    pub(crate) fn cluster_delete(
+        &mut self,
+        conn: StreamId,
+        session: SessionHandle,
+        origin: Option<Box<str>>,
+    ) -> bool {
+        if self.config.cluster.is_none() {
+            return false;
+        }
+        let Some(id) = self.sessions.get(&session).map(|s| s.id.clone()) else {
+            return false;
+        };
+        self.store_call(
+            StoreOp::Delete { session: id },
+            Call::Delete { conn, origin },
+        );
+        self.end_session(session, CloseReason::Deleted);
+        true
+    }
+
+    // ---- the listen stream ----------------------------------------------------------
+
+    /// A message for a clustered session's GET stream goes to its listen log.
+    pub(crate) fn publish(&mut self, session: SessionHandle, payload: Bytes) -> bool {
+        let Some(c) = &self.config.cluster else {
+            return false;
+        };
+        let capacity = c.listen_log_capacity;
+        let Some(s) = self.sessions.get(&session) else {
+            return false;
+        };
+        let op = StoreOp::Publish {
+            session: s.id.clone(),
+            payload,
+            capacity,
+        };
+        self.store_call(op, Call::Detached);
+        true
+    }
+
+    /// A GET opened (or resumed, `after`) a clustered session's listen stream here: follow
+    /// the log, and tell the other instances.
+    pub(crate) fn follow_listen(&mut self, session: SessionHandle, lsid: u64, from: FollowFrom) {
+        let Some(s) = self.sessions.get(&session) else {
+            return;
+        };
+        let id = s.id.clone();
+        self.unfollow(lsid);
+        let ticket = self.store_call(
+            StoreOp::Follow {
+                session: id.clone(),
+                from,
+            },
+            Call::Follow { lsid },
+        );
+        if let Some(ls) = self.streams.get_mut(&lsid) {
+            ls.follow = Some(ticket);
+            ls.primed = false;
+        }
+        let by = self.instance().into();
+        self.store_call(
+            StoreOp::Broadcast {
+                message: BusMessage::ListenTaken { session: id, by },
+            },
+            Call::Detached,
+        );
+    }
+
+    /// Stops following a listen log (its connection went away or was taken over).
+    pub(crate) fn unfollow(&mut self, lsid: u64) {
+        if let Some(ticket) = self.streams.get_mut(&lsid).and_then(|l| l.follow.take()) {
+            self.forget_follow(ticket);
+        }
+    }
+
+    pub(crate) fn forget_follow(&mut self, ticket: Ticket) {
+        self.cluster.calls.remove(&ticket);
+        self.store_call(StoreOp::Unfollow { follow: ticket }, Call::Detached);
+    }
+
+    /// Another instance took the GET stream: end ours.
+    fn release_listen(&mut self, lsid: u64) {
+        self.unfollow(lsid);
+        let Some(ls) = self.streams.get_mut(&lsid) else {
+            return;
+        };
+        if let Some(conn) = ls.detach() {
+            ls.step(super::stream::StreamEvent::Release);
+            self.end_exchange(conn);
+        }
+    }
+
+    fn followed(&mut self, ticket: Ticket, lsid: u64, reply: StoreReply) {
+        let live = self
+            .streams
+            .get(&lsid)
+            .is_some_and(|l| l.follow == Some(ticket) && l.connection.is_some());
+        if !live {
+            self.cluster.calls.remove(&ticket);
+            return;
+        }
+        let (events, gap, after) = match reply {
+            StoreReply::Events { events, gap, after } => (events, gap, after),
+            StoreReply::Failed(_) => {
+                // The log cannot be followed: end the connection; the client resumes with
+                // its Last-Event-ID (and gets 503 while the store is away).
+                self.cluster.calls.remove(&ticket);
+                if let Some(ls) = self.streams.get_mut(&lsid) {
+                    ls.follow = None;
+                    if let Some(conn) = ls.connection {
+                        self.out
+                            .push_back(ServerOutput::ResponseAbort { stream: conn });
+                        self.disconnected(conn);
+                    }
+                }
+                return;
+            }
+            _ => return,
+        };
+        let Some(ls) = self.streams.get_mut(&lsid) else {
+            return;
+        };
+        let Some(conn) = ls.connection else { return };
+        let session = ls.session;
+        let mut chunks = Vec::new();
+        if !ls.primed {
+            ls.primed = true;
+            ls.last_seq = ls.last_seq.max(after);
+            if ls.resumable && ls.version.allows_priming() {
+                let retry = self.config.retry_interval;
+                chunks.push(super::stream::priming_frame(&listen_event_id(after), retry));
+                ls.id_sent = true;
+            }
+        }
+        if gap {
+            chunks.push(events_lost_frame(&listen_event_id(after)));
+        }
+        for e in events {
+            if e.seq <= ls.last_seq {
+                continue; // already written: the log is the only path, deduplicated here
+            }
+            ls.last_seq = e.seq;
+            ls.id_sent = true;
+            chunks.push(event_frame(Some(&listen_event_id(e.seq)), &e.payload));
+        }
+        let written = ls.last_seq;
+        let moved = chunks.len();
+        for chunk in chunks {
+            self.send_chunk(conn, chunk, true);
+        }
+        if moved > 0
+            && let Some(id) = session
+                .and_then(|s| self.sessions.get(&s))
+                .map(|s| s.id.clone())
+        {
+            self.store_call(
+                StoreOp::Delivered {
+                    session: id,
+                    seq: written,
+                },
+                Call::Detached,
+            );
+        }
+    }
+
+    // ---- server→client requests and cancellation --------------------------------------
+
+    /// The JSON-RPC id of a server→client request: a number alone, `"<instance>.<n>"` in a
+    /// cluster.
+    pub(crate) fn outbound_wire_id(&self, n: u64) -> Option<RequestId> {
+        match &self.config.cluster {
+            Some(c) => Some(RequestId::String(format!("{}.{n}", c.instance).into())),
+            None => i64::try_from(n).ok().map(RequestId::Number),
+        }
+    }
+
+    /// The local number of a server→client request id, or the instance it belongs to.
+    pub(crate) fn outbound_owner(&self, id: &RequestId) -> Owner {
+        match (&self.config.cluster, id) {
+            (None, RequestId::Number(n)) => u64::try_from(*n).map_or(Owner::Unknown, Owner::Here),
+            (Some(c), RequestId::String(s)) => match s.split_once('.') {
+                Some((inst, n)) if inst == &*c.instance => {
+                    n.parse().map_or(Owner::Unknown, Owner::Here)
+                }
+                Some((inst, _)) if !inst.is_empty() => Owner::Elsewhere(inst.into()),
+                _ => Owner::Unknown,
+            },
+            _ => Owner::Unknown,
+        }
+    }
+
+    /// Forwards the client's answer to the instance that asked.
+    pub(crate) fn forward_response(
+        &mut self,
+        session: SessionHandle,
+        instance: Box<str>,
+        response: Response,
+    ) {
+        let Some(id) = self.sessions.get(&session).map(|s| s.id.clone()) else {
+            return;
+        };
+        let message = BusMessage::ClientResponse {
+            instance,
+            session: id,
+            response,
+        };
+        self.store_call(StoreOp::Broadcast { message }, Call::Detached);
+    }
+
+    /// `notifications/cancelled` for a request not running here: tell the others.
+    pub(crate) fn broadcast_cancel(&mut self, session: SessionHandle, request: RequestId) {
+        if self.config.cluster.is_none() {
+            return;
+        }
+        let Some(id) = self.sessions.get(&session).map(|s| s.id.clone()) else {
+            return;
+        };
+        let message = BusMessage::Cancel {
+            session: id,
+            request,
+        };
+        self.store_call(StoreOp::Broadcast { message }, Call::Detached);
+    }
+
+    /// Whether a `Last-Event-ID` names this instance's stream number (`Some(lsid)`), a
+    /// clustered session's listen log (`Listen(seq)`), or nothing resumable here.
+    pub(crate) fn resolve_event_id(&self, id: &str) -> Option<EventRef> {
+        let id = id.trim();
+        match &self.config.cluster {
+            None => super::stream::parse_event_id(id).map(|(l, s)| EventRef::Stream(l, s)),
+            Some(c) => {
+                let (name, seq) = id.rsplit_once('-')?;
+                let seq: u64 = digits(seq)?;
+                if name == "L" {
+                    return Some(EventRef::Listen(seq));
+                }
+                let (inst, n) = name.split_once('.')?;
+                (inst == &*c.instance).then_some(())?;
+                Some(EventRef::Stream(digits(n)?, seq))
+            }
+        }
+    }
+
+    /// The event id of `seq` on stream `lsid` (`"<instance>.<lsid>-<seq>"` in a cluster).
+    pub(crate) fn stream_event_id(&self, lsid: u64, seq: u64) -> String {
+        match &self.config.cluster {
+            None => super::stream::event_id(lsid, seq),
+            Some(c) => format!("{}.{lsid}-{seq}", c.instance),
+        }
+    }
+
+    /// Cancels the client request `id` of `session` if it runs here; `false` otherwise.
+    pub(crate) fn cancel_client_request(&mut self, session: SessionHandle, id: &RequestId) -> bool {
+        let Some(handle) = self
+            .sessions
+            .get(&session)
+            .and_then(|s| s.inflight.get(id).copied())
+        else {
+            return false;
+        };
+        if self.inflight.get(&handle).is_some_and(|f| f.initialize) {
+            return true; // S-CANCEL-2: initialize cannot be cancelled.
+        }
+        self.cancel_handle(handle, CancelReason::ClientCancelled);
+        true
+    }
+}
+
+/// Whom a server→client request id belongs to.
+#[derive(Debug)]
+pub(crate) enum Owner {
+    Here(u64),
+    Elsewhere(Box<str>),
+    Unknown,
+}
+
+/// What a `Last-Event-ID` names.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum EventRef {
+    /// Stream `lsid` of this instance, after `seq`.
+    Stream(u64, u64),
+    /// The session's listen log, after `seq`.
+    Listen(u64),
+}
+
+fn digits(s: &str) -> Option<u64> {
+    (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| s.parse().ok())
+        .flatten()
+}
+
+/// The event id of `seq` in a listen log.
+pub(crate) fn listen_event_id(seq: u64) -> String {
+    format!("L-{seq}")
+}
+
+fn touch_interval(c: &ClusterConfig, ttl: Option<Duration>) -> Duration {
+    c.touch_interval
+        .or(ttl.map(|t| t / 4))
+        .unwrap_or(Duration::from_secs(60))
+        .max(Duration::from_millis(1))
+}
+
+fn record_of(s: &Session) -> SessionRecord {
+    SessionRecord {
+        id: s.id.clone(),
+        principal: s.principal.clone(),
+        version: s.version,
+        state: s.share.state.clone(),
+    }
+}
+
+fn unavailable(e: &StoreError) -> ProtocolError {
+    ProtocolError::StoreUnavailable(e.0.clone())
+}

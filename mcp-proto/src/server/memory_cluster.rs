@@ -1,0 +1,267 @@
+//! [`MemoryCluster`]: the cluster store and bus in memory — the reference semantics every
+//! store executor (Redis) must match, and the fake the sans-IO tests run several routers on.
+//!
+//! It is sans-IO like the routers: [`MemoryCluster::execute`] applies one [`StoreOp`] at a
+//! time `now`, and what it answers (to the operation's member) or publishes (to every
+//! member) waits in each member's inbox until [`MemoryCluster::take`]. A test decides when
+//! inboxes are delivered, so it can delay, reorder across members, or drop deliveries, and
+//! [`MemoryCluster::set_available`] makes every operation fail, as an unreachable Redis.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::Instant;
+
+use super::cluster::{
+    BusMessage, FollowFrom, LogEvent, SessionRecord, StoreError, StoreOp, StoreReply, Ticket,
+};
+
+/// A member of a [`MemoryCluster`] (one router).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MemberId(usize);
+
+/// What a member receives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClusterDelivery {
+    /// The answer to one of its operations: give it to `Router::handle_store`.
+    Reply(Ticket, StoreReply),
+    /// A bus message: give it to `Router::handle_bus`.
+    Bus(BusMessage),
+}
+
+#[derive(Debug, Default)]
+struct Log {
+    events: VecDeque<LogEvent>,
+    last: u64,
+    evicted_upto: u64,
+    cursor: u64,
+}
+
+impl Log {
+    /// Events after `after`, and whether some of them were evicted.
+    fn after(&self, after: u64) -> (Vec<LogEvent>, bool) {
+        let events = self
+            .events
+            .iter()
+            .filter(|e| e.seq > after)
+            .cloned()
+            .collect();
+        (events, self.evicted_upto > after)
+    }
+}
+
+/// The cluster store and bus, in memory (see the module docs).
+#[derive(Debug, Default)]
+pub struct MemoryCluster {
+    records: HashMap<Box<str>, (SessionRecord, Option<Instant>)>,
+    logs: HashMap<Box<str>, Log>,
+    /// Live follows: member, ticket → session, last sequence number answered.
+    follows: HashMap<(MemberId, Ticket), (Box<str>, u64)>,
+    inboxes: Vec<VecDeque<ClusterDelivery>>,
+    unavailable: bool,
+    ops: u64,
+}
+
+impl MemoryCluster {
+    /// An empty store.
+    pub fn new() -> Self {
+        MemoryCluster::default()
+    }
+
+    /// Adds a member.
+    pub fn join(&mut self) -> MemberId {
+        self.inboxes.push(VecDeque::new());
+        MemberId(self.inboxes.len() - 1)
+    }
+
+    /// Makes every later operation fail (`false`) or succeed again (`true`).
+    pub fn set_available(&mut self, available: bool) {
+        self.unavailable = !available;
+    }
+
+    /// Operations executed so far (round trips, for the tests' counts).
+    pub fn operations(&self) -> u64 {
+        self.ops
+    }
+
+    /// Live session records at `now`.
+    pub fn session_count(&mut self, now: Instant) -> usize {
+        self.expire(now);
+        self.records.len()
+    }
+
+    /// The stored record of a session, if live at `now`.
+    pub fn record(&mut self, now: Instant, session: &str) -> Option<SessionRecord> {
+        self.expire(now);
+        self.records.get(session).map(|(r, _)| r.clone())
+    }
+
+    /// Drains what `member` received, in order.
+    pub fn take(&mut self, member: MemberId) -> Vec<ClusterDelivery> {
+        self.inboxes
+            .get_mut(member.0)
+            .map(|q| q.drain(..).collect())
+            .unwrap_or_default()
+    }
+
+    /// Forgets a member's follows (its process died).
+    pub fn leave(&mut self, member: MemberId) {
+        self.follows.retain(|(m, _), _| *m != member);
+        if let Some(q) = self.inboxes.get_mut(member.0) {
+            q.clear();
+        }
+    }
+
+    fn expire(&mut self, now: Instant) {
+        let gone: Vec<Box<str>> = self
+            .records
+            .iter()
+            .filter(|(_, (_, exp))| exp.is_some_and(|e| e <= now))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for id in gone {
+            self.records.remove(&id);
+            self.logs.remove(&id);
+        }
+    }
+
+    fn reply(&mut self, member: MemberId, ticket: Ticket, reply: StoreReply) {
+        if let Some(q) = self.inboxes.get_mut(member.0) {
+            q.push_back(ClusterDelivery::Reply(ticket, reply));
+        }
+    }
+
+    fn publish_bus(&mut self, from: MemberId, message: BusMessage) {
+        for (i, q) in self.inboxes.iter_mut().enumerate() {
+            if i != from.0 {
+                q.push_back(ClusterDelivery::Bus(message.clone()));
+            }
+        }
+    }
+
+    /// Applies `op`, sent by `member` under `ticket`, at `now`.
+    pub fn execute(&mut self, now: Instant, member: MemberId, ticket: Ticket, op: StoreOp) {
+        self.ops += 1;
+        if self.unavailable {
+            if !matches!(op, StoreOp::Unfollow { .. }) {
+                let e = StoreError("the store is unreachable".into());
+                self.reply(member, ticket, StoreReply::Failed(e));
+            }
+            return;
+        }
+        self.expire(now);
+        let expiry = |ttl: Option<std::time::Duration>| ttl.map(|t| now + t);
+        match op {
+            StoreOp::Load { session } => {
+                let r = self.records.get(&session).map(|(r, _)| r.clone());
+                self.reply(member, ticket, StoreReply::Session(r));
+            }
+            StoreOp::Create {
+                record,
+                max_sessions,
+                ttl,
+            } => {
+                let answer = if self.records.contains_key(&record.id) {
+                    StoreReply::Failed(StoreError("the session id is taken".into()))
+                } else if self.records.len() >= max_sessions {
+                    StoreReply::AtCapacity
+                } else {
+                    self.records
+                        .insert(record.id.clone(), (record, expiry(ttl)));
+                    StoreReply::Created
+                };
+                self.reply(member, ticket, answer);
+            }
+            StoreOp::Save { record, ttl } => {
+                let answer = match self.records.get_mut(&record.id) {
+                    Some(slot) => {
+                        *slot = (record, expiry(ttl));
+                        StoreReply::Done
+                    }
+                    None => StoreReply::Session(None),
+                };
+                self.reply(member, ticket, answer);
+            }
+            StoreOp::Touch { session, ttl } => {
+                if let Some((_, exp)) = self.records.get_mut(&session) {
+                    *exp = expiry(ttl);
+                }
+                self.reply(member, ticket, StoreReply::Done);
+            }
+            StoreOp::Delete { session } => {
+                self.records.remove(&session);
+                self.logs.remove(&session);
+                self.follows.retain(|_, (s, _)| *s != session);
+                self.publish_bus(member, BusMessage::SessionDeleted { session });
+                self.reply(member, ticket, StoreReply::Done);
+            }
+            StoreOp::Publish {
+                session,
+                payload,
+                capacity,
+            } => {
+                if !self.records.contains_key(&session) {
+                    // A deleted or expired session's message goes nowhere.
+                    self.reply(member, ticket, StoreReply::Published { seq: 0 });
+                    return;
+                }
+                let log = self.logs.entry(session.clone()).or_default();
+                log.last += 1;
+                let seq = log.last;
+                log.events.push_back(LogEvent { seq, payload });
+                while log.events.len() > capacity.max(1) {
+                    if let Some(e) = log.events.pop_front() {
+                        log.evicted_upto = e.seq;
+                    }
+                }
+                self.reply(member, ticket, StoreReply::Published { seq });
+                self.wake(&session);
+            }
+            StoreOp::Follow { session, from } => {
+                let log = self.logs.entry(session.clone()).or_default();
+                let after = match from {
+                    FollowFrom::After(n) => n,
+                    FollowFrom::Cursor => log.cursor,
+                };
+                let (events, gap) = log.after(after);
+                let last = events.last().map_or(after, |e| e.seq);
+                self.follows.insert((member, ticket), (session, last));
+                self.reply(member, ticket, StoreReply::Events { events, gap, after });
+            }
+            StoreOp::Unfollow { follow } => {
+                self.follows.remove(&(member, follow));
+            }
+            StoreOp::Delivered { session, seq } => {
+                if let Some(log) = self.logs.get_mut(&session) {
+                    log.cursor = log.cursor.max(seq);
+                }
+                self.reply(member, ticket, StoreReply::Done);
+            }
+            StoreOp::Broadcast { message } => {
+                self.publish_bus(member, message);
+                self.reply(member, ticket, StoreReply::Done);
+            }
+        }
+    }
+
+    /// Answers every follow of `session` with what was appended since its last answer.
+    fn wake(&mut self, session: &str) {
+        let Some(log) = self.logs.get(session) else {
+            return;
+        };
+        let mut out = Vec::new();
+        for ((member, ticket), (s, last)) in self.follows.iter_mut() {
+            if **s != *session {
+                continue;
+            }
+            let (events, gap) = log.after(*last);
+            if events.is_empty() {
+                continue;
+            }
+            let after = *last;
+            *last = events.last().map_or(*last, |e| e.seq);
+            out.push((*member, *ticket, StoreReply::Events { events, gap, after }));
+        }
+        for (member, ticket, reply) in out {
+            self.reply(member, ticket, reply);
+        }
+    }
+}

@@ -1,0 +1,429 @@
+//! The cluster seam, sans-IO: three routers share one in-memory store on a virtual clock,
+//! and each request may land on any of them (a load balancer that is not sticky).
+
+use std::time::Duration;
+
+use http::StatusCode;
+use mcp_proto::server::{ServerConfig, ServerOutput, Target};
+use mcp_tests::cluster_harness::Cluster;
+use mcp_tests::server_harness::{Req, init_body, init_result};
+use serde_json::{Value, json};
+
+const V: &str = "2025-11-25";
+
+fn cluster(n: usize) -> Cluster {
+    Cluster::new(n, |_| ServerConfig::default())
+}
+
+/// `initialize` on node `on`; returns the session id.
+fn initialize(c: &mut Cluster, on: usize) -> String {
+    let s = c.node(on).send(Req::post(&init_body(1, V)));
+    c.settle();
+    let (h, _, req) = c.node(on).expect_request();
+    assert_eq!(&*req.method, "initialize");
+    c.node(on).reply(h, &init_result(V));
+    c.settle();
+    let r = c.node(on).response(s).clone();
+    assert_eq!(r.status(), StatusCode::OK, "{:?}", c.node(on).log);
+    r.header("mcp-session-id").expect("session id").to_owned()
+}
+
+fn call(id: i64, method: &str) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}"}}"#)
+}
+
+fn other_outputs(c: &mut Cluster, i: usize) -> Vec<ServerOutput> {
+    c.node(i).take_other()
+}
+
+#[test]
+fn a_session_made_on_one_instance_is_served_by_the_others_and_deleted_everywhere() {
+    let mut c = cluster(3);
+    let sid = initialize(&mut c, 0);
+    // tools/call on B: the session is loaded from the store, the request runs there.
+    let s = c
+        .node(1)
+        .send(Req::post(&call(2, "tools/list")).session(&sid).version(V));
+    c.settle();
+    let (h, _, req) = c.node(1).expect_request();
+    assert_eq!(&*req.method, "tools/list");
+    assert!(
+        other_outputs(&mut c, 1)
+            .iter()
+            .any(|o| matches!(o, ServerOutput::SessionLoaded { .. })),
+        "B adopted the session"
+    );
+    c.node(1).reply(h, r#"{"tools":[]}"#);
+    c.settle();
+    let r = c.node(1).response(s).clone();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert_eq!(r.messages()[0]["id"], 2);
+    // DELETE on C: 200 once the store removed it; A and B forget it at once.
+    let d = c.node(2).send(Req::delete(&sid));
+    c.settle();
+    assert_eq!(c.node(2).response(d).status(), StatusCode::OK);
+    for i in 0..3 {
+        let s = c
+            .node(i)
+            .send(Req::post(&call(3, "ping")).session(&sid).version(V));
+        c.settle();
+        assert_eq!(
+            c.node(i).response(s).status(),
+            StatusCode::NOT_FOUND,
+            "node {i} still served a deleted session"
+        );
+    }
+}
+
+#[test]
+fn the_initialize_answer_waits_until_the_store_has_the_session() {
+    let mut c = cluster(2);
+    c.hold(0, true);
+    let s = c.node(0).send(Req::post(&init_body(1, V)));
+    c.settle();
+    let (h, _, _) = c.node(0).expect_request();
+    c.node(0).reply(h, &init_result(V));
+    c.settle();
+    assert!(
+        c.node(0).response(s).status.is_none(),
+        "answered before the record was stored"
+    );
+    c.hold(0, false);
+    c.settle();
+    let sid = c
+        .node(0)
+        .response(s)
+        .header("mcp-session-id")
+        .unwrap()
+        .to_owned();
+    let now = c.node(0).now;
+    assert!(c.store.record(now, &sid).is_some());
+}
+
+#[test]
+fn the_session_cap_is_global() {
+    let mut c = Cluster::new(3, |_| ServerConfig::default().with_max_sessions(2));
+    initialize(&mut c, 0);
+    initialize(&mut c, 1);
+    let s = c.node(2).send(Req::post(&init_body(1, V)));
+    c.settle();
+    let (h, _, _) = c.node(2).expect_request();
+    c.node(2).reply(h, &init_result(V));
+    c.settle();
+    let r = c.node(2).response(s).clone();
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(r.header("mcp-session-id").is_none());
+    assert_eq!(r.json()["error"]["code"], -32000);
+}
+
+#[test]
+fn a_message_from_a_handler_on_b_reaches_the_get_stream_on_c_and_resumes_anywhere() {
+    let mut c = cluster(3);
+    let sid = initialize(&mut c, 0);
+    let get = c.node(2).send(Req::get(&sid).version(V));
+    c.settle();
+    assert_eq!(c.node(2).response(get).status(), StatusCode::OK);
+    // A request on B whose handler sends two unrelated notifications.
+    let _ = c
+        .node(1)
+        .send(Req::post(&call(7, "tools/call")).session(&sid).version(V));
+    c.settle();
+    let (h, session, _) = c.node(1).expect_request();
+    let session = session.unwrap();
+    c.node(1).notify(
+        Target::Session(session),
+        "notifications/message",
+        r#"{"n":1}"#,
+    );
+    c.node(1).notify(
+        Target::Session(session),
+        "notifications/message",
+        r#"{"n":2}"#,
+    );
+    c.settle();
+    c.node(1).reply(h, "{}");
+    c.settle();
+    let r = c.node(2).response(get).clone();
+    let got: Vec<Value> = r
+        .sse_messages()
+        .iter()
+        .map(|m| m["params"]["n"].clone())
+        .collect();
+    assert_eq!(got, [json!(1), json!(2)]);
+    let ids = r.event_ids();
+    assert_eq!(
+        ids,
+        ["L-0", "L-1", "L-2"],
+        "priming, then the log's numbers"
+    );
+    // C dies; a third message is published; the client resumes on A after L-1.
+    c.kill(2);
+    c.node(1).notify(
+        Target::Session(session),
+        "notifications/message",
+        r#"{"n":3}"#,
+    );
+    c.settle();
+    let resumed = c
+        .node(0)
+        .send(Req::get(&sid).version(V).header("last-event-id", "L-1"));
+    c.settle();
+    let r = c.node(0).response(resumed).clone();
+    assert_eq!(r.status(), StatusCode::OK);
+    let got: Vec<Value> = r
+        .sse_messages()
+        .iter()
+        .map(|m| m["params"]["n"].clone())
+        .collect();
+    assert_eq!(got, [json!(2), json!(3)], "exactly what followed L-1, once");
+}
+
+#[test]
+fn a_get_opened_elsewhere_ends_the_old_one() {
+    let mut c = cluster(2);
+    let sid = initialize(&mut c, 0);
+    let first = c.node(0).send(Req::get(&sid).version(V));
+    c.settle();
+    let second = c.node(1).send(Req::get(&sid).version(V));
+    c.settle();
+    assert!(c.node(0).response(first).ended, "the old GET was ended");
+    assert!(!c.node(1).response(second).ended);
+}
+
+#[test]
+fn a_client_answer_posted_to_a_reaches_the_handler_waiting_on_b() {
+    let mut c = cluster(3);
+    let sid = initialize(&mut c, 0);
+    let get = c.node(2).send(Req::get(&sid).version(V));
+    c.settle();
+    let _ = c
+        .node(1)
+        .send(Req::post(&call(9, "tools/call")).session(&sid).version(V));
+    c.settle();
+    let (_, session, _) = c.node(1).expect_request();
+    let oid = c
+        .node(1)
+        .request_client(Target::Session(session.unwrap()), "roots/list");
+    c.settle();
+    let msgs = c.node(2).response(get).sse_messages();
+    let asked = msgs
+        .iter()
+        .find(|m| m["method"] == "roots/list")
+        .expect("asked on C");
+    let wire = asked["id"].clone();
+    assert_eq!(wire, json!("n1.".to_owned() + &oid.as_u64().to_string()));
+    let answer = json!({"jsonrpc":"2.0","id":wire,"result":{"roots":[]}}).to_string();
+    let s = c.node(0).send(Req::post(&answer).session(&sid).version(V));
+    c.settle();
+    assert_eq!(c.node(0).response(s).status(), StatusCode::ACCEPTED);
+    let got = other_outputs(&mut c, 1);
+    assert!(
+        got.iter()
+            .any(|o| matches!(o, ServerOutput::ClientResponse { request, .. } if *request == oid)),
+        "B got the answer: {got:?}"
+    );
+}
+
+#[test]
+fn a_cancellation_posted_to_a_stops_the_request_running_on_b() {
+    let mut c = cluster(2);
+    let sid = initialize(&mut c, 0);
+    let _ = c
+        .node(1)
+        .send(Req::post(&call(5, "tools/call")).session(&sid).version(V));
+    c.settle();
+    let (h, _, _) = c.node(1).expect_request();
+    let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}"#;
+    let s = c.node(0).send(Req::post(cancel).session(&sid).version(V));
+    c.settle();
+    assert_eq!(c.node(0).response(s).status(), StatusCode::ACCEPTED);
+    assert!(
+        other_outputs(&mut c, 1)
+            .iter()
+            .any(|o| matches!(o, ServerOutput::Cancelled { handle, .. } if *handle == h)),
+        "B cancelled the handler"
+    );
+}
+
+#[test]
+fn an_unreachable_store_is_a_503_with_a_json_rpc_error_and_recovery_is_automatic() {
+    let mut c = cluster(2);
+    let sid = initialize(&mut c, 0);
+    c.store.set_available(false);
+    let s = c
+        .node(1)
+        .send(Req::post(&call(2, "ping")).session(&sid).version(V));
+    c.settle();
+    let r = c.node(1).response(s).clone();
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(r.json()["error"]["code"], -32000);
+    assert!(
+        r.json()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("session store")
+    );
+    c.store.set_available(true);
+    let s = c
+        .node(1)
+        .send(Req::post(&call(3, "ping")).session(&sid).version(V));
+    c.settle();
+    let (h, _, _) = c.node(1).expect_request();
+    c.node(1).reply(h, "{}");
+    c.settle();
+    assert_eq!(c.node(1).response(s).status(), StatusCode::OK);
+}
+
+#[test]
+fn a_store_that_never_answers_times_out_with_503() {
+    let mut c = cluster(2);
+    let sid = initialize(&mut c, 0);
+    c.hold(1, true);
+    let s = c
+        .node(1)
+        .send(Req::post(&call(2, "ping")).session(&sid).version(V));
+    c.settle();
+    assert!(c.node(1).response(s).status.is_none(), "parked");
+    c.advance(Duration::from_secs(6));
+    assert_eq!(
+        c.node(1).response(s).status(),
+        StatusCode::SERVICE_UNAVAILABLE
+    );
+    // The late answer is ignored.
+    c.hold(1, false);
+    c.settle();
+    assert!(c.node(1).next_request().is_none());
+}
+
+#[test]
+fn session_state_set_before_an_answer_is_stored_before_the_answer_leaves() {
+    let mut c = cluster(2);
+    let sid = initialize(&mut c, 0);
+    let s = c.node(0).send(
+        Req::post(&call(2, "logging/setLevel"))
+            .session(&sid)
+            .version(V),
+    );
+    c.settle();
+    let (h, session, _) = c.node(0).expect_request();
+    let now = c.node(0).now;
+    c.hold(0, true);
+    c.node(0).router.set_session_state(
+        now,
+        session.unwrap(),
+        bytes::Bytes::from_static(b"{\"level\":\"debug\"}"),
+    );
+    c.node(0).reply(h, "{}");
+    c.settle();
+    assert!(c.node(0).response(s).status.is_none(), "held until saved");
+    c.hold(0, false);
+    c.settle();
+    assert_eq!(c.node(0).response(s).status(), StatusCode::OK);
+    // B loads the session with that state.
+    let _ = c
+        .node(1)
+        .send(Req::post(&call(3, "ping")).session(&sid).version(V));
+    c.settle();
+    let loaded = other_outputs(&mut c, 1);
+    let state = loaded.iter().find_map(|o| match o {
+        ServerOutput::SessionLoaded { state, .. } => state.clone(),
+        _ => None,
+    });
+    assert_eq!(state.as_deref(), Some(&b"{\"level\":\"debug\"}"[..]));
+}
+
+#[test]
+fn idle_sessions_leave_the_instance_cache_and_expire_globally() {
+    let mut c = Cluster::new(2, |_| {
+        ServerConfig::default().with_session_idle_ttl(Some(Duration::from_secs(60)))
+    });
+    let sid = initialize(&mut c, 0);
+    let s = c
+        .node(1)
+        .send(Req::post(&call(2, "ping")).session(&sid).version(V));
+    c.settle();
+    let (h, _, _) = c.node(1).expect_request();
+    c.node(1).reply(h, "{}");
+    c.settle();
+    assert_eq!(c.node(1).response(s).status(), StatusCode::OK);
+    // Activity on B keeps the session alive in the store past A's own view of it.
+    c.advance(Duration::from_secs(40));
+    let s = c
+        .node(1)
+        .send(Req::post(&call(3, "ping")).session(&sid).version(V));
+    c.settle();
+    let (h, _, _) = c.node(1).expect_request();
+    c.node(1).reply(h, "{}");
+    c.settle();
+    c.advance(Duration::from_secs(40));
+    assert_eq!(c.node(1).response(s).status(), StatusCode::OK);
+    let now = c.node(0).now;
+    assert!(
+        c.store.record(now, &sid).is_some(),
+        "touched by B's activity"
+    );
+    assert!(
+        other_outputs(&mut c, 0)
+            .iter()
+            .any(|o| matches!(o, ServerOutput::SessionUnloaded { .. })),
+        "A forgot its idle copy"
+    );
+    c.advance(Duration::from_secs(61));
+    let now = c.node(0).now;
+    assert!(c.store.record(now, &sid).is_none(), "expired in the store");
+    let s = c
+        .node(0)
+        .send(Req::post(&call(4, "ping")).session(&sid).version(V));
+    c.settle();
+    assert_eq!(c.node(0).response(s).status(), StatusCode::NOT_FOUND);
+}
+
+#[test]
+fn an_open_get_stream_keeps_its_session_alive_in_the_store() {
+    let mut c = Cluster::new(2, |_| {
+        ServerConfig::default()
+            .with_session_idle_ttl(Some(Duration::from_secs(60)))
+            .with_heartbeat_interval(None)
+    });
+    let sid = initialize(&mut c, 0);
+    let _get = c.node(1).send(Req::get(&sid).version(V));
+    c.settle();
+    c.advance(Duration::from_secs(200));
+    let now = c.node(0).now;
+    assert!(
+        c.store.record(now, &sid).is_some(),
+        "renewed while B holds the GET"
+    );
+}
+
+#[test]
+fn a_parked_request_keeps_its_body_and_its_limits() {
+    let mut c = Cluster::new(2, |_| ServerConfig::default().with_max_body_bytes(300));
+    let sid = initialize(&mut c, 0);
+    c.hold(1, true);
+    let req = Req::post(&call(2, "ping")).session(&sid).version(V);
+    let s = c.node(1).send_head(&req);
+    let now = c.node(1).now;
+    c.node(1).router.handle_body(now, s, &[b' '; 301]);
+    c.node(1).pump();
+    assert_eq!(
+        c.node(1).response(s).status(),
+        StatusCode::PAYLOAD_TOO_LARGE
+    );
+    // A body split in two chunks while parked is kept whole.
+    let body = call(3, "ping");
+    let s = c
+        .node(1)
+        .send_head(&Req::post(&body).session(&sid).version(V));
+    let (a, b) = body.as_bytes().split_at(10);
+    c.node(1).router.handle_body(now, s, a);
+    c.node(1).router.handle_body(now, s, b);
+    c.node(1).router.handle_body_end(now, s);
+    c.hold(1, false);
+    c.settle();
+    let (h, _, req) = c.node(1).expect_request();
+    assert_eq!(req.id, mcp_proto::jsonrpc::RequestId::Number(3));
+    c.node(1).reply(h, "{}");
+    c.settle();
+    assert_eq!(c.node(1).response(s).status(), StatusCode::OK);
+}
