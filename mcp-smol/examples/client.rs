@@ -2,113 +2,107 @@
 //!
 //! ```text
 //! cargo run --release -p mcp-smol --example client -- <url> [<tool> [<json args>]] [--listen]
+//!     [--token <bearer token> | --oauth]
 //! ```
 //!
-//! Connects and initializes; then lists the tools, or calls `<tool>` with `<json args>`
-//! (default `{}`) and prints its content. `--listen` keeps a GET stream open and prints the
-//! server's notifications until Ctrl-C. Exits 0 on success.
+//! `--token` sends `Authorization: Bearer <token>` on every request. `--oauth` authorizes with
+//! OAuth 2.1 when the server asks for it (a 401): the client discovers the server's
+//! authorization server, registers itself, prints the authorization URL for you to open in
+//! a browser, and takes the redirect on a loopback listener (`http://127.0.0.1:<port>/callback`,
+//! served by async-h1).
+//!
+//! Connects and initializes; then prints the server's name, version and protocol and its
+//! tools, or calls `<tool>` with `<json args>` (default `{}`) and prints its content.
+//! `--listen` keeps a GET stream open and prints the server's notifications until Ctrl-C.
+//! Exits 0 on success, 1 with a one-line error on stderr otherwise (2 on bad usage). The
+//! core's events are logged to stderr through `tracing` (`RUST_LOG`, default `info`: only
+//! recoveries and warnings).
+//!
+//! The runtime-neutral half (arguments, options, output, the redirect's answers) is
+//! `mcp_demo::cli`, shared with mcp-tokio's example client; this file is smol's half.
 
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
 
-use mcp_proto::client::ClientConfig;
-use mcp_proto::schema::ContentBlock;
+use mcp_demo::cli::{self, Args, Authorization, Redirect};
 use mcp_smol::Client;
-use serde_json::Value;
 use smol::future::FutureExt;
+use smol::net::TcpListener;
 
-const USAGE: &str = "usage: client <url> [<tool> [<json args>]] [--listen]";
-
-struct Args {
-    url: String,
-    tool: Option<String>,
-    args: Value,
-    listen: bool,
+/// Waits for the authorization server's redirect on `listener` and returns its full URL:
+/// the first request for `/callback` (others get 404), one request per connection, served
+/// by async-h1.
+async fn take_redirect(listener: TcpListener, redirect: Redirect) -> Result<String, String> {
+    loop {
+        let (tcp, _) = listener
+            .accept()
+            .await
+            .map_err(|e| format!("redirect listener: {e}"))?;
+        let taken = Arc::new(Mutex::new(None));
+        let endpoint = {
+            let taken = taken.clone();
+            move |req: http_types::Request| {
+                let answer = redirect.answer(&req.url()[http_types::url::Position::BeforePath..]);
+                if let Some(url) = answer.redirect
+                    && let Ok(mut taken) = taken.lock()
+                {
+                    taken.get_or_insert(url);
+                }
+                async move {
+                    let status = http_types::StatusCode::try_from(answer.status)?;
+                    let mut res = http_types::Response::new(status);
+                    res.set_body(answer.body);
+                    res.insert_header("content-type", "text/plain; charset=utf-8");
+                    res.insert_header("connection", "close");
+                    Ok(res)
+                }
+            }
+        };
+        if let Err(e) = async_h1::server::Server::new(tcp, endpoint)
+            .accept_one()
+            .await
+        {
+            eprintln!("redirect listener: {e}");
+        }
+        if let Some(url) = taken.lock().ok().and_then(|mut t| t.take()) {
+            return Ok(url);
+        }
+    }
 }
 
-fn parse() -> Result<Args, String> {
-    let mut listen = false;
-    let mut positional = Vec::new();
-    for arg in std::env::args().skip(1) {
-        match arg.as_str() {
-            "--listen" => listen = true,
-            "-h" | "--help" => return Err(USAGE.to_owned()),
-            _ => positional.push(arg),
-        }
+/// The connection builder, with the `--token` or `--oauth` authorization.
+async fn builder(args: &Args) -> Result<mcp_smol::ConnectBuilder, String> {
+    let connect = cli::options(Client::builder(&args.url), args, "mcp-smol-client");
+    if args.auth != Authorization::OAuth {
+        return Ok(connect);
     }
-    let mut positional = positional.into_iter();
-    let url = positional.next().ok_or(USAGE)?;
-    let tool = positional.next();
-    let args = match positional.next() {
-        Some(json) => {
-            serde_json::from_str(&json).map_err(|e| format!("bad JSON arguments: {e}"))?
-        }
-        None => Value::Object(Default::default()),
-    };
-    if positional.next().is_some() {
-        return Err(USAGE.to_owned());
-    }
-    Ok(Args {
-        url,
-        tool,
-        args,
-        listen,
-    })
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| format!("cannot listen for the OAuth redirect: {e}"))?;
+    let redirect = Redirect::new(listener.local_addr().map_err(|e| e.to_string())?.port());
+    let take = move || take_redirect(listener.clone(), redirect);
+    Ok(connect.oauth(cli::oauth("mcp-smol example client", redirect, take)))
 }
 
 async fn run(args: Args) -> Result<(), String> {
-    let config = ClientConfig::new().with_continuous_listening(args.listen);
-    let builder = mcp_proto::service::client::Client::builder("mcp-smol-client", "0.1.0");
-    let client = Client::connect_with(&args.url, builder, config)
+    let client = builder(&args)
+        .await?
+        .connect()
         .await
         .map_err(|e| e.to_string())?;
-    if let Some(info) = client.server_info() {
-        eprintln!(
-            "connected to {} {} ({})",
-            info.server_info.name, info.server_info.version, info.protocol_version
-        );
-    }
-    let mut notifications = client.notifications();
-    let result = match &args.tool {
-        None => match client.list_tools().await {
-            Ok(tools) => {
-                for tool in tools {
-                    println!("{}\t{}", tool.name, tool.description.unwrap_or_default());
-                }
-                Ok(())
-            }
-            Err(e) => Err(format!("tools/list failed: {e}")),
-        },
-        Some(tool) => match client.call_tool(tool, &args.args).await {
-            Ok(result) => {
-                for block in &result.content {
-                    match block {
-                        ContentBlock::Text(t) => println!("{}", t.text),
-                        other => println!("{}", serde_json::to_string(other).unwrap_or_default()),
-                    }
-                }
-                if result.is_error == Some(true) {
-                    Err(format!("{tool} returned an error"))
-                } else {
-                    Ok(())
-                }
-            }
-            Err(e) => Err(format!("{tool} failed: {e}")),
-        },
-    };
+    let notifications = client.notifications();
+    let result = cli::list_or_call(&client, &args).await;
     if args.listen && result.is_ok() {
         eprintln!("listening; Ctrl-C to stop");
-        let print = async {
-            while let Some(n) = notifications.next().await {
-                println!("{n:?}");
-            }
-        };
         let interrupted = async {
             if let Err(e) = ctrl_c().await {
                 eprintln!("cannot wait for Ctrl-C: {e}");
                 std::future::pending::<()>().await;
             }
         };
-        print.or(interrupted).await;
+        cli::print_notifications(notifications)
+            .or(interrupted)
+            .await;
     }
     client.close().await;
     result
@@ -123,18 +117,22 @@ async fn ctrl_c() -> std::io::Result<()> {
 }
 
 fn main() -> ExitCode {
-    smol::block_on(main_async())
-}
-
-async fn main_async() -> ExitCode {
-    let args = match parse() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    let args = match Args::parse(std::env::args().skip(1)) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("{e}");
             return ExitCode::from(2);
         }
     };
-    match run(args).await {
+    match smol::block_on(run(args)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("{e}");

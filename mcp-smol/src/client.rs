@@ -10,18 +10,15 @@ use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
 use http::Uri;
-#[cfg(feature = "tls")]
-use mcp_proto::client::TlsFailure;
 use mcp_proto::client::{HttpRequest, TransportFailure};
-#[cfg(feature = "tls")]
-use mcp_proto::driver::tls::rustls::pki_types::ServerName;
+use mcp_proto::driver::conn::{Dialer, Shared};
+use mcp_proto::driver::h1 as convert;
 use mcp_proto::driver::{ConnectError, Engine, NetEvents};
 use smol::Task;
 use smol::io::{AsyncBufReadExt, AsyncReadExt};
 use smol::net::TcpStream;
 
-use crate::io::{Io, shared};
-use crate::{Smol, convert};
+use crate::Smol;
 
 /// An MCP client over smol + async-h1 (see [`mcp_proto::driver::Client`]).
 pub type Client = mcp_proto::driver::Client<Http>;
@@ -70,12 +67,6 @@ impl ClientOptions {
     }
 }
 
-/// How the pool secures a new connection: the TLS connector and the name to verify.
-#[cfg(feature = "tls")]
-type Tls = Option<Arc<(futures_rustls::TlsConnector, ServerName<'static>)>>;
-#[cfg(not(feature = "tls"))]
-type Tls = Option<std::convert::Infallible>;
-
 /// async-h1 over a keep-alive pool as the driver's [`Engine`].
 pub struct Http {
     pool: Pool,
@@ -90,14 +81,10 @@ impl Engine for Http {
 
     fn build(options: ClientOptions, uri: &Uri) -> Result<(Http, Smol), ConnectError> {
         let invalid = |why: String| ConnectError::InvalidUrl(format!("{uri}: {why}"));
-        let tls: Tls = match uri.scheme_str() {
-            Some("http") => None,
+        let dialer = match uri.scheme_str() {
+            Some("http") => Dialer::plain(),
             #[cfg(feature = "tls")]
-            Some("https") => {
-                let config = Arc::new(options.tls.client_config(&[b"http/1.1"]));
-                let name = mcp_proto::driver::tls::server_name(uri)?;
-                Some(Arc::new((config.into(), name)))
-            }
+            Some("https") => Dialer::tls(&options.tls, uri, &[b"http/1.1"])?,
             #[cfg(not(feature = "tls"))]
             Some("https") => return Err(ConnectError::TlsUnavailable(uri.to_string())),
             _ => {
@@ -111,7 +98,7 @@ impl Engine for Http {
         let port = url.port_or_known_default().unwrap_or(80);
         let pool = Pool {
             addr: Arc::from(format!("{host}:{port}")),
-            tls,
+            dialer,
             idle: Arc::default(),
             max_idle: options.max_idle_connections,
         };
@@ -157,18 +144,18 @@ impl Http {
 #[derive(Clone)]
 struct Pool {
     addr: Arc<str>,
-    tls: Tls,
-    idle: Arc<Mutex<Vec<Io>>>,
+    dialer: Dialer,
+    idle: Arc<Mutex<Vec<Shared>>>,
     max_idle: usize,
 }
 
 impl Pool {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Io>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Shared>> {
         self.idle.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// An idle connection the server has not closed, or a new one.
-    async fn checkout(&self) -> Result<Io, TransportFailure> {
+    async fn checkout(&self) -> Result<Shared, TransportFailure> {
         loop {
             let Some(mut io) = self.lock().pop() else {
                 break;
@@ -190,22 +177,11 @@ impl Pool {
             tracing::debug!(error = %e, "connect failed");
             TransportFailure::Connect
         })?;
-        match self.tls.clone() {
-            None => Ok(shared(tcp)),
-            #[cfg(feature = "tls")]
-            Some(tls) => match tls.0.connect(tls.1.clone(), tcp).await {
-                Ok(stream) => Ok(shared(stream)),
-                Err(e) => {
-                    tracing::debug!(error = %e, "TLS handshake failed");
-                    let why = mcp_proto::driver::tls::failure(&e);
-                    Err(TransportFailure::Tls(why.unwrap_or(TlsFailure::Handshake)))
-                }
-            },
-        }
+        self.dialer.secure(tcp).await
     }
 
     /// Returns a connection whose last response was read to its end.
-    fn checkin(&self, io: Io) {
+    fn checkin(&self, io: Shared) {
         let mut idle = self.lock();
         if idle.len() < self.max_idle {
             idle.push(io);

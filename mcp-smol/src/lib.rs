@@ -34,7 +34,8 @@
 //!
 //! # HTTPS (feature `tls`, on by default)
 //!
-//! `serve_tls` terminates TLS with rustls (`ring` provider) through futures-rustls. The
+//! `serve_tls` terminates TLS with rustls (`ring` provider) through futures-rustls (the
+//! runtime-neutral [`mcp_proto::driver::conn`] secures each connection, both ways). The
 //! server stays HTTP/1.1 (async-h1 has no HTTP/2): it offers only `http/1.1` by ALPN. Each
 //! handshake runs in its connection's own task under `ServerTls::handshake_timeout` (default
 //! 10 s): a peer that fails it or stalls is dropped and disturbs no one. The client dials
@@ -66,8 +67,9 @@
 //!   [`ClientOptions::max_idle_connections`]) and reuses one only after the previous response
 //!   body was read to its end, and only if the server did not close it meanwhile; concurrent
 //!   requests use separate connections.
-//! - Its own `http-types`: converted to `http` 1.x by hand (absolute URLs on the client; a
-//!   status code http-types does not know is an error, never a substitute).
+//! - Its own `http-types`: converted to `http` 1.x by hand ([`mcp_proto::driver::h1`];
+//!   absolute URLs on the client; a status code http-types does not know is an error, never
+//!   a substitute).
 //! - A server that notices a departed client only when a write fails: the server watches
 //!   each socket for EOF while its response is pending or streaming, and turns the core's
 //!   SSE heartbeats on ([`ServerConfig::with_heartbeats_required`](mcp_proto::server::ServerConfig::with_heartbeats_required)).
@@ -75,8 +77,6 @@
 #![warn(missing_docs)]
 
 mod client;
-mod convert;
-mod io;
 mod server;
 
 pub use client::{Client, ClientOptions, ConnectBuilder, Http};

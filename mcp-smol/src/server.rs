@@ -44,10 +44,8 @@ use smol::stream::Stream;
 
 #[cfg(feature = "tls")]
 use crate::ServerTls;
-use crate::convert;
-use crate::io::shared;
-#[cfg(feature = "tls")]
-use mcp_proto::driver::tls::handshake;
+use mcp_proto::driver::conn::Acceptor;
+use mcp_proto::driver::h1 as convert;
 
 /// smol as the driver's [`Runtime`]: its global executor and its timer.
 #[derive(Debug, Clone, Copy, Default)]
@@ -98,7 +96,7 @@ pub fn serve_with(
 ) -> io::Result<Serving> {
     let config = config.with_heartbeats_required();
     let started = Serving::start(&Smol, listener.local_addr()?, server, config, limits);
-    Ok(launch(listener, started, None))
+    Ok(launch(listener, started, Acceptor::plain()))
 }
 
 /// [`serve`] over TLS (still HTTP/1.1: async-h1 has no HTTP/2, so ALPN offers `http/1.1`
@@ -135,17 +133,11 @@ pub fn serve_tls_with(
 ) -> io::Result<Serving> {
     let config = config.with_heartbeats_required();
     let started = Serving::start_https(&Smol, listener.local_addr()?, server, config, limits);
-    let acceptor = futures_rustls::TlsAcceptor::from(tls.server_config(&[b"http/1.1"]));
-    Ok(launch(listener, started, Some(Arc::new((acceptor, tls)))))
+    let tls = Acceptor::tls(tls, &[b"http/1.1"]);
+    Ok(launch(listener, started, tls))
 }
 
-/// How the accept loop secures a connection: the TLS acceptor and its settings.
-#[cfg(feature = "tls")]
-type Tls = Option<Arc<(futures_rustls::TlsAcceptor, ServerTls)>>;
-#[cfg(not(feature = "tls"))]
-type Tls = Option<std::convert::Infallible>;
-
-fn launch(listener: smol::net::TcpListener, started: (Serving, Latch), tls: Tls) -> Serving {
+fn launch(listener: smol::net::TcpListener, started: (Serving, Latch), tls: Acceptor) -> Serving {
     let (serving, accepting) = started;
     let handle = serving.handle().clone();
     let incoming = Box::pin(smol::stream::unfold(listener, |listener| async {
@@ -162,18 +154,12 @@ fn launch(listener: smol::net::TcpListener, started: (Serving, Latch), tls: Tls)
     serving
 }
 
-async fn connection(tcp: TcpStream, peer: SocketAddr, handle: ServerHandle, tls: Tls) {
+async fn connection(tcp: TcpStream, peer: SocketAddr, handle: ServerHandle, tls: Acceptor) {
     if let Err(e) = tcp.set_nodelay(true) {
         tracing::debug!(%peer, error = %e, "TCP_NODELAY");
     }
-    let io = match tls {
-        None => shared(tcp.clone()),
-        #[cfg(feature = "tls")]
-        Some(tls) => match handshake(&Smol, &tls.1, &handle, peer, tls.0.accept(tcp.clone())).await
-        {
-            Some(stream) => shared(stream),
-            None => return,
-        },
+    let Some(io) = tls.secure(&Smol, &handle, peer, tcp.clone()).await else {
+        return;
     };
     let busy = Arc::new(AtomicBool::new(false));
     let endpoint = {

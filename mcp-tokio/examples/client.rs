@@ -16,74 +16,20 @@
 //! Exits 0 on success, 1 with a one-line error on stderr otherwise (2 on bad usage). The
 //! core's events are logged to stderr through `tracing` (`RUST_LOG`, default `info`: only
 //! recoveries and warnings).
+//!
+//! The runtime-neutral half (arguments, options, output, the redirect's answers) is
+//! `mcp_demo::cli`, shared with mcp-smol's example client; this file is tokio's half.
 
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use mcp_proto::auth::{ClientMetadata, OAuthConfig};
-use mcp_proto::client::ClientConfig;
-use mcp_proto::driver::OAuth;
-use mcp_proto::schema::ContentBlock;
-use mcp_proto::service::client::ServerNotification;
+use mcp_demo::cli::{self, Args, Authorization, Redirect};
 use mcp_tokio::Client;
-use serde_json::Value;
 use tokio::net::TcpListener;
-
-const USAGE: &str =
-    "usage: client <url> [<tool> [<json args>]] [--listen] [--token <bearer token> | --oauth]";
-
-enum Authorization {
-    None,
-    Token(String),
-    OAuth,
-}
-
-struct Args {
-    url: String,
-    tool: Option<String>,
-    args: Value,
-    listen: bool,
-    auth: Authorization,
-}
-
-fn parse() -> Result<Args, String> {
-    let mut listen = false;
-    let mut auth = Authorization::None;
-    let mut positional = Vec::new();
-    let mut argv = std::env::args().skip(1);
-    while let Some(arg) = argv.next() {
-        match arg.as_str() {
-            "--listen" => listen = true,
-            "--token" => auth = Authorization::Token(argv.next().ok_or("--token needs a token")?),
-            "--oauth" => auth = Authorization::OAuth,
-            "-h" | "--help" => return Err(USAGE.to_owned()),
-            _ => positional.push(arg),
-        }
-    }
-    let mut positional = positional.into_iter();
-    let url = positional.next().ok_or(USAGE)?;
-    let tool = positional.next();
-    let args = match positional.next() {
-        Some(json) => {
-            serde_json::from_str(&json).map_err(|e| format!("bad JSON arguments: {e}"))?
-        }
-        None => Value::Object(Default::default()),
-    };
-    if positional.next().is_some() {
-        return Err(USAGE.to_owned());
-    }
-    Ok(Args {
-        url,
-        tool,
-        args,
-        listen,
-        auth,
-    })
-}
 
 /// Waits for the authorization server's redirect on `listener` and returns its full URL:
 /// the first request for `/callback` (others get 404), served by hyper.
-async fn take_redirect(listener: Arc<TcpListener>, port: u16) -> Result<String, String> {
+async fn take_redirect(listener: Arc<TcpListener>, redirect: Redirect) -> Result<String, String> {
     use http_body_util::Full;
     use hyper::body::Bytes;
     loop {
@@ -95,18 +41,16 @@ async fn take_redirect(listener: Arc<TcpListener>, port: u16) -> Result<String, 
         let tx = std::sync::Mutex::new(Some(tx));
         let service =
             hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                let callback = req.uri().path() == "/callback";
-                if callback && let Some(tx) = tx.lock().ok().and_then(|mut t| t.take()) {
-                    let _ = tx.send(req.uri().to_string());
+                let answer = redirect.answer(&req.uri().to_string());
+                if let Some(url) = answer.redirect
+                    && let Some(tx) = tx.lock().ok().and_then(|mut t| t.take())
+                {
+                    let _ = tx.send(url);
                 }
-                let (status, text) = match callback {
-                    true => (200, "Authorized: you may close this window.\n"),
-                    false => (404, "not found\n"),
-                };
                 let response = hyper::Response::builder()
-                    .status(status)
+                    .status(answer.status)
                     .header("content-type", "text/plain; charset=utf-8")
-                    .body(Full::new(Bytes::from_static(text.as_bytes())));
+                    .body(Full::new(Bytes::from_static(answer.body.as_bytes())));
                 async move { response }
             });
         let io = hyper_util::rt::TokioIo::new(tcp);
@@ -114,76 +58,25 @@ async fn take_redirect(listener: Arc<TcpListener>, port: u16) -> Result<String, 
             .keep_alive(false)
             .serve_connection(io, service)
             .await;
-        if let Ok(target) = rx.await {
-            return Ok(format!("http://127.0.0.1:{port}{target}"));
+        if let Ok(url) = rx.await {
+            return Ok(url);
         }
     }
 }
 
 /// The connection builder, with the `--token` or `--oauth` authorization.
 async fn builder(args: &Args) -> Result<mcp_tokio::ConnectBuilder, String> {
-    let definition = mcp_proto::service::client::Client::builder("mcp-tokio-client", "0.1.0");
-    let config = ClientConfig::new().with_continuous_listening(args.listen);
-    let connect = Client::builder(&args.url)
-        .definition(definition)
-        .config(config);
-    Ok(match &args.auth {
-        Authorization::None => connect,
-        Authorization::Token(token) => {
-            let token = token.clone();
-            connect.bearer_token_provider(move || Some(token.clone()))
-        }
-        Authorization::OAuth => {
-            let listener = TcpListener::bind("127.0.0.1:0")
-                .await
-                .map_err(|e| format!("cannot listen for the OAuth redirect: {e}"))?;
-            let port = listener.local_addr().map_err(|e| e.to_string())?.port();
-            let listener = Arc::new(listener);
-            let config = OAuthConfig::authorization_code(
-                ClientMetadata::new("mcp-tokio example client"),
-                format!("http://127.0.0.1:{port}/callback"),
-            );
-            connect.oauth(OAuth::new(config).on_authorize(move |req| {
-                eprintln!("authorize this client: open\n  {}\nin a browser", req.url);
-                take_redirect(listener.clone(), port)
-            }))
-        }
-    })
-}
-
-/// One notification as one JSON line: `{"method": ..., "params": ...}`.
-fn render(n: &ServerNotification) -> String {
-    use mcp_proto::schema::methods as m;
-    let (method, params) = match n {
-        ServerNotification::Progress(p) => (m::NOTIFICATION_PROGRESS, serde_json::to_value(p)),
-        ServerNotification::Log(p) => (m::NOTIFICATION_MESSAGE, serde_json::to_value(p)),
-        ServerNotification::ResourceUpdated(p) => {
-            (m::NOTIFICATION_RESOURCES_UPDATED, serde_json::to_value(p))
-        }
-        ServerNotification::ResourceListChanged => {
-            (m::NOTIFICATION_RESOURCES_LIST_CHANGED, Ok(Value::Null))
-        }
-        ServerNotification::ToolListChanged => {
-            (m::NOTIFICATION_TOOLS_LIST_CHANGED, Ok(Value::Null))
-        }
-        ServerNotification::PromptListChanged => {
-            (m::NOTIFICATION_PROMPTS_LIST_CHANGED, Ok(Value::Null))
-        }
-        ServerNotification::Cancelled(p) => (m::NOTIFICATION_CANCELLED, serde_json::to_value(p)),
-        ServerNotification::ElicitationComplete(p) => (
-            m::NOTIFICATION_ELICITATION_COMPLETE,
-            serde_json::to_value(p),
-        ),
-        ServerNotification::Other(n) => (
-            &*n.method,
-            n.params
-                .as_deref()
-                .map_or(Ok(Value::Null), |raw| serde_json::from_str(raw.get())),
-        ),
-        other => return format!("{other:?}"),
-    };
-    let params = params.unwrap_or_else(|e| Value::String(format!("unprintable: {e}")));
-    serde_json::json!({"method": method, "params": params}).to_string()
+    let connect = cli::options(Client::builder(&args.url), args, "mcp-tokio-client");
+    if args.auth != Authorization::OAuth {
+        return Ok(connect);
+    }
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| format!("cannot listen for the OAuth redirect: {e}"))?;
+    let redirect = Redirect::new(listener.local_addr().map_err(|e| e.to_string())?.port());
+    let listener = Arc::new(listener);
+    let take = move || take_redirect(listener.clone(), redirect);
+    Ok(connect.oauth(cli::oauth("mcp-tokio example client", redirect, take)))
 }
 
 async fn run(args: Args) -> Result<(), String> {
@@ -192,50 +85,13 @@ async fn run(args: Args) -> Result<(), String> {
         .connect()
         .await
         .map_err(|e| e.to_string())?;
-    let mut notifications = client.notifications();
-    let result = match &args.tool {
-        None => match client.list_tools().await {
-            Ok(tools) => {
-                if let Some(info) = client.server_info() {
-                    println!(
-                        "{} {} (protocol {})",
-                        info.server_info.name, info.server_info.version, info.protocol_version
-                    );
-                }
-                for tool in tools {
-                    println!("{}\t{}", tool.name, tool.description.unwrap_or_default());
-                }
-                Ok(())
-            }
-            Err(e) => Err(format!("tools/list failed: {e}")),
-        },
-        Some(tool) => match client.call_tool(tool, &args.args).await {
-            Ok(result) => {
-                for block in &result.content {
-                    match block {
-                        ContentBlock::Text(t) => println!("{}", t.text),
-                        other => println!("{}", serde_json::to_string(other).unwrap_or_default()),
-                    }
-                }
-                if result.is_error == Some(true) {
-                    Err(format!("{tool} returned an error"))
-                } else {
-                    Ok(())
-                }
-            }
-            Err(e) => Err(format!("{tool} failed: {e}")),
-        },
-    };
+    let notifications = client.notifications();
+    let result = cli::list_or_call(&client, &args).await;
     if args.listen && result.is_ok() {
         eprintln!("listening; Ctrl-C to stop");
-        loop {
-            tokio::select! {
-                n = notifications.next() => match n {
-                    Some(n) => println!("{}", render(&n)),
-                    None => break,
-                },
-                _ = tokio::signal::ctrl_c() => break,
-            }
+        tokio::select! {
+            () = cli::print_notifications(notifications) => {}
+            _ = tokio::signal::ctrl_c() => {}
         }
     }
     client.close().await;
@@ -252,7 +108,7 @@ async fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let args = match parse() {
+    let args = match Args::parse(std::env::args().skip(1)) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("{e}");

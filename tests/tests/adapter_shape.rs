@@ -1,13 +1,11 @@
 //! The adapters stay thin over the one shared driver (`mcp_proto::driver`): at most 500 code
-//! lines for mcp-tokio and 570 for mcp-smol, and no run of 6+ lines written in both (see
-//! `mcp_tests::shape`).
+//! lines each, and no run of 6+ lines written in both (see `mcp_tests::shape`).
 
 use mcp_tests::shape;
 
-/// mcp-smol may have 70 lines more than mcp-tokio: async-h1 brings no TLS, no pool and its
-/// own http-types, so the adapter carries the rustls handshakes, a stream shared by
-/// async-h1's reader and writer, a keep-alive pool and the type conversion that hyper's
-/// ecosystem gives mcp-tokio ([`shape::BOUNDS`]).
+/// Both within the design's 500: what async-h1 lacks and is runtime-neutral (the TLS
+/// handshakes over futures-io, the shared stream, the http-types conversion) is the driver's
+/// ([`shape::BOUNDS`]).
 #[test]
 fn each_adapter_is_within_its_code_line_bound() {
     let root = shape::workspace_root();

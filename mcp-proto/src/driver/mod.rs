@@ -23,6 +23,11 @@
 //! - **HTTPS** ([`tls`], feature `tls`): the client's trust ([`ClientTls`]), the server's
 //!   certificate and handshake timeout ([`ServerTls`]), the handshake under that timeout,
 //!   rustls' errors classified as [`TlsFailure`](crate::client::TlsFailure)s.
+//! - for adapters on **futures-io** streams ([`conn`], feature `futures-io`): one stream for
+//!   a split reader and writer, and the securing of each connection opened or accepted
+//!   (plain, or with feature `futures-tls` TLS by futures-rustls); for adapters on
+//!   **async-h1** ([`h1`], feature `http-types`): the http-types 2 ↔ `http` 1.x conversions.
+//!   Both are runtime-neutral (futures-io traits, [`Runtime`]): any executor's sockets fit.
 //!
 //! The per-turn logic is also usable without the async loop: [`ServerDriver`] and
 //! [`ClientDriver`] take inputs and pump synchronously, for a driver of one's own; a
@@ -41,6 +46,10 @@
 //! | any | every sender of the inbound queue gone (server) | stopped |
 
 mod client;
+#[cfg(feature = "futures-io")]
+pub mod conn;
+#[cfg(feature = "http-types")]
+pub mod h1;
 mod memory;
 mod oauth;
 mod server;

@@ -1,5 +1,6 @@
-//! Conversions between `http-types` 2 (async-h1's types) and the `http` 1.x types of
-//! [`mcp_proto`], written by hand: http-types' own conversion targets `http` 0.2.
+//! For adapters on async-h1 (feature `http-types`), runtime-neutral: conversions between
+//! `http-types` 2 (async-h1's types) and the `http` 1.x types of this crate, written by
+//! hand: http-types' own conversion targets `http` 0.2.
 //!
 //! Every function is a mechanical copy of method, target, status and headers; nothing here
 //! gives a meaning to a header or a status. A value one side cannot represent is an error
@@ -11,7 +12,10 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 
 /// A head that cannot be carried across the two type systems.
 #[derive(Debug)]
-pub(crate) struct Unrepresentable(pub(crate) String);
+pub struct Unrepresentable(
+    /// What could not be carried, and why.
+    pub String,
+);
 
 impl fmt::Display for Unrepresentable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -28,9 +32,7 @@ fn err(what: impl fmt::Display) -> Unrepresentable {
 /// The `http` request head of an async-h1 request. The target is the URL's path and query
 /// (async-h1 rebuilt an absolute URL from the request line and `Host`; the `Host` header
 /// itself is copied with the others).
-pub(crate) fn request_parts(
-    req: &http_types::Request,
-) -> Result<http::request::Parts, Unrepresentable> {
+pub fn request_parts(req: &http_types::Request) -> Result<http::request::Parts, Unrepresentable> {
     let url = req.url();
     let mut target = url.path().to_owned();
     if let Some(query) = url.query() {
@@ -57,7 +59,7 @@ pub(crate) fn request_parts(
 
 /// An http-types status from an `http` one. http-types knows only the registered codes:
 /// any other is an error.
-pub(crate) fn status_to_h1(status: StatusCode) -> Result<http_types::StatusCode, Unrepresentable> {
+pub fn status_to_h1(status: StatusCode) -> Result<http_types::StatusCode, Unrepresentable> {
     http_types::StatusCode::try_from(status.as_u16()).map_err(|_| {
         err(format_args!(
             "status {status} has no http-types counterpart"
@@ -66,14 +68,12 @@ pub(crate) fn status_to_h1(status: StatusCode) -> Result<http_types::StatusCode,
 }
 
 /// An `http` status from an http-types one (always possible: `http` takes 100..=999).
-pub(crate) fn status_from_h1(
-    status: http_types::StatusCode,
-) -> Result<StatusCode, Unrepresentable> {
+pub fn status_from_h1(status: http_types::StatusCode) -> Result<StatusCode, Unrepresentable> {
     StatusCode::from_u16(status as u16).map_err(err)
 }
 
 /// Appends `headers` to an http-types message through `append` (name, value).
-pub(crate) fn headers_to_h1(
+pub fn headers_to_h1(
     headers: &HeaderMap,
     mut append: impl FnMut(http_types::headers::HeaderName, http_types::headers::HeaderValue),
 ) -> Result<(), Unrepresentable> {
@@ -88,7 +88,7 @@ pub(crate) fn headers_to_h1(
 }
 
 /// The `http` header map of an http-types response.
-pub(crate) fn response_headers(res: &http_types::Response) -> Result<HeaderMap, Unrepresentable> {
+pub fn response_headers(res: &http_types::Response) -> Result<HeaderMap, Unrepresentable> {
     let mut headers = HeaderMap::new();
     for (name, values) in res.iter() {
         let name = HeaderName::from_bytes(name.as_str().as_bytes()).map_err(err)?;

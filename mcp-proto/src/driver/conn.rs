@@ -1,0 +1,256 @@
+//! Connections for adapters whose sockets are futures-io streams (feature `futures-io`),
+//! runtime-neutral: the adapter opens and accepts the TCP sockets, this module secures each
+//! one and hands back one [`Shared`] stream.
+//!
+//! - [`Shared`]: a connection's stream with one handle for each of a split reader and writer
+//!   (async-h1 wants a `Clone` stream); a TLS session sits behind a lock that each read or
+//!   write holds for one poll.
+//! - [`Dialer`]: how a client secures a connection it opened: as it is, or (feature
+//!   `futures-tls`) by a TLS handshake with futures-rustls that verifies the endpoint's name.
+//!   A failed handshake is a [`TransportFailure::Tls`] with rustls' reason.
+//! - [`Acceptor`]: how a server secures a connection it accepted: as it is, or (feature
+//!   `futures-tls`) by a TLS handshake under [`ServerTls::handshake_timeout`](super::ServerTls::handshake_timeout)
+//!   ([`tls::handshake`](super::tls::handshake)).
+
+use std::net::SocketAddr;
+#[cfg(feature = "futures-tls")]
+use std::sync::Arc;
+
+use futures_io::{AsyncRead, AsyncWrite};
+
+#[cfg(feature = "futures-tls")]
+use super::{ClientTls, ConnectError, ServerTls, tls::rustls::pki_types::ServerName};
+use super::{Runtime, ServerHandle};
+use crate::client::TransportFailure;
+
+/// What a connection reads and writes: a TCP socket, or a TLS stream over one.
+pub trait Duplex: AsyncRead + AsyncWrite + Send + Unpin {}
+
+impl<T: AsyncRead + AsyncWrite + Send + Unpin> Duplex for T {}
+
+/// A connection's stream, shareable between a split reader and writer (each clone is a
+/// handle on the same stream).
+pub type Shared = async_dup::Arc<async_dup::Mutex<Box<dyn Duplex>>>;
+
+/// `stream` as a [`Shared`] one.
+pub fn shared(stream: impl Duplex + 'static) -> Shared {
+    async_dup::Arc::new(async_dup::Mutex::new(Box::new(stream)))
+}
+
+/// How a client secures each connection it opens to one endpoint: not at all
+/// ([`plain`](Dialer::plain), for `http://`) or by TLS ([`tls`](Dialer::tls), for
+/// `https://`).
+#[derive(Clone, Default)]
+pub struct Dialer {
+    /// The TLS connector and the name the server's certificate must be valid for.
+    #[cfg(feature = "futures-tls")]
+    tls: Option<Arc<(futures_rustls::TlsConnector, ServerName<'static>)>>,
+}
+
+impl std::fmt::Debug for Dialer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        #[cfg(feature = "futures-tls")]
+        let tls = self.tls.as_ref().map(|tls| &tls.1);
+        #[cfg(not(feature = "futures-tls"))]
+        let tls: Option<()> = None;
+        f.debug_struct("Dialer").field("tls", &tls).finish()
+    }
+}
+
+impl Dialer {
+    /// Connections used as they are.
+    pub fn plain() -> Dialer {
+        Dialer::default()
+    }
+
+    /// Connections secured by TLS to the host of `uri`, trusting what `tls` says, offering
+    /// the ALPN protocols `alpn` (the HTTP versions the adapter speaks).
+    ///
+    /// # Errors
+    ///
+    /// A host that is neither a DNS name nor an IP address
+    /// ([`tls::server_name`](super::tls::server_name)).
+    #[cfg(feature = "futures-tls")]
+    pub fn tls(tls: &ClientTls, uri: &http::Uri, alpn: &[&[u8]]) -> Result<Dialer, ConnectError> {
+        let config = Arc::new(tls.client_config(alpn));
+        let name = super::tls::server_name(uri)?;
+        Ok(Dialer {
+            tls: Some(Arc::new((config.into(), name))),
+        })
+    }
+
+    /// Secures `tcp`, a connection just opened: at once when plain, after the TLS handshake
+    /// otherwise.
+    ///
+    /// # Errors
+    ///
+    /// [`TransportFailure::Tls`] when the handshake fails: the reason rustls gave
+    /// ([`tls::failure`](super::tls::failure)), or `Handshake` for any other error.
+    pub async fn secure(&self, tcp: impl Duplex + 'static) -> Result<Shared, TransportFailure> {
+        #[cfg(feature = "futures-tls")]
+        if let Some(tls) = &self.tls {
+            return match tls.0.connect(tls.1.clone(), tcp).await {
+                Ok(stream) => Ok(shared(stream)),
+                Err(e) => {
+                    tracing::debug!(error = %e, "TLS handshake failed");
+                    let why = super::tls::failure(&e);
+                    Err(TransportFailure::Tls(
+                        why.unwrap_or(crate::client::TlsFailure::Handshake),
+                    ))
+                }
+            };
+        }
+        Ok(shared(tcp))
+    }
+}
+
+/// How a server secures each connection it accepts: not at all ([`plain`](Acceptor::plain))
+/// or by TLS ([`tls`](Acceptor::tls)).
+#[derive(Clone, Default)]
+pub struct Acceptor {
+    /// The TLS acceptor and the settings it was made from (for the handshake timeout).
+    #[cfg(feature = "futures-tls")]
+    tls: Option<Arc<(futures_rustls::TlsAcceptor, ServerTls)>>,
+}
+
+impl std::fmt::Debug for Acceptor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        #[cfg(feature = "futures-tls")]
+        let tls = self.tls.as_ref().map(|tls| &tls.1);
+        #[cfg(not(feature = "futures-tls"))]
+        let tls: Option<()> = None;
+        f.debug_struct("Acceptor").field("tls", &tls).finish()
+    }
+}
+
+impl Acceptor {
+    /// Connections used as they are.
+    pub fn plain() -> Acceptor {
+        Acceptor::default()
+    }
+
+    /// Connections secured by TLS with `tls`, its ALPN protocols narrowed to `speaks` (the
+    /// HTTP versions the adapter speaks, see [`ServerTls::server_config`]).
+    #[cfg(feature = "futures-tls")]
+    pub fn tls(tls: ServerTls, speaks: &[&[u8]]) -> Acceptor {
+        let acceptor = futures_rustls::TlsAcceptor::from(tls.server_config(speaks));
+        Acceptor {
+            tls: Some(Arc::new((acceptor, tls))),
+        }
+    }
+
+    /// Secures `tcp`, a connection just accepted from `peer`: at once when plain; otherwise
+    /// after the TLS handshake, run on `rt` under the handshake timeout and given up when
+    /// the driver of `handle` stops. `None` (logged) when the handshake failed or did not
+    /// end in time: the connection is to be dropped, and concerns no one else.
+    #[cfg_attr(not(feature = "futures-tls"), allow(unused_variables))]
+    pub async fn secure<R: Runtime>(
+        &self,
+        rt: &R,
+        handle: &ServerHandle,
+        peer: SocketAddr,
+        tcp: impl Duplex + 'static,
+    ) -> Option<Shared> {
+        #[cfg(feature = "futures-tls")]
+        if let Some(tls) = &self.tls {
+            let accepted = super::tls::handshake(rt, &tls.1, handle, peer, tls.0.accept(tcp));
+            return accepted.await.map(shared);
+        }
+        Some(shared(tcp))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::io;
+    use std::pin::Pin;
+    use std::sync::{Arc, Mutex};
+    use std::task::{Context, Poll, Waker};
+
+    use super::*;
+
+    /// A peer whose reads are at EOF at once and that takes every write, keeping what was
+    /// written.
+    #[derive(Clone, Default)]
+    struct Closed(Arc<Mutex<Vec<u8>>>);
+
+    impl Closed {
+        fn written(&self) -> Vec<u8> {
+            self.0.lock().unwrap().clone()
+        }
+    }
+
+    impl AsyncRead for Closed {
+        fn poll_read(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            _: &mut [u8],
+        ) -> Poll<io::Result<usize>> {
+            Poll::Ready(Ok(0))
+        }
+    }
+
+    impl AsyncWrite for Closed {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Poll::Ready(Ok(buf.len()))
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn poll_close(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// Polls `f` once: every future here is ready at once (its I/O never waits).
+    fn ready<T>(f: impl Future<Output = T>) -> T {
+        let mut f = std::pin::pin!(f);
+        match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(t) => t,
+            Poll::Pending => panic!("the future waited"),
+        }
+    }
+
+    /// A plain connection is the socket itself, and every clone of the shared stream writes
+    /// to it and reads from it.
+    #[test]
+    fn a_plain_connection_is_shared_as_it_is() {
+        let peer = Closed::default();
+        let io = ready(Dialer::plain().secure(peer.clone())).expect("plain");
+        let mut cx = Context::from_waker(Waker::noop());
+        let (mut writer, mut reader) = (io.clone(), io);
+        let wrote = Pin::new(&mut writer).poll_write(&mut cx, b"GET");
+        assert!(matches!(wrote, Poll::Ready(Ok(3))), "{wrote:?}");
+        let read = Pin::new(&mut reader).poll_read(&mut cx, &mut [0u8; 1]);
+        assert!(matches!(read, Poll::Ready(Ok(0))), "{read:?}");
+        assert_eq!(peer.written(), b"GET");
+    }
+
+    /// A server that closes during the handshake fails the dial as a TLS handshake failure
+    /// (not as a refused connection), after the client sent its hello.
+    #[cfg(feature = "futures-tls")]
+    #[test]
+    fn a_peer_that_closes_during_the_handshake_is_a_tls_failure() {
+        let uri: http::Uri = "https://127.0.0.1:8443/mcp".parse().unwrap();
+        let dialer = Dialer::tls(&ClientTls::default(), &uri, &[b"http/1.1"]).expect("dialer");
+        let peer = Closed::default();
+        let failed = ready(dialer.secure(peer.clone())).map(|_| ());
+        assert!(
+            matches!(
+                failed,
+                Err(TransportFailure::Tls(crate::client::TlsFailure::Handshake))
+            ),
+            "{failed:?}"
+        );
+        // A TLS handshake record (content type 22) came first.
+        assert_eq!(peer.written().first(), Some(&22), "{:?}", peer.written());
+    }
+}
