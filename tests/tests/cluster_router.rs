@@ -153,10 +153,10 @@ fn a_message_from_a_handler_on_b_reaches_the_get_stream_on_c_and_resumes_anywher
     let ids = r.event_ids();
     assert_eq!(
         ids,
-        ["L-0", "L-1", "L-2"],
+        ["l-0", "l-1", "l-2"],
         "priming, then the log's numbers"
     );
-    // C dies; a third message is published; the client resumes on A after L-1.
+    // C dies; a third message is published; the client resumes on A after l-1.
     c.kill(2);
     c.node(1).notify(
         Target::Session(session),
@@ -166,7 +166,7 @@ fn a_message_from_a_handler_on_b_reaches_the_get_stream_on_c_and_resumes_anywher
     c.settle();
     let resumed = c
         .node(0)
-        .send(Req::get(&sid).version(V).header("last-event-id", "L-1"));
+        .send(Req::get(&sid).version(V).header("last-event-id", "l-1"));
     c.settle();
     let r = c.node(0).response(resumed).clone();
     assert_eq!(r.status(), StatusCode::OK);

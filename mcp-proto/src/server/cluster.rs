@@ -35,9 +35,9 @@
 //! - **The GET stream.** A session's messages that belong to no request go to its *listen
 //!   log* in the store ([`StoreOp::Publish`]), which numbers them; whichever instance holds
 //!   the session's GET stream follows that log ([`StoreOp::Follow`]) and writes what it
-//!   reads, in log order, with event ids `L-<seq>`. So a handler on B reaches the client on
+//!   reads, in log order, with event ids `l-<seq>`. So a handler on B reaches the client on
 //!   C's GET stream, every message is stored before any client sees it, and a GET with
-//!   `Last-Event-ID: L-<seq>` resumes on any instance. A GET opened on one instance ends the
+//!   `Last-Event-ID: l-<seq>` resumes on any instance. A GET opened on one instance ends the
 //!   one another instance held ([`BusMessage::ListenTaken`]).
 //! - **Server→client requests** carry ids `"<instance>.<n>"`; a response POSTed to another
 //!   instance is forwarded to the one waiting ([`BusMessage::ClientResponse`]).
@@ -1254,7 +1254,7 @@ impl Router {
             Some(c) => {
                 let (name, seq) = id.rsplit_once('-')?;
                 let seq: u64 = digits(seq)?;
-                if name == "L" {
+                if name == "l" {
                     return Some(EventRef::Listen(seq));
                 }
                 let (inst, n) = name.split_once('.')?;
@@ -1314,7 +1314,7 @@ fn digits(s: &str) -> Option<u64> {
 
 /// The event id of `seq` in a listen log.
 pub(crate) fn listen_event_id(seq: u64) -> String {
-    format!("L-{seq}")
+    format!("l-{seq}")
 }
 
 fn touch_interval(c: &ClusterConfig, ttl: Option<Duration>) -> Duration {

@@ -107,6 +107,8 @@ pub struct ServerBinding {
     /// The one-request service sessions of sessionless requests, until they end.
     requests: HashMap<RequestHandle, ServerSession>,
     param_headers_installed: bool,
+    /// In a cluster: each session's state as last handed to the router.
+    exported: HashMap<SessionHandle, bytes::Bytes>,
 }
 
 impl std::fmt::Debug for ServerBinding {
@@ -138,6 +140,7 @@ impl ServerBinding {
             sessions: HashMap::new(),
             requests: HashMap::new(),
             param_headers_installed: false,
+            exported: HashMap::new(),
         }
     }
 
@@ -251,7 +254,12 @@ impl ServerBinding {
                     }
                 }
                 Command::Respond(handle, outcome) => {
-                    self.forget(handle);
+                    let session = self.forget(handle).and_then(|(s, _)| s);
+                    if let Some(s) = session
+                        && router.is_clustered()
+                    {
+                        self.share_state(router, now, s);
+                    }
                     if let Some(outcome) = outcome {
                         // Cancelled meanwhile: the router refuses, and nothing is sent.
                         let _ = router.respond(now, handle, outcome);
@@ -318,13 +326,43 @@ impl ServerBinding {
                 self.complete(request, Err(error));
                 Routed::Done
             }
+            ServerOutput::SessionLoaded { session, state } => {
+                // A session another cluster instance created: restore what it stored.
+                let s = self.session(session);
+                if let Some(state) = &state {
+                    s.restore_state(state);
+                    self.exported.insert(session, state.clone());
+                }
+                Routed::Transport(ServerOutput::SessionLoaded { session, state })
+            }
+            ServerOutput::SessionUnloaded { session } => {
+                self.exported.remove(&session);
+                if let Some(s) = self.sessions.remove(&session) {
+                    s.close();
+                }
+                Routed::Transport(ServerOutput::SessionUnloaded { session })
+            }
             ServerOutput::SessionClosed { session, reason } => {
+                self.exported.remove(&session);
                 if let Some(s) = self.sessions.remove(&session) {
                     s.close();
                 }
                 Routed::Transport(ServerOutput::SessionClosed { session, reason })
             }
             other => Routed::Transport(other),
+        }
+    }
+
+    /// In a cluster, hands the router a session's state when it changed since it was last
+    /// handed over (before the answer of the request that changed it).
+    fn share_state(&mut self, router: &mut Router, now: Instant, session: SessionHandle) {
+        let Some(s) = self.sessions.get(&session) else {
+            return;
+        };
+        let state = s.export_state();
+        if self.exported.get(&session) != Some(&state) {
+            self.exported.insert(session, state.clone());
+            router.set_session_state(now, session, state);
         }
     }
 

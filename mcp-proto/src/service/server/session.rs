@@ -117,6 +117,40 @@ impl StoredState {
             .and_then(|json| serde_json::from_str(json).ok())
     }
 
+    /// The state as bytes a cluster store keeps (compact JSON).
+    pub(crate) fn to_bytes(&self) -> bytes::Bytes {
+        let wire = WireState {
+            protocol_version: self.protocol_version.map(|v| v.as_str()),
+            client_info: self.client_info.as_ref(),
+            client_capabilities: self
+                .client_capabilities
+                .as_deref()
+                .and_then(|c| RawValue::from_string(c.to_owned()).ok()),
+            log_level: self.log_level,
+            subscriptions: &self.subscriptions,
+            initialized: self.initialized,
+        };
+        serde_json::to_vec(&wire)
+            .map(Into::into)
+            .unwrap_or_default()
+    }
+
+    /// The state [`to_bytes`](Self::to_bytes) wrote; `None` for bytes it did not write.
+    pub(crate) fn from_bytes(bytes: &[u8]) -> Option<StoredState> {
+        let wire: WireStateOwned = serde_json::from_slice(bytes).ok()?;
+        Some(StoredState {
+            protocol_version: wire
+                .protocol_version
+                .as_deref()
+                .and_then(ProtocolVersion::parse),
+            client_info: wire.client_info,
+            client_capabilities: wire.client_capabilities.map(|c| c.get().into()),
+            log_level: wire.log_level,
+            subscriptions: wire.subscriptions,
+            initialized: wire.initialized,
+        })
+    }
+
     /// The public snapshot.
     pub(crate) fn snapshot(&self) -> SessionState {
         SessionState {
@@ -128,6 +162,39 @@ impl StoredState {
             initialized: self.initialized,
         }
     }
+}
+
+/// [`StoredState`] as the cluster store keeps it.
+#[derive(serde::Serialize)]
+struct WireState<'a> {
+    #[serde(rename = "v", skip_serializing_if = "Option::is_none")]
+    protocol_version: Option<&'static str>,
+    #[serde(rename = "info", skip_serializing_if = "Option::is_none")]
+    client_info: Option<&'a Implementation>,
+    #[serde(rename = "caps", skip_serializing_if = "Option::is_none")]
+    client_capabilities: Option<Box<RawValue>>,
+    #[serde(rename = "log", skip_serializing_if = "Option::is_none")]
+    log_level: Option<LoggingLevel>,
+    #[serde(rename = "subs", skip_serializing_if = "BTreeSet::is_empty")]
+    subscriptions: &'a BTreeSet<String>,
+    #[serde(rename = "init")]
+    initialized: bool,
+}
+
+#[derive(serde::Deserialize)]
+struct WireStateOwned {
+    #[serde(rename = "v", default)]
+    protocol_version: Option<String>,
+    #[serde(rename = "info", default)]
+    client_info: Option<Implementation>,
+    #[serde(rename = "caps", default)]
+    client_capabilities: Option<Box<RawValue>>,
+    #[serde(rename = "log", default)]
+    log_level: Option<LoggingLevel>,
+    #[serde(rename = "subs", default)]
+    subscriptions: BTreeSet<String>,
+    #[serde(rename = "init", default)]
+    initialized: bool,
 }
 
 pub(crate) struct SessionShared {
@@ -185,6 +252,25 @@ impl ServerSession {
                 closed: AtomicBool::new(false),
                 principal: std::sync::OnceLock::new(),
             }),
+        }
+    }
+
+    /// The session's state as bytes for a cluster store ([`Router::set_session_state`]).
+    ///
+    /// [`Router::set_session_state`]: crate::server::Router::set_session_state
+    pub fn export_state(&self) -> bytes::Bytes {
+        lock(&self.shared.state).to_bytes()
+    }
+
+    /// Restores what [`export_state`](Self::export_state) wrote (on another instance);
+    /// `false`, and nothing changed, for bytes it did not write.
+    pub fn restore_state(&self, bytes: &[u8]) -> bool {
+        match StoredState::from_bytes(bytes) {
+            Some(state) => {
+                *lock(&self.shared.state) = state;
+                true
+            }
+            None => false,
         }
     }
 
