@@ -4,7 +4,8 @@
 //! real transport in memory ([`pair`]), and the client and server transport harnesses
 //! ([`client_harness`], [`server_harness`]), and the two runtime adapters behind one interface
 //! ([`runtime`], plain or over HTTPS with certificates made by [`tls`]) for the end-to-end
-//! suite and the binaries.
+//! suite and the binaries, and the real external services of the multi-instance tests
+//! ([`services`]: `redis-server`, nginx as a round-robin load balancer).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -19,6 +20,7 @@ pub mod loopback;
 pub mod pair;
 pub mod runtime;
 pub mod server_harness;
+pub mod services;
 pub mod shape;
 pub mod tls;
 pub mod users;
@@ -47,6 +49,13 @@ pub fn spec_data_dir() -> PathBuf {
 /// environment variable: in CI (CI services set `CI=true`) a skipped validation would pass
 /// silently, so anything but unset, empty, `false` or `0` makes it fatal.
 pub fn missing_spec_data_is_fatal(ci: Option<&str>) -> bool {
+    ci_forbids_skipping(ci)
+}
+
+/// Whether a test must fail instead of skipping for want of something (spec data, an
+/// installed service), given the value of the `CI` environment variable: anything but unset,
+/// empty, `false` or `0`.
+pub fn ci_forbids_skipping(ci: Option<&str>) -> bool {
     ci.map(str::trim)
         .is_some_and(|v| !(v.is_empty() || v == "0" || v.eq_ignore_ascii_case("false")))
 }
