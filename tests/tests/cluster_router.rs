@@ -175,7 +175,7 @@ fn a_message_from_a_handler_on_b_reaches_the_get_stream_on_c_and_resumes_anywher
         .iter()
         .map(|m| m["params"]["n"].clone())
         .collect();
-    assert_eq!(got, [json!(2), json!(3)], "exactly what followed L-1, once");
+    assert_eq!(got, [json!(2), json!(3)], "exactly what followed l-1, once");
 }
 
 #[test]
