@@ -1,7 +1,9 @@
 //! The demo servers shared by the runtime adapters' examples (`cargo run -p mcp-tokio
-//! --example users`) and the tests (`mcp_tests::users` re-exports [`users`]). A separate
-//! package so that an adapter's examples can use them without depending on the tests.
+//! --example users`, `--example protected`) and the tests (`mcp_tests::users` re-exports
+//! [`users`]; `tests/jwt_access_tokens.rs` runs [`protected`]). A separate package so that an
+//! adapter's examples can use them without depending on the tests.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod protected;
 pub mod users;
