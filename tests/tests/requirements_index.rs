@@ -23,6 +23,8 @@ const SKIP_DIRS: &[&str] = &["target", "node_modules", ".venv", ".git"];
 const EXTENSIONS: &[&str] = &["rs", "md", "mjs", "py"];
 /// Single files scanned, relative to the workspace root.
 const EXTRA_FILES: &[&str] = &[".ci/run", "README.md"];
+/// Names that look like ids but are not: the NIST curves (JWK `crv` values).
+const NOT_IDS: &[&str] = &["P-256", "P-384", "P-521"];
 /// Test functions whose name abbreviates the id they test: (name prefix, id).
 const MISNAMED: &[(&str, &str)] = &[("s_lif_2_", "S-LIFE-2")];
 
@@ -119,6 +121,10 @@ fn ids_in(text: &str) -> Vec<String> {
             continue;
         };
         let prefix = &text[start..prefix_end];
+        if NOT_IDS.contains(&&text[start..end]) {
+            i = end;
+            continue;
+        }
         ids.push(format!("{prefix}-{}", &text[num_start..end]));
         // Expand `..N` and `/N`.
         let mut last: Option<u32> = text[num_start..end].parse().ok();
@@ -208,6 +214,7 @@ fn id_extraction() {
     assert_eq!(ids_in("S-SEC-1/2/5"), ["S-SEC-1", "S-SEC-2", "S-SEC-5"]);
     assert_eq!(ids_in("S-RES-2..4."), ["S-RES-2", "S-RES-3", "S-RES-4"]);
     assert!(ids_in("UTF-8, SEP-1699, MCP-Protocol-Version, x-S-POST-1a2, RFC 9728").is_empty());
+    assert!(ids_in(r#""crv": "P-256", P-384"#).is_empty());
     assert_eq!(
         id_of_fn_name("fn s_post_6_batch_refused() {").as_deref(),
         Some("S-POST-6")
