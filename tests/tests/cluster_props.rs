@@ -1,7 +1,8 @@
 //! Property test of the cluster seam: two routers share one store, a client's GET stream
 //! moves between them (disconnects, takeovers, `Last-Event-ID` resumes), handlers on either
 //! publish, and the store's answers to either router are held back and released at random
-//! (so they arrive late and out of order across routers). Whatever happens, the client sees
+//! (so they arrive late and out of order across routers), and the store's feed repeats
+//! events at times (at least once, as after a reconnect). Whatever happens, the client sees
 //! every published message exactly once, in publication order.
 
 use http::StatusCode;
@@ -18,6 +19,7 @@ enum Step {
     OpenGet(usize),
     Disconnect,
     Hold(usize, bool),
+    Redeliver(bool),
     Settle,
 }
 
@@ -28,6 +30,7 @@ fn step() -> impl Strategy<Value = Step> {
         1 => Just(Step::Disconnect),
         2 => (0..2usize, any::<bool>()).prop_map(|(n, h)| Step::Hold(n, h)),
         2 => Just(Step::Settle),
+        1 => any::<bool>().prop_map(Step::Redeliver),
     ]
 }
 
@@ -130,6 +133,7 @@ fn run(steps: Vec<Step>) -> Result<(), TestCaseError> {
                 }
             }
             Step::Hold(i, held) => c.hold(i, held),
+            Step::Redeliver(on) => c.store.set_redeliver(on),
             Step::Settle => c.settle(),
         }
         c.settle();

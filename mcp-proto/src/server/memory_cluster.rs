@@ -57,6 +57,7 @@ pub struct MemoryCluster {
     follows: HashMap<(MemberId, Ticket), (Box<str>, u64)>,
     inboxes: Vec<VecDeque<ClusterDelivery>>,
     unavailable: bool,
+    redeliver: bool,
     ops: u64,
 }
 
@@ -75,6 +76,12 @@ impl MemoryCluster {
     /// Makes every later operation fail (`false`) or succeed again (`true`).
     pub fn set_available(&mut self, available: bool) {
         self.unavailable = !available;
+    }
+
+    /// Makes follow answers repeat the last event already answered (`true`), as an
+    /// at-least-once feed does after a reconnect; a router must write each event once.
+    pub fn set_redeliver(&mut self, redeliver: bool) {
+        self.redeliver = redeliver;
     }
 
     /// Operations executed so far (round trips, for the tests' counts).
@@ -248,15 +255,16 @@ impl MemoryCluster {
             return;
         };
         let mut out = Vec::new();
+        let back = u64::from(self.redeliver);
         for ((member, ticket), (s, last)) in self.follows.iter_mut() {
             if **s != *session {
                 continue;
             }
-            let (events, gap) = log.after(*last);
+            let (events, gap) = log.after(last.saturating_sub(back));
             if events.is_empty() {
                 continue;
             }
-            let after = *last;
+            let after = last.saturating_sub(back);
             *last = events.last().map_or(*last, |e| e.seq);
             out.push((*member, *ticket, StoreReply::Events { events, gap, after }));
         }
