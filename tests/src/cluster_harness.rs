@@ -115,6 +115,7 @@ impl Cluster {
                     match d {
                         ClusterDelivery::Reply(t, r) => h.router.handle_store(h.now, t, r),
                         ClusterDelivery::Bus(m) => h.router.handle_bus(h.now, m),
+                        ClusterDelivery::BusLost => h.router.handle_bus_lost(h.now),
                     }
                 }
                 h.pump();

@@ -44,8 +44,12 @@ struct Client {
 
 impl Client {
     fn read(&mut self, c: &mut Cluster) {
-        let Some((node, stream)) = self.get else { return };
-        let Some(h) = c.nodes[node].as_mut() else { return };
+        let Some((node, stream)) = self.get else {
+            return;
+        };
+        let Some(h) = c.nodes[node].as_mut() else {
+            return;
+        };
         let body = h.response(stream).body.clone();
         let frames = parse_sse(&body);
         for f in frames.iter().skip(self.read) {
@@ -94,7 +98,12 @@ fn run(steps: Vec<Step>) -> Result<(), TestCaseError> {
     let (h, _, _) = c.node(0).expect_request();
     c.node(0).reply(h, &init_result(V));
     c.settle();
-    let sid = c.node(0).response(s).header("mcp-session-id").unwrap().to_owned();
+    let sid = c
+        .node(0)
+        .response(s)
+        .header("mcp-session-id")
+        .unwrap()
+        .to_owned();
     // Each node holds the session (a request on each) and knows its handle.
     let mut handles: Vec<SessionHandle> = Vec::new();
     for i in 0..2 {
@@ -120,7 +129,11 @@ fn run(steps: Vec<Step>) -> Result<(), TestCaseError> {
             Step::Publish(i) => {
                 published += 1;
                 let params = format!(r#"{{"n":{published}}}"#);
-                c.node(i).notify(Target::Session(handles[i]), "notifications/message", &params);
+                c.node(i).notify(
+                    Target::Session(handles[i]),
+                    "notifications/message",
+                    &params,
+                );
             }
             Step::OpenGet(i) => client.open(&mut c, i, &sid),
             Step::Disconnect => {
@@ -148,7 +161,11 @@ fn run(steps: Vec<Step>) -> Result<(), TestCaseError> {
     let (node, stream) = client.get.expect("a final GET");
     prop_assert_eq!(c.node(node).response(stream).status(), StatusCode::OK);
     let expected: Vec<u64> = (1..=published).collect();
-    prop_assert_eq!(client.seen, expected, "every message exactly once, in order");
+    prop_assert_eq!(
+        client.seen,
+        expected,
+        "every message exactly once, in order"
+    );
     Ok(())
 }
 

@@ -42,8 +42,9 @@ use http::{HeaderMap, StatusCode};
 use super::signal::{Latch, Wakeup};
 use super::{Runtime, Woke, binding_sleep};
 use crate::server::{
-    AsyncAuthenticator, AuthDecision, DEFAULT_SHUTDOWN_GRACE, ProtectedResourceMetadata,
-    RequestHead, Router, ServerConfig, ServerOutput, SessionIdGenerator, StreamId,
+    AsyncAuthenticator, AuthDecision, ClusterDelivery, ClusterInbox, DEFAULT_SHUTDOWN_GRACE,
+    ProtectedResourceMetadata, RequestHead, Router, ServerConfig, ServerOutput, SessionIdGenerator,
+    StoreError, StoreLink, StoreReply, StreamId,
 };
 use crate::service::Server;
 use crate::service::bind::{Routed, ServerBinding, Sleep, Wake};
@@ -194,6 +195,8 @@ pub struct ServerDriver<X> {
     by_key: HashMap<u64, StreamId>,
     exchanges: HashMap<StreamId, (u64, X)>,
     tap: Option<Tap>,
+    /// A clustered router's link to its store (`ClusterConfig::backend`).
+    store: Option<Box<dyn StoreLink>>,
 }
 
 /// Sees every router output before the driver acts on it ([`ServerDriver::with_tap`]).
@@ -223,6 +226,24 @@ impl<X: ExchangeSink> ServerDriver<X> {
             by_key: HashMap::new(),
             exchanges: HashMap::new(),
             tap: None,
+            store: None,
+        }
+    }
+
+    /// Connects a clustered router to its store: operations go to `link`; the backend
+    /// delivers answers to the inbox it was given, which the caller feeds to
+    /// [`ServerDriver::cluster_input`].
+    pub fn with_store(mut self, link: Box<dyn StoreLink>) -> Self {
+        self.store = Some(link);
+        self
+    }
+
+    /// Feeds what the cluster backend delivered.
+    pub fn cluster_input(&mut self, now: Instant, delivery: ClusterDelivery) {
+        match delivery {
+            ClusterDelivery::Reply(ticket, reply) => self.router.handle_store(now, ticket, reply),
+            ClusterDelivery::Bus(message) => self.router.handle_bus(now, message),
+            ClusterDelivery::BusLost => self.router.handle_bus_lost(now),
         }
     }
 
@@ -343,6 +364,17 @@ impl<X: ExchangeSink> ServerDriver<X> {
             }
             ServerOutput::Event(event) => {
                 tracing::debug!(?event, "router event");
+                return;
+            }
+            ServerOutput::Store { ticket, op } => {
+                match &mut self.store {
+                    Some(link) => link.submit(now, ticket, op),
+                    None => {
+                        // A clustered router without a backend fails closed (503), at once.
+                        let e = StoreError("no cluster store is configured".into());
+                        self.router.handle_store(now, ticket, StoreReply::Failed(e));
+                    }
+                }
                 return;
             }
             other => {
@@ -524,19 +556,28 @@ impl ServerHandle {
         let (tx, rx) = mpsc::channel(limits.inbound);
         let (drain, drain_rx) = oneshot::channel();
         let wakeup = Arc::new(Wakeup::default());
-        let driver = ServerDriver::new(
+        let backend = config
+            .cluster
+            .as_ref()
+            .and_then(|c| c.backend.clone().map(|b| (b, c.instance.clone())));
+        let (cluster_tx, cluster_rx) = mpsc::unbounded();
+        let mut driver = ServerDriver::new(
             server,
             config,
             rt.now(),
             binding_sleep(rt),
             wakeup.callback(),
         );
+        if let Some((backend, instance)) = backend {
+            let inbox = ClusterInbox::new(move |d| cluster_tx.unbounded_send(d).is_ok());
+            driver = driver.with_store(backend.connect(&instance, inbox));
+        }
         let stopped = Latch::new();
         let on_stop = stopped.set_on_drop();
         let runtime = rt.clone();
         rt.spawn(Box::pin(async move {
             let _on_stop = on_stop;
-            run(runtime, driver, rx, drain_rx, wakeup).await;
+            run(runtime, driver, rx, cluster_rx, drain_rx, wakeup).await;
         }));
         ServerHandle {
             shared: Arc::new(Shared {
@@ -844,6 +885,7 @@ impl Disconnector {
 enum Fired {
     Drain(Option<Duration>),
     Message(ToDriver<Exchange>),
+    Cluster(ClusterDelivery),
     Closed,
 }
 
@@ -852,6 +894,7 @@ async fn run<R: Runtime>(
     rt: R,
     mut driver: ServerDriver<Exchange>,
     mut inbound: mpsc::Receiver<ToDriver<Exchange>>,
+    mut cluster: mpsc::UnboundedReceiver<ClusterDelivery>,
     drain: oneshot::Receiver<Duration>,
     wakeup: Arc<Wakeup>,
 ) {
@@ -873,6 +916,10 @@ async fn run<R: Runtime>(
                 // An error: every handle is gone, nobody can drain any more.
                 return Poll::Ready(Fired::Drain(grace.ok()));
             }
+            // The store's answers before new requests: they unblock what waits.
+            if let Poll::Ready(Some(d)) = Pin::new(&mut cluster).poll_next(cx) {
+                return Poll::Ready(Fired::Cluster(d));
+            }
             match Pin::new(&mut inbound).poll_next(cx) {
                 Poll::Ready(Some(msg)) => Poll::Ready(Fired::Message(msg)),
                 Poll::Ready(None) => Poll::Ready(Fired::Closed),
@@ -893,6 +940,16 @@ async fn run<R: Runtime>(
                 for _ in 0..256 {
                     match inbound.try_recv() {
                         Ok(msg) => driver.input(now, msg),
+                        _ => break,
+                    }
+                }
+            }
+            Woke::Input(Fired::Cluster(d)) => {
+                let now = rt.now();
+                driver.cluster_input(now, d);
+                for _ in 0..256 {
+                    match cluster.try_recv() {
+                        Ok(d) => driver.cluster_input(now, d),
                         _ => break,
                     }
                 }

@@ -101,13 +101,13 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, StatusCode, Uri};
 
 pub use cluster::{
-    BusMessage, ClusterConfig, FollowFrom, InvalidInstanceName, LogEvent, SessionRecord,
-    StoreError, StoreOp, StoreReply, Ticket,
+    BusMessage, ClusterBackend, ClusterConfig, ClusterInbox, FollowFrom, InvalidInstanceName,
+    LogEvent, SessionRecord, StoreError, StoreLink, StoreOp, StoreReply, Ticket,
 };
 pub use config::{OverflowPolicy, ParamHeaderSource, ResponseMode, ServerConfig};
 pub use drain::DEFAULT_SHUTDOWN_GRACE;
 pub use error::{CancelReason, CloseReason, ProtocolError, SendError, ServerRequestError};
-pub use memory_cluster::{ClusterDelivery, MemberId, MemoryCluster};
+pub use memory_cluster::{ClusterDelivery, MemberId, MemoryCluster, SharedMemoryCluster};
 pub use security::{
     AllowedOrigins, AsyncAuthenticator, AuthDecision, Authenticator, CorsConfig, HostValidation,
     ProtectedResourceMetadata, WELL_KNOWN_PRM,
