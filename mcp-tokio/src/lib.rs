@@ -84,10 +84,14 @@
 #![warn(missing_docs)]
 
 mod client;
+#[cfg(feature = "redis")]
+mod redis;
 mod server;
 
 pub use client::{Client, ConnectBuilder, Http, HttpOptions};
 pub use mcp_proto as proto;
+#[cfg(feature = "redis")]
+pub use mcp_proto::driver::redis::{RedisConfig, RedisUrlError};
 #[cfg(feature = "tls")]
 pub use mcp_proto::driver::tls::rustls;
 #[cfg(feature = "tls")]
@@ -96,6 +100,8 @@ pub use mcp_proto::driver::{
     Connect, ConnectError, DriverGone, Limits, RandomSessionIds, ResponseAborted, ServerHandle,
     Serving, ShutdownHandle,
 };
+#[cfg(feature = "redis")]
+pub use redis::{redis_backend, redis_backend_with};
 pub use server::{McpService, ResponseBody, Tokio, serve, serve_with};
 #[cfg(feature = "tls")]
 pub use server::{serve_tls, serve_tls_with};

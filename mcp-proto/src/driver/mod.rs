@@ -52,6 +52,8 @@ pub mod conn;
 pub mod h1;
 mod memory;
 mod oauth;
+#[cfg(feature = "redis")]
+pub mod redis;
 mod server;
 mod signal;
 #[cfg(feature = "tls")]

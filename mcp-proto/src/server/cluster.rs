@@ -258,6 +258,12 @@ impl Ticket {
     pub fn as_u64(self) -> u64 {
         self.0
     }
+
+    /// A ticket numbered `n`: routers number their own; this is for a backend's tests (which
+    /// submit operations without a router) and drivers of one's own.
+    pub fn from_u64(n: u64) -> Ticket {
+        Ticket(n)
+    }
 }
 
 /// A session as the store keeps it.

@@ -1,0 +1,1229 @@
+//! A [`ClusterBackend`] on Redis (feature `redis`), runtime-neutral: it takes the driver's
+//! [`Runtime`] (spawn, timers, clock) and a [`Dial`] function of the adapter's (a TCP stream
+//! with tokio's I/O traits: `mcp-tokio` dials a tokio `TcpStream`, `mcp-smol` wraps a smol one
+//! with tokio-util's `compat`). It matches [`MemoryCluster`](crate::server::MemoryCluster),
+//! the reference semantics, operation for operation.
+//!
+//! # One link, one worker
+//!
+//! Each connected router ([`ClusterBackend::connect`]) gets one worker task and one
+//! multiplexed RESP3 connection, used for commands *and* publish/subscribe. The worker
+//! executes the link's operations **one at a time, in submission order**: that is the simplest
+//! way to keep the per-session order of the seam (one instance's operations of a session are
+//! applied in order), at the price of one round trip at a time per instance. Wake-ups and bus
+//! messages (RESP3 pushes) are handled by the same worker, between operations.
+//!
+//! # Key layout (prefix `p`, default `mcp`; session `s`)
+//!
+//! | key | type | content |
+//! |---|---|---|
+//! | `p:s:<s>` | string | the record (JSON), `PEXPIRE` = idle TTL |
+//! | `p:sessions` | sorted set | live session ids, scored by expiry (ms, server clock; `+inf`: none): the cluster-wide cap |
+//! | `p:log:<s>` | stream | the listen log, entry ids `<seq>-0`, field `p` = payload, trimmed `MAXLEN =` capacity |
+//! | `p:meta:<s>` | hash | `last` (the log's sequence counter), `cursor` |
+//! | `p:bus` | channel | [`BusMessage`]s of every instance (JSON, with the sender's name) |
+//! | `p:wake:<s>` | channel | "the log of `s` grew" (the followers then read with `XRANGE`) |
+//!
+//! Create, Save, Touch, Delete, Publish and Delivered are Lua scripts (atomic); the log, its
+//! hash and the record share one expiry. A follow subscribes to its session's wake-up channel
+//! *before* reading, then reads from the last sequence number it answered on every wake-up and
+//! after every reconnect: an event may be read twice (the router deduplicates), never skipped.
+//!
+//! # Failures
+//!
+//! Every command races [`RedisConfig::command_timeout`]; a failed attempt is retried
+//! [`RedisConfig::retries`] times after [`RedisConfig::retry_backoff`] (doubling), except that
+//! an operation that is not idempotent (Create, Publish, Broadcast) is not repeated once it may
+//! have reached Redis; then the answer is [`StoreReply::Failed`]. A broken connection is
+//! re-dialed with a backoff (from `retry_backoff`, doubling, at most
+//! [`RedisConfig::reconnect_backoff_max`]); while a re-dial is not due, operations fail at
+//! once. After a reconnect the worker subscribes again, calls
+//! [`ClusterInbox::bus_lost`], and reads every live follow again; follows that cannot be
+//! resumed within [`RedisConfig::follow_grace`] are answered `Failed`. A value in Redis that
+//! does not decode is answered `Failed`, never a panic.
+
+use std::collections::{HashMap, HashSet};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use bytes::Bytes;
+use futures_channel::mpsc;
+use futures_core::Stream;
+use redis::aio::MultiplexedConnection;
+use redis::{
+    AsyncConnectionConfig, ConnectionAddr, IntoConnectionInfo, ProtocolVersion, PushInfo, PushKind,
+    RedisConnectionInfo, Value,
+};
+use serde::{Deserialize, Serialize};
+
+use super::Runtime;
+use crate::jsonrpc::{Message, RequestId};
+use crate::server::{
+    BusMessage, ClusterBackend, ClusterInbox, FollowFrom, LogEvent, SessionRecord, StoreError,
+    StoreLink, StoreOp, StoreReply, Ticket,
+};
+use crate::service::server::BoxFuture;
+
+/// A byte stream to Redis, with tokio's I/O traits (what the `redis` crate's codec reads).
+pub trait RedisIo: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static {}
+
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static> RedisIo for T {}
+
+/// Opens a new connection to the Redis server (the adapter's TCP dial). Called again after
+/// every loss, under [`RedisConfig::connect_timeout`].
+pub type Dial =
+    Arc<dyn Fn() -> BoxFuture<'static, std::io::Result<Box<dyn RedisIo>>> + Send + Sync>;
+
+/// The limits and names of a [`RedisBackend`]. Every field has a safe default
+/// ([`RedisConfig::default`]).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RedisConfig {
+    /// The prefix of every key and channel (several clusters can share one Redis). Default
+    /// `mcp`.
+    pub prefix: String,
+    /// The deadline of one command (and of the handshake after a dial). Default 2 s.
+    pub command_timeout: Duration,
+    /// The deadline of one dial. Default 2 s.
+    pub connect_timeout: Duration,
+    /// Retries of a failed attempt (so at most `1 + retries` attempts). Default 2.
+    pub retries: u32,
+    /// The pause before the first retry (doubling for the next). Default 50 ms.
+    pub retry_backoff: Duration,
+    /// The longest pause between two dials of a lost connection. Default 2 s.
+    pub reconnect_backoff_max: Duration,
+    /// How long follows survive a lost connection before they are answered `Failed`.
+    /// Default 5 s.
+    pub follow_grace: Duration,
+    /// Operations queued on one link at most; beyond, an operation is answered `Failed` at
+    /// once. Default 10,000.
+    pub max_queued: usize,
+    /// Log events read by one `XRANGE` (a longer backlog is answered in several answers).
+    /// Default 256.
+    pub read_batch: usize,
+}
+
+impl Default for RedisConfig {
+    fn default() -> Self {
+        RedisConfig {
+            prefix: "mcp".into(),
+            command_timeout: Duration::from_secs(2),
+            connect_timeout: Duration::from_secs(2),
+            retries: 2,
+            retry_backoff: Duration::from_millis(50),
+            reconnect_backoff_max: Duration::from_secs(2),
+            follow_grace: Duration::from_secs(5),
+            max_queued: 10_000,
+            read_batch: 256,
+        }
+    }
+}
+
+impl RedisConfig {
+    /// Sets [`prefix`](Self::prefix).
+    pub fn with_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// Sets [`command_timeout`](Self::command_timeout) (at least 1 ms).
+    pub fn with_command_timeout(mut self, timeout: Duration) -> Self {
+        self.command_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Sets [`retries`](Self::retries).
+    pub fn with_retries(mut self, retries: u32) -> Self {
+        self.retries = retries;
+        self
+    }
+
+    /// Sets [`follow_grace`](Self::follow_grace).
+    pub fn with_follow_grace(mut self, grace: Duration) -> Self {
+        self.follow_grace = grace;
+        self
+    }
+
+    /// Sets [`reconnect_backoff_max`](Self::reconnect_backoff_max).
+    pub fn with_reconnect_backoff_max(mut self, max: Duration) -> Self {
+        self.reconnect_backoff_max = max;
+        self
+    }
+}
+
+/// A `redis://` URL that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unusable Redis URL: {0}")]
+pub struct RedisUrlError(pub Box<str>);
+
+/// Where a Redis URL points: the TCP host and port to dial, and the handshake settings
+/// (database, user, password). Only `redis://` over TCP is supported.
+#[derive(Debug, Clone)]
+pub struct RedisTarget {
+    /// The host to dial.
+    pub host: String,
+    /// The port to dial.
+    pub port: u16,
+    /// The handshake settings (RESP3 is forced by the backend).
+    pub info: RedisConnectionInfo,
+}
+
+impl RedisTarget {
+    /// Parses `redis://[user:password@]host[:port][/db]` (the `redis` crate's parser).
+    ///
+    /// # Errors
+    ///
+    /// A URL that does not parse, or names TLS or a Unix socket.
+    pub fn parse(url: &str) -> Result<RedisTarget, RedisUrlError> {
+        let info = url
+            .into_connection_info()
+            .map_err(|e| RedisUrlError(e.to_string().into()))?;
+        match info.addr() {
+            ConnectionAddr::Tcp(host, port) => Ok(RedisTarget {
+                host: host.clone(),
+                port: *port,
+                info: info.redis_settings().clone(),
+            }),
+            _ => Err(RedisUrlError("only redis:// over TCP is supported".into())),
+        }
+    }
+}
+
+/// The Redis [`ClusterBackend`] (see the module docs).
+pub struct RedisBackend<R: Runtime> {
+    runtime: R,
+    info: RedisConnectionInfo,
+    dial: Dial,
+    config: Arc<RedisConfig>,
+}
+
+impl<R: Runtime> RedisBackend<R> {
+    /// A backend dialing with `dial`, handshaking with `info`, on `runtime`.
+    pub fn new(runtime: R, info: RedisConnectionInfo, dial: Dial, config: RedisConfig) -> Self {
+        RedisBackend {
+            runtime,
+            info: info.set_protocol(ProtocolVersion::RESP3),
+            dial,
+            config: Arc::new(config),
+        }
+    }
+}
+
+impl<R: Runtime> ClusterBackend for RedisBackend<R> {
+    fn connect(&self, instance: &str, inbox: ClusterInbox) -> Box<dyn StoreLink> {
+        let (ops_tx, ops_rx) = mpsc::unbounded();
+        let (push_tx, push_rx) = mpsc::unbounded();
+        let queued = Arc::new(AtomicUsize::new(0));
+        let now = self.runtime.now();
+        let worker = Worker {
+            rt: self.runtime.clone(),
+            cfg: self.config.clone(),
+            info: self.info.clone(),
+            dial: self.dial.clone(),
+            instance: instance.into(),
+            inbox: inbox.clone(),
+            keys: Arc::new(Keys::new(&self.config.prefix)),
+            scripts: Arc::new(Scripts::new()),
+            conn: None,
+            generation: 0,
+            push_tx,
+            ever_connected: false,
+            lost_since: None,
+            next_dial: now,
+            dial_backoff: self.config.retry_backoff,
+            timeouts: 0,
+            follows: HashMap::new(),
+            queued: queued.clone(),
+        };
+        self.runtime.spawn(Box::pin(worker.run(ops_rx, push_rx)));
+        Box::new(RedisLink {
+            ops: ops_tx,
+            queued,
+            max_queued: self.config.max_queued,
+            inbox,
+        })
+    }
+}
+
+struct RedisLink {
+    ops: mpsc::UnboundedSender<(Ticket, StoreOp)>,
+    queued: Arc<AtomicUsize>,
+    max_queued: usize,
+    inbox: ClusterInbox,
+}
+
+impl StoreLink for RedisLink {
+    fn submit(&mut self, _now: Instant, ticket: Ticket, op: StoreOp) {
+        let answered = !matches!(op, StoreOp::Unfollow { .. });
+        if self.queued.load(Ordering::Relaxed) >= self.max_queued {
+            if answered {
+                let e = StoreError("too many store operations queued".into());
+                let _ = self.inbox.reply(ticket, StoreReply::Failed(e));
+            }
+            return;
+        }
+        self.queued.fetch_add(1, Ordering::Relaxed);
+        if self.ops.unbounded_send((ticket, op)).is_err() && answered {
+            let e = StoreError("the store worker is gone".into());
+            let _ = self.inbox.reply(ticket, StoreReply::Failed(e));
+        }
+    }
+}
+
+/// Key and channel names.
+struct Keys {
+    prefix: String,
+}
+
+impl Keys {
+    fn new(prefix: &str) -> Keys {
+        Keys {
+            prefix: prefix.into(),
+        }
+    }
+    fn record(&self, s: &str) -> String {
+        format!("{}:s:{s}", self.prefix)
+    }
+    fn sessions(&self) -> String {
+        format!("{}:sessions", self.prefix)
+    }
+    fn log(&self, s: &str) -> String {
+        format!("{}:log:{s}", self.prefix)
+    }
+    fn meta(&self, s: &str) -> String {
+        format!("{}:meta:{s}", self.prefix)
+    }
+    fn bus(&self) -> String {
+        format!("{}:bus", self.prefix)
+    }
+    fn wake(&self, s: &str) -> String {
+        format!("{}:wake:{s}", self.prefix)
+    }
+    fn wake_session<'a>(&self, channel: &'a str) -> Option<&'a str> {
+        channel
+            .strip_prefix(self.prefix.as_str())?
+            .strip_prefix(":wake:")
+    }
+}
+
+/// The server's clock in ms (Lua), and the renewal of a record, its log and its hash:
+/// KEYS[1] record, [2] sessions, [3] log, [4] meta; ARGV[1] id, ARGV[2] ttl ms (0: none).
+const RENEW: &str = r"
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function renew(ttl)
+  if ttl > 0 then
+    redis.call('PEXPIRE', KEYS[1], ttl)
+    redis.call('PEXPIRE', KEYS[3], ttl)
+    redis.call('PEXPIRE', KEYS[4], ttl)
+    redis.call('ZADD', KEYS[2], now_ms() + ttl, ARGV[1])
+  else
+    redis.call('PERSIST', KEYS[1])
+    redis.call('PERSIST', KEYS[3])
+    redis.call('PERSIST', KEYS[4])
+    redis.call('ZADD', KEYS[2], '+inf', ARGV[1])
+  end
+end
+";
+
+/// Create: ARGV[3] record, ARGV[4] cap. 1 created, 0 at capacity, -1 the id is taken.
+const CREATE: &str = r"
+local ttl = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now_ms())
+if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[3])
+renew(ttl)
+return 1
+";
+
+/// Save: ARGV[3] record. 1 saved, 0 missing.
+const SAVE: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('SET', KEYS[1], ARGV[3])
+renew(tonumber(ARGV[2]))
+return 1
+";
+
+/// Touch. 1 renewed, 0 missing.
+const TOUCH: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+renew(tonumber(ARGV[2]))
+return 1
+";
+
+/// Delete: ARGV[3] bus channel, ARGV[4] the bus message.
+const DELETE: &str = r"
+redis.call('DEL', KEYS[1], KEYS[3], KEYS[4])
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('PUBLISH', ARGV[3], ARGV[4])
+return 1
+";
+
+/// Publish: ARGV[3] payload, ARGV[4] capacity, ARGV[5] wake channel. The seq, 0 missing.
+const PUBLISH: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local seq = redis.call('HINCRBY', KEYS[4], 'last', 1)
+redis.call('XADD', KEYS[3], 'MAXLEN', '=', ARGV[4], seq .. '-0', 'p', ARGV[3])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then
+  redis.call('PEXPIRE', KEYS[3], ttl)
+  redis.call('PEXPIRE', KEYS[4], ttl)
+end
+redis.call('PUBLISH', ARGV[5], seq)
+return seq
+";
+
+/// Delivered: ARGV[3] seq. 1 moved (or kept), 0 missing.
+const DELIVERED: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local cur = tonumber(redis.call('HGET', KEYS[4], 'cursor') or '0') or 0
+if tonumber(ARGV[3]) > cur then redis.call('HSET', KEYS[4], 'cursor', ARGV[3]) end
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[4], ttl) end
+return 1
+";
+
+struct Scripts {
+    create: redis::Script,
+    save: redis::Script,
+    touch: redis::Script,
+    delete: redis::Script,
+    publish: redis::Script,
+    delivered: redis::Script,
+}
+
+impl Scripts {
+    fn new() -> Scripts {
+        let s = |body: &str| redis::Script::new(&format!("{RENEW}{body}"));
+        Scripts {
+            create: s(CREATE),
+            save: s(SAVE),
+            touch: s(TOUCH),
+            delete: s(DELETE),
+            publish: s(PUBLISH),
+            delivered: s(DELIVERED),
+        }
+    }
+}
+
+/// A record as stored (JSON; the state in base64).
+#[derive(Serialize, Deserialize)]
+struct WireRecord {
+    id: String,
+    principal: Option<String>,
+    version: String,
+    state: Option<String>,
+}
+
+fn encode_record(r: &SessionRecord) -> Vec<u8> {
+    let w = WireRecord {
+        id: r.id.to_string(),
+        principal: r.principal.as_deref().map(str::to_owned),
+        version: r.version.as_str().to_owned(),
+        state: r
+            .state
+            .as_ref()
+            .map(|s| base64::engine::general_purpose::STANDARD.encode(s)),
+    };
+    serde_json::to_vec(&w).unwrap_or_default()
+}
+
+fn decode_record(session: &str, bytes: &[u8]) -> Option<SessionRecord> {
+    let w: WireRecord = serde_json::from_slice(bytes).ok()?;
+    if w.id != session {
+        return None;
+    }
+    let state = match w.state {
+        Some(s) => Some(Bytes::from(
+            base64::engine::general_purpose::STANDARD.decode(s).ok()?,
+        )),
+        None => None,
+    };
+    Some(SessionRecord {
+        id: w.id.into(),
+        principal: w.principal.map(Into::into),
+        version: crate::ProtocolVersion::parse(&w.version)?,
+        state,
+    })
+}
+
+/// A bus message as published: the sender's instance name, and the message.
+#[derive(Serialize, Deserialize)]
+struct WireBus {
+    from: String,
+    msg: WireMsg,
+}
+
+#[derive(Serialize, Deserialize)]
+enum WireMsg {
+    SessionDeleted {
+        session: String,
+    },
+    Cancel {
+        session: String,
+        request: RequestId,
+    },
+    ClientResponse {
+        instance: String,
+        session: String,
+        response: Box<serde_json::value::RawValue>,
+    },
+    ListenTaken {
+        session: String,
+        by: String,
+    },
+}
+
+fn encode_bus(from: &str, message: &BusMessage) -> Option<Vec<u8>> {
+    let msg = match message {
+        BusMessage::SessionDeleted { session } => WireMsg::SessionDeleted {
+            session: session.to_string(),
+        },
+        BusMessage::Cancel { session, request } => WireMsg::Cancel {
+            session: session.to_string(),
+            request: request.clone(),
+        },
+        BusMessage::ClientResponse {
+            instance,
+            session,
+            response,
+        } => {
+            let text = String::from_utf8(response.to_bytes().to_vec()).ok()?;
+            WireMsg::ClientResponse {
+                instance: instance.to_string(),
+                session: session.to_string(),
+                response: serde_json::value::RawValue::from_string(text).ok()?,
+            }
+        }
+        BusMessage::ListenTaken { session, by } => WireMsg::ListenTaken {
+            session: session.to_string(),
+            by: by.to_string(),
+        },
+    };
+    serde_json::to_vec(&WireBus {
+        from: from.into(),
+        msg,
+    })
+    .ok()
+}
+
+/// The sender and the message of a published bus message (`None`: malformed).
+fn decode_bus(bytes: &[u8]) -> Option<(String, BusMessage)> {
+    let w: WireBus = serde_json::from_slice(bytes).ok()?;
+    let msg = match w.msg {
+        WireMsg::SessionDeleted { session } => BusMessage::SessionDeleted {
+            session: session.into(),
+        },
+        WireMsg::Cancel { session, request } => BusMessage::Cancel {
+            session: session.into(),
+            request,
+        },
+        WireMsg::ClientResponse {
+            instance,
+            session,
+            response,
+        } => match crate::jsonrpc::parse_message(response.get().as_bytes()).ok()? {
+            Message::Response(response) => BusMessage::ClientResponse {
+                instance: instance.into(),
+                session: session.into(),
+                response,
+            },
+            _ => return None,
+        },
+        WireMsg::ListenTaken { session, by } => BusMessage::ListenTaken {
+            session: session.into(),
+            by: by.into(),
+        },
+    };
+    Some((w.from, msg))
+}
+
+/// The idle TTL as the scripts take it: ms, at least 1; 0 for none.
+fn ttl_ms(ttl: Option<Duration>) -> u64 {
+    ttl.map_or(0, |t| {
+        u64::try_from(t.as_millis()).unwrap_or(u64::MAX).max(1)
+    })
+}
+
+/// One failed attempt.
+struct Fail {
+    /// The command may have reached Redis.
+    sent: bool,
+    why: String,
+}
+
+impl Fail {
+    fn unsent(why: impl Into<String>) -> Fail {
+        Fail {
+            sent: false,
+            why: why.into(),
+        }
+    }
+    fn sent(why: impl Into<String>) -> Fail {
+        Fail {
+            sent: true,
+            why: why.into(),
+        }
+    }
+}
+
+enum Input {
+    Op(Ticket, StoreOp),
+    Push(u64, PushInfo),
+    Timer,
+    Closed,
+}
+
+struct Worker<R: Runtime> {
+    rt: R,
+    cfg: Arc<RedisConfig>,
+    info: RedisConnectionInfo,
+    dial: Dial,
+    instance: Box<str>,
+    inbox: ClusterInbox,
+    keys: Arc<Keys>,
+    scripts: Arc<Scripts>,
+    conn: Option<MultiplexedConnection>,
+    /// Which dial the current connection is (pushes of older ones are ignored).
+    generation: u64,
+    push_tx: mpsc::UnboundedSender<(u64, PushInfo)>,
+    ever_connected: bool,
+    /// Since when the connection is lost (the follows' grace).
+    lost_since: Option<Instant>,
+    next_dial: Instant,
+    dial_backoff: Duration,
+    /// Timeouts in a row on the current connection.
+    timeouts: u32,
+    /// Live follows: ticket → session, last sequence number answered.
+    follows: HashMap<Ticket, (Box<str>, u64)>,
+    queued: Arc<AtomicUsize>,
+}
+
+impl<R: Runtime> Worker<R> {
+    async fn run(
+        mut self,
+        mut ops: mpsc::UnboundedReceiver<(Ticket, StoreOp)>,
+        mut pushes: mpsc::UnboundedReceiver<(u64, PushInfo)>,
+    ) {
+        loop {
+            let timer = self.conn.is_none().then_some(self.next_dial);
+            match self.next_input(&mut ops, &mut pushes, timer).await {
+                Input::Op(ticket, op) => {
+                    self.queued.fetch_sub(1, Ordering::Relaxed);
+                    self.execute(ticket, op).await;
+                }
+                Input::Push(generation, push) => self.on_push(generation, push).await,
+                Input::Timer => self.redial_idle().await,
+                Input::Closed => return,
+            }
+        }
+    }
+
+    async fn next_input(
+        &self,
+        ops: &mut mpsc::UnboundedReceiver<(Ticket, StoreOp)>,
+        pushes: &mut mpsc::UnboundedReceiver<(u64, PushInfo)>,
+        timer: Option<Instant>,
+    ) -> Input {
+        let mut sleep = std::pin::pin!(timer.map(|t| self.rt.sleep_until(t)));
+        std::future::poll_fn(|cx| {
+            if let Poll::Ready(p) = Pin::new(&mut *pushes).poll_next(cx) {
+                if let Some((g, p)) = p {
+                    return Poll::Ready(Input::Push(g, p));
+                }
+            }
+            match Pin::new(&mut *ops).poll_next(cx) {
+                Poll::Ready(Some((t, op))) => return Poll::Ready(Input::Op(t, op)),
+                Poll::Ready(None) => return Poll::Ready(Input::Closed),
+                Poll::Pending => {}
+            }
+            match sleep.as_mut().as_pin_mut().map(|s| s.poll(cx)) {
+                Some(Poll::Ready(_)) => Poll::Ready(Input::Timer),
+                _ => Poll::Pending,
+            }
+        })
+        .await
+    }
+
+    /// `fut` under the command timeout.
+    async fn timed<T>(
+        &mut self,
+        fut: impl std::future::Future<Output = redis::RedisResult<T>>,
+    ) -> Result<T, Fail> {
+        let sleep = self
+            .rt
+            .sleep_until(self.rt.now() + self.cfg.command_timeout);
+        let mut sleep = std::pin::pin!(sleep);
+        let mut fut = std::pin::pin!(fut);
+        let out = std::future::poll_fn(|cx| {
+            if let Poll::Ready(r) = fut.as_mut().poll(cx) {
+                return Poll::Ready(Some(r));
+            }
+            sleep.as_mut().poll(cx).map(|_| None)
+        })
+        .await;
+        match out {
+            Some(Ok(v)) => {
+                self.timeouts = 0;
+                Ok(v)
+            }
+            Some(Err(e)) => {
+                if e.is_connection_dropped() || e.is_io_error() || e.is_unrecoverable_error() {
+                    self.lost();
+                }
+                Err(Fail::sent(e.to_string()))
+            }
+            None => {
+                self.timeouts += 1;
+                if self.timeouts > self.cfg.retries {
+                    // Timing out again and again: the connection is likely dead silently.
+                    self.lost();
+                }
+                Err(Fail::sent("timed out"))
+            }
+        }
+    }
+
+    fn lost(&mut self) {
+        if self.conn.take().is_some() {
+            let now = self.rt.now();
+            self.lost_since.get_or_insert(now);
+            self.next_dial = now;
+            self.timeouts = 0;
+            tracing::warn!(instance = &*self.instance, "the Redis connection is lost");
+        }
+    }
+
+    /// A dial and the handshake, under their deadlines.
+    async fn dial_once(&mut self) -> Result<MultiplexedConnection, Fail> {
+        let dial = (self.dial)();
+        let deadline = self.rt.now() + self.cfg.connect_timeout;
+        let stream = race(&self.rt, deadline, dial)
+            .await
+            .ok_or_else(|| Fail::unsent("connecting timed out"))?
+            .map_err(|e| Fail::unsent(format!("cannot connect: {e}")))?;
+        self.generation += 1;
+        let generation = self.generation;
+        let tx = self.push_tx.clone();
+        let config = AsyncConnectionConfig::new()
+            .set_connection_timeout(None)
+            .set_response_timeout(None)
+            .set_push_sender(move |p: PushInfo| tx.unbounded_send((generation, p)));
+        let info = self.info.clone();
+        let deadline = self.rt.now() + self.cfg.command_timeout;
+        let handshake = async move {
+            let (con, driver) =
+                MultiplexedConnection::new_with_config(&info, stream, config).await?;
+            let driver: BoxFuture<'static, ()> = Box::pin(driver);
+            Ok::<_, redis::RedisError>((con, driver))
+        };
+        let (con, driver) = race(&self.rt, deadline, handshake)
+            .await
+            .ok_or_else(|| Fail::unsent("the handshake timed out"))?
+            .map_err(|e| Fail::unsent(format!("the handshake failed: {e}")))?;
+        self.rt.spawn(driver);
+        Ok(con)
+    }
+
+    /// The connection, dialing (and resubscribing) when it is lost and a dial is due.
+    async fn connection(&mut self) -> Result<MultiplexedConnection, Fail> {
+        if let Some(c) = &self.conn {
+            return Ok(c.clone());
+        }
+        let now = self.rt.now();
+        if now < self.next_dial {
+            return Err(Fail::unsent("the store is unreachable"));
+        }
+        let mut con = match self.dial_once().await {
+            Ok(c) => c,
+            Err(f) => {
+                self.next_dial = self.rt.now() + self.dial_backoff;
+                self.dial_backoff = (self.dial_backoff * 2)
+                    .min(self.cfg.reconnect_backoff_max)
+                    .max(Duration::from_millis(1));
+                return Err(f);
+            }
+        };
+        let mut channels = vec![self.keys.bus()];
+        let sessions: HashSet<&str> = self.follows.values().map(|(s, _)| &**s).collect();
+        channels.extend(sessions.into_iter().map(|s| self.keys.wake(s)));
+        self.conn = Some(con.clone());
+        self.timeouts = 0;
+        self.timed(con.subscribe(channels)).await?;
+        if self.conn.is_none() {
+            return Err(Fail::unsent("the connection was lost while subscribing"));
+        }
+        self.dial_backoff = self.cfg.retry_backoff;
+        self.lost_since = None;
+        if self.ever_connected {
+            tracing::info!(instance = &*self.instance, "the Redis connection is back");
+            let _ = self.inbox.bus_lost();
+            let tickets: Vec<Ticket> = self.follows.keys().copied().collect();
+            for t in tickets {
+                // A failure leaves the follow for the next reconnect.
+                let _ = self.advance_on(con.clone(), t).await;
+            }
+        }
+        self.ever_connected = true;
+        Ok(con)
+    }
+
+    /// The timer of a lost connection: dial again (the bus and the follows need it); end
+    /// follows that waited longer than their grace.
+    async fn redial_idle(&mut self) {
+        if self.connection().await.is_ok() {
+            return;
+        }
+        let now = self.rt.now();
+        let expired = self
+            .lost_since
+            .is_some_and(|since| now.saturating_duration_since(since) >= self.cfg.follow_grace);
+        if expired && !self.follows.is_empty() {
+            let e = StoreError("the store connection is lost".into());
+            for (ticket, _) in self.follows.drain() {
+                let _ = self.inbox.reply(ticket, StoreReply::Failed(e.clone()));
+            }
+        }
+    }
+
+    async fn on_push(&mut self, generation: u64, push: PushInfo) {
+        if generation != self.generation {
+            return;
+        }
+        match push.kind {
+            PushKind::Disconnection => self.lost(),
+            PushKind::Message => {
+                let (Some(channel), Some(payload)) = (push.data.first(), push.data.get(1)) else {
+                    return;
+                };
+                let (Some(channel), Some(payload)) = (bulk(channel), bulk(payload)) else {
+                    return;
+                };
+                let Ok(channel) = std::str::from_utf8(channel) else {
+                    return;
+                };
+                if channel == self.keys.bus() {
+                    match decode_bus(payload) {
+                        Some((from, message)) if *from != *self.instance => {
+                            let _ = self.inbox.bus(message);
+                        }
+                        Some(_) => {}
+                        None => tracing::warn!("a malformed bus message is ignored"),
+                    }
+                } else if let Some(session) = self.keys.wake_session(channel) {
+                    let tickets: Vec<Ticket> = self
+                        .follows
+                        .iter()
+                        .filter(|(_, (s, _))| **s == *session)
+                        .map(|(t, _)| *t)
+                        .collect();
+                    for t in tickets {
+                        if let Err(f) = self.advance(t).await {
+                            tracing::debug!(why = f.why, "a follow read failed (retried later)");
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Reads a log after `after`, at most one batch.
+    async fn read_log(
+        &mut self,
+        mut con: MultiplexedConnection,
+        session: &str,
+        after: u64,
+    ) -> Result<Vec<LogEvent>, Fail> {
+        let cmd = redis::cmd("XRANGE")
+            .arg(self.keys.log(session))
+            .arg(format!("({after}-0"))
+            .arg("+")
+            .arg("COUNT")
+            .arg(self.cfg.read_batch.max(1))
+            .to_owned();
+        let reply: Value = self.timed(cmd.query_async(&mut con)).await?;
+        parse_entries(&reply).ok_or_else(|| Fail::sent("a malformed listen log"))
+    }
+
+    /// Answers follow `ticket` with what its log holds after its last answer (nothing when
+    /// nothing new).
+    async fn advance(&mut self, ticket: Ticket) -> Result<(), Fail> {
+        let con = self.connection().await?;
+        self.advance_on(con, ticket).await
+    }
+
+    /// [`advance`](Self::advance) on `con`.
+    async fn advance_on(&mut self, con: MultiplexedConnection, ticket: Ticket) -> Result<(), Fail> {
+        loop {
+            let Some((session, last)) = self.follows.get(&ticket).cloned() else {
+                return Ok(());
+            };
+            let events = self.read_log(con.clone(), &session, last).await?;
+            if events.is_empty() {
+                return Ok(());
+            }
+            let full = events.len() >= self.cfg.read_batch.max(1);
+            self.answer(ticket, last, events);
+            if !full {
+                return Ok(());
+            }
+        }
+    }
+
+    fn answer(&mut self, ticket: Ticket, after: u64, events: Vec<LogEvent>) {
+        let gap = events
+            .first()
+            .is_some_and(|e| e.seq > after.saturating_add(1));
+        if let (Some(f), Some(e)) = (self.follows.get_mut(&ticket), events.last()) {
+            f.1 = e.seq;
+        }
+        let _ = self
+            .inbox
+            .reply(ticket, StoreReply::Events { events, gap, after });
+    }
+
+    async fn execute(&mut self, ticket: Ticket, op: StoreOp) {
+        if let StoreOp::Unfollow { follow } = op {
+            self.unfollow(follow).await;
+            return;
+        }
+        let idempotent = !matches!(
+            op,
+            StoreOp::Create { .. } | StoreOp::Publish { .. } | StoreOp::Broadcast { .. }
+        );
+        let mut why = String::new();
+        for attempt in 0..=self.cfg.retries {
+            if attempt > 0 {
+                let pause = self
+                    .cfg
+                    .retry_backoff
+                    .saturating_mul(1 << (attempt - 1).min(16));
+                self.rt.sleep_until(self.rt.now() + pause).await;
+            }
+            match self.once(ticket, &op).await {
+                Ok(Some(reply)) => {
+                    let _ = self.inbox.reply(ticket, reply);
+                    return;
+                }
+                Ok(None) => return, // a follow, answered by `once`
+                Err(f) => {
+                    why = f.why;
+                    if f.sent && !idempotent {
+                        break;
+                    }
+                }
+            }
+        }
+        self.follows.remove(&ticket);
+        let e = StoreError(format!("Redis: {why}").into());
+        let _ = self.inbox.reply(ticket, StoreReply::Failed(e));
+    }
+
+    async fn unfollow(&mut self, ticket: Ticket) {
+        let Some((session, _)) = self.follows.remove(&ticket) else {
+            return;
+        };
+        if self.follows.values().any(|(s, _)| *s == session) {
+            return;
+        }
+        if let Some(mut con) = self.conn.clone() {
+            // Best effort: a stale subscription only costs ignored wake-ups.
+            let _ = self.timed(con.unsubscribe(self.keys.wake(&session))).await;
+        }
+    }
+
+    /// One attempt at `op`: its answer, `None` for a follow (answered here).
+    async fn once(&mut self, ticket: Ticket, op: &StoreOp) -> Result<Option<StoreReply>, Fail> {
+        let mut con = self.connection().await?;
+        let k = self.keys.clone();
+        let scripts = self.scripts.clone();
+        let reply = match op {
+            StoreOp::Load { session } => {
+                let got: Option<Vec<u8>> = self
+                    .timed(
+                        redis::cmd("GET")
+                            .arg(self.keys.record(session))
+                            .to_owned()
+                            .query_async(&mut con),
+                    )
+                    .await?;
+                match got {
+                    None => StoreReply::Session(None),
+                    Some(b) => StoreReply::Session(Some(
+                        decode_record(session, &b)
+                            .ok_or_else(|| Fail::sent("a malformed record"))?,
+                    )),
+                }
+            }
+            StoreOp::Create {
+                record,
+                max_sessions,
+                ttl,
+            } => {
+                let mut inv = invocation(&scripts.create, &k, &record.id, ttl_ms(*ttl));
+                inv.arg(encode_record(record));
+                inv.arg(u64::try_from(*max_sessions).unwrap_or(u64::MAX));
+                match self.timed(inv.invoke_async::<i64>(&mut con)).await? {
+                    1 => StoreReply::Created,
+                    0 => StoreReply::AtCapacity,
+                    _ => StoreReply::Failed(StoreError("the session id is taken".into())),
+                }
+            }
+            StoreOp::Save { record, ttl } => {
+                let mut inv = invocation(&scripts.save, &k, &record.id, ttl_ms(*ttl));
+                inv.arg(encode_record(record));
+                match self.timed(inv.invoke_async::<i64>(&mut con)).await? {
+                    1 => StoreReply::Done,
+                    _ => StoreReply::Session(None),
+                }
+            }
+            StoreOp::Touch { session, ttl } => {
+                let inv = invocation(&scripts.touch, &k, session, ttl_ms(*ttl));
+                self.timed(inv.invoke_async::<i64>(&mut con)).await?;
+                StoreReply::Done
+            }
+            StoreOp::Delete { session } => {
+                let message = BusMessage::SessionDeleted {
+                    session: session.clone(),
+                };
+                let wire = encode_bus(&self.instance, &message)
+                    .ok_or_else(|| Fail::unsent("the bus message cannot be encoded"))?;
+                let mut inv = invocation(&scripts.delete, &k, session, 0);
+                inv.arg(k.bus());
+                inv.arg(wire);
+                self.timed(inv.invoke_async::<i64>(&mut con)).await?;
+                self.follows.retain(|_, (s, _)| *s != *session);
+                StoreReply::Done
+            }
+            StoreOp::Publish {
+                session,
+                payload,
+                capacity,
+            } => {
+                let mut inv = invocation(&scripts.publish, &k, session, 0);
+                inv.arg(payload.as_ref());
+                inv.arg(u64::try_from((*capacity).max(1)).unwrap_or(u64::MAX));
+                inv.arg(k.wake(session));
+                let seq = self.timed(inv.invoke_async::<i64>(&mut con)).await?;
+                StoreReply::Published {
+                    seq: u64::try_from(seq).unwrap_or(0),
+                }
+            }
+            StoreOp::Follow { session, from } => {
+                // Subscribe first: a wake-up after the read is never missed.
+                if !self.follows.values().any(|(s, _)| *s == *session) {
+                    self.timed(con.subscribe(k.wake(session))).await?;
+                }
+                let after = match from {
+                    FollowFrom::After(n) => *n,
+                    FollowFrom::Cursor => {
+                        let cur: Option<String> = self
+                            .timed(
+                                redis::cmd("HGET")
+                                    .arg(self.keys.meta(session))
+                                    .arg("cursor")
+                                    .to_owned()
+                                    .query_async(&mut con),
+                            )
+                            .await?;
+                        match cur {
+                            None => 0,
+                            Some(c) => c.parse().map_err(|_| Fail::sent("a malformed cursor"))?,
+                        }
+                    }
+                };
+                let events = self.read_log(con.clone(), session, after).await?;
+                let full = events.len() >= self.cfg.read_batch.max(1);
+                self.follows.insert(ticket, (session.clone(), after));
+                self.answer(ticket, after, events);
+                if full && let Err(f) = self.advance_on(con, ticket).await {
+                    tracing::debug!(why = f.why, "a follow read failed (retried later)");
+                }
+                return Ok(None);
+            }
+            StoreOp::Delivered { session, seq } => {
+                let mut inv = invocation(&scripts.delivered, &k, session, 0);
+                inv.arg(*seq);
+                self.timed(inv.invoke_async::<i64>(&mut con)).await?;
+                StoreReply::Done
+            }
+            StoreOp::Broadcast { message } => {
+                let wire = encode_bus(&self.instance, message)
+                    .ok_or_else(|| Fail::unsent("the bus message cannot be encoded"))?;
+                let cmd = redis::cmd("PUBLISH").arg(k.bus()).arg(wire).to_owned();
+                self.timed(cmd.query_async::<i64>(&mut con)).await?;
+                StoreReply::Done
+            }
+            StoreOp::Unfollow { .. } => return Ok(None),
+        };
+        Ok(Some(reply))
+    }
+}
+
+/// A script's invocation on a session's keys (record, sessions, log, meta) with its first two
+/// arguments (id, ttl ms).
+fn invocation<'a>(
+    script: &'a redis::Script,
+    k: &Keys,
+    session: &str,
+    ttl: u64,
+) -> redis::ScriptInvocation<'a> {
+    let mut inv = script.key(k.record(session));
+    inv.key(k.sessions())
+        .key(k.log(session))
+        .key(k.meta(session))
+        .arg(session)
+        .arg(ttl);
+    inv
+}
+
+/// `fut`, or `None` at `deadline`.
+async fn race<R: Runtime, T>(
+    rt: &R,
+    deadline: Instant,
+    fut: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    let mut sleep = std::pin::pin!(rt.sleep_until(deadline));
+    let mut fut = std::pin::pin!(fut);
+    std::future::poll_fn(|cx| {
+        if let Poll::Ready(v) = fut.as_mut().poll(cx) {
+            return Poll::Ready(Some(v));
+        }
+        sleep.as_mut().poll(cx).map(|_| None)
+    })
+    .await
+}
+
+fn bulk(v: &Value) -> Option<&[u8]> {
+    match v {
+        Value::BulkString(b) => Some(b),
+        Value::SimpleString(s) => Some(s.as_bytes()),
+        _ => None,
+    }
+}
+
+/// The entries of an `XRANGE` reply (`None`: malformed): ids `<seq>-0`, field `p`.
+fn parse_entries(v: &Value) -> Option<Vec<LogEvent>> {
+    let Value::Array(entries) = v else {
+        return None;
+    };
+    let mut out = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let Value::Array(pair) = entry else {
+            return None;
+        };
+        let [id, fields] = pair.as_slice() else {
+            return None;
+        };
+        let id = std::str::from_utf8(bulk(id)?).ok()?;
+        let (seq, zero) = id.split_once('-')?;
+        if zero != "0" {
+            return None;
+        }
+        let seq: u64 = seq.parse().ok()?;
+        let payload = match fields {
+            Value::Array(kv) => kv
+                .chunks(2)
+                .find(|c| c.len() == 2 && bulk(&c[0]) == Some(b"p"))
+                .and_then(|c| bulk(&c[1])),
+            Value::Map(kv) => kv
+                .iter()
+                .find(|(k, _)| bulk(k) == Some(b"p"))
+                .and_then(|(_, v)| bulk(v)),
+            _ => None,
+        }?;
+        out.push(LogEvent {
+            seq,
+            payload: Bytes::copy_from_slice(payload),
+        });
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_and_bus_messages_round_trip_and_garbage_is_refused() {
+        let r = SessionRecord {
+            id: "abc".into(),
+            principal: Some("alice".into()),
+            version: crate::ProtocolVersion::V2025_03_26,
+            state: Some(Bytes::from_static(b"\x00\xffstate")),
+        };
+        assert_eq!(decode_record("abc", &encode_record(&r)), Some(r.clone()));
+        assert_eq!(decode_record("other", &encode_record(&r)), None);
+        assert_eq!(decode_record("abc", b"{not json"), None);
+        assert_eq!(
+            decode_record(
+                "abc",
+                br#"{"id":"abc","principal":null,"version":"1999","state":null}"#
+            ),
+            None
+        );
+        let response = crate::jsonrpc::Response::result(
+            RequestId::String("a.1".into()),
+            serde_json::value::RawValue::from_string("{\"x\":1}".into()).unwrap(),
+        );
+        for m in [
+            BusMessage::SessionDeleted {
+                session: "s".into(),
+            },
+            BusMessage::Cancel {
+                session: "s".into(),
+                request: RequestId::Number(7),
+            },
+            BusMessage::ClientResponse {
+                instance: "b".into(),
+                session: "s".into(),
+                response,
+            },
+            BusMessage::ListenTaken {
+                session: "s".into(),
+                by: "c".into(),
+            },
+        ] {
+            let wire = encode_bus("a", &m).unwrap();
+            assert_eq!(decode_bus(&wire), Some(("a".to_string(), m)));
+        }
+        assert_eq!(decode_bus(b"[]"), None);
+    }
+
+    #[test]
+    fn malformed_log_entries_are_refused() {
+        let entry = |id: &str, field: &str| {
+            Value::Array(vec![
+                Value::BulkString(id.as_bytes().to_vec()),
+                Value::Array(vec![
+                    Value::BulkString(field.as_bytes().to_vec()),
+                    Value::BulkString(b"x".to_vec()),
+                ]),
+            ])
+        };
+        let ok = Value::Array(vec![entry("3-0", "p")]);
+        assert_eq!(
+            parse_entries(&ok),
+            Some(vec![LogEvent {
+                seq: 3,
+                payload: Bytes::from_static(b"x")
+            }])
+        );
+        for bad in [
+            Value::Array(vec![entry("3-1", "p")]),
+            Value::Array(vec![entry("x-0", "p")]),
+            Value::Array(vec![entry("3-0", "q")]),
+            Value::Int(1),
+        ] {
+            assert_eq!(parse_entries(&bad), None, "{bad:?}");
+        }
+    }
+}
