@@ -309,3 +309,244 @@ fn a_bad_redis_url_is_refused() {
     assert!(mcp_smol::redis_backend("unix:///tmp/redis.sock").is_err());
     assert!(mcp_smol::redis_backend("redis://127.0.0.1:6379/0").is_ok());
 }
+
+// ---------------------------------------------------------------------------------------
+// End to end: three servers per runtime, one Redis.
+// ---------------------------------------------------------------------------------------
+
+use std::net::SocketAddr;
+
+use http::{Method, Request, StatusCode, header};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use mcp_proto::server::{ClusterConfig, ServerConfig};
+use mcp_tests::runtime::{Runtime, Serving};
+use serde_json::{Value, json};
+
+async fn bounded<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(WAIT, fut)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: nothing within {WAIT:?}"))
+}
+
+/// One request on a fresh HTTP/1.1 connection to `addr`.
+async fn send(
+    addr: SocketAddr,
+    method: Method,
+    session: Option<&str>,
+    body: Option<Value>,
+) -> http::Response<Incoming> {
+    let tcp = bounded("connect", tokio::net::TcpStream::connect(addr))
+        .await
+        .unwrap();
+    let (mut sender, conn) = bounded(
+        "handshake",
+        hyper::client::conn::http1::handshake(TokioIo::new(tcp)),
+    )
+    .await
+    .unwrap();
+    tokio::spawn(conn);
+    let accept = if method == Method::GET {
+        "text/event-stream"
+    } else {
+        "application/json, text/event-stream"
+    };
+    let mut req = Request::builder()
+        .method(method)
+        .uri("/mcp")
+        .header(header::HOST, addr.to_string())
+        .header(header::ACCEPT, accept)
+        .header(header::CONTENT_TYPE, "application/json")
+        .header("MCP-Protocol-Version", "2025-06-18");
+    if let Some(id) = session {
+        req = req.header("Mcp-Session-Id", id);
+    }
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    let req = req.body(Full::new(Bytes::from(body))).unwrap();
+    bounded("response head", sender.send_request(req))
+        .await
+        .unwrap()
+}
+
+async fn text(resp: http::Response<Incoming>) -> String {
+    let bytes = bounded("body", resp.into_body().collect())
+        .await
+        .unwrap()
+        .to_bytes();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Reads a streaming body until it contains `needle` (bounded).
+async fn read_until(body: &mut Incoming, needle: &str) -> String {
+    let mut seen = String::new();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !seen.contains(needle) {
+        let frame = tokio::time::timeout_at(deadline, body.frame())
+            .await
+            .unwrap_or_else(|_| panic!("no {needle:?} within {WAIT:?}; got {seen:?}"));
+        match frame {
+            Some(Ok(f)) => {
+                if let Some(d) = f.data_ref() {
+                    seen.push_str(&String::from_utf8_lossy(d));
+                }
+            }
+            other => panic!("the stream ended ({other:?}) before {needle:?}; got {seen:?}"),
+        }
+    }
+    seen
+}
+
+fn call(id: u64, tool: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": tool, "arguments": {"text": "hi"}}})
+}
+
+/// Three servers of one cluster on `rt`, each with its own Redis backend (as three processes
+/// would have).
+async fn cluster_of_three(rt: Runtime, url: &str) -> Vec<Serving> {
+    let mut out = Vec::new();
+    for name in ["a", "b", "c"] {
+        let config = RedisTestConfig::fast();
+        let backend = match rt {
+            Runtime::Tokio => mcp_tokio::redis_backend_with(url, config),
+            Runtime::Smol => mcp_smol::redis_backend_with(url, config),
+        }
+        .unwrap();
+        let cluster = ClusterConfig::new(format!("{name}{rt}"))
+            .unwrap()
+            .with_backend(backend);
+        let config = ServerConfig::default().with_cluster(cluster);
+        out.push(
+            rt.serve(mcp_tests::everything::server(), config)
+                .await
+                .unwrap(),
+        );
+    }
+    out
+}
+
+struct RedisTestConfig;
+
+impl RedisTestConfig {
+    /// The defaults, with a shorter reconnect backoff (the restart test waits for it).
+    fn fast() -> mcp_proto::driver::redis::RedisConfig {
+        mcp_proto::driver::redis::RedisConfig::default()
+            .with_reconnect_backoff_max(Duration::from_millis(200))
+    }
+}
+
+/// initialize on A, the notification to the GET stream.
+async fn initialize(addr: SocketAddr) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "redis-e2e", "version": "1"}}});
+    let resp = send(addr, Method::POST, None, Some(init)).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let id = resp.headers()["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let body = text(resp).await;
+    assert!(body.contains("serverInfo"), "{body}");
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let resp = send(addr, Method::POST, Some(&id), Some(note)).await;
+    assert_eq!(resp.status(), StatusCode::ACCEPTED);
+    id
+}
+
+async fn three_instances_share_sessions(rt: Runtime) {
+    let redis = require_service!(Redis::start());
+    let servers = cluster_of_three(rt, &redis.url()).await;
+    let [a, b, c] = [0, 1, 2].map(|i| servers[i].local_addr());
+    let id = initialize(a).await;
+    // B serves the session it never saw.
+    let resp = send(b, Method::POST, Some(&id), Some(call(2, "echo"))).await;
+    assert_eq!(resp.status(), StatusCode::OK, "{rt}");
+    let body = text(resp).await;
+    assert!(body.contains("hi"), "{rt}: {body}");
+    // C holds the GET stream; a handler on B publishes to it.
+    let get = send(c, Method::GET, Some(&id), None).await;
+    assert_eq!(get.status(), StatusCode::OK, "{rt}");
+    let mut stream = get.into_body();
+    let resp = send(
+        b,
+        Method::POST,
+        Some(&id),
+        Some(call(3, "test_notify_session")),
+    )
+    .await;
+    assert_eq!(resp.status(), StatusCode::OK, "{rt}");
+    assert!(text(resp).await.contains("notification sent"));
+    let seen = read_until(&mut stream, "notification on the GET stream").await;
+    assert!(seen.contains("id: l-"), "{rt}: {seen}");
+    // DELETE on one instance: every other one answers 404.
+    let resp = send(b, Method::DELETE, Some(&id), None).await;
+    assert_eq!(resp.status(), StatusCode::OK, "{rt}");
+    for addr in [a, c, b] {
+        let resp = send(addr, Method::POST, Some(&id), Some(call(4, "echo"))).await;
+        assert_eq!(resp.status(), StatusCode::NOT_FOUND, "{rt}: {addr}");
+    }
+    for s in servers {
+        s.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_tokio_instances_share_sessions_through_redis() {
+    three_instances_share_sessions(Runtime::Tokio).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_smol_instances_share_sessions_through_redis() {
+    three_instances_share_sessions(Runtime::Smol).await;
+}
+
+async fn redis_killed_then_restarted(rt: Runtime) {
+    let mut redis = require_service!(Redis::start_persistent());
+    let servers = cluster_of_three(rt, &redis.url()).await;
+    let [a, b] = [0, 1].map(|i| servers[i].local_addr());
+    let id = initialize(a).await;
+    redis.kill();
+    // B must load the session: the store is gone, 503 with a JSON-RPC error.
+    let resp = send(b, Method::POST, Some(&id), Some(call(2, "echo"))).await;
+    assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE, "{rt}");
+    let body: Value = serde_json::from_str(&text(resp).await).unwrap();
+    assert!(body["error"]["message"].is_string(), "{rt}: {body}");
+    // A new session cannot be stored either.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "redis-e2e", "version": "1"}}});
+    let resp = send(a, Method::POST, None, Some(init)).await;
+    assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE, "{rt}");
+    // Back: the same servers serve the session again (after their re-dial).
+    redis.restart().unwrap();
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let resp = send(b, Method::POST, Some(&id), Some(call(3, "echo"))).await;
+        if resp.status() == StatusCode::OK {
+            assert!(text(resp).await.contains("hi"));
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{rt}: still {} after the restart",
+            resp.status()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let _ = initialize(servers[2].local_addr()).await;
+    for s in servers {
+        s.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokio_instances_answer_503_without_redis_and_recover_after_its_restart() {
+    redis_killed_then_restarted(Runtime::Tokio).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn smol_instances_answer_503_without_redis_and_recover_after_its_restart() {
+    redis_killed_then_restarted(Runtime::Smol).await;
+}
