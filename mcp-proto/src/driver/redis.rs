@@ -634,10 +634,8 @@ impl<R: Runtime> Worker<R> {
     ) -> Input {
         let mut sleep = std::pin::pin!(timer.map(|t| self.rt.sleep_until(t)));
         std::future::poll_fn(|cx| {
-            if let Poll::Ready(p) = Pin::new(&mut *pushes).poll_next(cx) {
-                if let Some((g, p)) = p {
-                    return Poll::Ready(Input::Push(g, p));
-                }
+            if let Poll::Ready(Some((g, p))) = Pin::new(&mut *pushes).poll_next(cx) {
+                return Poll::Ready(Input::Push(g, p));
             }
             match Pin::new(&mut *ops).poll_next(cx) {
                 Poll::Ready(Some((t, op))) => return Poll::Ready(Input::Op(t, op)),
