@@ -427,3 +427,41 @@ fn a_parked_request_keeps_its_body_and_its_limits() {
     c.settle();
     assert_eq!(c.node(1).response(s).status(), StatusCode::OK);
 }
+
+#[test]
+fn a_state_change_on_a_reaches_a_copy_b_already_holds() {
+    let mut c = cluster(2);
+    let sid = initialize(&mut c, 0);
+    let _ = c
+        .node(1)
+        .send(Req::post(&call(2, "ping")).session(&sid).version(V));
+    c.settle();
+    let (h, _, _) = c.node(1).expect_request();
+    c.node(1).reply(h, "{}");
+    c.settle();
+    other_outputs(&mut c, 1);
+    let _ = c.node(0).send(
+        Req::post(&call(3, "logging/setLevel"))
+            .session(&sid)
+            .version(V),
+    );
+    c.settle();
+    let (h, session, _) = c.node(0).expect_request();
+    let now = c.node(0).now;
+    c.node(0).router.set_session_state(
+        now,
+        session.unwrap(),
+        bytes::Bytes::from_static(b"{\"log\":\"error\"}"),
+    );
+    c.node(0).reply(h, "{}");
+    c.settle();
+    let state = other_outputs(&mut c, 1).into_iter().find_map(|o| match o {
+        ServerOutput::SessionLoaded { state, .. } => state,
+        _ => None,
+    });
+    assert_eq!(
+        state.as_deref(),
+        Some(&b"{\"log\":\"error\"}"[..]),
+        "B refreshed its copy"
+    );
+}

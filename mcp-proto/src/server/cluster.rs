@@ -50,9 +50,10 @@
 //!
 //! - *Read-your-writes for sessions.* Once a client has the answer to `initialize`, every
 //!   instance finds the session; once it has the answer to a request that changed the
-//!   session's state, every instance loading the session sees the change. (An instance
-//!   that already holds a cached copy sees it when it next loads: the service's state is
-//!   owned by the instance that changed it until it leaves that instance's cache.)
+//!   session's state, every instance *loading* the session sees the change. An instance
+//!   that already holds a copy is told on the bus ([`BusMessage::SessionSaved`]) and loads
+//!   it again: it sees the change one bus delivery and one load later (eventually
+//!   consistent), so a request racing that refresh may still see the old state.
 //! - *Deletion* is immediate where the bus reaches: an instance holding a copy ends it when
 //!   the bus tells it; an instance that lost the bus drops every cached copy that is not in
 //!   use and loads again on the next request ([`Router::handle_bus_lost`]).
@@ -313,8 +314,9 @@ pub enum StoreOp {
         /// Expire the record after this long without a touch (`None`: never).
         ttl: Option<Duration>,
     },
-    /// Replaces a record that exists (renewing its expiry): [`StoreReply::Done`], or
-    /// [`StoreReply::Session`]`(None)` when it is gone.
+    /// Replaces a record that exists (renewing its expiry), then publishes
+    /// [`BusMessage::SessionSaved`]: [`StoreReply::Done`], or [`StoreReply::Session`]`(None)`
+    /// when it is gone.
     Save {
         /// The record.
         record: SessionRecord,
@@ -413,6 +415,11 @@ pub struct StoreError(pub Box<str>);
 pub enum BusMessage {
     /// The session was deleted: forget it.
     SessionDeleted {
+        /// The session id.
+        session: Box<str>,
+    },
+    /// The session's record changed: an instance holding a copy loads it again.
+    SessionSaved {
         /// The session id.
         session: Box<str>,
     },
@@ -518,6 +525,8 @@ pub(crate) enum Call {
     Create { session: SessionHandle },
     /// A state change; the session's later answers wait for it.
     Save { session: SessionHandle },
+    /// A copy held here is loaded again (another instance saved it).
+    Refresh { session: SessionHandle },
     /// `DELETE`, answered when done.
     Delete {
         conn: StreamId,
@@ -619,6 +628,7 @@ impl Router {
             Call::Load { session } => self.loaded(&session, reply),
             Call::Create { session } => self.created(session, reply),
             Call::Save { session } => self.saved(session, reply),
+            Call::Refresh { session } => self.refreshed(session, reply),
             Call::Delete { conn, origin } => match reply {
                 StoreReply::Failed(e) => self.refuse(
                     conn,
@@ -655,6 +665,11 @@ impl Router {
             BusMessage::SessionDeleted { session } => {
                 if let Some(h) = self.by_id.get(&session).copied() {
                     self.end_session(h, CloseReason::Deleted);
+                }
+            }
+            BusMessage::SessionSaved { session } => {
+                if let Some(h) = self.by_id.get(&session).copied() {
+                    self.store_call(StoreOp::Load { session }, Call::Refresh { session: h });
                 }
             }
             BusMessage::Cancel { session, request } => {
@@ -1027,6 +1042,31 @@ impl Router {
             }
         }
         self.end_session(session, CloseReason::InitializeFailed);
+    }
+
+    fn refreshed(&mut self, session: SessionHandle, reply: StoreReply) {
+        let Some(s) = self.sessions.get_mut(&session) else {
+            return;
+        };
+        match reply {
+            StoreReply::Session(Some(record)) if record.id == s.id => {
+                if s.share.unsaved > 0 {
+                    return; // our own save is on its way and is newer
+                }
+                s.share.state = record.state.clone();
+                self.out.push_back(ServerOutput::SessionLoaded {
+                    session,
+                    state: record.state,
+                });
+            }
+            StoreReply::Session(_) => self.end_session(session, CloseReason::Deleted),
+            _ => {
+                // Unknown state: forget the copy if nothing uses it; it is loaded afresh.
+                if !s.is_busy() {
+                    self.unload_session(session);
+                }
+            }
+        }
     }
 
     fn saved(&mut self, session: SessionHandle, reply: StoreReply) {

@@ -180,6 +180,7 @@ impl MemoryCluster {
                 self.reply(member, ticket, answer);
             }
             StoreOp::Save { record, ttl } => {
+                let session = record.id.clone();
                 let answer = match self.records.get_mut(&record.id) {
                     Some(slot) => {
                         *slot = (record, expiry(ttl));
@@ -187,6 +188,9 @@ impl MemoryCluster {
                     }
                     None => StoreReply::Session(None),
                 };
+                if answer == StoreReply::Done {
+                    self.publish_bus(member, BusMessage::SessionSaved { session });
+                }
                 self.reply(member, ticket, answer);
             }
             StoreOp::Touch { session, ttl } => {
