@@ -8,8 +8,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_proto::driver::SharedMemoryCluster;
 use mcp_proto::schema::LoggingLevel;
-use mcp_proto::server::{ClusterBackend, ClusterConfig, ServerConfig, SharedMemoryCluster};
+use mcp_proto::server::{ClusterBackend, ClusterConfig, ServerConfig};
 use mcp_proto::service::client::ServerNotification;
 use mcp_tests::everything;
 use mcp_tests::harness::{SAMPLING_ANSWER, conformance_client};

@@ -465,3 +465,144 @@ fn a_state_change_on_a_reaches_a_copy_b_already_holds() {
         "B refreshed its copy"
     );
 }
+
+/// A POST on node `on` whose handler sent one related notification (so its answer is an SSE
+/// stream); returns the stream, the request handle and the router's session handle.
+fn streaming_call(
+    c: &mut Cluster,
+    on: usize,
+    sid: &str,
+    id: i64,
+) -> (
+    mcp_proto::server::StreamId,
+    mcp_proto::server::RequestHandle,
+    mcp_proto::server::SessionHandle,
+) {
+    let s = c
+        .node(on)
+        .send(Req::post(&call(id, "tools/call")).session(sid).version(V));
+    c.settle();
+    let (h, session, _) = c.node(on).expect_request();
+    c.node(on)
+        .notify(Target::Request(h), "notifications/progress", r#"{"n":1}"#);
+    c.settle();
+    (s, h, session.unwrap())
+}
+
+fn ns(c: &mut Cluster, node: usize, s: mcp_proto::server::StreamId) -> Vec<Value> {
+    c.node(node)
+        .response(s)
+        .sse_messages()
+        .iter()
+        .map(|m| {
+            m.get("params")
+                .and_then(|p| p.get("n"))
+                .cloned()
+                .unwrap_or(m["id"].clone())
+        })
+        .collect()
+}
+
+#[test]
+fn request_stream_events_are_written_only_once_stored() {
+    let mut c = cluster(2);
+    let sid = initialize(&mut c, 0);
+    c.hold(1, true);
+    let s = c
+        .node(1)
+        .send(Req::post(&call(4, "tools/call")).session(&sid).version(V));
+    c.hold(1, false);
+    c.settle();
+    let (h, _, _) = c.node(1).expect_request();
+    c.hold(1, true);
+    c.node(1)
+        .notify(Target::Request(h), "notifications/progress", r#"{"n":1}"#);
+    c.settle();
+    let r = c.node(1).response(s).clone();
+    assert_eq!(r.status(), StatusCode::OK, "the SSE head goes at once");
+    assert!(
+        r.event_ids().is_empty(),
+        "no event before the store has it: {:?}",
+        r.frames()
+    );
+    c.hold(1, false);
+    c.settle();
+    let ids = c.node(1).response(s).event_ids();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert!(
+        ids[0].starts_with("n1.") && ids[0].ends_with("-0"),
+        "{ids:?}"
+    );
+    assert!(ids[1].ends_with("-1"), "{ids:?}");
+}
+
+#[test]
+fn a_request_stream_resumes_on_another_instance_while_its_owner_runs_on() {
+    let mut c = cluster(3);
+    let sid = initialize(&mut c, 0);
+    let (s, h, _) = streaming_call(&mut c, 1, &sid, 4);
+    let ids = c.node(1).response(s).event_ids();
+    let last = ids.last().expect("an event id").clone();
+    // The client's connection to B drops; the handler goes on.
+    let now = c.node(1).now;
+    c.node(1).router.handle_disconnect(now, s);
+    c.node(1).pump();
+    c.node(1)
+        .notify(Target::Request(h), "notifications/progress", r#"{"n":2}"#);
+    c.settle();
+    let resumed = c
+        .node(2)
+        .send(Req::get(&sid).version(V).header("last-event-id", &last));
+    c.settle();
+    assert_eq!(c.node(2).response(resumed).status(), StatusCode::OK);
+    // Long after B's resume grace, the handler was not cancelled: it answers.
+    c.advance(Duration::from_secs(90));
+    c.node(1).reply(h, r#"{"content":[]}"#);
+    c.settle();
+    let r = c.node(2).response(resumed).clone();
+    assert!(r.ended, "the resumed stream ends with its last event");
+    assert_eq!(
+        ns(&mut c, 2, resumed),
+        [json!(2), json!(4)],
+        "the rest, once: {:?}",
+        r.frames()
+    );
+}
+
+#[test]
+fn a_killed_owner_leaves_typed_errors_not_a_hang() {
+    let mut c = cluster(2);
+    let sid = initialize(&mut c, 0);
+    let (s, _, _) = streaming_call(&mut c, 1, &sid, 6);
+    let last = c.node(1).response(s).event_ids().last().unwrap().clone();
+    c.kill(1);
+    let resumed = c
+        .node(0)
+        .send(Req::get(&sid).version(V).header("last-event-id", &last));
+    c.settle();
+    let r = c.node(0).response(resumed).clone();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert!(r.ended, "not left hanging");
+    let msgs = r.sse_messages();
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    assert_eq!(msgs[0]["id"], 6);
+    assert_eq!(msgs[0]["error"]["code"], -32603);
+}
+
+#[test]
+fn an_unknown_stream_of_another_instance_is_a_400() {
+    let mut c = cluster(2);
+    let sid = initialize(&mut c, 0);
+    let g = c
+        .node(1)
+        .send(Req::get(&sid).version(V).header("last-event-id", "n0.99-3"));
+    c.settle();
+    assert_eq!(c.node(1).response(g).status(), StatusCode::BAD_REQUEST);
+    let g = c.node(1).send(
+        Req::get(&sid)
+            .version(V)
+            .header("last-event-id", "n-0.99-3"),
+    );
+    c.settle();
+    assert_eq!(c.node(1).response(g).status(), StatusCode::BAD_REQUEST);
+}
