@@ -1,8 +1,8 @@
 //! Three server instances behind nginx as a round-robin load balancer that is not sticky,
 //! sharing their sessions through one store ([`SharedMemoryCluster`]), on every runtime
 //! pair: our client's session, its GET stream, server→client requests answered through
-//! another instance, the log level it set, and its DELETE all work wherever each HTTP
-//! request lands. Needs nginx (skipped with a message on a developer machine without it;
+//! another instance, the log level it set, a request stream closed for polling and
+//! resumed, and its DELETE all work wherever each HTTP request lands. Needs nginx (skipped with a message on a developer machine without it;
 //! required under `CI=true`).
 
 use std::sync::Arc;
@@ -116,8 +116,24 @@ async fn a_session_is_served_by_every_instance(server: Runtime, client_rt: Runti
             .is_some_and(|t| t.starts_with("User response: action=accept")),
         "{elicited:?}"
     );
-    // Every instance served some of it.
+    // The server closes a request's stream for polling; the client resumes it with
+    // Last-Event-ID, on whichever instance the balancer picks, from the store.
+    for round in 0..3 {
+        let resumed = bounded(
+            "reconnection",
+            client.call_tool("test_reconnection", json!({})),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("reconnection, round {round}: {e}"));
+        assert_eq!(resumed.first_text(), Some("Reconnection test completed"));
+    }
+    // Every instance served some of it, and no resume was refused (each one worked on the
+    // first instance it reached).
     let log = lb.access_log();
+    assert!(
+        !log.lines().any(|l| l.starts_with("GET /mcp 4")),
+        "a resume was refused:\n{log}"
+    );
     for a in &addrs {
         assert!(log.contains(&a.to_string()), "{a} served nothing:\n{log}");
     }

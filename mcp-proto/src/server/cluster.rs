@@ -1508,6 +1508,8 @@ impl Router {
         }
         let conn = ls.connection;
         let end = ls.uncommitted.is_empty() && ls.end_after_commit;
+        let poll_close =
+            ls.uncommitted.is_empty() && std::mem::take(&mut ls.poll_close_after_commit);
         if conn.is_some() && !out.is_empty() {
             ls.id_sent = true;
         }
@@ -1522,6 +1524,9 @@ impl Router {
             if let Some(conn) = conn {
                 self.write_raw(conn, frame);
             }
+        }
+        if poll_close && !end {
+            self.release_for_polling(lsid);
         }
         if end && let Some(ls) = self.streams.get_mut(&lsid) {
             ls.end_after_commit = false;

@@ -232,11 +232,29 @@ impl Router {
         if ls.phase == Phase::Pending {
             self.upgrade(lsid);
         }
+        match self.streams.get_mut(&lsid) {
+            // In a cluster, what the client was sent must be stored first (it resumes from
+            // there): the close follows the commits.
+            Some(ls) if !ls.uncommitted.is_empty() => {
+                ls.poll_close_after_commit = true;
+                Ok(())
+            }
+            Some(_) => {
+                self.release_for_polling(lsid);
+                Ok(())
+            }
+            None => Err(SendError::UnknownHandle),
+        }
+    }
+
+    /// The connection of `lsid` lets go so that the client polls (see
+    /// [`close_for_polling`](Router::close_for_polling)).
+    pub(crate) fn release_for_polling(&mut self, lsid: u64) {
         let Some(ls) = self.streams.get_mut(&lsid) else {
-            return Err(SendError::UnknownHandle);
+            return;
         };
         let Some(conn) = ls.detach() else {
-            return Ok(()); // Already away.
+            return; // Already away.
         };
         ls.step(StreamEvent::Release);
         if matches!(ls.kind, StreamKind::Request { .. }) {
@@ -249,7 +267,6 @@ impl Router {
             .push_back(ServerOutput::Event(ServerEvent::ClosedForPolling {
                 stream: conn,
             }));
-        Ok(())
     }
 
     /// Command: ends a session (S-SESS-6): its streams end, handlers are cancelled, pending

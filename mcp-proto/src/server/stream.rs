@@ -252,6 +252,8 @@ pub(crate) struct LogicalStream {
     pub(crate) committed: std::collections::BTreeSet<u64>,
     pub(crate) registered: bool,
     pub(crate) end_after_commit: bool,
+    /// A close for polling waits for the commits (`Router::close_for_polling`).
+    pub(crate) poll_close_after_commit: bool,
 }
 
 impl LogicalStream {
@@ -288,6 +290,7 @@ impl LogicalStream {
             committed: Default::default(),
             registered: false,
             end_after_commit: false,
+            poll_close_after_commit: false,
         }
     }
 
