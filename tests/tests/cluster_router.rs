@@ -606,3 +606,33 @@ fn an_unknown_stream_of_another_instance_is_a_400() {
     c.settle();
     assert_eq!(c.node(1).response(g).status(), StatusCode::BAD_REQUEST);
 }
+
+#[test]
+fn a_json_tools_call_on_a_cached_session_costs_no_store_round_trip() {
+    let mut c = Cluster::new(2, |_| {
+        ServerConfig::default().with_response_mode(mcp_proto::server::ResponseMode::Json)
+    });
+    let sid = initialize(&mut c, 0);
+    let mut call_on_b = |c: &mut Cluster, id: i64| {
+        let s = c.node(1).send(Req::post(&call(id, "tools/call")).session(&sid).version(V));
+        c.settle();
+        let (h, _, _) = c.node(1).expect_request();
+        c.node(1).reply(h, r#"{"content":[]}"#);
+        c.settle();
+        assert_eq!(c.node(1).response(s).status(), StatusCode::OK);
+    };
+    call_on_b(&mut c, 2); // B loads the session: one round trip
+    let before = c.store.operations();
+    for id in 3..103 {
+        call_on_b(&mut c, id);
+    }
+    assert_eq!(c.store.operations() - before, 0, "100 calls, no store operation");
+    // Time passing renews the record at most once per touch interval (a quarter of the TTL).
+    let before = c.store.operations();
+    for id in 103..113 {
+        c.advance(Duration::from_secs(60));
+        call_on_b(&mut c, id);
+    }
+    let touches = c.store.operations() - before;
+    assert!(touches <= 2, "{touches} operations for 10 calls over 10 minutes");
+}
