@@ -31,6 +31,9 @@ pub enum ClusterDelivery {
     BusLost,
 }
 
+/// A request stream: (session id, stream name).
+type StreamKey = (Box<str>, Box<str>);
+
 /// A request stream's log.
 #[derive(Debug)]
 struct StreamLog {
@@ -97,9 +100,9 @@ pub struct MemoryCluster {
     /// Live follows: member, ticket → session, last sequence number answered.
     follows: HashMap<(MemberId, Ticket), (Box<str>, u64)>,
     /// Request streams by (session, stream name).
-    streams: HashMap<(Box<str>, Box<str>), StreamLog>,
+    streams: HashMap<StreamKey, StreamLog>,
     /// Live request-stream follows: member, ticket → (session, stream), last answered.
-    stream_follows: HashMap<(MemberId, Ticket), ((Box<str>, Box<str>), u64)>,
+    stream_follows: HashMap<(MemberId, Ticket), (StreamKey, u64)>,
     inboxes: Vec<VecDeque<ClusterDelivery>>,
     unavailable: bool,
     redeliver: bool,
@@ -162,7 +165,7 @@ impl MemoryCluster {
         if let Some(q) = self.inboxes.get_mut(member.0) {
             q.clear();
         }
-        let orphaned: Vec<(Box<str>, Box<str>)> = self
+        let orphaned: Vec<StreamKey> = self
             .streams
             .iter_mut()
             .filter(|(_, s)| s.owner == member && s.finished.is_none())
@@ -392,7 +395,7 @@ impl MemoryCluster {
     }
 
     /// Answers every follow of a request stream with what it gained (events, its end).
-    fn wake_stream(&mut self, key: &(Box<str>, Box<str>)) {
+    fn wake_stream(&mut self, key: &StreamKey) {
         let Some(log) = self.streams.get(key) else {
             return;
         };
