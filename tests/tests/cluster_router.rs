@@ -32,6 +32,29 @@ fn call(id: i64, method: &str) -> String {
     format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}"}}"#)
 }
 
+/// POSTs request `id` (`method`) in session `sid` to node `on`; returns its stream and what
+/// the app got (handle, session, request).
+fn post_call(
+    c: &mut Cluster,
+    on: usize,
+    sid: &str,
+    id: i64,
+    method: &str,
+) -> (
+    mcp_proto::server::StreamId,
+    (
+        mcp_proto::server::RequestHandle,
+        Option<mcp_proto::server::SessionHandle>,
+        mcp_proto::jsonrpc::Request,
+    ),
+) {
+    let s = c
+        .node(on)
+        .send(Req::post(&call(id, method)).session(sid).version(V));
+    c.settle();
+    (s, c.node(on).expect_request())
+}
+
 fn other_outputs(c: &mut Cluster, i: usize) -> Vec<ServerOutput> {
     c.node(i).take_other()
 }
@@ -41,11 +64,7 @@ fn a_session_made_on_one_instance_is_served_by_the_others_and_deleted_everywhere
     let mut c = cluster(3);
     let sid = initialize(&mut c, 0);
     // tools/call on B: the session is loaded from the store, the request runs there.
-    let s = c
-        .node(1)
-        .send(Req::post(&call(2, "tools/list")).session(&sid).version(V));
-    c.settle();
-    let (h, _, req) = c.node(1).expect_request();
+    let (s, (h, _, req)) = post_call(&mut c, 1, &sid, 2, "tools/list");
     assert_eq!(&*req.method, "tools/list");
     assert!(
         other_outputs(&mut c, 1)
@@ -124,11 +143,7 @@ fn a_message_from_a_handler_on_b_reaches_the_get_stream_on_c_and_resumes_anywher
     c.settle();
     assert_eq!(c.node(2).response(get).status(), StatusCode::OK);
     // A request on B whose handler sends two unrelated notifications.
-    let _ = c
-        .node(1)
-        .send(Req::post(&call(7, "tools/call")).session(&sid).version(V));
-    c.settle();
-    let (h, session, _) = c.node(1).expect_request();
+    let (_, (h, session, _)) = post_call(&mut c, 1, &sid, 7, "tools/call");
     let session = session.unwrap();
     c.node(1).notify(
         Target::Session(session),
@@ -196,11 +211,7 @@ fn a_client_answer_posted_to_a_reaches_the_handler_waiting_on_b() {
     let sid = initialize(&mut c, 0);
     let get = c.node(2).send(Req::get(&sid).version(V));
     c.settle();
-    let _ = c
-        .node(1)
-        .send(Req::post(&call(9, "tools/call")).session(&sid).version(V));
-    c.settle();
-    let (_, session, _) = c.node(1).expect_request();
+    let (_, (_, session, _)) = post_call(&mut c, 1, &sid, 9, "tools/call");
     let oid = c
         .node(1)
         .request_client(Target::Session(session.unwrap()), "roots/list");
@@ -228,11 +239,7 @@ fn a_client_answer_posted_to_a_reaches_the_handler_waiting_on_b() {
 fn a_cancellation_posted_to_a_stops_the_request_running_on_b() {
     let mut c = cluster(2);
     let sid = initialize(&mut c, 0);
-    let _ = c
-        .node(1)
-        .send(Req::post(&call(5, "tools/call")).session(&sid).version(V));
-    c.settle();
-    let (h, _, _) = c.node(1).expect_request();
+    let (_, (h, _, _)) = post_call(&mut c, 1, &sid, 5, "tools/call");
     let cancel = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}"#;
     let s = c.node(0).send(Req::post(cancel).session(&sid).version(V));
     c.settle();
@@ -264,11 +271,7 @@ fn an_unreachable_store_is_a_503_with_a_json_rpc_error_and_recovery_is_automatic
             .contains("session store")
     );
     c.store.set_available(true);
-    let s = c
-        .node(1)
-        .send(Req::post(&call(3, "ping")).session(&sid).version(V));
-    c.settle();
-    let (h, _, _) = c.node(1).expect_request();
+    let (s, (h, _, _)) = post_call(&mut c, 1, &sid, 3, "ping");
     c.node(1).reply(h, "{}");
     c.settle();
     assert_eq!(c.node(1).response(s).status(), StatusCode::OK);
@@ -338,21 +341,13 @@ fn idle_sessions_leave_the_instance_cache_and_expire_globally() {
         ServerConfig::default().with_session_idle_ttl(Some(Duration::from_secs(60)))
     });
     let sid = initialize(&mut c, 0);
-    let s = c
-        .node(1)
-        .send(Req::post(&call(2, "ping")).session(&sid).version(V));
-    c.settle();
-    let (h, _, _) = c.node(1).expect_request();
+    let (s, (h, _, _)) = post_call(&mut c, 1, &sid, 2, "ping");
     c.node(1).reply(h, "{}");
     c.settle();
     assert_eq!(c.node(1).response(s).status(), StatusCode::OK);
     // Activity on B keeps the session alive in the store past A's own view of it.
     c.advance(Duration::from_secs(40));
-    let s = c
-        .node(1)
-        .send(Req::post(&call(3, "ping")).session(&sid).version(V));
-    c.settle();
-    let (h, _, _) = c.node(1).expect_request();
+    let (s, (h, _, _)) = post_call(&mut c, 1, &sid, 3, "ping");
     c.node(1).reply(h, "{}");
     c.settle();
     c.advance(Duration::from_secs(40));
@@ -426,4 +421,218 @@ fn a_parked_request_keeps_its_body_and_its_limits() {
     c.node(1).reply(h, "{}");
     c.settle();
     assert_eq!(c.node(1).response(s).status(), StatusCode::OK);
+}
+
+#[test]
+fn a_state_change_on_a_reaches_a_copy_b_already_holds() {
+    let mut c = cluster(2);
+    let sid = initialize(&mut c, 0);
+    let (_, (h, _, _)) = post_call(&mut c, 1, &sid, 2, "ping");
+    c.node(1).reply(h, "{}");
+    c.settle();
+    other_outputs(&mut c, 1);
+    let _ = c.node(0).send(
+        Req::post(&call(3, "logging/setLevel"))
+            .session(&sid)
+            .version(V),
+    );
+    c.settle();
+    let (h, session, _) = c.node(0).expect_request();
+    let now = c.node(0).now;
+    c.node(0).router.set_session_state(
+        now,
+        session.unwrap(),
+        bytes::Bytes::from_static(b"{\"log\":\"error\"}"),
+    );
+    c.node(0).reply(h, "{}");
+    c.settle();
+    let state = other_outputs(&mut c, 1).into_iter().find_map(|o| match o {
+        ServerOutput::SessionLoaded { state, .. } => state,
+        _ => None,
+    });
+    assert_eq!(
+        state.as_deref(),
+        Some(&b"{\"log\":\"error\"}"[..]),
+        "B refreshed its copy"
+    );
+}
+
+/// A POST on node `on` whose handler sent one related notification (so its answer is an SSE
+/// stream); returns the stream, the request handle and the router's session handle.
+fn streaming_call(
+    c: &mut Cluster,
+    on: usize,
+    sid: &str,
+    id: i64,
+) -> (
+    mcp_proto::server::StreamId,
+    mcp_proto::server::RequestHandle,
+    mcp_proto::server::SessionHandle,
+) {
+    let s = c
+        .node(on)
+        .send(Req::post(&call(id, "tools/call")).session(sid).version(V));
+    c.settle();
+    let (h, session, _) = c.node(on).expect_request();
+    c.node(on)
+        .notify(Target::Request(h), "notifications/progress", r#"{"n":1}"#);
+    c.settle();
+    (s, h, session.unwrap())
+}
+
+fn ns(c: &mut Cluster, node: usize, s: mcp_proto::server::StreamId) -> Vec<Value> {
+    c.node(node)
+        .response(s)
+        .sse_messages()
+        .iter()
+        .map(|m| {
+            m.get("params")
+                .and_then(|p| p.get("n"))
+                .cloned()
+                .unwrap_or(m["id"].clone())
+        })
+        .collect()
+}
+
+#[test]
+fn request_stream_events_are_written_only_once_stored() {
+    let mut c = cluster(2);
+    let sid = initialize(&mut c, 0);
+    c.hold(1, true);
+    let s = c
+        .node(1)
+        .send(Req::post(&call(4, "tools/call")).session(&sid).version(V));
+    c.hold(1, false);
+    c.settle();
+    let (h, _, _) = c.node(1).expect_request();
+    c.hold(1, true);
+    c.node(1)
+        .notify(Target::Request(h), "notifications/progress", r#"{"n":1}"#);
+    c.settle();
+    let r = c.node(1).response(s).clone();
+    assert_eq!(r.status(), StatusCode::OK, "the SSE head goes at once");
+    assert!(
+        r.event_ids().is_empty(),
+        "no event before the store has it: {:?}",
+        r.frames()
+    );
+    c.hold(1, false);
+    c.settle();
+    let ids = c.node(1).response(s).event_ids();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert!(
+        ids[0].starts_with("n1.") && ids[0].ends_with("-0"),
+        "{ids:?}"
+    );
+    assert!(ids[1].ends_with("-1"), "{ids:?}");
+}
+
+#[test]
+fn a_request_stream_resumes_on_another_instance_while_its_owner_runs_on() {
+    let mut c = cluster(3);
+    let sid = initialize(&mut c, 0);
+    let (s, h, _) = streaming_call(&mut c, 1, &sid, 4);
+    let ids = c.node(1).response(s).event_ids();
+    let last = ids.last().expect("an event id").clone();
+    // The client's connection to B drops; the handler goes on.
+    let now = c.node(1).now;
+    c.node(1).router.handle_disconnect(now, s);
+    c.node(1).pump();
+    c.node(1)
+        .notify(Target::Request(h), "notifications/progress", r#"{"n":2}"#);
+    c.settle();
+    let resumed = c
+        .node(2)
+        .send(Req::get(&sid).version(V).header("last-event-id", &last));
+    c.settle();
+    assert_eq!(c.node(2).response(resumed).status(), StatusCode::OK);
+    // Long after B's resume grace, the handler was not cancelled: it answers.
+    c.advance(Duration::from_secs(90));
+    c.node(1).reply(h, r#"{"content":[]}"#);
+    c.settle();
+    let r = c.node(2).response(resumed).clone();
+    assert!(r.ended, "the resumed stream ends with its last event");
+    assert_eq!(
+        ns(&mut c, 2, resumed),
+        [json!(2), json!(4)],
+        "the rest, once: {:?}",
+        r.frames()
+    );
+}
+
+#[test]
+fn a_killed_owner_leaves_typed_errors_not_a_hang() {
+    let mut c = cluster(2);
+    let sid = initialize(&mut c, 0);
+    let (s, _, _) = streaming_call(&mut c, 1, &sid, 6);
+    let last = c.node(1).response(s).event_ids().last().unwrap().clone();
+    c.kill(1);
+    let resumed = c
+        .node(0)
+        .send(Req::get(&sid).version(V).header("last-event-id", &last));
+    c.settle();
+    let r = c.node(0).response(resumed).clone();
+    assert_eq!(r.status(), StatusCode::OK);
+    assert!(r.ended, "not left hanging");
+    let msgs = r.sse_messages();
+    assert_eq!(msgs.len(), 1, "{msgs:?}");
+    assert_eq!(msgs[0]["id"], 6);
+    assert_eq!(msgs[0]["error"]["code"], -32603);
+}
+
+#[test]
+fn an_unknown_stream_of_another_instance_is_a_400() {
+    let mut c = cluster(2);
+    let sid = initialize(&mut c, 0);
+    let g = c
+        .node(1)
+        .send(Req::get(&sid).version(V).header("last-event-id", "n0.99-3"));
+    c.settle();
+    assert_eq!(c.node(1).response(g).status(), StatusCode::BAD_REQUEST);
+    let g = c.node(1).send(
+        Req::get(&sid)
+            .version(V)
+            .header("last-event-id", "n-0.99-3"),
+    );
+    c.settle();
+    assert_eq!(c.node(1).response(g).status(), StatusCode::BAD_REQUEST);
+}
+
+#[test]
+fn a_json_tools_call_on_a_cached_session_costs_no_store_round_trip() {
+    let mut c = Cluster::new(2, |_| {
+        ServerConfig::default().with_response_mode(mcp_proto::server::ResponseMode::Json)
+    });
+    let sid = initialize(&mut c, 0);
+    let call_on_b = |c: &mut Cluster, id: i64| {
+        let s = c
+            .node(1)
+            .send(Req::post(&call(id, "tools/call")).session(&sid).version(V));
+        c.settle();
+        let (h, _, _) = c.node(1).expect_request();
+        c.node(1).reply(h, r#"{"content":[]}"#);
+        c.settle();
+        assert_eq!(c.node(1).response(s).status(), StatusCode::OK);
+    };
+    call_on_b(&mut c, 2); // B loads the session: one round trip
+    let before = c.store.operations();
+    for id in 3..103 {
+        call_on_b(&mut c, id);
+    }
+    assert_eq!(
+        c.store.operations() - before,
+        0,
+        "100 calls, no store operation"
+    );
+    // Time passing renews the record at most once per touch interval (a quarter of the TTL).
+    let before = c.store.operations();
+    for id in 103..113 {
+        c.advance(Duration::from_secs(60));
+        call_on_b(&mut c, id);
+    }
+    let touches = c.store.operations() - before;
+    assert!(
+        touches <= 2,
+        "{touches} operations for 10 calls over 10 minutes"
+    );
 }

@@ -46,6 +46,7 @@
 //! | any | every sender of the inbound queue gone (server) | stopped |
 
 mod client;
+mod cluster;
 #[cfg(feature = "futures-io")]
 pub mod conn;
 #[cfg(feature = "http-types")]
@@ -65,6 +66,7 @@ use std::time::Instant;
 pub use client::{
     Client, ClientDriver, Connect, ConnectError, Engine, NetEvent, NetEventKind, NetEvents,
 };
+pub use cluster::SharedMemoryCluster;
 pub use memory::{MemoryExchange, MemoryLink, MemorySink};
 pub use oauth::{AuthorizeHandler, OAuth, SharedTokenStore};
 pub use server::{

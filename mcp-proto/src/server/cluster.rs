@@ -50,9 +50,10 @@
 //!
 //! - *Read-your-writes for sessions.* Once a client has the answer to `initialize`, every
 //!   instance finds the session; once it has the answer to a request that changed the
-//!   session's state, every instance loading the session sees the change. (An instance
-//!   that already holds a cached copy sees it when it next loads: the service's state is
-//!   owned by the instance that changed it until it leaves that instance's cache.)
+//!   session's state, every instance *loading* the session sees the change. An instance
+//!   that already holds a copy is told on the bus ([`BusMessage::SessionSaved`]) and loads
+//!   it again: it sees the change one bus delivery and one load later (eventually
+//!   consistent), so a request racing that refresh may still see the old state.
 //! - *Deletion* is immediate where the bus reaches: an instance holding a copy ends it when
 //!   the bus tells it; an instance that lost the bus drops every cached copy that is not in
 //!   use and loads again on the next request ([`Router::handle_bus_lost`]).
@@ -91,7 +92,7 @@ use http::{HeaderMap, Method, Uri};
 
 use super::error::{CancelReason, CloseReason, ProtocolError};
 use super::session::{Session, SessionState};
-use super::stream::{Phase, event_frame, events_lost_frame};
+use super::stream::{Phase, StreamKind, event_frame, events_lost_frame};
 use super::timer::Timer;
 use super::{
     AuthDecision, RequestHandle, RequestHead, Router, ServerOutput, SessionHandle, StreamId,
@@ -100,7 +101,7 @@ use crate::ProtocolVersion;
 use crate::jsonrpc::{Outcome, RequestId, Response};
 
 /// Executes a clustered router's store operations: the seam between the sans-IO router
-/// and a real store (Redis; [`SharedMemoryCluster`](super::SharedMemoryCluster) in one
+/// and a real store (Redis; `driver::SharedMemoryCluster` in one
 /// process). The driver connects each router once and hands it every [`StoreOp`] the
 /// router emits; the backend answers through the [`ClusterInbox`] it was given.
 ///
@@ -319,8 +320,9 @@ pub enum StoreOp {
         /// Expire the record after this long without a touch (`None`: never).
         ttl: Option<Duration>,
     },
-    /// Replaces a record that exists (renewing its expiry): [`StoreReply::Done`], or
-    /// [`StoreReply::Session`]`(None)` when it is gone.
+    /// Replaces a record that exists (renewing its expiry), then publishes
+    /// [`BusMessage::SessionSaved`]: [`StoreReply::Done`], or [`StoreReply::Session`]`(None)`
+    /// when it is gone.
     Save {
         /// The record.
         record: SessionRecord,
@@ -371,6 +373,52 @@ pub enum StoreOp {
         /// The last event written to a client.
         seq: u64,
     },
+    /// Registers a request stream of this instance (before its first event): its requests,
+    /// whose answers a resuming instance writes as errors should this instance die first.
+    /// [`StoreReply::Done`].
+    OpenStream {
+        /// The session id.
+        session: Box<str>,
+        /// The stream's name (`<instance>.<n>`, the part of its event ids before `-`).
+        stream: Box<str>,
+        /// The client's ids of the requests the stream owes an answer.
+        requests: Vec<RequestId>,
+    },
+    /// Stores event `seq` of a request stream (committed before any client sees it):
+    /// [`StoreReply::Done`]. `answers` names the request the event answers, if it does.
+    Append {
+        /// The session id.
+        session: Box<str>,
+        /// The stream's name.
+        stream: Box<str>,
+        /// The event's sequence number in its stream (from 1, consecutive).
+        seq: u64,
+        /// The JSON-RPC message.
+        payload: Bytes,
+        /// The request this event answers.
+        answers: Option<RequestId>,
+    },
+    /// The request stream wrote its last event; keep it `retain` for resumes:
+    /// [`StoreReply::Done`].
+    EndStream {
+        /// The session id.
+        session: Box<str>,
+        /// The stream's name.
+        stream: Box<str>,
+        /// How long it stays replayable.
+        retain: Duration,
+    },
+    /// Follows a request stream (another instance's, resumed here): answers
+    /// [`StoreReply::StreamEvents`] now and whenever it grows or ends, each answer continuing
+    /// the previous one, until it ends or [`StoreOp::Unfollow`].
+    FollowStream {
+        /// The session id.
+        session: Box<str>,
+        /// The stream's name.
+        stream: Box<str>,
+        /// The client's `Last-Event-ID` sequence number.
+        after: u64,
+    },
     /// Publishes a message on the bus to every instance (each drops what is not for it).
     Broadcast {
         /// The message.
@@ -404,8 +452,32 @@ pub enum StoreReply {
         /// The last sequence number before `events` (where this answer starts).
         after: u64,
     },
+    /// Events of a followed request stream, in order, continuing the previous answer.
+    StreamEvents {
+        /// The events (possibly none).
+        events: Vec<LogEvent>,
+        /// The last sequence number before `events`.
+        after: u64,
+        /// The stream ended (after these events), or cannot be followed.
+        end: Option<StreamEnd>,
+    },
     /// The store could not do it (unreachable, timed out after its retries, refused).
     Failed(StoreError),
+}
+
+/// How a followed request stream ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StreamEnd {
+    /// Its last event was written.
+    Finished,
+    /// The instance that ran its requests is gone: these requests will never be answered.
+    OwnerGone {
+        /// The client's ids of the requests left unanswered.
+        unanswered: Vec<RequestId>,
+    },
+    /// The store knows no such stream of the session.
+    Unknown,
 }
 
 /// Why the store could not answer.
@@ -419,6 +491,11 @@ pub struct StoreError(pub Box<str>);
 pub enum BusMessage {
     /// The session was deleted: forget it.
     SessionDeleted {
+        /// The session id.
+        session: Box<str>,
+    },
+    /// The session's record changed: an instance holding a copy loads it again.
+    SessionSaved {
         /// The session id.
         session: Box<str>,
     },
@@ -437,6 +514,14 @@ pub enum BusMessage {
         session: Box<str>,
         /// The answer.
         response: Response,
+    },
+    /// A client resumed request stream `stream` on another instance: its owner keeps its
+    /// handlers running (no resume grace), their events reach the client through the store.
+    StreamResumed {
+        /// The session id.
+        session: Box<str>,
+        /// The stream's name.
+        stream: Box<str>,
     },
     /// Instance `by` opened the session's GET stream: any other connection ends.
     ListenTaken {
@@ -524,6 +609,12 @@ pub(crate) enum Call {
     Create { session: SessionHandle },
     /// A state change; the session's later answers wait for it.
     Save { session: SessionHandle },
+    /// An event of request stream `lsid` is being committed (seq 0: its registration).
+    Commit { lsid: u64, seq: u64 },
+    /// The remote stream `lsid` follows its log.
+    FollowStream { lsid: u64 },
+    /// A copy held here is loaded again (another instance saved it).
+    Refresh { session: SessionHandle },
     /// `DELETE`, answered when done.
     Delete {
         conn: StreamId,
@@ -587,7 +678,10 @@ impl Router {
         self.cluster.next_ticket += 1;
         let ticket = Ticket(self.cluster.next_ticket);
         let mut deadline = None;
-        let waits = !matches!(call, Call::Detached | Call::Follow { .. });
+        let waits = !matches!(
+            call,
+            Call::Detached | Call::Follow { .. } | Call::FollowStream { .. }
+        );
         if let (Some(t), true) = (timeout, waits) {
             self.timers
                 .set(&mut deadline, Timer::Store(ticket), self.now + t);
@@ -603,15 +697,13 @@ impl Router {
     /// (late, after a timeout; or to operations that need none) are ignored.
     pub fn handle_store(&mut self, now: Instant, ticket: Ticket, reply: StoreReply) {
         self.advance(now);
-        let follow = matches!(
-            self.cluster.calls.get(&ticket),
-            Some((Call::Follow { .. }, _))
-        );
-        let call = if follow {
-            match self.cluster.calls.get(&ticket) {
-                Some((Call::Follow { lsid }, _)) => Call::Follow { lsid: *lsid },
-                _ => return,
-            }
+        let call = match self.cluster.calls.get(&ticket) {
+            Some((Call::Follow { lsid }, _)) => Some(Call::Follow { lsid: *lsid }),
+            Some((Call::FollowStream { lsid }, _)) => Some(Call::FollowStream { lsid: *lsid }),
+            _ => None,
+        };
+        let call = if let Some(call) = call {
+            call
         } else {
             match self.cluster.calls.remove(&ticket) {
                 Some((call, mut deadline)) => {
@@ -625,6 +717,7 @@ impl Router {
             Call::Load { session } => self.loaded(&session, reply),
             Call::Create { session } => self.created(session, reply),
             Call::Save { session } => self.saved(session, reply),
+            Call::Refresh { session } => self.refreshed(session, reply),
             Call::Delete { conn, origin } => match reply {
                 StoreReply::Failed(e) => self.refuse(
                     conn,
@@ -641,6 +734,8 @@ impl Router {
                 }
             },
             Call::Follow { lsid } => self.followed(ticket, lsid, reply),
+            Call::FollowStream { lsid } => self.stream_followed(ticket, lsid, reply),
+            Call::Commit { lsid, seq } => self.commit_answered(lsid, seq, reply),
             Call::Detached => {}
         }
     }
@@ -663,6 +758,11 @@ impl Router {
                     self.end_session(h, CloseReason::Deleted);
                 }
             }
+            BusMessage::SessionSaved { session } => {
+                if let Some(h) = self.by_id.get(&session).copied() {
+                    self.store_call(StoreOp::Load { session }, Call::Refresh { session: h });
+                }
+            }
             BusMessage::Cancel { session, request } => {
                 if let Some(h) = self.by_id.get(&session).copied() {
                     self.cancel_client_request(h, &request);
@@ -677,6 +777,20 @@ impl Router {
                     && let Some(h) = self.by_id.get(&session).copied()
                 {
                     self.match_client_response(h, response);
+                }
+            }
+            BusMessage::StreamResumed { session, stream } => {
+                let mine = match self.resolve_event_id(&format!("{stream}-0")) {
+                    Some(EventRef::Stream(lsid, _)) => Some(lsid),
+                    _ => None,
+                };
+                let owner = self.by_id.get(&session).copied();
+                if let (Some(lsid), Some(owner)) = (mine, owner)
+                    && let Some(ls) = self.streams.get_mut(&lsid)
+                    && ls.session == Some(owner)
+                {
+                    // Resumed elsewhere: its handlers run on, their events go to the store.
+                    self.timers.clear(&mut ls.grace, Timer::ResumeGrace(lsid));
                 }
             }
             BusMessage::ListenTaken { session, by } => {
@@ -1035,6 +1149,31 @@ impl Router {
         self.end_session(session, CloseReason::InitializeFailed);
     }
 
+    fn refreshed(&mut self, session: SessionHandle, reply: StoreReply) {
+        let Some(s) = self.sessions.get_mut(&session) else {
+            return;
+        };
+        match reply {
+            StoreReply::Session(Some(record)) if record.id == s.id => {
+                if s.share.unsaved > 0 {
+                    return; // our own save is on its way and is newer
+                }
+                s.share.state = record.state.clone();
+                self.out.push_back(ServerOutput::SessionLoaded {
+                    session,
+                    state: record.state,
+                });
+            }
+            StoreReply::Session(_) => self.end_session(session, CloseReason::Deleted),
+            _ => {
+                // Unknown state: forget the copy if nothing uses it; it is loaded afresh.
+                if !s.is_busy() {
+                    self.unload_session(session);
+                }
+            }
+        }
+    }
+
     fn saved(&mut self, session: SessionHandle, reply: StoreReply) {
         let Some(s) = self.sessions.get_mut(&session) else {
             return;
@@ -1282,6 +1421,349 @@ impl Router {
         }
     }
 
+    // ---- request streams --------------------------------------------------------------
+
+    /// In a cluster, an event of a resumable request stream is committed to the store before
+    /// it is written: queues `frame` (event `seq`; seq 0 is the priming event) and emits the
+    /// operation. `message` is the event's payload and the request it answers (`None` for the
+    /// priming event). `true` when queued (the caller writes nothing).
+    pub(crate) fn gate_event(
+        &mut self,
+        lsid: u64,
+        seq: u64,
+        frame: Bytes,
+        message: Option<(Bytes, Option<RequestId>)>,
+    ) -> bool {
+        if self.config.cluster.is_none() {
+            return false;
+        }
+        let Some(ls) = self.streams.get(&lsid) else {
+            return false;
+        };
+        let StreamKind::Request { pending, .. } = &ls.kind else {
+            return false;
+        };
+        if !ls.resumable {
+            return false;
+        }
+        let Some(sid) = ls
+            .session
+            .and_then(|s| self.sessions.get(&s))
+            .map(|s| s.id.clone())
+        else {
+            return false;
+        };
+        let name: Box<str> = self.stream_name(lsid).into();
+        if !ls.registered {
+            let requests = pending
+                .iter()
+                .filter_map(|h| self.inflight.get(h).map(|f| f.client_id.clone()))
+                .collect();
+            let op = StoreOp::OpenStream {
+                session: sid.clone(),
+                stream: name.clone(),
+                requests,
+            };
+            self.store_call(op, Call::Commit { lsid, seq: 0 });
+            if let Some(ls) = self.streams.get_mut(&lsid) {
+                ls.registered = true;
+            }
+        }
+        if let Some((payload, answers)) = message {
+            let op = StoreOp::Append {
+                session: sid,
+                stream: name,
+                seq,
+                payload,
+                answers,
+            };
+            self.store_call(op, Call::Commit { lsid, seq });
+        }
+        if let Some(ls) = self.streams.get_mut(&lsid) {
+            ls.uncommitted.push_back((seq, frame));
+        }
+        true
+    }
+
+    /// The store answered a commit: the frames now committed in order go out. A commit the
+    /// store refused (after its own retries) is written all the same and kept here, so the
+    /// client still gets it on this instance (a resume elsewhere may then miss it).
+    fn commit_answered(&mut self, lsid: u64, seq: u64, reply: StoreReply) {
+        if let StoreReply::Failed(e) = &reply {
+            self.out
+                .push_back(ServerOutput::Event(super::ServerEvent::NotStored {
+                    reason: e.0.clone(),
+                }));
+        }
+        let Some(ls) = self.streams.get_mut(&lsid) else {
+            return;
+        };
+        ls.committed.insert(seq);
+        let sid = ls
+            .session
+            .and_then(|s| self.sessions.get(&s))
+            .map(|s| s.id.clone());
+        let mut out = Vec::new();
+        while let Some((front, _)) = ls.uncommitted.front() {
+            if !ls.committed.remove(front) {
+                break;
+            }
+            if let Some((seq, frame)) = ls.uncommitted.pop_front() {
+                out.push((seq, frame));
+            }
+        }
+        let conn = ls.connection;
+        let end = ls.uncommitted.is_empty() && ls.end_after_commit;
+        let poll_close =
+            ls.uncommitted.is_empty() && std::mem::take(&mut ls.poll_close_after_commit);
+        if conn.is_some() && !out.is_empty() {
+            ls.id_sent = true;
+        }
+        for (seq, frame) in out {
+            if seq > 0
+                && let Some(sid) = &sid
+            {
+                self.config
+                    .event_store
+                    .append(sid, lsid, seq, frame.clone());
+            }
+            if let Some(conn) = conn {
+                self.write_raw(conn, frame);
+            }
+        }
+        if poll_close && !end {
+            self.release_for_polling(lsid);
+        }
+        if end && let Some(ls) = self.streams.get_mut(&lsid) {
+            ls.end_after_commit = false;
+            if let Some(conn) = ls.connection.take() {
+                self.end_exchange(conn);
+            }
+        }
+    }
+
+    /// A clustered request stream wrote its last response: tell the store, and (`true`) keep
+    /// the connection until its last frames are committed and written.
+    pub(crate) fn end_stream_in_cluster(&mut self, lsid: u64) -> bool {
+        if self.config.cluster.is_none() {
+            return false;
+        }
+        let retain = self.config.finished_stream_retention;
+        let name: Box<str> = self.stream_name(lsid).into();
+        let Some(ls) = self.streams.get(&lsid) else {
+            return false;
+        };
+        let sid = ls
+            .session
+            .and_then(|s| self.sessions.get(&s))
+            .map(|s| s.id.clone());
+        let registered = ls.registered;
+        let waiting = !ls.uncommitted.is_empty();
+        if registered && let Some(session) = sid {
+            let op = StoreOp::EndStream {
+                session,
+                stream: name,
+                retain,
+            };
+            self.store_call(op, Call::Detached);
+        }
+        if waiting && let Some(ls) = self.streams.get_mut(&lsid) {
+            ls.end_after_commit = true;
+        }
+        waiting
+    }
+
+    /// A GET with another instance's `Last-Event-ID`: follow that stream from the store.
+    /// The head waits for the store's first answer (an unknown stream gets 400).
+    pub(crate) fn resume_remote(
+        &mut self,
+        conn: StreamId,
+        session: SessionHandle,
+        name: Box<str>,
+        seq: u64,
+        origin: Option<Box<str>>,
+    ) {
+        let Some(s) = self.sessions.get_mut(&session) else {
+            return;
+        };
+        let sid = s.id.clone();
+        let version = s.version;
+        let lsid = self.next();
+        let mut ls = super::stream::LogicalStream::new(
+            Some(session),
+            StreamKind::Remote { name: name.clone() },
+            Phase::Detached,
+            true,
+            version,
+        );
+        ls.connection = Some(conn);
+        ls.origin = origin;
+        ls.last_seq = seq;
+        self.streams.insert(lsid, ls);
+        if let Some(s) = self.sessions.get_mut(&session) {
+            s.streams.push(lsid);
+            s.open_connections += 1;
+        }
+        self.exchanges.insert(
+            conn,
+            super::stream::Exchange::new(
+                super::stream::ExchangeState::Attached(lsid),
+                Some(session),
+            ),
+        );
+        let op = StoreOp::FollowStream {
+            session: sid,
+            stream: name,
+            after: seq,
+        };
+        let ticket = self.store_call(op, Call::FollowStream { lsid });
+        if let Some(ls) = self.streams.get_mut(&lsid) {
+            ls.follow = Some(ticket);
+        }
+    }
+
+    fn stream_followed(&mut self, ticket: Ticket, lsid: u64, reply: StoreReply) {
+        let live = self
+            .streams
+            .get(&lsid)
+            .is_some_and(|l| l.follow == Some(ticket) && l.connection.is_some());
+        if !live {
+            self.cluster.calls.remove(&ticket);
+            return;
+        }
+        let Some(ls) = self.streams.get(&lsid) else {
+            return;
+        };
+        let (Some(conn), StreamKind::Remote { name }) = (ls.connection, &ls.kind) else {
+            return;
+        };
+        let name = name.clone();
+        let origin = ls.origin.clone();
+        let first = !ls.primed;
+        let (events, end) = match reply {
+            StoreReply::StreamEvents { events, end, .. } => (events, end),
+            StoreReply::Failed(e) if first => {
+                return self.refuse_remote(ticket, lsid, conn, origin, unavailable(&e));
+            }
+            _ => {
+                // The store broke the follow: cut, so the client resumes again.
+                self.cluster.calls.remove(&ticket);
+                self.out
+                    .push_back(ServerOutput::ResponseAbort { stream: conn });
+                return self.disconnected(conn);
+            }
+        };
+        if first {
+            if matches!(end, Some(StreamEnd::Unknown)) {
+                return self.refuse_remote(
+                    ticket,
+                    lsid,
+                    conn,
+                    origin,
+                    ProtocolError::UnknownLastEventId,
+                );
+            }
+            let Some(ls) = self.streams.get_mut(&lsid) else {
+                return;
+            };
+            ls.primed = true;
+            ls.step(super::stream::StreamEvent::Attach);
+            ls.id_sent = true;
+            let headers = self
+                .streams
+                .get(&lsid)
+                .map(|ls| self.sse_head(ls))
+                .unwrap_or_default();
+            self.out.push_back(ServerOutput::ResponseHead {
+                stream: conn,
+                status: http::StatusCode::OK,
+                headers,
+            });
+            self.arm_heartbeat(conn);
+            if let Some(sid) = self
+                .streams
+                .get(&lsid)
+                .and_then(|l| l.session)
+                .and_then(|s| self.sessions.get(&s))
+                .map(|s| s.id.clone())
+            {
+                let message = BusMessage::StreamResumed {
+                    session: sid,
+                    stream: name.clone(),
+                };
+                self.store_call(StoreOp::Broadcast { message }, Call::Detached);
+            }
+        }
+        let mut chunks = Vec::new();
+        if let Some(ls) = self.streams.get_mut(&lsid) {
+            for e in events {
+                if e.seq <= ls.last_seq {
+                    continue; // written already
+                }
+                ls.last_seq = e.seq;
+                chunks.push(event_frame(Some(&format!("{name}-{}", e.seq)), &e.payload));
+            }
+        }
+        let lost = match &end {
+            Some(StreamEnd::OwnerGone { unanswered }) => unanswered.clone(),
+            _ => Vec::new(),
+        };
+        for id in lost {
+            // No id: these answers are this instance's, not events of the stream.
+            let body = super::inbound::error_body(
+                Some(id),
+                crate::jsonrpc::error_codes::INTERNAL_ERROR,
+                "the server instance running this request stopped before answering it",
+            );
+            chunks.push(event_frame(None, &body));
+        }
+        for chunk in chunks {
+            self.send_chunk(conn, chunk, true);
+        }
+        if end.is_some() {
+            self.cluster.calls.remove(&ticket);
+            if let Some(ls) = self.streams.get_mut(&lsid) {
+                ls.follow = None;
+                ls.connection = None;
+            }
+            self.end_exchange(conn);
+            self.drop_stream(lsid);
+        }
+    }
+
+    fn refuse_remote(
+        &mut self,
+        ticket: Ticket,
+        lsid: u64,
+        conn: StreamId,
+        origin: Option<Box<str>>,
+        error: ProtocolError,
+    ) {
+        self.cluster.calls.remove(&ticket);
+        if let Some(ls) = self.streams.get_mut(&lsid) {
+            ls.follow = None;
+            ls.connection = None;
+        }
+        self.remove_exchange(conn);
+        self.drop_stream(lsid);
+        self.refuse(
+            conn,
+            error,
+            origin.as_deref(),
+            HeaderMap::new(),
+            None,
+            false,
+        );
+    }
+
+    /// The name of stream `lsid` in event ids and the store (`<instance>.<lsid>`).
+    pub(crate) fn stream_name(&self, lsid: u64) -> String {
+        match &self.config.cluster {
+            Some(c) => format!("{}.{lsid}", c.instance),
+            None => lsid.to_string(),
+        }
+    }
+
     // ---- server→client requests and cancellation --------------------------------------
 
     /// The JSON-RPC id of a server→client request: a number alone, `"<instance>.<n>"` in a
@@ -1354,8 +1836,18 @@ impl Router {
                     return Some(EventRef::Listen(seq));
                 }
                 let (inst, n) = name.split_once('.')?;
-                (inst == &*c.instance).then_some(())?;
-                Some(EventRef::Stream(digits(n)?, seq))
+                let n = digits(n)?;
+                let valid = !inst.is_empty()
+                    && inst.len() <= 32
+                    && inst.bytes().all(|b| b.is_ascii_alphanumeric());
+                if !valid {
+                    return None;
+                }
+                if inst == &*c.instance {
+                    Some(EventRef::Stream(n, seq))
+                } else {
+                    Some(EventRef::Remote(name.into(), seq))
+                }
             }
         }
     }
@@ -1364,7 +1856,7 @@ impl Router {
     pub(crate) fn stream_event_id(&self, lsid: u64, seq: u64) -> String {
         match &self.config.cluster {
             None => super::stream::event_id(lsid, seq),
-            Some(c) => format!("{}.{lsid}-{seq}", c.instance),
+            Some(_) => format!("{}-{seq}", self.stream_name(lsid)),
         }
     }
 
@@ -1394,12 +1886,14 @@ pub(crate) enum Owner {
 }
 
 /// What a `Last-Event-ID` names.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) enum EventRef {
     /// Stream `lsid` of this instance, after `seq`.
     Stream(u64, u64),
     /// The session's listen log, after `seq`.
     Listen(u64),
+    /// Another instance's request stream `name`, after `seq`.
+    Remote(Box<str>, u64),
 }
 
 fn digits(s: &str) -> Option<u64> {

@@ -66,7 +66,7 @@ impl Router {
                 ExchangeState::Attached(lsid) => self
                     .streams
                     .get(&lsid)
-                    .filter(|ls| matches!(ls.kind, StreamKind::Listen))
+                    .filter(|ls| matches!(ls.kind, StreamKind::Listen | StreamKind::Remote { .. }))
                     .map(|_| (*conn, lsid)),
                 ExchangeState::ReadingBody(_) | ExchangeState::Draining => None,
             })

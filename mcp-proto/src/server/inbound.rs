@@ -253,6 +253,10 @@ impl Router {
             return;
         }
         ls.detach();
+        if matches!(ls.kind, StreamKind::Remote { .. }) {
+            self.unfollow(lsid);
+            return self.drop_stream(lsid);
+        }
         let listen = matches!(ls.kind, StreamKind::Listen);
         if listen {
             self.unfollow(lsid);
@@ -619,6 +623,10 @@ impl Router {
                     .ok_or(ProtocolError::UnknownLastEventId)?;
                 let (lsid, seq) = match named {
                     EventRef::Stream(lsid, seq) => (lsid, seq),
+                    EventRef::Remote(name, seq) => {
+                        self.resume_remote(stream, session, name, seq, origin);
+                        return Ok(());
+                    }
                     EventRef::Listen(seq) => {
                         if let Some(lsid) = self.sessions.get(&session).and_then(|s| s.listen) {
                             self.charge_takeover(lsid)?;

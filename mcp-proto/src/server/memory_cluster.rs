@@ -11,8 +11,10 @@ use std::collections::{HashMap, VecDeque};
 use std::time::Instant;
 
 use super::cluster::{
-    BusMessage, FollowFrom, LogEvent, SessionRecord, StoreError, StoreOp, StoreReply, Ticket,
+    BusMessage, FollowFrom, LogEvent, SessionRecord, StoreError, StoreOp, StoreReply, StreamEnd,
+    Ticket,
 };
+use crate::jsonrpc::RequestId;
 
 /// A member of a [`MemoryCluster`] (one router).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -27,6 +29,46 @@ pub enum ClusterDelivery {
     Bus(BusMessage),
     /// Bus messages may have been missed: `Router::handle_bus_lost`.
     BusLost,
+}
+
+/// A request stream: (session id, stream name).
+type StreamKey = (Box<str>, Box<str>);
+
+/// A request stream's log.
+#[derive(Debug)]
+struct StreamLog {
+    owner: MemberId,
+    requests: Vec<RequestId>,
+    answered: Vec<RequestId>,
+    events: Vec<LogEvent>,
+    finished: Option<Option<Instant>>,
+    orphaned: bool,
+}
+
+impl StreamLog {
+    fn end(&self) -> Option<StreamEnd> {
+        if self.finished.is_some() {
+            Some(StreamEnd::Finished)
+        } else if self.orphaned {
+            let unanswered = self
+                .requests
+                .iter()
+                .filter(|r| !self.answered.contains(r))
+                .cloned()
+                .collect();
+            Some(StreamEnd::OwnerGone { unanswered })
+        } else {
+            None
+        }
+    }
+
+    fn after(&self, after: u64) -> Vec<LogEvent> {
+        self.events
+            .iter()
+            .filter(|e| e.seq > after)
+            .cloned()
+            .collect()
+    }
 }
 
 #[derive(Debug, Default)]
@@ -57,6 +99,10 @@ pub struct MemoryCluster {
     logs: HashMap<Box<str>, Log>,
     /// Live follows: member, ticket → session, last sequence number answered.
     follows: HashMap<(MemberId, Ticket), (Box<str>, u64)>,
+    /// Request streams by (session, stream name).
+    streams: HashMap<StreamKey, StreamLog>,
+    /// Live request-stream follows: member, ticket → (session, stream), last answered.
+    stream_follows: HashMap<(MemberId, Ticket), (StreamKey, u64)>,
     inboxes: Vec<VecDeque<ClusterDelivery>>,
     unavailable: bool,
     redeliver: bool,
@@ -111,11 +157,25 @@ impl MemoryCluster {
             .unwrap_or_default()
     }
 
-    /// Forgets a member's follows (its process died).
+    /// Forgets a member (its process died): its follows end, and the request streams it
+    /// owned end for their followers, naming the requests left unanswered.
     pub fn leave(&mut self, member: MemberId) {
         self.follows.retain(|(m, _), _| *m != member);
+        self.stream_follows.retain(|(m, _), _| *m != member);
         if let Some(q) = self.inboxes.get_mut(member.0) {
             q.clear();
+        }
+        let orphaned: Vec<StreamKey> = self
+            .streams
+            .iter_mut()
+            .filter(|(_, s)| s.owner == member && s.finished.is_none())
+            .map(|(k, s)| {
+                s.orphaned = true;
+                k.clone()
+            })
+            .collect();
+        for key in orphaned {
+            self.wake_stream(&key);
         }
     }
 
@@ -129,7 +189,10 @@ impl MemoryCluster {
         for id in gone {
             self.records.remove(&id);
             self.logs.remove(&id);
+            self.streams.retain(|(s, _), _| *s != id);
         }
+        self.streams
+            .retain(|_, s| !matches!(s.finished, Some(Some(until)) if until <= now));
     }
 
     fn reply(&mut self, member: MemberId, ticket: Ticket, reply: StoreReply) {
@@ -180,6 +243,7 @@ impl MemoryCluster {
                 self.reply(member, ticket, answer);
             }
             StoreOp::Save { record, ttl } => {
+                let session = record.id.clone();
                 let answer = match self.records.get_mut(&record.id) {
                     Some(slot) => {
                         *slot = (record, expiry(ttl));
@@ -187,6 +251,9 @@ impl MemoryCluster {
                     }
                     None => StoreReply::Session(None),
                 };
+                if answer == StoreReply::Done {
+                    self.publish_bus(member, BusMessage::SessionSaved { session });
+                }
                 self.reply(member, ticket, answer);
             }
             StoreOp::Touch { session, ttl } => {
@@ -199,6 +266,8 @@ impl MemoryCluster {
                 self.records.remove(&session);
                 self.logs.remove(&session);
                 self.follows.retain(|_, (s, _)| *s != session);
+                self.streams.retain(|(s, _), _| *s != session);
+                self.stream_follows.retain(|_, ((s, _), _)| *s != session);
                 self.publish_bus(member, BusMessage::SessionDeleted { session });
                 self.reply(member, ticket, StoreReply::Done);
             }
@@ -237,6 +306,7 @@ impl MemoryCluster {
             }
             StoreOp::Unfollow { follow } => {
                 self.follows.remove(&(member, follow));
+                self.stream_follows.remove(&(member, follow));
             }
             StoreOp::Delivered { session, seq } => {
                 if let Some(log) = self.logs.get_mut(&session) {
@@ -248,6 +318,115 @@ impl MemoryCluster {
                 self.publish_bus(member, message);
                 self.reply(member, ticket, StoreReply::Done);
             }
+            StoreOp::OpenStream {
+                session,
+                stream,
+                requests,
+            } => {
+                if self.records.contains_key(&session) {
+                    self.streams.insert(
+                        (session, stream),
+                        StreamLog {
+                            owner: member,
+                            requests,
+                            answered: Vec::new(),
+                            events: Vec::new(),
+                            finished: None,
+                            orphaned: false,
+                        },
+                    );
+                }
+                self.reply(member, ticket, StoreReply::Done);
+            }
+            StoreOp::Append {
+                session,
+                stream,
+                seq,
+                payload,
+                answers,
+            } => {
+                let key = (session, stream);
+                if let Some(log) = self.streams.get_mut(&key) {
+                    if let Some(id) = answers {
+                        log.answered.push(id);
+                    }
+                    log.events.push(LogEvent { seq, payload });
+                }
+                self.reply(member, ticket, StoreReply::Done);
+                self.wake_stream(&key);
+            }
+            StoreOp::EndStream {
+                session,
+                stream,
+                retain,
+            } => {
+                let key = (session, stream);
+                if let Some(log) = self.streams.get_mut(&key) {
+                    log.finished = Some(Some(now + retain));
+                }
+                self.reply(member, ticket, StoreReply::Done);
+                self.wake_stream(&key);
+            }
+            StoreOp::FollowStream {
+                session,
+                stream,
+                after,
+            } => {
+                let key = (session, stream);
+                let answer = match self.streams.get(&key) {
+                    None => StoreReply::StreamEvents {
+                        events: Vec::new(),
+                        after,
+                        end: Some(StreamEnd::Unknown),
+                    },
+                    Some(log) => {
+                        let events = log.after(after);
+                        let end = log.end();
+                        if end.is_none() {
+                            let last = events.last().map_or(after, |e| e.seq);
+                            self.stream_follows.insert((member, ticket), (key, last));
+                        }
+                        StoreReply::StreamEvents { events, after, end }
+                    }
+                };
+                self.reply(member, ticket, answer);
+            }
+        }
+    }
+
+    /// Answers every follow of a request stream with what it gained (events, its end).
+    fn wake_stream(&mut self, key: &StreamKey) {
+        let Some(log) = self.streams.get(key) else {
+            return;
+        };
+        let end = log.end();
+        let mut out = Vec::new();
+        let mut ended = Vec::new();
+        for ((member, ticket), (k, last)) in self.stream_follows.iter_mut() {
+            if k != key {
+                continue;
+            }
+            let events = log.after(*last);
+            if events.is_empty() && end.is_none() {
+                continue;
+            }
+            let after = *last;
+            *last = events.last().map_or(*last, |e| e.seq);
+            if end.is_some() {
+                ended.push((*member, *ticket));
+            }
+            let end = end.clone();
+            out.push((
+                *member,
+                *ticket,
+                StoreReply::StreamEvents { events, after, end },
+            ));
+        }
+        for k in ended {
+            self.stream_follows.remove(&k);
+        }
+        for (member, ticket, reply) in out {
+            self.reply(member, ticket, reply);
         }
     }
 
@@ -273,78 +452,5 @@ impl MemoryCluster {
         for (member, ticket, reply) in out {
             self.reply(member, ticket, reply);
         }
-    }
-}
-
-/// A [`MemoryCluster`] shared by the routers of one process, as a
-/// [`ClusterBackend`](super::ClusterBackend): several servers in one test process (or one
-/// program) behave as instances of one cluster with no external store. Cheap to clone.
-#[derive(Debug, Clone, Default)]
-pub struct SharedMemoryCluster {
-    inner: std::sync::Arc<std::sync::Mutex<SharedInner>>,
-}
-
-#[derive(Debug, Default)]
-struct SharedInner {
-    store: MemoryCluster,
-    inboxes: Vec<(MemberId, super::cluster::ClusterInbox)>,
-}
-
-impl SharedMemoryCluster {
-    /// An empty shared store.
-    pub fn new() -> Self {
-        SharedMemoryCluster::default()
-    }
-
-    /// Runs `f` on the store (to inspect it, or make it unavailable).
-    pub fn with<T>(&self, f: impl FnOnce(&mut MemoryCluster) -> T) -> T {
-        f(&mut crate::service::cancel::lock(&self.inner).store)
-    }
-}
-
-impl super::cluster::ClusterBackend for SharedMemoryCluster {
-    fn connect(
-        &self,
-        _instance: &str,
-        inbox: super::cluster::ClusterInbox,
-    ) -> Box<dyn super::cluster::StoreLink> {
-        let mut inner = crate::service::cancel::lock(&self.inner);
-        let member = inner.store.join();
-        inner.inboxes.push((member, inbox));
-        Box::new(SharedLink {
-            inner: self.inner.clone(),
-            member,
-        })
-    }
-}
-
-struct SharedLink {
-    inner: std::sync::Arc<std::sync::Mutex<SharedInner>>,
-    member: MemberId,
-}
-
-impl super::cluster::StoreLink for SharedLink {
-    fn submit(&mut self, now: Instant, ticket: Ticket, op: StoreOp) {
-        let mut inner = crate::service::cancel::lock(&self.inner);
-        inner.store.execute(now, self.member, ticket, op);
-        let SharedInner { store, inboxes } = &mut *inner;
-        for (member, inbox) in inboxes.iter() {
-            for d in store.take(*member) {
-                let _ = match d {
-                    ClusterDelivery::Reply(t, r) => inbox.reply(t, r),
-                    ClusterDelivery::Bus(m) => inbox.bus(m),
-                    ClusterDelivery::BusLost => inbox.bus_lost(),
-                };
-            }
-        }
-    }
-}
-
-impl Drop for SharedLink {
-    fn drop(&mut self) {
-        let mut inner = crate::service::cancel::lock(&self.inner);
-        inner.store.leave(self.member);
-        let member = self.member;
-        inner.inboxes.retain(|(m, _)| *m != member);
     }
 }

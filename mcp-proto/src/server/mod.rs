@@ -107,7 +107,7 @@ pub use cluster::{
 pub use config::{OverflowPolicy, ParamHeaderSource, ResponseMode, ServerConfig};
 pub use drain::DEFAULT_SHUTDOWN_GRACE;
 pub use error::{CancelReason, CloseReason, ProtocolError, SendError, ServerRequestError};
-pub use memory_cluster::{ClusterDelivery, MemberId, MemoryCluster, SharedMemoryCluster};
+pub use memory_cluster::{ClusterDelivery, MemberId, MemoryCluster};
 pub use security::{
     AllowedOrigins, AsyncAuthenticator, AuthDecision, Authenticator, CorsConfig, HostValidation,
     ProtectedResourceMetadata, WELL_KNOWN_PRM,
@@ -415,6 +415,12 @@ pub enum ServerEvent {
     ClosedForPolling {
         /// The connection.
         stream: StreamId,
+    },
+    /// A cluster store refused to store an event after its retries; it was written to the
+    /// client all the same and kept on this instance only.
+    NotStored {
+        /// What the store said.
+        reason: Box<str>,
     },
     /// A client took nothing of a streaming response for
     /// [`ServerConfig::slow_reader_timeout`] while data waited (or let too much pile up): its

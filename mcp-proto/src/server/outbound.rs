@@ -25,7 +25,7 @@ use super::{
     Router, ServerEvent, ServerOutput, SessionHandle, StreamId, Target,
 };
 use crate::http::{header as mcp_header, mime};
-use crate::jsonrpc::{ErrorObject, Message, Notification, Outcome, Request, Response};
+use crate::jsonrpc::{ErrorObject, Message, Notification, Outcome, Request, RequestId, Response};
 
 impl Router {
     /// Command: answers a client request, exactly once. The router restores the client's id
@@ -78,6 +78,7 @@ impl Router {
         {
             ls.error_status = super::sessionless::modern_error_status(e.code);
         }
+        let answered = inflight.client_id.clone();
         let payload = Message::Response(Response {
             id: Some(inflight.client_id),
             outcome,
@@ -91,7 +92,7 @@ impl Router {
                 *initialize = false;
             }
         }
-        self.write_response(inflight.stream, handle, payload);
+        self.write_response(inflight.stream, handle, payload, answered);
         if let Some(session) = inflight.session {
             match init_ok {
                 Some(ok) => self.session_step(session, SessionEvent::InitializeAnswered { ok }),
@@ -231,11 +232,29 @@ impl Router {
         if ls.phase == Phase::Pending {
             self.upgrade(lsid);
         }
+        match self.streams.get_mut(&lsid) {
+            // In a cluster, what the client was sent must be stored first (it resumes from
+            // there): the close follows the commits.
+            Some(ls) if !ls.uncommitted.is_empty() => {
+                ls.poll_close_after_commit = true;
+                Ok(())
+            }
+            Some(_) => {
+                self.release_for_polling(lsid);
+                Ok(())
+            }
+            None => Err(SendError::UnknownHandle),
+        }
+    }
+
+    /// The connection of `lsid` lets go so that the client polls (see
+    /// [`close_for_polling`](Router::close_for_polling)).
+    pub(crate) fn release_for_polling(&mut self, lsid: u64) {
         let Some(ls) = self.streams.get_mut(&lsid) else {
-            return Err(SendError::UnknownHandle);
+            return;
         };
         let Some(conn) = ls.detach() else {
-            return Ok(()); // Already away.
+            return; // Already away.
         };
         ls.step(StreamEvent::Release);
         if matches!(ls.kind, StreamKind::Request { .. }) {
@@ -248,7 +267,6 @@ impl Router {
             .push_back(ServerOutput::Event(ServerEvent::ClosedForPolling {
                 stream: conn,
             }));
-        Ok(())
     }
 
     /// Command: ends a session (S-SESS-6): its streams end, handlers are cancelled, pending
@@ -462,7 +480,7 @@ impl Router {
 
     // ---- streams ------------------------------------------------------------------------
 
-    fn sse_head(&self, ls: &LogicalStream) -> HeaderMap {
+    pub(crate) fn sse_head(&self, ls: &LogicalStream) -> HeaderMap {
         let mut headers = HeaderMap::new();
         headers.insert(
             header::CONTENT_TYPE,
@@ -509,7 +527,7 @@ impl Router {
         ls.step(StreamEvent::Upgrade);
         let kept = match &mut ls.kind {
             StreamKind::Request { kept, .. } => std::mem::take(kept),
-            StreamKind::Listen => Vec::new(),
+            StreamKind::Listen | StreamKind::Remote { .. } => Vec::new(),
         };
         let Some(conn) = ls.connection else { return };
         self.out.push_back(ServerOutput::ResponseHead {
@@ -539,11 +557,24 @@ impl Router {
         ls.id_sent = true;
         let seq = ls.last_seq;
         let frame = priming_frame(&self.stream_event_id(lsid, seq), retry);
+        if self.gate_event(lsid, 0, frame.clone(), None) {
+            return; // written once the store registered the stream
+        }
         self.send_chunk(conn, frame, true);
     }
 
     /// Writes one message as an SSE event (stored when resumable).
     pub(crate) fn write_event(&mut self, lsid: u64, payload: Bytes) {
+        self.write_event_answering(lsid, payload, None);
+    }
+
+    /// [`write_event`](Router::write_event) of the answer to the client's request `answers`.
+    pub(crate) fn write_event_answering(
+        &mut self,
+        lsid: u64,
+        payload: Bytes,
+        answers: Option<RequestId>,
+    ) {
         let Some(ls) = self.streams.get_mut(&lsid) else {
             return;
         };
@@ -558,6 +589,13 @@ impl Router {
             return;
         };
         let frame = event_frame(id.as_deref(), &payload);
+        let seq = ls.last_seq;
+        if id.is_some() && self.gate_event(lsid, seq, frame.clone(), Some((payload, answers))) {
+            return; // stored in the cluster first, written once committed
+        }
+        let Some(ls) = self.streams.get_mut(&lsid) else {
+            return;
+        };
         if id.is_some() {
             let sid = ls
                 .session
@@ -652,7 +690,13 @@ impl Router {
     }
 
     /// A response for `handle` on its stream; finishes the stream when it was the last.
-    fn write_response(&mut self, lsid: u64, handle: RequestHandle, payload: Bytes) {
+    fn write_response(
+        &mut self,
+        lsid: u64,
+        handle: RequestHandle,
+        payload: Bytes,
+        answered: RequestId,
+    ) {
         let Some(ls) = self.streams.get_mut(&lsid) else {
             return;
         };
@@ -672,7 +716,9 @@ impl Router {
                     self.upgrade(lsid);
                 }
             }
-            Phase::Open | Phase::Detached => self.write_event(lsid, payload),
+            Phase::Open | Phase::Detached => {
+                self.write_event_answering(lsid, payload, Some(answered))
+            }
             Phase::Finished | Phase::Done => return,
         }
         let Some(ls) = self.streams.get(&lsid) else {
@@ -702,7 +748,7 @@ impl Router {
                 ([one], false) => one.clone(),
                 (all, _) => join_array(all),
             },
-            StreamKind::Listen => return,
+            StreamKind::Listen | StreamKind::Remote { .. } => return,
         };
         let status = ls.error_status.unwrap_or(StatusCode::OK);
         if let Some(conn) = ls.connection {
@@ -723,7 +769,13 @@ impl Router {
         debug_assert_eq!(next, Some(Phase::Finished));
         self.timers.clear(&mut ls.grace, Timer::ResumeGrace(lsid));
         let keep = ls.resumable && ls.last_seq > 0;
-        if let Some(conn) = ls.connection.take() {
+        if self.end_stream_in_cluster(lsid) {
+            // The connection ends once its last frames are committed and written.
+        } else if let Some(conn) = self
+            .streams
+            .get_mut(&lsid)
+            .and_then(|l| l.connection.take())
+        {
             self.end_exchange(conn);
         }
         if keep {

@@ -195,6 +195,12 @@ pub(crate) enum StreamKind {
     },
     /// A session's GET stream.
     Listen,
+    /// Another cluster instance's request stream, resumed here: its events come from the
+    /// store (`cluster.rs`), it has no requests of its own.
+    Remote {
+        /// The stream's name (`<instance>.<n>`).
+        name: Box<str>,
+    },
 }
 
 /// A logical stream.
@@ -238,6 +244,16 @@ pub(crate) struct LogicalStream {
     /// answer (which primes the stream) arrived.
     pub(crate) follow: Option<super::Ticket>,
     pub(crate) primed: bool,
+    /// A clustered request stream: frames waiting for the store to commit them (in order;
+    /// seq 0 is the priming event, waiting for the stream's registration), the sequence
+    /// numbers committed out of order, whether the stream is registered, and whether its
+    /// connection ends once the last frame is out.
+    pub(crate) uncommitted: std::collections::VecDeque<(u64, Bytes)>,
+    pub(crate) committed: std::collections::BTreeSet<u64>,
+    pub(crate) registered: bool,
+    pub(crate) end_after_commit: bool,
+    /// A close for polling waits for the commits (`Router::close_for_polling`).
+    pub(crate) poll_close_after_commit: bool,
 }
 
 impl LogicalStream {
@@ -270,6 +286,11 @@ impl LogicalStream {
             sse_only: false,
             follow: None,
             primed: false,
+            uncommitted: Default::default(),
+            committed: Default::default(),
+            registered: false,
+            end_after_commit: false,
+            poll_close_after_commit: false,
         }
     }
 
@@ -291,7 +312,7 @@ impl LogicalStream {
     pub(crate) fn all_answered(&self) -> bool {
         match &self.kind {
             StreamKind::Request { pending, .. } => pending.is_empty(),
-            StreamKind::Listen => false,
+            StreamKind::Listen | StreamKind::Remote { .. } => false,
         }
     }
 }
