@@ -64,7 +64,7 @@ use super::Runtime;
 use crate::jsonrpc::{Message, RequestId};
 use crate::server::{
     BusMessage, ClusterBackend, ClusterInbox, FollowFrom, LogEvent, SessionRecord, StoreError,
-    StoreLink, StoreOp, StoreReply, Ticket,
+    StoreLink, StoreOp, StoreReply, StreamEnd, Ticket,
 };
 use crate::service::server::BoxFuture;
 
@@ -105,6 +105,14 @@ pub struct RedisConfig {
     /// Log events read by one `XRANGE` (a longer backlog is answered in several answers).
     /// Default 256.
     pub read_batch: usize,
+    /// How long an instance counts as alive without renewing its liveness key
+    /// (`p:inst:<instance>:<incarnation>`); the worker renews it every third of this. A
+    /// follower of a request stream whose owner's key is gone answers
+    /// [`StreamEnd::OwnerGone`]: a crashed owner is detected at most this long plus a third of
+    /// it after its last renewal (a link dropped in order deletes its key, detected within a
+    /// third). Too short, a slow Redis or a busy worker can make a live owner look dead.
+    /// Default 5 s, at least 30 ms.
+    pub liveness_ttl: Duration,
 }
 
 impl Default for RedisConfig {
@@ -119,6 +127,7 @@ impl Default for RedisConfig {
             follow_grace: Duration::from_secs(5),
             max_queued: 10_000,
             read_batch: 256,
+            liveness_ttl: Duration::from_secs(5),
         }
     }
 }
@@ -145,6 +154,12 @@ impl RedisConfig {
     /// Sets [`follow_grace`](Self::follow_grace).
     pub fn with_follow_grace(mut self, grace: Duration) -> Self {
         self.follow_grace = grace;
+        self
+    }
+
+    /// Sets [`liveness_ttl`](Self::liveness_ttl) (at least 30 ms).
+    pub fn with_liveness_ttl(mut self, ttl: Duration) -> Self {
+        self.liveness_ttl = ttl.max(Duration::from_millis(30));
         self
     }
 
@@ -237,6 +252,9 @@ impl<R: Runtime> ClusterBackend for RedisBackend<R> {
             dial_backoff: self.config.retry_backoff,
             timeouts: 0,
             follows: HashMap::new(),
+            stream_follows: HashMap::new(),
+            owner: format!("{instance}:{}", incarnation()),
+            next_beat: now,
             queued: queued.clone(),
         };
         self.runtime.spawn(Box::pin(worker.run(ops_rx, push_rx)));
@@ -303,6 +321,21 @@ impl Keys {
     fn wake(&self, s: &str) -> String {
         format!("{}:wake:{s}", self.prefix)
     }
+    fn streams(&self, s: &str) -> String {
+        format!("{}:rss:{s}", self.prefix)
+    }
+    fn stream_log(&self, s: &str, stream: &str) -> String {
+        format!("{}:rs:{s}:{stream}", self.prefix)
+    }
+    fn stream_meta(&self, s: &str, stream: &str) -> String {
+        format!("{}:rsm:{s}:{stream}", self.prefix)
+    }
+    fn stream_wake(&self, s: &str, stream: &str) -> String {
+        format!("{}:rsw:{s}:{stream}", self.prefix)
+    }
+    fn instances(&self) -> String {
+        format!("{}:inst:", self.prefix)
+    }
     fn wake_session<'a>(&self, channel: &'a str) -> Option<&'a str> {
         channel
             .strip_prefix(self.prefix.as_str())?
@@ -310,14 +343,44 @@ impl Keys {
     }
 }
 
-/// The server's clock in ms (Lua), and the renewal of a record, its log and its hash:
-/// KEYS[1] record, [2] sessions, [3] log, [4] meta; ARGV[1] id, ARGV[2] ttl ms (0: none).
+/// The server's clock in ms (Lua), and the renewal of a record, its log, its hash and its
+/// unfinished request streams: KEYS[1] record, [2] sessions, [3] log, [4] meta, [5] the set
+/// of its request streams (`<prefix>:rss:<id>`); ARGV[1] id, ARGV[2] ttl ms (0: none). The
+/// streams' keys are named from KEYS[5] (one Redis, not Redis Cluster). A finished stream
+/// keeps its retention expiry; the names of streams gone are dropped from the set.
 const RENEW: &str = r"
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
+local function stream_keys(name)
+  local base = string.sub(KEYS[5], 1, #KEYS[5] - #ARGV[1] - 5)
+  local tail = ':' .. ARGV[1] .. ':' .. name
+  return base .. ':rs' .. tail, base .. ':rsm' .. tail
+end
+local function renew_streams(ttl)
+  for _, name in ipairs(redis.call('SMEMBERS', KEYS[5])) do
+    local l, m = stream_keys(name)
+    if redis.call('EXISTS', m) == 0 then
+      redis.call('SREM', KEYS[5], name)
+    elseif redis.call('HEXISTS', m, 'finished') == 0 then
+      if ttl > 0 then
+        redis.call('PEXPIRE', l, ttl)
+        redis.call('PEXPIRE', m, ttl)
+      else
+        redis.call('PERSIST', l)
+        redis.call('PERSIST', m)
+      end
+    end
+  end
+  if ttl > 0 then
+    redis.call('PEXPIRE', KEYS[5], ttl)
+  else
+    redis.call('PERSIST', KEYS[5])
+  end
+end
 local function renew(ttl)
+  renew_streams(ttl)
   if ttl > 0 then
     redis.call('PEXPIRE', KEYS[1], ttl)
     redis.call('PEXPIRE', KEYS[3], ttl)
@@ -343,11 +406,13 @@ renew(ttl)
 return 1
 ";
 
-/// Save: ARGV[3] record. 1 saved, 0 missing.
+/// Save: ARGV[3] record, ARGV[4] bus channel, ARGV[5] the bus message (`SessionSaved`,
+/// published only when saved). 1 saved, 0 missing.
 const SAVE: &str = r"
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('SET', KEYS[1], ARGV[3])
 renew(tonumber(ARGV[2]))
+redis.call('PUBLISH', ARGV[4], ARGV[5])
 return 1
 ";
 
@@ -360,7 +425,11 @@ return 1
 
 /// Delete: ARGV[3] bus channel, ARGV[4] the bus message.
 const DELETE: &str = r"
-redis.call('DEL', KEYS[1], KEYS[3], KEYS[4])
+for _, name in ipairs(redis.call('SMEMBERS', KEYS[5])) do
+  local l, m = stream_keys(name)
+  redis.call('DEL', l, m)
+end
+redis.call('DEL', KEYS[1], KEYS[3], KEYS[4], KEYS[5])
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('PUBLISH', ARGV[3], ARGV[4])
 return 1
@@ -390,6 +459,76 @@ if ttl > 0 then redis.call('PEXPIRE', KEYS[4], ttl) end
 return 1
 ";
 
+/// OpenStream: KEYS[6] its log, [7] its hash, [8] the owner's liveness key; ARGV[3] name,
+/// ARGV[4] owner, ARGV[5] requests (JSON), ARGV[6] liveness TTL ms. Replaces a stream of the
+/// name. 1 opened, 0 no such session.
+const OPEN_STREAM: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('DEL', KEYS[6], KEYS[7])
+redis.call('HSET', KEYS[7], 'owner', ARGV[4], 'requests', ARGV[5])
+redis.call('SADD', KEYS[5], ARGV[3])
+redis.call('SET', KEYS[8], '1', 'PX', ARGV[6])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then
+  redis.call('PEXPIRE', KEYS[7], ttl)
+  redis.call('PEXPIRE', KEYS[5], ttl)
+else
+  redis.call('PERSIST', KEYS[5])
+end
+return 1
+";
+
+/// Append: KEYS[6] log, [7] hash; ARGV[3] seq, ARGV[4] payload, ARGV[5] the answered
+/// request's field (`a:<id JSON>`, empty: none), ARGV[6] wake channel. An event at or below
+/// the log's last one is already there (a retry) and is not added again. 1 stored, 0 no such
+/// stream.
+const APPEND: &str = r"
+if redis.call('EXISTS', KEYS[7]) == 0 then return 0 end
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[7], ARGV[5], '1') end
+local seq = tonumber(ARGV[3])
+if seq > 0 then
+  local top = redis.call('XREVRANGE', KEYS[6], '+', '-', 'COUNT', 1)
+  local last = 0
+  if #top > 0 then last = tonumber(string.match(top[1][1], '^(%d+)')) or 0 end
+  if seq > last then redis.call('XADD', KEYS[6], seq .. '-0', 'p', ARGV[4]) end
+end
+local ttl
+if redis.call('HEXISTS', KEYS[7], 'finished') == 0 then
+  ttl = redis.call('PTTL', KEYS[1])
+else
+  ttl = redis.call('PTTL', KEYS[7])
+end
+if ttl > 0 then redis.call('PEXPIRE', KEYS[6], ttl) end
+redis.call('PUBLISH', ARGV[6], 'a')
+return 1
+";
+
+/// EndStream: KEYS[6] log, [7] hash; ARGV[3] retention ms (at least 1), ARGV[4] wake
+/// channel. 1 ended, 0 no such stream.
+const END_STREAM: &str = r"
+if redis.call('EXISTS', KEYS[7]) == 0 then return 0 end
+redis.call('HSET', KEYS[7], 'finished', '1')
+redis.call('PEXPIRE', KEYS[7], ARGV[3])
+redis.call('PEXPIRE', KEYS[6], ARGV[3])
+redis.call('PUBLISH', ARGV[4], 'e')
+return 1
+";
+
+/// A request stream's state: KEYS[6] log, [7] hash; ARGV[3] after, ARGV[4] count, ARGV[5]
+/// the liveness keys' prefix. `{0}`: no such session or stream; else `{1, owner alive (0/1),
+/// the hash (HGETALL), the events after (XRANGE)}`.
+const STREAM_READ: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('EXISTS', KEYS[7]) == 0 then return {0} end
+local h = redis.call('HGETALL', KEYS[7])
+local owner = ''
+for i = 1, #h, 2 do
+  if h[i] == 'owner' then owner = h[i + 1] end
+end
+local alive = redis.call('EXISTS', ARGV[5] .. owner)
+local events = redis.call('XRANGE', KEYS[6], '(' .. ARGV[3] .. '-0', '+', 'COUNT', ARGV[4])
+return {1, alive, h, events}
+";
+
 struct Scripts {
     create: redis::Script,
     save: redis::Script,
@@ -397,6 +536,10 @@ struct Scripts {
     delete: redis::Script,
     publish: redis::Script,
     delivered: redis::Script,
+    open_stream: redis::Script,
+    append: redis::Script,
+    end_stream: redis::Script,
+    stream_read: redis::Script,
 }
 
 impl Scripts {
@@ -409,6 +552,10 @@ impl Scripts {
             delete: s(DELETE),
             publish: s(PUBLISH),
             delivered: s(DELIVERED),
+            open_stream: s(OPEN_STREAM),
+            append: s(APPEND),
+            end_stream: s(END_STREAM),
+            stream_read: s(STREAM_READ),
         }
     }
 }
@@ -479,6 +626,13 @@ enum WireMsg {
         session: String,
         by: String,
     },
+    SessionSaved {
+        session: String,
+    },
+    StreamResumed {
+        session: String,
+        stream: String,
+    },
 }
 
 fn encode_bus(from: &str, message: &BusMessage) -> Option<Vec<u8>> {
@@ -505,6 +659,13 @@ fn encode_bus(from: &str, message: &BusMessage) -> Option<Vec<u8>> {
         BusMessage::ListenTaken { session, by } => WireMsg::ListenTaken {
             session: session.to_string(),
             by: by.to_string(),
+        },
+        BusMessage::SessionSaved { session } => WireMsg::SessionSaved {
+            session: session.to_string(),
+        },
+        BusMessage::StreamResumed { session, stream } => WireMsg::StreamResumed {
+            session: session.to_string(),
+            stream: stream.to_string(),
         },
     };
     serde_json::to_vec(&WireBus {
@@ -540,6 +701,13 @@ fn decode_bus(bytes: &[u8]) -> Option<(String, BusMessage)> {
         WireMsg::ListenTaken { session, by } => BusMessage::ListenTaken {
             session: session.into(),
             by: by.into(),
+        },
+        WireMsg::SessionSaved { session } => BusMessage::SessionSaved {
+            session: session.into(),
+        },
+        WireMsg::StreamResumed { session, stream } => BusMessage::StreamResumed {
+            session: session.into(),
+            stream: stream.into(),
         },
     };
     Some((w.from, msg))
@@ -603,7 +771,45 @@ struct Worker<R: Runtime> {
     timeouts: u32,
     /// Live follows: ticket → session, last sequence number answered.
     follows: HashMap<Ticket, (Box<str>, u64)>,
+    /// Live request-stream follows.
+    stream_follows: HashMap<Ticket, StreamFollow>,
+    /// This link's owner name in request streams, `<instance>:<incarnation>`: its liveness
+    /// key is `p:inst:<owner>` (a restarted instance of the same name is another owner).
+    owner: String,
+    /// When the liveness key is renewed and the stream follows are checked next.
+    next_beat: Instant,
     queued: Arc<AtomicUsize>,
+}
+
+/// A live follow of a request stream.
+struct StreamFollow {
+    session: Box<str>,
+    stream: Box<str>,
+    /// The last sequence number answered.
+    last: u64,
+}
+
+/// A request stream as read: the events after the asked one (at most one batch), its end
+/// (`None` while it runs, or while more events are left to read), and whether the batch was
+/// full (read again).
+struct StreamRead {
+    events: Vec<LogEvent>,
+    end: Option<StreamEnd>,
+    full: bool,
+}
+
+/// A number that differs between processes and links (no two incarnations of one instance
+/// name share a liveness key).
+fn incarnation() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    static LINKS: AtomicUsize = AtomicUsize::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_usize(LINKS.fetch_add(1, Ordering::Relaxed));
+    h.write_u32(std::process::id());
+    if let Ok(t) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        h.write_u128(t.as_nanos());
+    }
+    format!("{:016x}", h.finish())
 }
 
 impl<R: Runtime> Worker<R> {
@@ -613,15 +819,69 @@ impl<R: Runtime> Worker<R> {
         mut pushes: mpsc::UnboundedReceiver<(u64, PushInfo)>,
     ) {
         loop {
-            let timer = self.conn.is_none().then_some(self.next_dial);
-            match self.next_input(&mut ops, &mut pushes, timer).await {
+            let timer = match self.conn {
+                None => self.next_dial.min(self.next_beat),
+                Some(_) => self.next_beat,
+            };
+            match self.next_input(&mut ops, &mut pushes, Some(timer)).await {
                 Input::Op(ticket, op) => {
                     self.queued.fetch_sub(1, Ordering::Relaxed);
                     self.execute(ticket, op).await;
                 }
                 Input::Push(generation, push) => self.on_push(generation, push).await,
-                Input::Timer => self.redial_idle().await,
-                Input::Closed => return,
+                Input::Timer => {
+                    if self.conn.is_none() && self.rt.now() >= self.next_dial {
+                        self.redial_idle().await;
+                    }
+                    if self.rt.now() >= self.next_beat {
+                        self.beat().await;
+                    }
+                }
+                Input::Closed => {
+                    // Gone in order: the owned streams' followers need not wait for the TTL.
+                    if let Some(mut con) = self.conn.clone() {
+                        let cmd = redis::cmd("DEL").arg(self.liveness_key()).to_owned();
+                        let _ = self.timed(cmd.query_async::<i64>(&mut con)).await;
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    fn liveness_key(&self) -> String {
+        format!("{}{}", self.keys.instances(), self.owner)
+    }
+
+    fn beat_every(&self) -> Duration {
+        (self.cfg.liveness_ttl / 3).max(Duration::from_millis(10))
+    }
+
+    /// Renews this link's liveness key.
+    async fn renew_liveness(&mut self, mut con: MultiplexedConnection) -> Result<(), Fail> {
+        let cmd = redis::cmd("SET")
+            .arg(self.liveness_key())
+            .arg("1")
+            .arg("PX")
+            .arg(ttl_ms(Some(self.cfg.liveness_ttl)))
+            .to_owned();
+        self.timed(cmd.query_async::<()>(&mut con)).await
+    }
+
+    /// Every third of the liveness TTL: renew the liveness key, and read every stream follow
+    /// again (its owner may be gone: no wake-up tells).
+    async fn beat(&mut self) {
+        self.next_beat = self.rt.now() + self.beat_every();
+        let Ok(con) = self.connection().await else {
+            return;
+        };
+        if let Err(f) = self.renew_liveness(con.clone()).await {
+            tracing::debug!(why = f.why, "renewing the liveness key failed");
+        }
+        let tickets: Vec<Ticket> = self.stream_follows.keys().copied().collect();
+        for t in tickets {
+            if let Err(f) = self.advance_stream(con.clone(), t).await {
+                tracing::debug!(why = f.why, "a stream follow read failed (retried later)");
             }
         }
     }
@@ -752,6 +1012,12 @@ impl<R: Runtime> Worker<R> {
         let mut channels = vec![self.keys.bus()];
         let sessions: HashSet<&str> = self.follows.values().map(|(s, _)| &**s).collect();
         channels.extend(sessions.into_iter().map(|s| self.keys.wake(s)));
+        let streams: HashSet<String> = self
+            .stream_follows
+            .values()
+            .map(|f| self.keys.stream_wake(&f.session, &f.stream))
+            .collect();
+        channels.extend(streams);
         self.conn = Some(con.clone());
         self.timeouts = 0;
         self.timed(con.subscribe(channels)).await?;
@@ -760,6 +1026,9 @@ impl<R: Runtime> Worker<R> {
         }
         self.dial_backoff = self.cfg.retry_backoff;
         self.lost_since = None;
+        if let Err(f) = self.renew_liveness(con.clone()).await {
+            tracing::debug!(why = f.why, "renewing the liveness key failed");
+        }
         if self.ever_connected {
             tracing::info!(instance = &*self.instance, "the Redis connection is back");
             let _ = self.inbox.bus_lost();
@@ -767,6 +1036,11 @@ impl<R: Runtime> Worker<R> {
             for t in tickets {
                 // A failure leaves the follow for the next reconnect.
                 let _ = self.advance_on(con.clone(), t).await;
+            }
+            let tickets: Vec<Ticket> = self.stream_follows.keys().copied().collect();
+            for t in tickets {
+                // A failure leaves the follow for the next beat.
+                let _ = self.advance_stream(con.clone(), t).await;
             }
         }
         self.ever_connected = true;
@@ -783,9 +1057,15 @@ impl<R: Runtime> Worker<R> {
         let expired = self
             .lost_since
             .is_some_and(|since| now.saturating_duration_since(since) >= self.cfg.follow_grace);
-        if expired && !self.follows.is_empty() {
+        if expired {
             let e = StoreError("the store connection is lost".into());
-            for (ticket, _) in self.follows.drain() {
+            let tickets: Vec<Ticket> = self
+                .follows
+                .drain()
+                .map(|(t, _)| t)
+                .chain(self.stream_follows.drain().map(|(t, _)| t))
+                .collect();
+            for ticket in tickets {
                 let _ = self.inbox.reply(ticket, StoreReply::Failed(e.clone()));
             }
         }
@@ -807,7 +1087,22 @@ impl<R: Runtime> Worker<R> {
                 let Ok(channel) = std::str::from_utf8(channel) else {
                     return;
                 };
-                if channel == self.keys.bus() {
+                let streams: Vec<Ticket> = self
+                    .stream_follows
+                    .iter()
+                    .filter(|(_, f)| self.keys.stream_wake(&f.session, &f.stream) == channel)
+                    .map(|(t, _)| *t)
+                    .collect();
+                if !streams.is_empty() {
+                    let Some(con) = self.conn.clone() else {
+                        return;
+                    };
+                    for t in streams {
+                        if let Err(f) = self.advance_stream(con.clone(), t).await {
+                            tracing::debug!(why = f.why, "a stream follow read failed");
+                        }
+                    }
+                } else if channel == self.keys.bus() {
                     match decode_bus(payload) {
                         Some((from, message)) if *from != *self.instance => {
                             let _ = self.inbox.bus(message);
@@ -921,11 +1216,16 @@ impl<R: Runtime> Worker<R> {
             }
         }
         self.follows.remove(&ticket);
+        self.stream_follows.remove(&ticket);
         let e = StoreError(format!("Redis: {why}").into());
         let _ = self.inbox.reply(ticket, StoreReply::Failed(e));
     }
 
     async fn unfollow(&mut self, ticket: Ticket) {
+        if self.stream_follows.contains_key(&ticket) {
+            self.drop_stream_follow(ticket).await;
+            return;
+        }
         let Some((session, _)) = self.follows.remove(&ticket) else {
             return;
         };
@@ -935,6 +1235,103 @@ impl<R: Runtime> Worker<R> {
         if let Some(mut con) = self.conn.clone() {
             // Best effort: a stale subscription only costs ignored wake-ups.
             let _ = self.timed(con.unsubscribe(self.keys.wake(&session))).await;
+        }
+    }
+
+    /// Ends stream follow `ticket` without an answer, unsubscribing its channel if no other
+    /// follow uses it.
+    async fn drop_stream_follow(&mut self, ticket: Ticket) {
+        if let Some(f) = self.stream_follows.remove(&ticket) {
+            self.release_stream_channel(&f.session, &f.stream).await;
+        }
+    }
+
+    async fn release_stream_channel(&mut self, session: &str, stream: &str) {
+        let used = self
+            .stream_follows
+            .values()
+            .any(|f| *f.session == *session && *f.stream == *stream);
+        if !used && let Some(mut con) = self.conn.clone() {
+            // Best effort: a stale subscription only costs ignored wake-ups.
+            let channel = self.keys.stream_wake(session, stream);
+            let _ = self.timed(con.unsubscribe(channel)).await;
+        }
+    }
+
+    /// Reads request stream `stream` of `session` after `after` (`None`: no such stream, or
+    /// its session is gone).
+    async fn read_stream(
+        &mut self,
+        mut con: MultiplexedConnection,
+        session: &str,
+        stream: &str,
+        after: u64,
+    ) -> Result<Option<StreamRead>, Fail> {
+        let k = self.keys.clone();
+        let scripts = self.scripts.clone();
+        let batch = self.cfg.read_batch.max(1);
+        let mut inv = invocation(&scripts.stream_read, &k, session, 0);
+        inv.key(k.stream_log(session, stream))
+            .key(k.stream_meta(session, stream))
+            .arg(after)
+            .arg(batch)
+            .arg(k.instances());
+        let reply: Value = self.timed(inv.invoke_async(&mut con)).await?;
+        let read = parse_stream(&reply, batch).ok_or_else(|| Fail::sent("a malformed stream"))?;
+        Ok(read)
+    }
+
+    /// Answers stream follow `ticket` (registered or not) with `events` after `after` and
+    /// `end`; an ended follow is dropped. `true` when it ended.
+    fn answer_stream(
+        &mut self,
+        ticket: Ticket,
+        after: u64,
+        events: Vec<LogEvent>,
+        end: Option<StreamEnd>,
+    ) -> bool {
+        let ended = end.is_some();
+        if ended {
+            self.stream_follows.remove(&ticket);
+        } else if let (Some(f), Some(e)) = (self.stream_follows.get_mut(&ticket), events.last()) {
+            f.last = e.seq;
+        }
+        let _ = self
+            .inbox
+            .reply(ticket, StoreReply::StreamEvents { events, after, end });
+        ended
+    }
+
+    /// Answers stream follow `ticket` with what its stream gained since its last answer
+    /// (events, its end; nothing when nothing new). A stream gone with its session drops the
+    /// follow silently, as the reference does.
+    async fn advance_stream(
+        &mut self,
+        con: MultiplexedConnection,
+        ticket: Ticket,
+    ) -> Result<(), Fail> {
+        loop {
+            let Some(f) = self.stream_follows.get(&ticket) else {
+                return Ok(());
+            };
+            let (session, stream, last) = (f.session.clone(), f.stream.clone(), f.last);
+            let Some(read) = self
+                .read_stream(con.clone(), &session, &stream, last)
+                .await?
+            else {
+                self.drop_stream_follow(ticket).await;
+                return Ok(());
+            };
+            if read.events.is_empty() && read.end.is_none() {
+                return Ok(());
+            }
+            if self.answer_stream(ticket, last, read.events, read.end) {
+                self.release_stream_channel(&session, &stream).await;
+                return Ok(());
+            }
+            if !read.full {
+                return Ok(());
+            }
         }
     }
 
@@ -976,8 +1373,15 @@ impl<R: Runtime> Worker<R> {
                 }
             }
             StoreOp::Save { record, ttl } => {
+                let message = BusMessage::SessionSaved {
+                    session: record.id.clone(),
+                };
+                let wire = encode_bus(&self.instance, &message)
+                    .ok_or_else(|| Fail::unsent("the bus message cannot be encoded"))?;
                 let mut inv = invocation(&scripts.save, &k, &record.id, ttl_ms(*ttl));
                 inv.arg(encode_record(record));
+                inv.arg(k.bus());
+                inv.arg(wire);
                 match self.timed(inv.invoke_async::<i64>(&mut con)).await? {
                     1 => StoreReply::Done,
                     _ => StoreReply::Session(None),
@@ -999,6 +1403,7 @@ impl<R: Runtime> Worker<R> {
                 inv.arg(wire);
                 self.timed(inv.invoke_async::<i64>(&mut con)).await?;
                 self.follows.retain(|_, (s, _)| *s != *session);
+                self.stream_follows.retain(|_, f| f.session != *session);
                 StoreReply::Done
             }
             StoreOp::Publish {
@@ -1060,14 +1465,113 @@ impl<R: Runtime> Worker<R> {
                 self.timed(cmd.query_async::<i64>(&mut con)).await?;
                 StoreReply::Done
             }
+            StoreOp::OpenStream {
+                session,
+                stream,
+                requests,
+            } => {
+                let requests = serde_json::to_string(requests)
+                    .map_err(|_| Fail::unsent("the requests cannot be encoded"))?;
+                let mut inv = invocation(&scripts.open_stream, &k, session, 0);
+                inv.key(k.stream_log(session, stream))
+                    .key(k.stream_meta(session, stream))
+                    .key(self.liveness_key())
+                    .arg(&**stream)
+                    .arg(&self.owner)
+                    .arg(requests)
+                    .arg(ttl_ms(Some(self.cfg.liveness_ttl)));
+                self.timed(inv.invoke_async::<i64>(&mut con)).await?;
+                StoreReply::Done
+            }
+            StoreOp::Append {
+                session,
+                stream,
+                seq,
+                payload,
+                answers,
+            } => {
+                let answered = match answers {
+                    None => String::new(),
+                    Some(id) => answered_field(id)
+                        .ok_or_else(|| Fail::unsent("the request id cannot be encoded"))?,
+                };
+                let mut inv = invocation(&scripts.append, &k, session, 0);
+                inv.key(k.stream_log(session, stream))
+                    .key(k.stream_meta(session, stream))
+                    .arg(*seq)
+                    .arg(payload.as_ref())
+                    .arg(answered)
+                    .arg(k.stream_wake(session, stream));
+                self.timed(inv.invoke_async::<i64>(&mut con)).await?;
+                StoreReply::Done
+            }
+            StoreOp::EndStream {
+                session,
+                stream,
+                retain,
+            } => {
+                let mut inv = invocation(&scripts.end_stream, &k, session, 0);
+                inv.key(k.stream_log(session, stream))
+                    .key(k.stream_meta(session, stream))
+                    .arg(ttl_ms(Some(*retain)))
+                    .arg(k.stream_wake(session, stream));
+                self.timed(inv.invoke_async::<i64>(&mut con)).await?;
+                StoreReply::Done
+            }
+            StoreOp::FollowStream {
+                session,
+                stream,
+                after,
+            } => {
+                // Subscribe first: a wake-up after the read is never missed.
+                let subscribed = self
+                    .stream_follows
+                    .values()
+                    .any(|f| f.session == *session && f.stream == *stream);
+                if !subscribed {
+                    self.timed(con.subscribe(k.stream_wake(session, stream)))
+                        .await?;
+                }
+                let read = match self.read_stream(con.clone(), session, stream, *after).await {
+                    Ok(r) => r,
+                    Err(f) => {
+                        self.release_stream_channel(session, stream).await;
+                        return Err(f);
+                    }
+                };
+                let Some(read) = read else {
+                    self.release_stream_channel(session, stream).await;
+                    return Ok(Some(StoreReply::StreamEvents {
+                        events: Vec::new(),
+                        after: *after,
+                        end: Some(StreamEnd::Unknown),
+                    }));
+                };
+                if read.end.is_none() {
+                    let follow = StreamFollow {
+                        session: session.clone(),
+                        stream: stream.clone(),
+                        last: *after,
+                    };
+                    self.stream_follows.insert(ticket, follow);
+                }
+                if self.answer_stream(ticket, *after, read.events, read.end) {
+                    self.release_stream_channel(session, stream).await;
+                } else if read.full
+                    && let Err(f) = self.advance_stream(con, ticket).await
+                {
+                    tracing::debug!(why = f.why, "a stream follow read failed (retried later)");
+                }
+                return Ok(None);
+            }
             StoreOp::Unfollow { .. } => return Ok(None),
         };
         Ok(Some(reply))
     }
 }
 
-/// A script's invocation on a session's keys (record, sessions, log, meta) with its first two
-/// arguments (id, ttl ms).
+/// A script's invocation on a session's keys (record, sessions, log, meta, streams) with its
+/// first two arguments (id, ttl ms).
 fn invocation<'a>(
     script: &'a redis::Script,
     k: &Keys,
@@ -1078,6 +1582,7 @@ fn invocation<'a>(
     inv.key(k.sessions())
         .key(k.log(session))
         .key(k.meta(session))
+        .key(k.streams(session))
         .arg(session)
         .arg(ttl);
     inv
@@ -1146,6 +1651,59 @@ fn parse_entries(v: &Value) -> Option<Vec<LogEvent>> {
     Some(out)
 }
 
+/// The hash field naming an answered request: `a:` and the id's JSON.
+fn answered_field(id: &RequestId) -> Option<String> {
+    serde_json::to_string(id).ok().map(|j| format!("a:{j}"))
+}
+
+/// A `STREAM_READ` reply (`None`: malformed; `Some(None)`: no such stream).
+fn parse_stream(v: &Value, batch: usize) -> Option<Option<StreamRead>> {
+    let Value::Array(parts) = v else {
+        return None;
+    };
+    match parts.as_slice() {
+        [Value::Int(0)] => return Some(None),
+        [Value::Int(1), Value::Int(alive), hash, events] => {
+            let fields: Vec<(&[u8], &[u8])> = match hash {
+                Value::Array(kv) if kv.len() % 2 == 0 => kv
+                    .chunks(2)
+                    .map(|c| Some((bulk(&c[0])?, bulk(&c[1])?)))
+                    .collect::<Option<_>>()?,
+                Value::Map(kv) => kv
+                    .iter()
+                    .map(|(k, v)| Some((bulk(k)?, bulk(v)?)))
+                    .collect::<Option<_>>()?,
+                _ => return None,
+            };
+            let events = parse_entries(events)?;
+            let full = events.len() >= batch;
+            let finished = fields.iter().any(|(k, _)| *k == b"finished");
+            let end = if full {
+                None
+            } else if finished {
+                Some(StreamEnd::Finished)
+            } else if *alive == 0 {
+                let requests = fields.iter().find(|(k, _)| *k == b"requests")?.1;
+                let requests: Vec<RequestId> = serde_json::from_slice(requests).ok()?;
+                let answered: Vec<RequestId> = fields
+                    .iter()
+                    .filter_map(|(k, _)| k.strip_prefix(b"a:"))
+                    .map(|j| serde_json::from_slice(j).ok())
+                    .collect::<Option<_>>()?;
+                let unanswered = requests
+                    .into_iter()
+                    .filter(|r| !answered.contains(r))
+                    .collect();
+                Some(StreamEnd::OwnerGone { unanswered })
+            } else {
+                None
+            };
+            Some(Some(StreamRead { events, end, full }))
+        }
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1189,11 +1747,79 @@ mod tests {
                 session: "s".into(),
                 by: "c".into(),
             },
+            BusMessage::SessionSaved {
+                session: "s".into(),
+            },
+            BusMessage::StreamResumed {
+                session: "s".into(),
+                stream: "b.7".into(),
+            },
         ] {
             let wire = encode_bus("a", &m).unwrap();
             assert_eq!(decode_bus(&wire), Some(("a".to_string(), m)));
         }
         assert_eq!(decode_bus(b"[]"), None);
+    }
+
+    #[test]
+    fn stream_reads_decode_their_end_and_garbage_is_refused() {
+        let b = |s: &str| Value::BulkString(s.as_bytes().to_vec());
+        let entry = |id: &str| Value::Array(vec![b(id), Value::Array(vec![b("p"), b("x")])]);
+        let read = |alive: i64, hash: Vec<Value>, events: Vec<Value>| {
+            Value::Array(vec![
+                Value::Int(1),
+                Value::Int(alive),
+                Value::Array(hash),
+                Value::Array(events),
+            ])
+        };
+        let meta = |extra: &[(&str, &str)]| {
+            let mut h = vec![b("owner"), b("b:1"), b("requests"), b(r#"[1,"two",3]"#)];
+            for (k, v) in extra {
+                h.push(b(k));
+                h.push(b(v));
+            }
+            h
+        };
+        let end = |v: &Value, batch| {
+            parse_stream(v, batch).map(|r| r.map(|r| (r.events.len(), r.end, r.full)))
+        };
+        assert_eq!(end(&Value::Array(vec![Value::Int(0)]), 8), Some(None));
+        assert_eq!(
+            end(&read(1, meta(&[]), vec![entry("1-0")]), 8),
+            Some(Some((1, None, false)))
+        );
+        assert_eq!(
+            end(&read(1, meta(&[("finished", "1")]), vec![]), 8),
+            Some(Some((0, Some(StreamEnd::Finished), false)))
+        );
+        // The owner is gone: the requests not answered, in order.
+        let answered = answered_field(&RequestId::String("two".into())).unwrap();
+        assert_eq!(
+            end(&read(0, meta(&[(&answered, "1")]), vec![]), 8),
+            Some(Some((
+                0,
+                Some(StreamEnd::OwnerGone {
+                    unanswered: vec![RequestId::Number(1), RequestId::Number(3)]
+                }),
+                false
+            )))
+        );
+        // A full batch: no end yet (more to read first).
+        assert_eq!(
+            end(&read(0, meta(&[]), vec![entry("1-0"), entry("2-0")]), 2),
+            Some(Some((2, None, true)))
+        );
+        for bad in [
+            Value::Int(1),
+            Value::Array(vec![Value::Int(2)]),
+            read(0, vec![b("owner")], vec![]),
+            read(0, vec![b("requests"), b("{not json")], vec![]),
+            read(0, meta(&[("a:{bad", "1")]), vec![]),
+            read(1, meta(&[]), vec![entry("1-1")]),
+        ] {
+            assert!(parse_stream(&bad, 8).is_none(), "{bad:?}");
+        }
     }
 
     #[test]

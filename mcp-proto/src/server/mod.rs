@@ -102,7 +102,7 @@ use http::{HeaderMap, Method, StatusCode, Uri};
 
 pub use cluster::{
     BusMessage, ClusterBackend, ClusterConfig, ClusterInbox, FollowFrom, InvalidInstanceName,
-    LogEvent, SessionRecord, StoreError, StoreLink, StoreOp, StoreReply, Ticket,
+    LogEvent, SessionRecord, StoreError, StoreLink, StoreOp, StoreReply, StreamEnd, Ticket,
 };
 pub use config::{OverflowPolicy, ParamHeaderSource, ResponseMode, ServerConfig};
 pub use drain::DEFAULT_SHUTDOWN_GRACE;
