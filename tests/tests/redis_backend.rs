@@ -50,7 +50,8 @@ fn normalize(d: ClusterDelivery) -> ClusterDelivery {
 struct Twin {
     memory: MemoryCluster,
     members: Vec<MemberId>,
-    links: Vec<Box<dyn StoreLink>>,
+    /// `None`: the member left (its link was dropped).
+    links: Vec<Option<Box<dyn StoreLink>>>,
     inboxes: Vec<mpsc::Receiver<ClusterDelivery>>,
     next: u64,
     step: usize,
@@ -66,7 +67,7 @@ impl Twin {
             members.push(memory.join());
             let (tx, rx) = mpsc::channel();
             let inbox = ClusterInbox::new(move |d| tx.send(d).is_ok());
-            links.push(backend.connect(name, inbox));
+            links.push(Some(backend.connect(name, inbox)));
             inboxes.push(rx);
         }
         Twin {
@@ -88,13 +89,34 @@ impl Twin {
         let now = Instant::now();
         self.memory
             .execute(now, self.members[m], ticket, op.clone());
-        self.links[m].submit(now, ticket, op.clone());
+        self.links[m]
+            .as_mut()
+            .expect("a member that left runs nothing")
+            .submit(now, ticket, op.clone());
+        self.compare(&format!("{op:?} from member {m}"));
+        ticket
+    }
+
+    /// Member `m` dies: `MemoryCluster::leave`, and its Redis link is dropped (its liveness
+    /// key goes; the followers notice within a third of the liveness TTL, inside `WAIT`).
+    fn leave(&mut self, m: usize) {
+        self.step += 1;
+        self.memory.leave(self.members[m]);
+        self.links[m] = None;
+        self.compare(&format!("member {m} leaves"));
+    }
+
+    /// Compares what every live member received since the last step.
+    fn compare(&mut self, what: &str) {
         let expected: Vec<Vec<ClusterDelivery>> = self
             .members
             .iter()
             .map(|&mb| self.memory.take(mb).into_iter().map(normalize).collect())
             .collect();
         for (i, want) in expected.iter().enumerate() {
+            if self.links[i].is_none() {
+                continue; // gone: what the reference still queues for it reaches no one
+            }
             let mut got = Vec::new();
             let deadline = Instant::now() + WAIT;
             while got.len() < want.len() {
@@ -110,11 +132,10 @@ impl Twin {
             }
             assert_eq!(
                 &got, want,
-                "step {} ({op:?}) from member {m}: member {i} received differently (left: Redis, right: MemoryCluster)",
+                "step {} ({what}): member {i} received differently (left: Redis, right: MemoryCluster)",
                 self.step
             );
         }
-        ticket
     }
 }
 
@@ -272,12 +293,131 @@ fn conformance(backend: &dyn ClusterBackend) {
     );
     t.run(0, publish("s1", 7, 3));
     t.run(1, load("s1"));
+    request_streams(&mut t, create);
+}
+
+fn open(session: &str, stream: &str, requests: &[RequestId]) -> StoreOp {
+    StoreOp::OpenStream {
+        session: session.into(),
+        stream: stream.into(),
+        requests: requests.to_vec(),
+    }
+}
+
+fn append(session: &str, stream: &str, seq: u64, answers: Option<RequestId>) -> StoreOp {
+    StoreOp::Append {
+        session: session.into(),
+        stream: stream.into(),
+        seq,
+        payload: Bytes::from(format!("{{\"event\":{seq}}}")),
+        answers,
+    }
+}
+
+fn end_stream(session: &str, stream: &str, retain: Duration) -> StoreOp {
+    StoreOp::EndStream {
+        session: session.into(),
+        stream: stream.into(),
+        retain,
+    }
+}
+
+fn follow_stream(session: &str, stream: &str, after: u64) -> StoreOp {
+    StoreOp::FollowStream {
+        session: session.into(),
+        stream: stream.into(),
+        after,
+    }
+}
+
+/// Request streams, then member 1 (`b`, the owner) dies. Runs last: member 1 is gone after.
+fn request_streams(t: &mut Twin, create: impl Fn(&str, usize, Option<Duration>) -> StoreOp) {
+    let long = Some(Duration::from_secs(60));
+    let n = RequestId::Number;
+    let id = |s: &str| RequestId::String(s.into());
+    // SessionSaved reaches the others after a save (and only then).
+    t.run(0, create("r1", 100, long));
+    t.run(
+        2,
+        StoreOp::Save {
+            record: record("r1", Some(b"saved")),
+            ttl: long,
+        },
+    );
+    // No session, no stream: a follow answers Unknown at once (and is not registered).
+    t.run(1, open("nope", "b.1", &[n(1)]));
+    t.run(2, follow_stream("nope", "b.1", 0));
+    t.run(2, follow_stream("r1", "b.9", 0));
+    // Open, append, follow from the start and from the middle, answered ids.
+    t.run(1, open("r1", "b.1", &[n(1), id("x"), n(3)]));
+    t.run(1, append("r1", "b.1", 1, None));
+    t.run(2, follow_stream("r1", "b.1", 0)); // event 1, live
+    t.run(1, append("r1", "b.1", 2, Some(n(1)))); // to c
+    let a_follow = t.run(0, follow_stream("r1", "b.1", 1)); // event 2, live
+    t.run(0, StoreOp::Unfollow { follow: a_follow });
+    t.run(1, append("r1", "b.1", 3, Some(id("x")))); // to c only
+    // A finished stream answers its events and Finished, and the follow ends.
+    t.run(1, open("r1", "b.2", &[n(7)]));
+    t.run(1, append("r1", "b.2", 1, Some(n(7))));
+    t.run(1, end_stream("r1", "b.2", Duration::from_secs(60)));
+    t.run(2, follow_stream("r1", "b.2", 0));
+    t.run(1, end_stream("r1", "b.1", Duration::from_secs(60))); // c's follow: Finished
+    t.run(1, append("r1", "b.1", 4, None)); // nobody follows any more
+    // Retention: a finished stream goes after `retain`.
+    t.run(1, open("r1", "b.3", &[n(8)]));
+    t.run(1, end_stream("r1", "b.3", SHORT));
+    std::thread::sleep(SHORT + Duration::from_millis(150));
+    t.run(2, follow_stream("r1", "b.3", 0)); // Unknown
+    // The streams live as long as their session: a touch renews them, expiry removes them.
+    t.run(0, create("r2", 100, Some(SHORT)));
+    t.run(1, open("r2", "b.4", &[n(1)]));
+    std::thread::sleep(SHORT * 2 / 3);
+    t.run(
+        0,
+        StoreOp::Touch {
+            session: "r2".into(),
+            ttl: Some(SHORT),
+        },
+    );
+    std::thread::sleep(SHORT * 2 / 3);
+    let live = t.run(2, follow_stream("r2", "b.4", 0)); // still there
+    t.run(2, StoreOp::Unfollow { follow: live });
+    std::thread::sleep(SHORT + Duration::from_millis(150));
+    t.run(2, follow_stream("r2", "b.4", 0)); // expired with r2: Unknown
+    // StreamResumed round-trips on the bus.
+    t.run(
+        2,
+        StoreOp::Broadcast {
+            message: BusMessage::StreamResumed {
+                session: "r1".into(),
+                stream: "b.5".into(),
+            },
+        },
+    );
+    // The owner dies with a request unanswered: its follower gets OwnerGone, and so does a
+    // follow that starts afterwards; a finished stream of it stays Finished.
+    t.run(1, open("r1", "b.6", &[n(10), n(11)]));
+    t.run(1, append("r1", "b.6", 1, Some(n(10))));
+    t.run(2, follow_stream("r1", "b.6", 0));
+    t.leave(1);
+    t.run(0, follow_stream("r1", "b.6", 0));
+    t.run(0, follow_stream("r1", "b.2", 0));
+    // Delete removes the session's streams.
+    t.run(
+        0,
+        StoreOp::Delete {
+            session: "r1".into(),
+        },
+    );
+    t.run(2, follow_stream("r1", "b.2", 0));
 }
 
 /// A prefix of its own per test (one Redis per test already; this keeps the keys apart if
 /// two backends ever share one).
 fn redis_config(prefix: &str) -> mcp_proto::driver::redis::RedisConfig {
-    mcp_proto::driver::redis::RedisConfig::default().with_prefix(prefix)
+    mcp_proto::driver::redis::RedisConfig::default()
+        .with_prefix(prefix)
+        .with_liveness_ttl(Duration::from_millis(600))
 }
 
 #[test]
