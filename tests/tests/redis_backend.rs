@@ -148,7 +148,7 @@ fn publish(session: &str, seq: u64, capacity: usize) -> StoreOp {
 }
 
 /// The scripted sequence; the Redis answers must equal MemoryCluster's at every step.
-fn conformance(backend: &dyn ClusterBackend) {
+fn conformance(backend: &dyn ClusterBackend, redis: &Redis) {
     let long = Some(Duration::from_secs(60));
     let mut t = Twin::new(backend);
     let create = |id: &str, cap: usize, ttl: Option<Duration>| StoreOp::Create {
@@ -293,7 +293,7 @@ fn conformance(backend: &dyn ClusterBackend) {
     );
     t.run(0, publish("s1", 7, 3));
     t.run(1, load("s1"));
-    request_streams(&mut t, create);
+    request_streams(&mut t, create, redis);
 }
 
 fn open(session: &str, stream: &str, requests: &[RequestId]) -> StoreOp {
@@ -331,7 +331,11 @@ fn follow_stream(session: &str, stream: &str, after: u64) -> StoreOp {
 }
 
 /// Request streams, then member 1 (`b`, the owner) dies. Runs last: member 1 is gone after.
-fn request_streams(t: &mut Twin, create: impl Fn(&str, usize, Option<Duration>) -> StoreOp) {
+fn request_streams(
+    t: &mut Twin,
+    create: impl Fn(&str, usize, Option<Duration>) -> StoreOp,
+    redis: &Redis,
+) {
     let long = Some(Duration::from_secs(60));
     let n = RequestId::Number;
     let id = |s: &str| RequestId::String(s.into());
@@ -369,20 +373,28 @@ fn request_streams(t: &mut Twin, create: impl Fn(&str, usize, Option<Duration>) 
     std::thread::sleep(SHORT + Duration::from_millis(150));
     t.run(2, follow_stream("r1", "b.3", 0)); // Unknown
     // The streams live as long as their session: a touch renews them, expiry removes them.
-    t.run(0, create("r2", 100, Some(SHORT)));
+    // (A TTL longer than SHORT: each step takes some 100 ms of comparing.)
+    let ttl = Duration::from_millis(1500);
+    let opened = Instant::now();
+    t.run(0, create("r2", 100, Some(ttl)));
     t.run(1, open("r2", "b.4", &[n(1)]));
-    std::thread::sleep(SHORT * 2 / 3);
+    std::thread::sleep(ttl * 2 / 3);
+    let touched = Instant::now();
     t.run(
         0,
         StoreOp::Touch {
             session: "r2".into(),
-            ttl: Some(SHORT),
+            ttl: Some(ttl),
         },
     );
-    std::thread::sleep(SHORT * 2 / 3);
+    std::thread::sleep(ttl * 2 / 3);
     let live = t.run(2, follow_stream("r2", "b.4", 0)); // still there
+    assert!(
+        opened.elapsed() > ttl && touched.elapsed() < ttl,
+        "too slow to test the renewal"
+    );
     t.run(2, StoreOp::Unfollow { follow: live });
-    std::thread::sleep(SHORT + Duration::from_millis(150));
+    std::thread::sleep(ttl + Duration::from_millis(150));
     t.run(2, follow_stream("r2", "b.4", 0)); // expired with r2: Unknown
     // StreamResumed round-trips on the bus.
     t.run(
@@ -410,6 +422,14 @@ fn request_streams(t: &mut Twin, create: impl Fn(&str, usize, Option<Duration>) 
         },
     );
     t.run(2, follow_stream("r1", "b.2", 0));
+    // ... from Redis too (the session's record check alone would hide a leak).
+    let mut resp = redis.connect().unwrap();
+    let left = resp.command(&["KEYS", "conf:*r1*"]).unwrap();
+    assert_eq!(
+        left,
+        mcp_tests::services::RespValue::Array(Some(vec![])),
+        "keys left after Delete"
+    );
 }
 
 /// A prefix of its own per test (one Redis per test already; this keeps the keys apart if
@@ -433,14 +453,14 @@ fn the_redis_backend_answers_as_memory_cluster_on_tokio() {
         mcp_tokio::redis_backend_with(&redis.url(), redis_config("conf")).unwrap()
     };
     let _guard = rt.enter();
-    conformance(&*backend);
+    conformance(&*backend, &redis);
 }
 
 #[test]
 fn the_redis_backend_answers_as_memory_cluster_on_smol() {
     let redis = require_service!(Redis::start());
     let backend = mcp_smol::redis_backend_with(&redis.url(), redis_config("conf")).unwrap();
-    conformance(&*backend);
+    conformance(&*backend, &redis);
 }
 
 #[test]
