@@ -23,6 +23,24 @@
 //! | `p:meta:<s>` | hash | `last` (the log's sequence counter), `cursor` |
 //! | `p:bus` | channel | [`BusMessage`]s of every instance (JSON, with the sender's name) |
 //! | `p:wake:<s>` | channel | "the log of `s` grew" (the followers then read with `XRANGE`) |
+//! | `p:rss:<s>` | set | the names of the session's request streams |
+//! | `p:rs:<s>:<name>` | stream | request stream `name`'s events, ids `<seq>-0`, field `p` |
+//! | `p:rsm:<s>:<name>` | hash | `owner` (`<instance>:<incarnation>`), `requests` (JSON ids), `a:<id JSON>` per answered request, `finished` |
+//! | `p:rsw:<s>:<name>` | channel | "request stream `name` grew or ended" |
+//! | `p:inst:<owner>` | string | a link's liveness key, `PX` = [`RedisConfig::liveness_ttl`], renewed every third of it, deleted when the link is dropped |
+//!
+//! # Request streams
+//!
+//! OpenStream, Append and EndStream are scripts; an unfinished stream's keys share the
+//! session record's expiry (Save and Touch renew them with it, walking `p:rss:<s>`); EndStream
+//! sets the retention expiry; Delete removes them all. FollowStream reads (one script) the
+//! record's existence, the hash, the owner's liveness key and the events: no record or no
+//! stream answers [`StreamEnd::Unknown`] at once. A live follow reads again on every wake-up
+//! of its stream's channel and on every beat (a third of the liveness TTL): an owner whose
+//! liveness key is gone answers [`StreamEnd::OwnerGone`] with its requests not answered. The
+//! detection delay: a link dropped in order deletes its key, so at most one beat; a crashed
+//! process, at most the liveness TTL plus one beat after its last renewal. A live owner cut
+//! off from Redis (or whose worker is held up) longer than the TTL looks gone to followers.
 //!
 //! Create, Save, Touch, Delete, Publish and Delivered are Lua scripts (atomic); the log, its
 //! hash and the record share one expiry. A follow subscribes to its session's wake-up channel
@@ -1662,7 +1680,7 @@ fn parse_stream(v: &Value, batch: usize) -> Option<Option<StreamRead>> {
         return None;
     };
     match parts.as_slice() {
-        [Value::Int(0)] => return Some(None),
+        [Value::Int(0)] => Some(None),
         [Value::Int(1), Value::Int(alive), hash, events] => {
             let fields: Vec<(&[u8], &[u8])> = match hash {
                 Value::Array(kv) if kv.len() % 2 == 0 => kv
