@@ -497,6 +497,17 @@ async fn send(
     session: Option<&str>,
     body: Option<Value>,
 ) -> http::Response<Incoming> {
+    send_with(addr, method, session, body, &[]).await
+}
+
+/// [`send`] with more headers.
+async fn send_with(
+    addr: SocketAddr,
+    method: Method,
+    session: Option<&str>,
+    body: Option<Value>,
+    extra: &[(&str, &str)],
+) -> http::Response<Incoming> {
     let tcp = bounded("connect", tokio::net::TcpStream::connect(addr))
         .await
         .unwrap();
@@ -521,6 +532,9 @@ async fn send(
         .header("MCP-Protocol-Version", "2025-06-18");
     if let Some(id) = session {
         req = req.header("Mcp-Session-Id", id);
+    }
+    for (name, value) in extra {
+        req = req.header(*name, *value);
     }
     let body = body.map(|b| b.to_string()).unwrap_or_default();
     let req = req.body(Full::new(Bytes::from(body))).unwrap();
@@ -709,4 +723,62 @@ async fn tokio_instances_answer_503_without_redis_and_recover_after_its_restart(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn smol_instances_answer_503_without_redis_and_recover_after_its_restart() {
     redis_killed_then_restarted(Runtime::Smol).await;
+}
+
+/// A tools/call on B streams its first progress notification; the client's connection drops;
+/// it resumes on C with `Last-Event-ID` and gets the rest, and the result, exactly once
+/// (through Redis: the stream's events are committed there; C follows them).
+async fn a_request_stream_resumes_on_another_instance(rt: Runtime) {
+    let redis = require_service!(Redis::start());
+    let servers = cluster_of_three(rt, &redis.url()).await;
+    let [a, b, c] = [0, 1, 2].map(|i| servers[i].local_addr());
+    let id = initialize(a).await;
+    let body = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "test_tool_with_progress", "arguments": {},
+            "_meta": {"progressToken": "p9"}}});
+    let resp = send(b, Method::POST, Some(&id), Some(body)).await;
+    assert_eq!(resp.status(), StatusCode::OK, "{rt}");
+    let mut stream = resp.into_body();
+    let seen = read_until(&mut stream, "notifications/progress").await;
+    drop(stream); // the client's connection is gone after the first progress event
+    let event = seen
+        .split("\n\n")
+        .find(|e| e.contains("notifications/progress"))
+        .unwrap_or_else(|| panic!("{rt}: {seen:?}"));
+    assert!(event.contains("\"progress\":0"), "{rt}: {event:?}");
+    let last = event
+        .lines()
+        .find_map(|l| l.strip_prefix("id: "))
+        .unwrap_or_else(|| panic!("{rt}: no id in {event:?}"))
+        .trim()
+        .to_owned();
+    let resp = send_with(c, Method::GET, Some(&id), None, &[("Last-Event-ID", &last)]).await;
+    assert_eq!(resp.status(), StatusCode::OK, "{rt}");
+    let rest = text(resp).await;
+    for (needle, times) in [
+        ("\"progress\":0,", 0),
+        ("\"progress\":50", 1),
+        ("\"progress\":100", 1),
+        ("Progress test completed", 1),
+    ] {
+        assert_eq!(
+            rest.matches(needle).count(),
+            times,
+            "{rt}: {needle} in {rest:?}"
+        );
+    }
+    assert!(rest.contains("\"id\":9"), "{rt}: {rest:?}");
+    for s in servers {
+        s.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tokio_request_stream_resumes_on_another_instance_through_redis() {
+    a_request_stream_resumes_on_another_instance(Runtime::Tokio).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_smol_request_stream_resumes_on_another_instance_through_redis() {
+    a_request_stream_resumes_on_another_instance(Runtime::Smol).await;
 }
