@@ -83,8 +83,6 @@ mod server;
 
 pub use client::{Client, ClientOptions, ConnectBuilder, Http};
 pub use mcp_proto as proto;
-#[cfg(feature = "redis")]
-pub use mcp_proto::driver::redis::{RedisConfig, RedisUrlError};
 #[cfg(feature = "tls")]
 pub use mcp_proto::driver::tls::rustls;
 #[cfg(feature = "tls")]
@@ -93,7 +91,7 @@ pub use mcp_proto::driver::{
     Connect, ConnectError, Limits, RandomSessionIds, ServerHandle, Serving, ShutdownHandle,
 };
 #[cfg(feature = "redis")]
-pub use redis::{redis_backend, redis_backend_with};
+pub use redis::{RedisConfig, RedisUrlError, redis_backend};
 pub use server::{Smol, serve, serve_with};
 #[cfg(feature = "tls")]
 pub use server::{serve_tls, serve_tls_with};

@@ -2,46 +2,29 @@
 
 use std::sync::Arc;
 
-use mcp_proto::driver::redis::{
-    Dial, RedisBackend, RedisConfig, RedisIo, RedisTarget, RedisUrlError,
-};
+use mcp_proto::driver::redis::{self, RedisIo};
+pub use mcp_proto::driver::redis::{RedisConfig, RedisUrlError};
 use mcp_proto::server::ClusterBackend;
 use tokio_util::compat::FuturesAsyncReadCompatExt;
 
 use crate::Smol;
 
-/// A [`ClusterBackend`] on the Redis server at `url` (`redis://[user:password@]host[:port][/db]`),
-/// with the default limits ([`RedisConfig::default`]). Give it to
-/// `ClusterConfig::with_backend`; every server instance of the cluster uses the same URL.
-/// The connection is a smol `TcpStream` seen through tokio-util's `compat` (the `redis`
-/// crate's codec reads tokio's I/O traits); no tokio runtime runs.
+/// A [`ClusterBackend`] on the Redis server at `url` (`redis://[user:password@]host[:port][/db]`)
+/// with the limits `config` (`RedisConfig::default()` for the defaults). Give it to
+/// `ClusterConfig::with_backend`; every server instance of the cluster uses the same URL. The
+/// connection is a smol `TcpStream` seen through tokio-util's `compat` (the `redis` crate's
+/// codec reads tokio's I/O traits); no tokio runtime runs.
 ///
 /// # Errors
 ///
 /// A URL that does not parse, or is not `redis://` over TCP.
-pub fn redis_backend(url: &str) -> Result<Arc<dyn ClusterBackend>, RedisUrlError> {
-    redis_backend_with(url, RedisConfig::default())
-}
-
-/// [`redis_backend`] with explicit limits.
-///
-/// # Errors
-///
-/// As [`redis_backend`].
-pub fn redis_backend_with(
+pub fn redis_backend(
     url: &str,
     config: RedisConfig,
 ) -> Result<Arc<dyn ClusterBackend>, RedisUrlError> {
-    let target = RedisTarget::parse(url)?;
-    let host: Arc<str> = target.host.into();
-    let port = target.port;
-    let dial: Dial = Arc::new(move || {
-        let host = host.clone();
-        Box::pin(async move {
-            let tcp = smol::net::TcpStream::connect((&*host, port)).await?;
-            tcp.set_nodelay(true)?;
-            Ok(Box::new(tcp.compat()) as Box<dyn RedisIo>)
-        })
-    });
-    Ok(Arc::new(RedisBackend::new(Smol, target.info, dial, config)))
+    redis::backend(Smol, url, config, |host, port| async move {
+        let tcp = smol::net::TcpStream::connect((&*host, port)).await?;
+        tcp.set_nodelay(true)?;
+        Ok(Box::new(tcp.compat()) as Box<dyn RedisIo>)
+    })
 }

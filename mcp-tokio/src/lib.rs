@@ -101,7 +101,7 @@ pub use mcp_proto::driver::{
     Serving, ShutdownHandle,
 };
 #[cfg(feature = "redis")]
-pub use redis::{redis_backend, redis_backend_with};
+pub use redis::redis_backend;
 pub use server::{McpService, ResponseBody, Tokio, serve, serve_with};
 #[cfg(feature = "tls")]
 pub use server::{serve_tls, serve_tls_with};

@@ -450,7 +450,7 @@ fn the_redis_backend_answers_as_memory_cluster_on_tokio() {
         .unwrap();
     let backend = {
         let _guard = rt.enter();
-        mcp_tokio::redis_backend_with(&redis.url(), redis_config("conf")).unwrap()
+        mcp_tokio::redis_backend(&redis.url(), redis_config("conf")).unwrap()
     };
     let _guard = rt.enter();
     conformance(&*backend, &redis);
@@ -459,15 +459,15 @@ fn the_redis_backend_answers_as_memory_cluster_on_tokio() {
 #[test]
 fn the_redis_backend_answers_as_memory_cluster_on_smol() {
     let redis = require_service!(Redis::start());
-    let backend = mcp_smol::redis_backend_with(&redis.url(), redis_config("conf")).unwrap();
+    let backend = mcp_smol::redis_backend(&redis.url(), redis_config("conf")).unwrap();
     conformance(&*backend, &redis);
 }
 
 #[test]
 fn a_bad_redis_url_is_refused() {
-    assert!(mcp_tokio::redis_backend("not a url").is_err());
-    assert!(mcp_smol::redis_backend("unix:///tmp/redis.sock").is_err());
-    assert!(mcp_smol::redis_backend("redis://127.0.0.1:6379/0").is_ok());
+    assert!(mcp_tokio::redis_backend("not a url", Default::default()).is_err());
+    assert!(mcp_smol::redis_backend("unix:///tmp/redis.sock", Default::default()).is_err());
+    assert!(mcp_smol::redis_backend("redis://127.0.0.1:6379/0", Default::default()).is_ok());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -583,8 +583,8 @@ async fn cluster_of_three(rt: Runtime, url: &str) -> Vec<Serving> {
     for name in ["a", "b", "c"] {
         let config = RedisTestConfig::fast();
         let backend = match rt {
-            Runtime::Tokio => mcp_tokio::redis_backend_with(url, config),
-            Runtime::Smol => mcp_smol::redis_backend_with(url, config),
+            Runtime::Tokio => mcp_tokio::redis_backend(url, config),
+            Runtime::Smol => mcp_smol::redis_backend(url, config),
         }
         .unwrap();
         let cluster = ClusterConfig::new(format!("{name}{rt}"))

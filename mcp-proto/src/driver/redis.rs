@@ -96,6 +96,37 @@ impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static> R
 pub type Dial =
     Arc<dyn Fn() -> BoxFuture<'static, std::io::Result<Box<dyn RedisIo>>> + Send + Sync>;
 
+/// A [`ClusterBackend`](crate::server::ClusterBackend) on the Redis server at `url`
+/// (`redis://[user:password@]host[:port][/db]`) on `runtime`, dialing with `connect(host,
+/// port)` (the adapter's TCP connect; it should set `TCP_NODELAY`). What each adapter's
+/// `redis_backend` calls.
+///
+/// # Errors
+///
+/// A URL that does not parse, or is not `redis://` over TCP.
+pub fn backend<R, F, Fut>(
+    runtime: R,
+    url: &str,
+    config: RedisConfig,
+    connect: F,
+) -> Result<Arc<dyn crate::server::ClusterBackend>, RedisUrlError>
+where
+    R: Runtime,
+    F: Fn(Arc<str>, u16) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = std::io::Result<Box<dyn RedisIo>>> + Send + 'static,
+{
+    let target = RedisTarget::parse(url)?;
+    let host: Arc<str> = target.host.into();
+    let port = target.port;
+    let dial: Dial = Arc::new(move || Box::pin(connect(host.clone(), port)));
+    Ok(Arc::new(RedisBackend::new(
+        runtime,
+        target.info,
+        dial,
+        config,
+    )))
+}
+
 /// The limits and names of a [`RedisBackend`]. Every field has a safe default
 /// ([`RedisConfig::default`]).
 #[derive(Debug, Clone)]
