@@ -71,6 +71,11 @@ impl Cluster {
         }
     }
 
+    /// Drops what the store has for node `i` and not yet delivered (lost messages).
+    pub fn discard(&mut self, i: usize) {
+        let _ = self.store.take(self.members[i]);
+    }
+
     /// Kills node `i` (its router is dropped; the store forgets its follows).
     pub fn kill(&mut self, i: usize) {
         self.nodes[i] = None;

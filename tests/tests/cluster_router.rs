@@ -636,3 +636,36 @@ fn a_json_tools_call_on_a_cached_session_costs_no_store_round_trip() {
         "{touches} operations for 10 calls over 10 minutes"
     );
 }
+
+#[test]
+fn after_the_bus_is_lost_idle_copies_are_dropped_and_loaded_again() {
+    let mut c = cluster(2);
+    let sid = initialize(&mut c, 0);
+    let (s, (h, _, _)) = post_call(&mut c, 1, &sid, 2, "ping");
+    c.node(1).reply(h, "{}");
+    c.settle();
+    assert_eq!(c.node(1).response(s).status(), StatusCode::OK);
+    other_outputs(&mut c, 1);
+    // A deletes the session; B misses the bus message.
+    c.hold(1, true);
+    let d = c.node(0).send(Req::delete(&sid));
+    c.settle();
+    assert_eq!(c.node(0).response(d).status(), StatusCode::OK);
+    c.discard(1);
+    c.hold(1, false);
+    // Told that the bus was lost, B forgets its idle copy and asks the store again: 404.
+    let now = c.node(1).now;
+    c.node(1).router.handle_bus_lost(now);
+    c.node(1).pump();
+    assert!(
+        other_outputs(&mut c, 1)
+            .iter()
+            .any(|o| matches!(o, ServerOutput::SessionUnloaded { .. })),
+        "the idle copy was dropped"
+    );
+    let s = c
+        .node(1)
+        .send(Req::post(&call(3, "ping")).session(&sid).version(V));
+    c.settle();
+    assert_eq!(c.node(1).response(s).status(), StatusCode::NOT_FOUND);
+}
