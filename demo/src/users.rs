@@ -3,18 +3,23 @@
 //!
 //! A created user can be fetched (tool or resource), searched (case-insensitive substring of
 //! the name or email) and paged; bad input gets a tool error that says what is wrong.
+//!
+//! `get_user` is a typed tool: its input schema comes from a struct, its output schema
+//! from [`User`], which its results carry as `structuredContent`. `create_user` and
+//! `search_users` keep the guide's hand-written schemas (bounds, defaults, an email format)
+//! and check the rest themselves.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
 use mcp_proto::service::{
-    CallToolResult, Error, ResourceContents, ResourceTemplate, Server, Tool, ToolArgs, default,
-    description, min, required,
+    CallToolResult, Error, Json, JsonSchema, ResourceContents, ResourceTemplate, Server, Tool,
+    ToolArgs, default, description, min, required, schemars,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 /// A user.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct User {
     /// `user_1`, `user_2`, … in creation order.
     pub id: String,
@@ -89,8 +94,11 @@ pub fn is_valid_email(email: &str) -> bool {
     }
 }
 
-fn json_result(value: serde_json::Value) -> CallToolResult {
-    CallToolResult::text(value.to_string()).with_structured(value)
+/// The arguments of `get_user`: its input schema. (No doc comment on the field: the guide's
+/// schema has no description there.)
+#[derive(Deserialize, JsonSchema)]
+struct GetUser {
+    user_id: String,
 }
 
 /// The users server on a fresh store.
@@ -104,19 +112,12 @@ pub fn server_with(store: Arc<UserStore>) -> Server {
     Server::new("StreamableHTTP API Server", "1.0.0")
         .tool_capabilities(true)
         .resource_capabilities(true, true)
-        .tool(
-            Tool::new("get_user")
-                .description("Get user information")
-                .string("user_id", required()),
-            move |_ctx, args: ToolArgs| {
-                let store = s1.clone();
-                async move {
-                    let id = args.get_string("user_id", "");
-                    let user = store
-                        .get(&id)
-                        .ok_or_else(|| Error::new(format!("user not found: {id}")))?;
-                    Ok(json_result(serde_json::to_value(user)?))
-                }
+        .typed_tool(
+            Tool::new("get_user").description("Get user information"),
+            move |_ctx, GetUser { user_id }| {
+                let user = s1.get(&user_id);
+                let user = user.ok_or_else(|| Error::new(format!("user not found: {user_id}")));
+                async move { Ok(Json(user?)) }
             },
         )
         .tool(
@@ -140,11 +141,11 @@ pub fn server_with(store: Arc<UserStore>) -> Server {
                         )));
                     }
                     let user = store.create(name.trim(), &email, age as u32);
-                    Ok(json_result(json!({
+                    CallToolResult::structured(&json!({
                         "id": user.id,
                         "message": "User created successfully",
                         "user": user,
-                    })))
+                    }))
                 }
             },
         )
@@ -161,13 +162,13 @@ pub fn server_with(store: Arc<UserStore>) -> Server {
                     let limit = args.get_int("limit", 10);
                     let offset = args.get_int("offset", 0);
                     let (users, total) = store.search(&query, limit as usize, offset as usize);
-                    Ok(json_result(json!({
+                    CallToolResult::structured(&json!({
                         "users": users,
                         "total": total,
                         "limit": limit,
                         "offset": offset,
                         "query": query,
-                    })))
+                    }))
                 }
             },
         )

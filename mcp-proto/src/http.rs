@@ -10,16 +10,21 @@ use http::HeaderMap;
 
 /// Header names the transport reads or writes, lower-case as HTTP/2 and `http` want them.
 pub mod header {
-    /// `Mcp-Session-Id` (S-SESS-1; 2025-11-25 spells it `MCP-Session-Id`: names are
+    // S-SESS-1.
+    /// `Mcp-Session-Id` (2025-11-25 spells it `MCP-Session-Id`: names are
     /// case-insensitive).
     pub const MCP_SESSION_ID: &str = "mcp-session-id";
-    /// `MCP-Protocol-Version` (S-VER-1).
+    // S-VER-1.
+    /// `MCP-Protocol-Version`.
     pub const MCP_PROTOCOL_VERSION: &str = "mcp-protocol-version";
-    /// `Last-Event-ID`, sent on a resuming GET (S-RES-5).
+    // S-RES-5.
+    /// `Last-Event-ID`, sent on a resuming GET.
     pub const LAST_EVENT_ID: &str = "last-event-id";
-    /// `Mcp-Method`, mirrored from the body in the modern era (S-NEW-8).
+    // S-NEW-8.
+    /// `Mcp-Method`, mirrored from the body in the modern era.
     pub const MCP_METHOD: &str = "mcp-method";
-    /// `Mcp-Name`, mirrored from the body in the modern era (S-NEW-8).
+    // S-NEW-8.
+    /// `Mcp-Name`, mirrored from the body in the modern era.
     pub const MCP_NAME: &str = "mcp-name";
     /// `X-Accel-Buffering`: `no` keeps nginx-style proxies from buffering SSE.
     pub const X_ACCEL_BUFFERING: &str = "x-accel-buffering";
@@ -29,20 +34,21 @@ pub mod header {
 pub mod mime {
     /// `application/json`: one JSON-RPC message (or a 2025-03-26 batch).
     pub const APPLICATION_JSON: &str = "application/json";
-    /// `text/event-stream`: an SSE stream (S-SSE-1).
+    // S-SSE-1.
+    /// `text/event-stream`: an SSE stream.
     pub const TEXT_EVENT_STREAM: &str = "text/event-stream";
-    /// The `Accept` value a client sends on every POST (S-POST-3).
+    // S-POST-3.
+    /// The `Accept` value a client sends on every POST.
     pub const POST_ACCEPT: &str = "application/json, text/event-stream";
 }
 
-/// The media type of a `Content-Type` value, lower-cased, without parameters or spaces.
-pub fn media_type(value: &[u8]) -> Option<String> {
+/// The media type of a `Content-Type` value as written (media types compare
+/// case-insensitively: `eq_ignore_ascii_case`), without parameters or spaces. Borrowed:
+/// checking a header allocates nothing.
+pub fn media_type(value: &[u8]) -> Option<&str> {
     let s = std::str::from_utf8(value).ok()?;
     let essence = s.split(';').next()?.trim();
-    if essence.is_empty() {
-        return None;
-    }
-    Some(essence.to_ascii_lowercase())
+    (!essence.is_empty()).then_some(essence)
 }
 
 /// Whether the `Content-Type` header of `headers` names `wanted` (parameters such as
@@ -51,7 +57,7 @@ pub fn content_type_is(headers: &HeaderMap, wanted: &str) -> bool {
     headers
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| media_type(v.as_bytes()))
-        .is_some_and(|m| m == wanted)
+        .is_some_and(|m| m.eq_ignore_ascii_case(wanted))
 }
 
 /// Whether the `Accept` headers allow `wanted` (`type/subtype`): an exact match, `type/*` or
@@ -90,8 +96,9 @@ pub fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
     false
 }
 
+// S-AUTH-10, S-AUTH-12.
 /// The parameters of a `Bearer` challenge in `WWW-Authenticate` (RFC 6750 §3, RFC 9728 §5.1):
-/// what a client needs to start its authorization flow (S-AUTH-10, S-AUTH-12).
+/// what a client needs to start its authorization flow.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct BearerChallenge {
     /// `resource_metadata`: the URL of the protected resource metadata document.
@@ -230,6 +237,10 @@ mod tests {
         assert!(!content_type_is(&ct, mime::TEXT_EVENT_STREAM));
         assert!(!content_type_is(&HeaderMap::new(), mime::APPLICATION_JSON));
         assert_eq!(media_type(b"  ;x"), None);
+        assert_eq!(
+            media_type(b" Text/Event-Stream ; q=1"),
+            Some("Text/Event-Stream")
+        );
     }
 
     #[test]

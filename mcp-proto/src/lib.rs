@@ -1,3 +1,4 @@
+// S-NEW-7/8.
 //! # mcp-proto: the sans-IO core of MCP's Streamable HTTP transport
 //!
 //! This crate holds every protocol decision of the Model Context Protocol's Streamable HTTP
@@ -6,8 +7,10 @@
 //! passed in as an [`std::time::Instant`]. Runtime adapters (`mcp-tokio`, `mcp-smol`) move the
 //! bytes and sleep; they never decide what a status code or a header means.
 //!
-//! Requirement ids such as `S-POST-4` in these docs refer to `REQUIREMENTS.md` at the crate
-//! root, an index of the specification's normative sentences.
+//! The reference is the [MCP specification](https://modelcontextprotocol.io/specification)
+//! (revisions 2025-03-26, 2025-06-18, 2025-11-25 and 2026-07-28), chiefly its "Transports ›
+//! Streamable HTTP" section, and, for the event stream, the WHATWG HTML standard's
+//! "Server-sent events".
 //!
 //! ## Modules
 //!
@@ -26,7 +29,7 @@
 //!   (discovery, client registration, PKCE, refresh, step-up), sans-IO like the session.
 //! - [`http`]: header names, media types, and the header grammars the transport reads.
 //! - [`mirror`]: the 2026-07-28 header mirroring rules (`Mcp-Method`, `Mcp-Name`,
-//!   `Mcp-Param-*`, the Base64 sentinel) and the server's header/body check (S-NEW-7/8).
+//!   `Mcp-Param-*`, the Base64 sentinel) and the server's header/body check.
 //! - [`version`]: the protocol revisions and the behaviours each one selects.
 //! - [`schema`]: the MCP schema types (params, results, notifications, content, capabilities)
 //!   of the legacy revisions and of 2026-07-28, the method names, and the [`schema::Request`]

@@ -1,4 +1,5 @@
-//! Header mirroring of revision 2026-07-28 (SEP-2243; S-NEW-7, S-NEW-8): the rules both sides
+// S-NEW-7, S-NEW-8.
+//! Header mirroring of revision 2026-07-28 (SEP-2243): the rules both sides
 //! share for copying JSON-RPC body fields into HTTP headers and for checking them.
 //!
 //! A modern client copies `method` into `Mcp-Method` (every request), `params.name` /
@@ -19,7 +20,7 @@
 //! | `Mcp-Method` + `Mcp-Name` of a request | [`mirror_headers`] |
 //! | the `x-mcp-header` declarations of a tool | [`ParamHeader::from_input_schema`] |
 //! | `Mcp-Param-*` of a `tools/call` | [`param_headers`] |
-//! | the server's check (S-NEW-8) | [`check_headers`] |
+//! | the server's check | [`check_headers`] |
 //!
 //! Everything here is pure: no I/O, no allocation beyond the values built.
 
@@ -44,14 +45,16 @@ pub const SENTINEL_PREFIX: &str = "=?base64?";
 /// The closing of the Base64 sentinel form (case-sensitive).
 pub const SENTINEL_SUFFIX: &str = "?=";
 
-/// The `_meta` key whose value `MCP-Protocol-Version` must equal (S-NEW-7).
+// S-NEW-7.
+/// The `_meta` key whose value `MCP-Protocol-Version` must equal.
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 
 /// The largest integer magnitude an `x-mcp-header` integer may have (2^53 − 1).
 pub const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 
+// S-NEW-8.
 /// Which body field a method mirrors into `Mcp-Name`, if any: `name` for `tools/call` and
-/// `prompts/get`, `uri` for `resources/read` (S-NEW-8).
+/// `prompts/get`, `uri` for `resources/read`.
 pub fn name_source(method: &str) -> Option<&'static str> {
     match method {
         "tools/call" | "prompts/get" => Some("name"),
@@ -127,8 +130,9 @@ fn params_object(params: Option<&RawValue>) -> Option<serde_json::Map<String, Va
     serde_json::from_str(params?.get()).ok()
 }
 
+// S-NEW-8.
 /// The standard mirrored headers of a request: `Mcp-Method` always, and `Mcp-Name` when the
-/// method has a [`name_source`] and `params` holds that field as a string (S-NEW-8). Values
+/// method has a [`name_source`] and `params` holds that field as a string. Values
 /// are encoded with [`encode_value`]. (A method name that is not valid header text gets the
 /// sentinel form too.)
 pub fn mirror_headers(method: &str, params: Option<&RawValue>) -> Vec<(HeaderName, HeaderValue)> {
@@ -298,8 +302,9 @@ fn primitive_string(v: &Value) -> Option<String> {
     }
 }
 
+// S-NEW-8.
 /// The `Mcp-Param-{Name}` headers of a `tools/call` whose tool declares `decls`, for these
-/// `arguments`: one per declaration whose argument is present and not `null` (S-NEW-8).
+/// `arguments`: one per declaration whose argument is present and not `null`.
 pub fn param_headers(
     decls: &[ParamHeader],
     arguments: Option<&Value>,
@@ -334,8 +339,9 @@ impl std::fmt::Display for MirroredHeader {
     }
 }
 
-/// Why a modern request's headers do not mirror its body (S-NEW-8). Every variant is answered
-/// with `400 Bad Request` and JSON-RPC `-32020` (`HeaderMismatch`); [`Display`] is the message.
+// S-NEW-8.
+/// Why a modern request's headers do not mirror its body. Every variant is answered
+/// with `400 Bad Request` and JSON-RPC `-32020` (`HeaderMismatch`); its `Display` is the message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MirrorMismatch {
     /// A required header is absent (or sent more than once).
@@ -390,7 +396,8 @@ fn same_value(header: &str, body: &Value, body_str: &str) -> bool {
     false
 }
 
-/// The server's S-NEW-7/S-NEW-8 check of a modern request's headers against its body.
+// S-NEW-7/S-NEW-8.
+/// The server's check of a modern request's headers against its body.
 ///
 /// Checks, in order:
 /// 1. `MCP-Protocol-Version` is present once and equals `params._meta`'s

@@ -11,11 +11,14 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
 pub enum ProtocolVersion {
-    /// 2025-03-26: Streamable HTTP appears; JSON-RPC batches allowed (S-POST-5).
+    // S-POST-5.
+    /// 2025-03-26: Streamable HTTP appears; JSON-RPC batches allowed.
     V2025_03_26,
-    /// 2025-06-18: batches removed (S-POST-6); `MCP-Protocol-Version` header (S-VER-1).
+    // S-POST-6, S-VER-1.
+    /// 2025-06-18: batches removed; `MCP-Protocol-Version` header.
     V2025_06_18,
-    /// 2025-11-25: priming events, server-closed connections, `retry` (S-POST-19..23).
+    // S-POST-19..23.
+    /// 2025-11-25: priming events, server-closed connections, `retry`.
     V2025_11_25,
     /// 2026-07-28, the modern era: no sessions, no GET stream, per-request `_meta` (S-NEW-*).
     V2026_07_28,
@@ -49,8 +52,9 @@ impl ProtocolVersion {
     /// The newest legacy revision, offered by a client in `initialize`.
     pub const LATEST_LEGACY: ProtocolVersion = ProtocolVersion::V2025_11_25;
 
+    // S-VER-3.
     /// What a server assumes when a request carries no `MCP-Protocol-Version` and the version
-    /// cannot be known otherwise (S-VER-3).
+    /// cannot be known otherwise.
     pub const ASSUMED_WITHOUT_HEADER: ProtocolVersion = ProtocolVersion::V2025_03_26;
 
     /// Parses the exact revision string (`"2025-06-18"`); anything else is `None`.
@@ -82,7 +86,8 @@ impl ProtocolVersion {
         }
     }
 
-    /// Whether a POST body may be a JSON-RPC batch array (S-POST-5, S-RPC-11; 2025-03-26 only).
+    // S-POST-5, S-RPC-11.
+    /// Whether a POST body may be a JSON-RPC batch array (2025-03-26 only).
     pub const fn allows_batch(self) -> bool {
         matches!(self, ProtocolVersion::V2025_03_26)
     }
@@ -92,9 +97,10 @@ impl ProtocolVersion {
         matches!(self.era(), Era::Legacy)
     }
 
+    // S-POST-19, S-POST-20, G-3.
     /// Whether a server may send a priming event (id + empty data) and close connections
     /// early for polling: only to clients of 2025-11-25 or later, since older clients
-    /// JSON-parse empty data (S-POST-19, S-POST-20, G-3).
+    /// JSON-parse empty data.
     pub const fn allows_priming(self) -> bool {
         matches!(
             self,

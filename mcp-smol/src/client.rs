@@ -6,6 +6,7 @@
 //! reading; our bodies are complete), read the head, then the body chunk by chunk. Only a body read to its end returns the
 //! connection to the pool; any failure or abort drops it.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -32,9 +33,10 @@ pub type ConnectBuilder = mcp_proto::driver::Connect<Http>;
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ClientOptions {
-    /// The most idle keep-alive connections kept for reuse; a connection freed beyond it is
-    /// closed. Concurrent requests each use a connection of their own whatever this is.
-    /// Default 4.
+    /// The most idle keep-alive connections kept for reuse. Concurrent requests each use a
+    /// connection of their own; the pool keeps as many idle as requests were ever in flight
+    /// at once, up to this, and closes a connection freed beyond it (so a client that runs
+    /// 64 requests at a time reuses 64 connections instead of dialing anew). Default 128.
     pub max_idle_connections: usize,
     /// What `https://` trusts (default: Mozilla's roots,
     /// [`ClientTls::webpki_roots`](crate::ClientTls::webpki_roots)).
@@ -45,7 +47,7 @@ pub struct ClientOptions {
 impl Default for ClientOptions {
     fn default() -> Self {
         ClientOptions {
-            max_idle_connections: 4,
+            max_idle_connections: 128,
             #[cfg(feature = "tls")]
             tls: crate::ClientTls::default(),
         }
@@ -100,6 +102,7 @@ impl Engine for Http {
             addr: Arc::from(format!("{host}:{port}")),
             dialer,
             idle: Arc::default(),
+            load: Arc::default(),
             max_idle: options.max_idle_connections,
         };
         Ok((Http { pool, url }, Smol))
@@ -140,13 +143,39 @@ impl Http {
     }
 }
 
-/// Idle keep-alive connections to the server, at most `max_idle`.
+/// Idle keep-alive connections to the server: as many as exchanges were ever in flight at
+/// once, at most `max_idle`.
 #[derive(Clone)]
 struct Pool {
     addr: Arc<str>,
     dialer: Dialer,
     idle: Arc<Mutex<Vec<Shared>>>,
+    load: Arc<Load>,
     max_idle: usize,
+}
+
+/// The exchanges in flight, and the most ever in flight at once.
+#[derive(Default)]
+struct Load {
+    in_flight: AtomicUsize,
+    peak: AtomicUsize,
+}
+
+/// One exchange in flight, from its start to its end.
+struct Busy(Arc<Load>);
+
+impl Busy {
+    fn new(load: &Arc<Load>) -> Self {
+        let now = load.in_flight.fetch_add(1, Ordering::Relaxed) + 1;
+        load.peak.fetch_max(now, Ordering::Relaxed);
+        Busy(load.clone())
+    }
+}
+
+impl Drop for Busy {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl Pool {
@@ -154,8 +183,9 @@ impl Pool {
         self.idle.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// An idle connection the server has not closed, or a new one.
-    async fn checkout(&self) -> Result<Shared, TransportFailure> {
+    /// An idle connection the server has not closed, or a new one. A failed dial also
+    /// gives its I/O error.
+    async fn checkout(&self) -> Result<Shared, (TransportFailure, Option<std::io::Error>)> {
         loop {
             let Some(mut io) = self.lock().pop() else {
                 break;
@@ -175,15 +205,16 @@ impl Pool {
         };
         let tcp = connected.await.map_err(|e| {
             tracing::debug!(error = %e, "connect failed");
-            TransportFailure::Connect
+            (TransportFailure::Connect, Some(e))
         })?;
-        self.dialer.secure(tcp).await
+        self.dialer.secure(tcp).await.map_err(|f| (f, None))
     }
 
     /// Returns a connection whose last response was read to its end.
     fn checkin(&self, io: Shared) {
+        let keep = self.load.peak.load(Ordering::Relaxed).min(self.max_idle);
         let mut idle = self.lock();
-        if idle.len() < self.max_idle {
+        if idle.len() < keep {
             idle.push(io);
         }
     }
@@ -191,9 +222,11 @@ impl Pool {
 
 /// One exchange, from checkout to the end of the response body.
 async fn exchange(pool: Pool, request: http_types::Request, net: NetEvents) {
+    let _busy = Busy::new(&pool.load);
     let io = match pool.checkout().await {
         Ok(io) => io,
-        Err(failure) => return net.failed(failure),
+        Err((failure, Some(cause))) => return net.failed_with(failure, &cause),
+        Err((failure, None)) => return net.failed(failure),
     };
     let mut response = match async_h1::connect(io.clone(), request).await {
         Ok(r) => r,

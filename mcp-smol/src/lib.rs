@@ -63,8 +63,9 @@
 //!
 //! # async-h1's limits, and what this crate does about them
 //!
-//! - No connection pool: [`Client`] keeps idle connections (at most
-//!   [`ClientOptions::max_idle_connections`]) and reuses one only after the previous response
+//! - No connection pool: [`Client`] keeps idle connections (as many as requests were ever
+//!   in flight at once, at most [`ClientOptions::max_idle_connections`]) and reuses one only
+//!   after the previous response
 //!   body was read to its end, and only if the server did not close it meanwhile; concurrent
 //!   requests use separate connections.
 //! - Its own `http-types`: converted to `http` 1.x by hand ([`mcp_proto::driver::h1`];
@@ -73,6 +74,12 @@
 //! - A server that notices a departed client only when a write fails: the server watches
 //!   each socket for EOF while its response is pending or streaming, and turns the core's
 //!   SSE heartbeats on ([`ServerConfig::with_heartbeats_required`](mcp_proto::server::ServerConfig::with_heartbeats_required)).
+//! - A timer per request head on async-io 1.x, a second reactor whose thread each request
+//!   woke twice (a context switch each on a busy core): on a plain connection the server
+//!   waits for the next request itself, with one timer per connection
+//!   ([`mcp_proto::driver::conn::KeepAlive`], `Limits::keep_alive_timeout` of quiet between
+//!   two requests, 60 s by default), so that
+//!   async-h1 finds the head already there and never arms its own.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -44,7 +44,7 @@ use smol::stream::Stream;
 
 #[cfg(feature = "tls")]
 use crate::ServerTls;
-use mcp_proto::driver::conn::Acceptor;
+use mcp_proto::driver::conn::{Acceptor, KeepAlive};
 use mcp_proto::driver::h1 as convert;
 
 /// smol as the driver's [`Runtime`]: its global executor and its timer.
@@ -170,9 +170,18 @@ async fn connection(tcp: TcpStream, peer: SocketAddr, handle: ServerHandle, tls:
         }
     };
     let mut server = async_h1::server::Server::new(io, endpoint);
-    let mut first = Some(smol::Timer::after(handle.limits().first_request_timeout));
+    let (limits, gate) = (handle.limits(), tls.is_plain());
+    let mut first = Some(smol::Timer::after(limits.first_request_timeout));
+    // async-h1 bounds each request head with a timer of its own on async-io 1.x, a second
+    // reactor whose thread each request would wake twice: on a plain connection, the next
+    // request is awaited here (one timer per connection) and async-h1 finds its head there.
+    let mut quiet = KeepAlive::new(limits.keep_alive_timeout);
     loop {
         busy.store(false, Ordering::SeqCst);
+        let there = async { tcp.peek(&mut [0u8; 1]).await.is_ok_and(|n| n > 0) };
+        if gate && first.is_none() && !quiet.next_request(&Smol, handle.stopped(), there).await {
+            break;
+        }
         let silent = first.take();
         let next = async { Some(server.accept_one().await) }
             .or(async {
@@ -239,13 +248,25 @@ async fn exchange(
         .map_err(no_response)?;
     let status = convert::status_to_h1(head.status).map_err(no_response)?;
     let mut res = http_types::Response::new(status);
-    let body = Reader {
-        stream: head.body,
-        buf: Bytes::new(),
-    };
-    res.set_body(http_types::Body::from_reader(body, None));
-    // `set_body` adds the body's default content type; the router's headers are the only ones.
-    res.remove_header("content-type");
+    // A 204 (the CORS preflight answer, OPTIONS) or 304 has no body (RFC 9110, 6.4.1), but
+    // async-h1 frames every body of unknown length as chunked, terminating chunk included:
+    // a browser reads no body after a 204, takes that `0\r\n\r\n` for the start of the next
+    // response on the connection and fails it (Chromium: the POST after the preflight). So
+    // such a response keeps its empty body (async-h1 writes `content-length: 0`), and the
+    // driver's stream, which ends at once, is dropped.
+    if !(status.is_informational()
+        || status == http_types::StatusCode::NoContent
+        || status == http_types::StatusCode::NotModified)
+    {
+        let body = Reader {
+            stream: head.body,
+            buf: Bytes::new(),
+        };
+        res.set_body(http_types::Body::from_reader(body, None));
+        // `set_body` adds the body's default content type; the router's headers are the only
+        // ones.
+        res.remove_header("content-type");
+    }
     convert::headers_to_h1(&head.headers, |name, value| res.append_header(name, value))
         .map_err(no_response)?;
     Ok(res)

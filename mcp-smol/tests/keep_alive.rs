@@ -163,3 +163,40 @@ fn an_idle_connection_closed_by_the_server_is_not_reused() {
         bounded("shutdown", serving.shutdown()).await;
     });
 }
+
+#[test]
+fn the_pool_keeps_as_many_connections_as_requests_in_flight() {
+    smol::block_on(async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let serving = mcp_smol::serve(listener, mcp_demo::users::server(), ServerConfig::default())
+            .expect("serve");
+        let proxy = Proxy::start(serving.local_addr()).await;
+        let client = client(&proxy.url, ClientOptions::default()).await;
+        const IN_FLIGHT: usize = 16;
+        for _ in 0..5 {
+            let calls: Vec<_> = (0..IN_FLIGHT)
+                .map(|_| {
+                    let service = client.client().clone();
+                    smol::spawn(async move {
+                        let r = service.call_tool("get_user", json!({"user_id": "user_9"}));
+                        bounded("get_user", r).await.expect("get_user")
+                    })
+                })
+                .collect();
+            for call in calls {
+                assert_eq!(call.await.is_error, Some(true));
+            }
+        }
+        // A connection is dialed only when every one open is in use, so there are never more
+        // than requests in flight; each freed one is kept, so the rounds after the first
+        // reuse them. (A pool of 4 idle dials IN_FLIGHT - 4 more every round.)
+        let accepted = proxy.accepted();
+        assert!(
+            accepted <= IN_FLIGHT,
+            "{accepted} connections for {IN_FLIGHT} in flight"
+        );
+        assert!(accepted > 1, "the calls did run concurrently");
+        bounded("close", client.close()).await;
+        bounded("shutdown", serving.shutdown()).await;
+    });
+}

@@ -3,43 +3,53 @@
 //!
 //! ```text
 //! cargo run --release -p mcp-tokio --example users -- --bind 127.0.0.1:8080
+//! cargo run --release -p mcp-tokio --features redis --example users -- --bind 127.0.0.1:8081 \
+//!     --store redis://127.0.0.1:6379 --instance a
 //! ```
+//!
+//! With `--store`, the sessions, their streams and the notification bus are shared by every
+//! instance on that Redis (the user records stay in each process's memory: they are the
+//! demo's data, not the transport's).
 //!
 //! Prints the endpoint's URL; Ctrl-C shuts it down.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
-use mcp_proto::server::ServerConfig;
+use std::sync::Arc;
 
-const USAGE: &str = "usage: users [--bind ADDR:PORT]   (default 127.0.0.1:8080)";
+use mcp_demo::scale::ScaleOut;
+use mcp_proto::server::{ClusterBackend, ServerConfig};
 
-fn bind_arg() -> Result<SocketAddr, String> {
-    let mut bind = "127.0.0.1:8080".to_owned();
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--bind" => bind = args.next().ok_or("--bind needs an address")?,
-            "-h" | "--help" => return Err(USAGE.to_owned()),
-            other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
-        }
-    }
-    bind.parse()
-        .map_err(|e| format!("bad --bind address {bind:?}: {e}"))
+const USAGE: &str = "usage: users [--bind HOST:PORT]   (default 127.0.0.1:8080)";
+
+fn parse_args() -> Result<(SocketAddr, ScaleOut), String> {
+    let mut scale = ScaleOut::default();
+    let usage = format!("{USAGE}\n{}", mcp_demo::scale::USAGE);
+    let args = std::env::args().skip(1);
+    let addr = mcp_demo::bind::bind_and(args, &usage, |flag, rest| scale.take(flag, rest))?;
+    Ok((addr, scale))
+}
+
+/// The Redis store of `--store` (a build without the `redis` feature says how to get one).
+fn redis(url: &str) -> Result<Arc<dyn ClusterBackend>, String> {
+    #[cfg(feature = "redis")]
+    return mcp_tokio::redis_backend(url, Default::default()).map_err(|e| e.to_string());
+    #[cfg(not(feature = "redis"))]
+    return Err(format!(
+        "{url} needs the Redis store: build with `cargo run -p mcp-tokio --features redis --example users`"
+    ));
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
-    let addr = match bind_arg() {
-        Ok(addr) => addr,
+    mcp_demo::logging::init();
+    let (addr, server, config) = match parse_args().and_then(|(addr, scale)| {
+        let (server, config) =
+            scale.apply(mcp_demo::users::server(), ServerConfig::default(), redis)?;
+        Ok((addr, server, config))
+    }) {
+        Ok(parsed) => parsed,
         Err(e) => {
             eprintln!("{e}");
             return ExitCode::from(2);
@@ -52,14 +62,13 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let serving =
-        match mcp_tokio::serve(listener, mcp_demo::users::server(), ServerConfig::default()) {
-            Ok(s) => s,
-            Err(e) => {
-                eprintln!("cannot serve: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
+    let serving = match mcp_tokio::serve(listener, server, config) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("cannot serve: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     println!("users MCP server on {}", serving.url());
     if let Err(e) = tokio::signal::ctrl_c().await {
         eprintln!("cannot wait for Ctrl-C: {e}");

@@ -180,7 +180,7 @@ impl Engine for Http {
                 Ok(r) => r,
                 Err(e) => {
                     tracing::debug!(error = %e, "exchange failed");
-                    return net.failed(failure(&e));
+                    return net.failed_with(failure(&e), &e);
                 }
             };
             let (parts, mut body) = response.into_parts();
@@ -551,7 +551,7 @@ mod tests {
         bounded("close", client.close()).await;
     }
 
-    /// A preset session (seed: `WithSession`) is used at once: no `initialize`, and the id
+    /// A preset session (mcp-go: `WithSession`) is used at once: no `initialize`, and the id
     /// and version go out on the first request (S-SESS-4).
     #[tokio::test]
     async fn a_preset_session_skips_initialize() {

@@ -19,9 +19,9 @@
 //! ```
 //!
 //! [`serve`] runs an accept loop of hyper connections (HTTP/1.1, and HTTP/2 with prior
-//! knowledge; `TCP_NODELAY`) over [`McpService`], a hyper service whose clones feed one
-//! driver task ([`ServerHandle`](mcp_proto::driver::ServerHandle)). A response body dropped before its
-//! end (the client left) is a disconnect; a body the core cut ends with an error, so hyper
+//! knowledge; `TCP_NODELAY`) over [`McpService`], a hyper and tower service (axum's
+//! `Router::route_service` mounts it) whose clones feed one driver task ([`ServerHandle`]).
+//! A response body dropped before its end (the client left) is a disconnect; a body the core cut ends with an error, so hyper
 //! aborts the connection. [`Serving::shutdown_within`] drains: new requests get the core's
 //! 503, GET streams end cleanly, requests in flight finish, then it stops.
 //!

@@ -1,6 +1,8 @@
 //! The server: [`serve`] and `serve_tls` (a TCP accept loop of hyper connections, HTTP/1.1
-//! and HTTP/2) over [`McpService`] (the hyper service on the driver's [`ServerHandle`]).
+//! and HTTP/2) over [`McpService`] (the hyper and tower service on the driver's
+//! [`ServerHandle`]).
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
@@ -8,7 +10,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 use http::{Request, Response};
 use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
@@ -217,9 +219,35 @@ where
     }
 }
 
-/// The MCP endpoint as a hyper [`Service`](hyper::service::Service): clone it into every
-/// connection (or mount it in any framework that takes hyper services). All clones feed one
-/// driver task; it derefs to its [`ServerHandle`] (shutdown, limits).
+/// The MCP endpoint as a hyper [`Service`](hyper::service::Service) and a
+/// [`tower_service::Service`]: clone it into every connection, or mount it in any framework
+/// that takes either. All clones feed one driver task; it derefs to its [`ServerHandle`]
+/// (shutdown, limits).
+///
+/// As a tower service it takes any request body and never fails (`Error = Infallible`, as
+/// axum's `route_service` wants): once the driver is gone (after a shutdown) it answers 503.
+/// It is always ready; a request waits for room in the driver's queue inside its future.
+/// Bodies are read as through [`serve`], up to [`ServerConfig::max_body_bytes`] (413 past it).
+///
+/// `McpService::new` takes the configuration as given; install what [`serve`] would, then
+/// mount it (in axum: `Router::new().route_service("/mcp", service.clone())`;
+/// `demo/examples/axum.rs` in the repository is a whole program):
+///
+/// ```no_run
+/// # async fn run(server: mcp_proto::service::Server) -> std::io::Result<()> {
+/// use mcp_proto::server::ServerConfig;
+/// use mcp_tokio::{McpService, RandomSessionIds};
+///
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+/// let config = ServerConfig::default()
+///     .with_session_ids(RandomSessionIds)
+///     .bound_to(listener.local_addr()?.ip());
+/// let service = McpService::new(server, config);
+/// // … hand `service.clone()` to the router, serve the listener with it, and at shutdown:
+/// service.shutdown();
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone, Debug)]
 pub struct McpService {
     handle: ServerHandle,
@@ -259,11 +287,11 @@ impl McpService {
     /// the body streams from the driver as the router produces it.
     pub async fn handle<B>(&self, req: Request<B>) -> Result<Response<ResponseBody>, DriverGone>
     where
-        B: Body<Data = Bytes> + Send + Unpin + 'static,
+        B: Body + Send + Unpin + 'static,
     {
         let (parts, body) = req.into_parts();
         let head = self.handle.exchange(parts, Data(body), |_| ()).await?;
-        let mut response = Response::new(ResponseBody(head.body));
+        let mut response = Response::new(ResponseBody(Inner::Driver(head.body)));
         *response.status_mut() = head.status;
         *response.headers_mut() = head.headers;
         Ok(response)
@@ -272,7 +300,7 @@ impl McpService {
 
 impl<B> hyper::service::Service<Request<B>> for McpService
 where
-    B: Body<Data = Bytes> + Send + Unpin + 'static,
+    B: Body + Send + Unpin + 'static,
 {
     type Response = Response<ResponseBody>;
     type Error = DriverGone;
@@ -284,17 +312,44 @@ where
     }
 }
 
+/// Any body (boxed: it need not be `Unpin`), through [`McpService::handle`] as the hyper
+/// service; a gone driver is a 503.
+impl<B> tower_service::Service<Request<B>> for McpService
+where
+    B: Body + Send + 'static,
+{
+    type Response = Response<ResponseBody>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let this = self.clone();
+        Box::pin(async move {
+            let gone = |gone: DriverGone| {
+                gone.response()
+                    .map(|message| ResponseBody(Inner::Fixed(Some(message))))
+            };
+            Ok(this.handle(req.map(Box::pin)).await.unwrap_or_else(gone))
+        })
+    }
+}
+
 /// The data frames of a request body, as the driver reads them (trailers carry nothing).
 struct Data<B>(B);
 
-impl<B: Body<Data = Bytes> + Unpin> futures_core::Stream for Data<B> {
+impl<B: Body + Unpin> futures_core::Stream for Data<B> {
     type Item = Result<Bytes, B::Error>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         loop {
             return match Pin::new(&mut self.0).poll_frame(cx) {
+                // `Bytes` (hyper's, axum's) moves; another buffer is copied once.
                 Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
-                    Ok(chunk) => Poll::Ready(Some(Ok(chunk))),
+                    Ok(mut chunk) => Poll::Ready(Some(Ok(chunk.copy_to_bytes(chunk.remaining())))),
                     Err(_) => continue,
                 },
                 Poll::Ready(Some(Err(e))) => Poll::Ready(Some(Err(e))),
@@ -309,7 +364,14 @@ impl<B: Body<Data = Bytes> + Unpin> futures_core::Stream for Data<B> {
 /// flushes each frame as it comes). Dropping it before its end tells the router the client
 /// went away.
 #[derive(Debug)]
-pub struct ResponseBody(ResponseStream);
+pub struct ResponseBody(Inner);
+
+#[derive(Debug)]
+enum Inner {
+    Driver(ResponseStream),
+    /// A body of its own (the tower service's 503), until taken.
+    Fixed(Option<Bytes>),
+}
 
 impl Body for ResponseBody {
     type Data = Bytes;
@@ -319,15 +381,24 @@ impl Body for ResponseBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
-        futures_core::Stream::poll_next(Pin::new(&mut self.0), cx)
-            .map(|c| c.map(|c| c.map(Frame::data)))
+        match &mut self.0 {
+            Inner::Driver(stream) => futures_core::Stream::poll_next(Pin::new(stream), cx)
+                .map(|c| c.map(|c| c.map(Frame::data))),
+            Inner::Fixed(body) => Poll::Ready(body.take().map(|b| Ok(Frame::data(b)))),
+        }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.0.is_ended()
+        match &self.0 {
+            Inner::Driver(stream) => stream.is_ended(),
+            Inner::Fixed(body) => body.is_none(),
+        }
     }
 
     fn size_hint(&self) -> SizeHint {
-        SizeHint::default()
+        match &self.0 {
+            Inner::Driver(_) => SizeHint::default(),
+            Inner::Fixed(body) => SizeHint::with_exact(body.as_ref().map_or(0, |b| b.len() as u64)),
+        }
     }
 }

@@ -132,6 +132,24 @@ impl Cluster {
         panic!("the cluster did not settle");
     }
 
+    /// The service-level notices node `i` output since the last call
+    /// ([`ServerOutput::ClusterNotice`]: sender, payload); its other outputs stay.
+    pub fn notices(&mut self, i: usize) -> Vec<(Box<str>, bytes::Bytes)> {
+        let h = self.node(i);
+        let mut out = Vec::new();
+        let mut rest = std::collections::VecDeque::new();
+        for e in std::mem::take(&mut h.app) {
+            match e {
+                AppEvent::Other(ServerOutput::ClusterNotice { from, payload }) => {
+                    out.push((from, payload));
+                }
+                other => rest.push_back(other),
+            }
+        }
+        h.app = rest;
+        out
+    }
+
     /// Moves every node's clock by `d` (firing timers), settling as it goes.
     pub fn advance(&mut self, d: Duration) {
         let step = Duration::from_millis(100).min(d);

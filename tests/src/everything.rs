@@ -75,7 +75,7 @@ pub fn server() -> Server {
         .tool(
             Tool::new("ledger_count")
                 .description(
-                    "Sends progress 1..n (total n) on the request's stream, interval_ms apart, then returns \"counted n\"",
+                    "Sends progress 1..n (total n, message \"pid <the server's PID>\") on the request's stream, interval_ms apart, then returns \"counted n\"",
                 )
                 .integer("n", required().description("How many progress notifications"))
                 .integer("interval_ms", description("The pause between two (default 5)")),
@@ -84,8 +84,10 @@ pub fn server() -> Server {
                 let pause = Duration::from_millis(
                     u64::try_from(args.get_int("interval_ms", 5).clamp(0, 10_000)).unwrap_or(5),
                 );
+                // The PID tells a multi-process test which instance runs the call.
+                let pid = format!("pid {}", std::process::id());
                 for k in 1..=n {
-                    ctx.progress(k, Some(n));
+                    ctx.progress_message(k, Some(n), Some(pid.as_str()));
                     if !pause.is_zero() && k < n {
                         ctx.sleep(pause).await;
                     }
@@ -96,7 +98,7 @@ pub fn server() -> Server {
         .tool(
             Tool::new("ledger_burst")
                 .description(
-                    "Sends n log messages {burst, seq: 1..n} not tied to the request (so on the GET stream), then returns",
+                    "Sends n log messages {burst, seq: 1..n, pid} not tied to the request (so on the GET stream), then returns",
                 )
                 .integer("burst", required().description("The burst's number, echoed in each message"))
                 .integer("n", required().description("How many messages"))
@@ -112,7 +114,7 @@ pub fn server() -> Server {
                     session.log(
                         LoggingLevel::Info,
                         Some("ledger"),
-                        json!({"burst": burst, "seq": seq}),
+                        json!({"burst": burst, "seq": seq, "pid": std::process::id()}),
                     );
                     if !pause.is_zero() && seq < n {
                         ctx.sleep(pause).await;

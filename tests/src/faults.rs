@@ -2,7 +2,10 @@
 //! workloads that count what a client lost or received twice.
 //!
 //! [`Proxy`] sits between a client and a server on loopback (hyper on both sides: no
-//! hand-written HTTP). For every response it decides, from a seeded generator, whether to
+//! hand-written HTTP). For every response it decides, from a generator seeded by the run's
+//! seed and the request itself (its HTTP method, JSON-RPC method and id, and how many such
+//! requests came before it: so the decisions do not depend on how concurrent requests
+//! interleave, and a seed cuts the same calls on every run), whether to
 //! cut it after a random number of bytes (anywhere in the first 40 KB, or "early": within
 //! the first 400, that is the status line, headers and priming event; a long-lived stream
 //! gets a new chance every that many bytes it carries); a cut inside the head
@@ -141,7 +144,10 @@ struct State {
     upstream: SocketAddr,
     faults: Faults,
     enabled: AtomicBool,
+    /// Fragmentation only; cut decisions come from [`State::generator`].
     rng: Mutex<XorShift64Star>,
+    /// How many requests of each key (see [`State::generator`]) came so far.
+    seen: Mutex<std::collections::HashMap<String, u64>>,
     log: Mutex<Vec<Logged>>,
     open: AtomicUsize,
     cuts: AtomicUsize,
@@ -156,16 +162,31 @@ impl State {
     /// Whether (and where) to cut a response; the cut only happens if faults are enabled
     /// when the response reaches that byte, so a long-lived stream opened before
     /// [`Proxy::enable`] is cut too.
-    fn decide(&self) -> Option<usize> {
+    fn decide(&self, rng: &mut XorShift64Star) -> Option<usize> {
         if self.faults.cut_probability <= 0.0 {
             return None;
         }
-        let mut rng = lock(&self.rng);
         let roll = rng.below(1_000_000) as f64 / 1_000_000.0;
         if roll >= self.faults.cut_probability {
             return None;
         }
         usize::try_from(rng.below(self.faults.cut_within as u64)).ok()
+    }
+
+    /// The cut generator of one request: seeded by the run's seed and `key` (HTTP method,
+    /// JSON-RPC method and id) with the number of requests of that key seen before.
+    fn generator(&self, key: String) -> XorShift64Star {
+        use std::hash::{Hash, Hasher};
+        let nth = {
+            let mut seen = lock(&self.seen);
+            let n = seen.entry(key.clone()).or_insert(0);
+            *n += 1;
+            *n
+        };
+        // SipHash with fixed keys: the same on every run.
+        let mut h = std::hash::DefaultHasher::new();
+        (self.faults.seed, key, nth).hash(&mut h);
+        XorShift64Star::from_seed(h.finish())
     }
 
     fn piece(&self) -> (usize, bool) {
@@ -210,6 +231,7 @@ impl Proxy {
             faults,
             enabled: AtomicBool::new(false),
             rng: Mutex::new(XorShift64Star::from_seed(faults.seed)),
+            seen: Mutex::new(std::collections::HashMap::new()),
             log: Mutex::new(Vec::new()),
             open: AtomicUsize::new(0),
             cuts: AtomicUsize::new(0),
@@ -293,7 +315,13 @@ async fn exchange(st: Arc<State>, req: Request<Incoming>) -> io::Result<Response
     let (mut parts, body) = req.into_parts();
     let body = body.collect().await.map_err(other)?.to_bytes();
     let (rpc, rpc_id) = rpc_of(&body);
-    let cut_at = st.decide();
+    let mut generator = st.generator(format!(
+        "{} {} {}",
+        parts.method,
+        rpc.as_deref().unwrap_or("-"),
+        rpc_id.as_ref().map_or_else(|| "-".to_owned(), Value::to_string)
+    ));
+    let cut_at = st.decide(&mut generator);
     let index = {
         let mut log = lock(&st.log);
         log.push(Logged {
@@ -355,7 +383,7 @@ async fn exchange(st: Arc<State>, req: Request<Incoming>) -> io::Result<Response
     let budget = cut_at.map(|at| (at.saturating_sub(head), at));
     let (tx, rx) = mpsc::channel(if st.faults.fragment { 1 } else { 16 });
     st.open.fetch_add(1, Ordering::SeqCst);
-    tokio::spawn(pump(st, index, head, rbody, conn, budget, tx));
+    tokio::spawn(pump(st, index, head, rbody, conn, (budget, generator), tx));
     Ok(Response::from_parts(rparts, CutBody { rx }))
 }
 
@@ -398,7 +426,7 @@ async fn pump(
     head: usize,
     mut body: Incoming,
     conn: tokio::task::JoinHandle<Result<(), hyper::Error>>,
-    mut budget: Option<(usize, usize)>,
+    (mut budget, mut generator): (Option<(usize, usize)>, XorShift64Star),
     tx: mpsc::Sender<io::Result<Bytes>>,
 ) {
     let _guard = OpenGuard(st.clone(), conn);
@@ -411,7 +439,7 @@ async fn pump(
     loop {
         if st.faults.reroll && budget.is_none() && since_roll >= st.faults.cut_within {
             since_roll = 0;
-            budget = st.decide().map(|k| (k, position + k));
+            budget = st.decide(&mut generator).map(|k| (k, position + k));
         }
         let frame = tokio::select! {
             f = body.frame() => f,
@@ -524,6 +552,9 @@ pub struct Ledger {
     pub ok: usize,
     /// Calls that did not end within the timeout (or bursts incomplete at it).
     pub hung: usize,
+    /// For each hung call of the request-stream ledger: what it saw, the waits the client
+    /// announced, and the proxy's log of its exchanges (so a hang in CI can be diagnosed).
+    pub hangs: Vec<String>,
     /// Calls that failed with [`PeerError::Interrupted`] after a cut before any event id.
     pub interrupted: usize,
     /// Any other failure, described.
@@ -571,6 +602,7 @@ impl Ledger {
         }
         if self.hung > 0 {
             bad.push(format!("{} hung", self.hung));
+            bad.extend(self.hangs.iter().cloned());
         }
         if !self.errors.is_empty() {
             bad.push(format!("errors: {:?}", self.errors));
@@ -688,7 +720,7 @@ impl Ledger {
 }
 
 /// Counts `seen` against 1..=n into `ledger`.
-fn tally(ledger: &mut Ledger, seen: &[u64], n: u64) -> bool {
+pub(crate) fn tally(ledger: &mut Ledger, seen: &[u64], n: u64) -> bool {
     let unique: BTreeSet<u64> = seen
         .iter()
         .copied()
@@ -733,37 +765,50 @@ pub async fn post_ledger(
             }
         });
         let cuts_before = proxy.cuts();
+        let logged_before = proxy.log().len();
         let t0 = Instant::now();
         let args = json!({"n": w.n, "interval_ms": w.interval_ms});
-        let outcome = tokio::time::timeout(
-            w.timeout,
-            client.call_tool_with("ledger_count", args, options),
-        )
-        .await;
+        // A call hangs when it has not ended `timeout` after it began plus every reconnect
+        // wait the client announced for it: a backoff it said it would take (growing while
+        // resumes cut early bring nothing) is not a hang; silence past it is.
+        let mut waits: Vec<Duration> = Vec::new();
+        let call_future = client.call_tool_with("ledger_count", args, options);
+        let mut call_future = std::pin::pin!(call_future);
+        let outcome = loop {
+            let budget = w.timeout + waits.iter().sum::<Duration>();
+            let left = budget.saturating_sub(t0.elapsed());
+            if left.is_zero() {
+                break None;
+            }
+            match tokio::time::timeout(left.min(Duration::from_millis(100)), &mut call_future).await
+            {
+                Ok(result) => break Some(result),
+                Err(_) => waits.extend(request_stream_waits(events.drain())),
+            }
+        };
+        // The waits the client announced for this call's stream: the server's `retry` after
+        // a cut, growing (jittered, exponential) only while resumes bring nothing.
+        waits.extend(request_stream_waits(events.drain()));
         let took = t0.elapsed();
         ledger.calls += 1;
         let cuts = proxy.cuts() - cuts_before;
         let own = Duration::from_millis(w.n.saturating_sub(1) * w.interval_ms);
-        // The waits the client announced for this call's stream: the server's `retry` after
-        // a cut, growing (jittered, exponential) only while resumes bring nothing.
-        let waited: Duration = events
-            .drain()
-            .into_iter()
-            .filter_map(|e| match e {
-                ClientEvent::Reconnecting {
-                    role: StreamRole::Request(_),
-                    delay,
-                    ..
-                } => Some(delay),
-                _ => None,
-            })
-            .sum();
+        let waited: Duration = waits.iter().sum();
         let per_cut = Duration::from_millis(250) * u32::try_from(cuts).unwrap_or(u32::MAX);
         let bound = own + waited + per_cut + Duration::from_millis(1500);
         let seen = lock(&seen).clone();
         match outcome {
-            Err(_) => ledger.hung += 1,
-            Ok(Ok(result)) => {
+            None => {
+                ledger.hung += 1;
+                ledger.hangs.push(hang_report(
+                    call,
+                    &seen,
+                    w,
+                    &waits,
+                    &proxy.log()[logged_before..],
+                ));
+            }
+            Some(Ok(result)) => {
                 let text = result.first_text().unwrap_or_default().to_owned();
                 if text != format!("counted {}", w.n) {
                     ledger.errors.push(format!("call {call}: result {text:?}"));
@@ -774,7 +819,7 @@ pub async fn post_ledger(
                     ledger.slow.push((call, took, bound));
                 }
             }
-            Ok(Err(RequestError::Transport(PeerError::Interrupted(why)))) => {
+            Some(Err(RequestError::Transport(PeerError::Interrupted(why)))) => {
                 // Allowed only for a cut before any event id: then it fails at once.
                 if cuts == 0 {
                     ledger
@@ -786,13 +831,58 @@ pub async fn post_ledger(
                     ledger.interrupted += 1;
                 }
             }
-            Ok(Err(e)) => ledger.errors.push(format!("call {call}: {e}")),
+            Some(Err(e)) => ledger.errors.push(format!("call {call}: {e}")),
         }
     }
     proxy.enable(false);
     ledger.open_after_close = close_and_count_open(close, proxy).await;
     ledger.finish(proxy);
     ledger
+}
+
+/// The reconnect delays among `events` that concern a request's stream.
+fn request_stream_waits(events: Vec<ClientEvent>) -> impl Iterator<Item = Duration> {
+    events.into_iter().filter_map(|e| match e {
+        ClientEvent::Reconnecting {
+            role: StreamRole::Request(_),
+            delay,
+            ..
+        } => Some(delay),
+        _ => None,
+    })
+}
+
+/// What a hung call of the request-stream ledger saw, in one line.
+fn hang_report(
+    call: usize,
+    seen: &[u64],
+    w: Workload,
+    waits: &[Duration],
+    log: &[Logged],
+) -> String {
+    let exchanges: Vec<String> = log
+        .iter()
+        .map(|l| {
+            format!(
+                "{:.3}s {} {} last-event-id={:?} status={:?} cut_at={:?} first_event_end={:?}",
+                l.at.as_secs_f64(),
+                l.method,
+                l.rpc.as_deref().unwrap_or("-"),
+                l.last_event_id,
+                l.status,
+                l.cut_at,
+                l.first_event_end
+            )
+        })
+        .collect();
+    format!(
+        "call {call} hung: {} of {} progress seen (last {:?}), reconnect waits announced {:?}, exchanges [{}]",
+        seen.len(),
+        w.n,
+        seen.last(),
+        waits,
+        exchanges.join(" | ")
+    )
 }
 
 /// The GET-stream ledger: `rounds` bursts of `n` log messages not tied to a request (so on

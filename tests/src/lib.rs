@@ -12,12 +12,14 @@
 pub mod auth_server;
 pub mod client_harness;
 pub mod cluster_harness;
+pub mod cluster_procs;
 pub mod everything;
 pub mod exec;
 pub mod faults;
 pub mod harness;
 pub mod loopback;
 pub mod pair;
+pub mod raw;
 pub mod runtime;
 pub mod server_harness;
 pub mod services;

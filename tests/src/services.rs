@@ -668,7 +668,7 @@ impl Nginx {
 }
 
 /// The configuration of an [`Nginx`] listening on `127.0.0.1:port` with everything under
-/// `prefix`; `token` is what [`NGINX_READY_PATH`] answers.
+/// `prefix`; `token` is what the readiness path answers.
 pub fn nginx_conf(prefix: &Path, port: u16, upstreams: &[SocketAddr], token: &str) -> String {
     let p = |name: &str| format!("\"{}\"", prefix.join(name).display());
     let servers: String = upstreams

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Method, Request, StatusCode, header};
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Either, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use mcp_proto::server::{AuthDecision, ProtectedResourceMetadata, RequestHead, ServerConfig};
@@ -53,6 +53,8 @@ struct Req {
     bearer: Option<String>,
     accept: &'static str,
     body: Bytes,
+    /// Sent in 1 KiB chunks without a `Content-Length` (chunked on HTTP/1.1).
+    chunked: bool,
 }
 
 impl Req {
@@ -65,6 +67,7 @@ impl Req {
             bearer: None,
             accept: "application/json, text/event-stream",
             body: Bytes::from(body.to_string()),
+            chunked: false,
         }
     }
 
@@ -77,6 +80,7 @@ impl Req {
             bearer: None,
             accept: "text/event-stream",
             body: Bytes::new(),
+            chunked: false,
         }
     }
 
@@ -117,7 +121,17 @@ impl Req {
         if let Some(token) = self.bearer {
             req = req.header(header::AUTHORIZATION, format!("Bearer {token}"));
         }
-        let req = req.body(Full::new(self.body)).expect("request");
+        let body = if self.chunked {
+            let (tx, rx) = futures_channel::mpsc::unbounded();
+            for chunk in self.body.chunks(1024) {
+                let frame = hyper::body::Frame::data(Bytes::copy_from_slice(chunk));
+                let _ = tx.unbounded_send(Ok::<_, std::convert::Infallible>(frame));
+            }
+            Either::Right(http_body_util::StreamBody::new(rx))
+        } else {
+            Either::Left(Full::new(self.body))
+        };
+        let req = req.body(body).expect("request");
         bounded("response head", sender.send_request(req))
             .await
             .expect("response")
@@ -428,21 +442,84 @@ async fn a_foreign_origin_is_refused(rt: Runtime) {
     bounded("shutdown", serving.shutdown()).await;
 }
 
+/// `OPTIONS` on the wire: 204 with `Allow` (no body) from a server as configured by
+/// default, and with CORS configured the preflight answer for an allowed origin.
+async fn options_is_answered_with_allow(rt: Runtime) {
+    let app = "https://app.example.com";
+    let options = |addr: SocketAddr, origin: Option<&str>| {
+        let mut req = Req::post(addr, json!({}));
+        req.method = Method::OPTIONS;
+        req.body = Bytes::new();
+        req.origin = origin.map(str::to_owned);
+        req
+    };
+    let serving = start(rt, ServerConfig::default()).await;
+    let addr = serving.local_addr();
+    let resp = options(addr, None).send(addr).await;
+    assert_eq!(resp.status(), StatusCode::NO_CONTENT);
+    assert_eq!(
+        resp.headers()
+            .get(header::ALLOW)
+            .and_then(|v| v.to_str().ok()),
+        Some("GET, POST, DELETE, OPTIONS")
+    );
+    assert!(resp.headers().get("mcp-session-id").is_none());
+    let body = bounded("body", resp.into_body().collect())
+        .await
+        .expect("body")
+        .to_bytes();
+    assert!(body.is_empty(), "{body:?}");
+    bounded("shutdown", serving.shutdown()).await;
+    let config =
+        ServerConfig::default().with_cors(mcp_proto::server::CorsConfig::allow_origins([app]));
+    let serving = start(rt, config).await;
+    let addr = serving.local_addr();
+    let resp = options(addr, Some(app)).send(addr).await;
+    assert_eq!(resp.status(), StatusCode::NO_CONTENT);
+    let h = resp.headers();
+    assert_eq!(
+        h.get(header::ACCESS_CONTROL_ALLOW_ORIGIN)
+            .and_then(|v| v.to_str().ok()),
+        Some(app)
+    );
+    assert!(h.get(header::ACCESS_CONTROL_ALLOW_METHODS).is_some());
+    assert!(h.get(header::ALLOW).is_some());
+    bounded("shutdown", serving.shutdown()).await;
+}
+
 // ---------------------------------------------------------------------------------------
 // Client scenarios: one client runtime.
 // ---------------------------------------------------------------------------------------
 
-/// A refused connection fails `initialize` (no hang); a URL neither http nor https is
-/// refused at once.
+/// A refused connection fails `connect` (no hang) with an error naming the URL and the
+/// operating system's reason; a URL neither http nor https is refused at once.
 async fn the_client_reports_a_refused_connection(rt: Runtime) {
     // Bind and drop: nothing listens on the port any more.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
     let addr = listener.local_addr().expect("addr");
     drop(listener);
-    let err = bounded("connect", rt.connect(&format!("http://{addr}/mcp")))
+    let url = format!("http://{addr}/mcp");
+    let err = bounded("connect", rt.connect(&url))
         .await
         .expect_err("nothing listens");
-    assert!(matches!(err, ConnectError::Initialize(_)), "{err}");
+    let text = err.to_string();
+    match &err {
+        ConnectError::Connect { url: named, error } => {
+            assert_eq!(named, &url);
+            assert_eq!(
+                error.kind(),
+                std::io::ErrorKind::ConnectionRefused,
+                "{text}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        text.starts_with(&format!("cannot connect to {url}: ")),
+        "{text}"
+    );
+    assert!(text.contains("os error"), "{text}");
+    assert!(std::error::Error::source(&err).is_some(), "{text}");
     assert!(matches!(
         rt.start(
             "ftp://x/mcp",
@@ -1630,6 +1707,7 @@ e2e! {
         an_async_authenticator_guards_the_endpoint,
         failed_and_stalled_handshakes_disturb_no_one,
         a_connection_without_a_request_is_closed,
+        options_is_answered_with_allow,
     ],
     client: [the_client_reports_a_refused_connection],
     pair: [
@@ -1666,7 +1744,7 @@ fn heartbeats_required_restores_the_core_default() {
     assert_eq!(config.heartbeat_interval, Some(Duration::from_millis(30)));
 }
 
-/// The custom-endpoints composition of `examples/axum.rs`: [`McpService`] at `/mcp` in an
+/// The custom-endpoints composition of `demo/examples/axum.rs`: [`McpService`] at `/mcp` in an
 /// axum `Router` beside `GET /api/status`. Both routes answer; `initialize` and calls work
 /// through axum, with raw HTTP and with the tokio client. Tokio only: `McpService` is
 /// mcp-tokio's hyper service (mcp-smol has no framework to mount into).
@@ -1782,4 +1860,167 @@ async fn tokio_only_mcp_service_mounted_in_axum_beside_a_status_route() {
         .await
         .expect("task")
         .expect("axum served");
+}
+
+/// [`mcp_tokio::McpService`] mounted as it is, `Router::route_service("/mcp", service)`, with
+/// what `serve` installs in the configuration; the method and status of every `/mcp` exchange
+/// are logged (an axum middleware).
+struct RouteService {
+    addr: SocketAddr,
+    service: mcp_tokio::McpService,
+    seen: Arc<std::sync::Mutex<Vec<(Method, StatusCode)>>>,
+    stop: tokio::sync::oneshot::Sender<()>,
+    served: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl RouteService {
+    async fn start(config: ServerConfig) -> RouteService {
+        use axum::extract::Request as AxumRequest;
+        use axum::middleware::{Next, from_fn};
+        let listener = bounded("bind", tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let config = config
+            .with_session_ids(mcp_tokio::RandomSessionIds)
+            .bound_to(addr.ip());
+        let service = mcp_tokio::McpService::new(users::server(), config);
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        let app = axum::Router::new()
+            .route_service("/mcp", service.clone())
+            .layer(from_fn(move |req: AxumRequest, next: Next| {
+                let log = log.clone();
+                async move {
+                    let method = req.method().clone();
+                    let resp = next.run(req).await;
+                    log.lock().expect("log").push((method, resp.status()));
+                    resp
+                }
+            }));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let served = tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = stopped.await;
+                })
+                .await
+        });
+        RouteService {
+            addr,
+            service,
+            seen,
+            stop,
+            served,
+        }
+    }
+
+    async fn stop(self) {
+        self.service.shutdown();
+        let _ = self.stop.send(());
+        bounded("axum shutdown", self.served)
+            .await
+            .expect("task")
+            .expect("axum served");
+    }
+}
+
+/// `McpService` as a tower service: axum's `Router::route_service` mounts it without a
+/// handler, and the tokio client runs a whole session through it (initialize, a tool call,
+/// the GET stream, DELETE). Once the driver is gone it answers 503 (its `Error` is
+/// `Infallible`).
+#[tokio::test]
+async fn tokio_only_mcp_service_mounted_by_route_service() {
+    use mcp_proto::client::ClientConfig;
+    let axum = RouteService::start(ServerConfig::default()).await;
+    let url = format!("http://{}/mcp", axum.addr);
+    let client = bounded("connect", Runtime::Tokio.connect(&url))
+        .await
+        .expect("connect");
+    assert_eq!(
+        client.server_info().map(|i| i.server_info.name),
+        Some("StreamableHTTP API Server".to_owned())
+    );
+    let created = bounded(
+        "create_user",
+        client.call_tool(
+            "create_user",
+            json!({"name": "Ty", "email": "ty@x.io", "age": 3}),
+        ),
+    )
+    .await
+    .expect("create_user");
+    assert_eq!(
+        created.structured_content.expect("structured")["id"],
+        "user_1"
+    );
+    bounded("close", client.close()).await;
+    // The GET stream: a client that listens opens it.
+    let builder = ServiceClient::builder("tower", "1");
+    let config = ClientConfig::new().with_continuous_listening(true);
+    let client = bounded(
+        "connect",
+        Runtime::Tokio.connect_with(&url, builder, config),
+    )
+    .await
+    .expect("connect");
+    assert!(bounded("listen_opened", client.listen_opened()).await);
+    bounded("close", client.close()).await;
+
+    let seen = axum.seen.lock().expect("log").clone();
+    for method in [Method::POST, Method::GET, Method::DELETE] {
+        assert!(
+            seen.iter()
+                .any(|(m, status)| *m == method && status.is_success()),
+            "no successful {method} in {seen:?}"
+        );
+    }
+
+    // The driver gone: 503, not an error (axum would have nothing to answer with).
+    axum.service.shutdown();
+    bounded("driver stopped", axum.service.stopped()).await;
+    let resp = Req::post(axum.addr, initialize()).send(axum.addr).await;
+    assert_eq!(resp.status(), StatusCode::SERVICE_UNAVAILABLE);
+    axum.stop().await;
+}
+
+/// A request body over `max_body_bytes` gets the same 413 through `route_service` as through
+/// `mcp_tokio::serve`, whether its `Content-Length` says so or it streams chunked: the tower
+/// service reads the body as the hyper one does.
+#[tokio::test]
+async fn tokio_only_route_service_refuses_an_oversized_body_as_serve_does() {
+    let config = || ServerConfig::default().with_max_body_bytes(1024);
+    let axum = RouteService::start(config()).await;
+    let serving = start(Runtime::Tokio, config()).await;
+    let oversized = |addr, chunked| {
+        let mut req = Req::post(addr, Value::Null);
+        req.body = Bytes::from(format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{}"}}}}"#,
+            "x".repeat(16 * 1024)
+        ));
+        req.chunked = chunked;
+        req
+    };
+    for chunked in [false, true] {
+        let through_serve = oversized(serving.local_addr(), chunked)
+            .send(serving.local_addr())
+            .await
+            .status();
+        let through_axum = oversized(axum.addr, chunked).send(axum.addr).await.status();
+        assert_eq!(
+            through_serve,
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "chunked {chunked}"
+        );
+        assert_eq!(through_axum, through_serve, "chunked {chunked}");
+    }
+    // Within the limit it is answered.
+    let id = open_session(axum.addr).await;
+    let resp = Req::post(axum.addr, ping(2))
+        .session(&id)
+        .send(axum.addr)
+        .await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    bounded("shutdown", serving.shutdown()).await;
+    axum.stop().await;
 }

@@ -479,7 +479,6 @@ use std::net::SocketAddr;
 use http::{Method, Request, StatusCode, header};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper_util::rt::TokioIo;
 use mcp_proto::server::{ClusterConfig, ServerConfig};
 use mcp_tests::runtime::{Runtime, Serving};
 use serde_json::{Value, json};
@@ -508,16 +507,6 @@ async fn send_with(
     body: Option<Value>,
     extra: &[(&str, &str)],
 ) -> http::Response<Incoming> {
-    let tcp = bounded("connect", tokio::net::TcpStream::connect(addr))
-        .await
-        .unwrap();
-    let (mut sender, conn) = bounded(
-        "handshake",
-        hyper::client::conn::http1::handshake(TokioIo::new(tcp)),
-    )
-    .await
-    .unwrap();
-    tokio::spawn(conn);
     let accept = if method == Method::GET {
         "text/event-stream"
     } else {
@@ -538,9 +527,7 @@ async fn send_with(
     }
     let body = body.map(|b| b.to_string()).unwrap_or_default();
     let req = req.body(Full::new(Bytes::from(body))).unwrap();
-    bounded("response head", sender.send_request(req))
-        .await
-        .unwrap()
+    mcp_tests::raw::exchange(addr, req).await
 }
 
 async fn text(resp: http::Response<Incoming>) -> String {
@@ -781,4 +768,122 @@ async fn a_tokio_request_stream_resumes_on_another_instance_through_redis() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_smol_request_stream_resumes_on_another_instance_through_redis() {
     a_request_stream_resumes_on_another_instance(Runtime::Smol).await;
+}
+
+/// The ids a request stream's events carry (`id: <instance>.<stream>-<seq>`), up to the
+/// `-`: the stream's name.
+fn stream_names(sse: &str) -> Vec<String> {
+    sse.lines()
+        .filter_map(|l| l.strip_prefix("id: "))
+        .filter_map(|id| id.rsplit_once('-').map(|(name, _)| name.to_owned()))
+        .collect()
+}
+
+/// An instance killed and started again under the same name mints none of the ids of its
+/// previous life: the driver adds a random incarnation to the name, so a late `Last-Event-ID`
+/// or response of the dead process can never reach the new one's streams or handlers.
+async fn a_restarted_instance_mints_no_id_of_its_previous_life(rt: Runtime) {
+    let redis = require_service!(Redis::start());
+    let mut names = Vec::new();
+    for life in 0..2 {
+        let backend = match rt {
+            Runtime::Tokio => mcp_tokio::redis_backend(&redis.url(), RedisTestConfig::fast()),
+            Runtime::Smol => mcp_smol::redis_backend(&redis.url(), RedisTestConfig::fast()),
+        }
+        .unwrap();
+        let cluster = ClusterConfig::new("a").unwrap().with_backend(backend);
+        let server = rt
+            .serve(
+                mcp_tests::everything::server(),
+                ServerConfig::default().with_cluster(cluster),
+            )
+            .await
+            .unwrap();
+        let addr = server.local_addr();
+        // The same steps in both lives: a fresh process counts from where the first did.
+        let id = initialize(addr).await;
+        let counted = json!({"jsonrpc": "2.0", "id": 10 + life, "method": "tools/call",
+            "params": {"name": "ledger_count", "arguments": {"n": 2, "interval_ms": 0},
+                "_meta": {"progressToken": "p"}}});
+        let resp = send(addr, Method::POST, Some(&id), Some(counted)).await;
+        assert_eq!(resp.status(), StatusCode::OK, "{rt}");
+        let body = text(resp).await;
+        assert!(body.contains("counted 2"), "{rt}: {body}");
+        let life_names = stream_names(&body);
+        assert!(!life_names.is_empty(), "{rt}: no event ids in {body}");
+        names.push(life_names[0].clone());
+        server.shutdown().await;
+    }
+    assert!(
+        names.iter().all(|n| n.starts_with('a') && n.contains('.')),
+        "{rt}: {names:?}"
+    );
+    assert_ne!(
+        names[0], names[1],
+        "{rt}: the second life reused the first's ids"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_tokio_instance_mints_no_id_of_its_previous_life() {
+    a_restarted_instance_mints_no_id_of_its_previous_life(Runtime::Tokio).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_smol_instance_mints_no_id_of_its_previous_life() {
+    a_restarted_instance_mints_no_id_of_its_previous_life(Runtime::Smol).await;
+}
+
+/// A change of the server's on an instance that never saw a session (a tool added on B by
+/// another session's call) reaches that session's GET stream on C exactly once — not also
+/// through A, which holds a copy of the session from its `initialize`.
+async fn a_list_change_reaches_legacy_sessions_on_other_instances_once(rt: Runtime) {
+    let redis = require_service!(Redis::start());
+    let servers = cluster_of_three(rt, &redis.url()).await;
+    let [a, b, c] = [0, 1, 2].map(|i| servers[i].local_addr());
+    let watched = initialize(a).await;
+    let get = send(c, Method::GET, Some(&watched), None).await;
+    assert_eq!(get.status(), StatusCode::OK, "{rt}");
+    let mut stream = get.into_body();
+    // C follows the session's log once its GET is open; give the follow a moment.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let other = initialize(b).await;
+    let resp = send(
+        b,
+        Method::POST,
+        Some(&other),
+        Some(call(2, "test_trigger_tool_change")),
+    )
+    .await;
+    assert_eq!(resp.status(), StatusCode::OK, "{rt}");
+    assert!(text(resp).await.contains("added"), "{rt}");
+    let mut seen = read_until(&mut stream, "notifications/tools/list_changed").await;
+    // A fence through A: everything before it has been written when it arrives.
+    let resp = send(
+        a,
+        Method::POST,
+        Some(&watched),
+        Some(call(3, "test_notify_session")),
+    )
+    .await;
+    assert_eq!(resp.status(), StatusCode::OK, "{rt}");
+    seen.push_str(&read_until(&mut stream, "notification on the GET stream").await);
+    assert_eq!(
+        seen.matches("notifications/tools/list_changed").count(),
+        1,
+        "{rt}: {seen}"
+    );
+    for s in servers {
+        s.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_change_reaches_legacy_sessions_across_tokio_instances_once() {
+    a_list_change_reaches_legacy_sessions_on_other_instances_once(Runtime::Tokio).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_change_reaches_legacy_sessions_across_smol_instances_once() {
+    a_list_change_reaches_legacy_sessions_on_other_instances_once(Runtime::Smol).await;
 }

@@ -306,3 +306,55 @@ fn every_cited_requirement_id_is_indexed_once() {
         "requirement ids cited without a line in mcp-proto/REQUIREMENTS.md: {missing:#?}"
     );
 }
+
+/// What users read carries no requirement id: the library crates' doc comments (`///`,
+/// `//!`) and code lines (error texts, `Display` impls, HTTP bodies) outside their test
+/// modules. Plain `//` comments may cite ids; tests may too.
+#[test]
+fn no_requirement_id_reaches_users() {
+    let root = workspace_root();
+    let mut files = Vec::new();
+    for dir in [
+        "mcp-proto/src",
+        "mcp-tokio/src",
+        "mcp-smol/src",
+        "demo/src",
+        "mcp-tokio/examples",
+        "mcp-smol/examples",
+        "demo/examples",
+    ] {
+        walk(&root.join(dir), &mut files);
+    }
+    files.retain(|f| f.extension().is_some_and(|e| e == "rs"));
+    files.push(root.join("README.md"));
+    assert!(files.len() > 50, "only {} files", files.len());
+    let mut found = Vec::new();
+    for file in &files {
+        let text = fs::read_to_string(file).unwrap_or_default();
+        let shown = file
+            .strip_prefix(&root)
+            .unwrap_or(file)
+            .display()
+            .to_string();
+        for (n, line) in text.lines().enumerate() {
+            let t = line.trim_start();
+            if t.starts_with("#[cfg(test)]") {
+                break;
+            }
+            let public = if t.starts_with("///") || t.starts_with("//!") {
+                t
+            } else if t.starts_with("//") {
+                continue;
+            } else {
+                line.split(" // ").next().unwrap_or(line)
+            };
+            if !ids_in(public).is_empty() {
+                found.push(format!("{shown}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "requirement ids in user-facing text: {found:#?}"
+    );
+}

@@ -133,9 +133,9 @@ fn s_new_4_removed_methods_do_not_exist_in_modern() {
     let removed = mcp_proto::server::REMOVED_IN_MODERN;
     for m in [
         "initialize",
-        "ping",
         "logging/setLevel",
         "resources/subscribe",
+        "ping",
     ] {
         assert!(removed.contains(&m), "{m}");
     }
@@ -148,6 +148,38 @@ fn s_new_4_removed_methods_do_not_exist_in_modern() {
     }
     assert_eq!(h.router.session_count(), 0);
     assert!(h.next_request().is_none());
+}
+
+/// `ping`, gone from 2026-07-28, is refused like the other removed methods by default (the
+/// official conformance suite checks it)...
+#[test]
+fn a_modern_ping_is_404_by_default() {
+    let mut h = harness();
+    let s = h.send(modern(5, "ping", json!({})));
+    let (status, body) = error_of(&h, s);
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert_eq!(body["error"]["code"], -32601, "{body}");
+}
+
+/// ... and, for the SDKs that still send it (the official Python SDK, fastmcp), reaches the
+/// app like any modern request when the server accepts it (the service answers `{}`).
+#[test]
+fn a_modern_ping_reaches_the_app_when_accepted() {
+    let mut h = Harness::new(ServerConfig::default().with_modern().with_modern_ping(true));
+    let s = h.send(modern(5, "ping", json!({})));
+    let (handle, session, request) = h.expect_request();
+    assert!(session.is_none());
+    assert_eq!(&*request.method, "ping");
+    h.reply(handle, "{}");
+    let r = h.response(s);
+    assert_eq!(r.status(), StatusCode::OK);
+    let body = if r.is_sse() {
+        r.sse_messages().last().cloned().unwrap()
+    } else {
+        r.json()
+    };
+    assert_eq!(body["result"], json!({}), "{body}");
+    assert_eq!(body["id"], 5);
 }
 
 #[test]

@@ -437,6 +437,38 @@ fn s_new_4_server_discover_is_answered() {
     assert!(r["result"]["capabilities"]["tools"].is_object());
 }
 
+/// `ping` is gone from 2026-07-28, but the official Python SDK and fastmcp still send it
+/// (with the modern `_meta` and headers): it is answered with an empty result, `{}`.
+#[test]
+fn a_modern_ping_is_answered_with_an_empty_result_when_accepted() {
+    let mut svc = Svc::with_config(
+        &greeter(Arc::new(AtomicUsize::new(0))),
+        ServerConfig::default().with_modern().with_modern_ping(true),
+    );
+    let s = svc.send(modern(4, "ping", json!({}), json!({})));
+    assert_eq!(svc.h.response(s).status(), StatusCode::OK);
+    let r = svc.json(s);
+    assert_eq!(r["id"], 4, "{r}");
+    assert_eq!(r["result"], json!({}), "{r}");
+    assert!(svc.h.response(s).header("mcp-session-id").is_none());
+}
+
+/// A tool round that needs input carries an empty `content` (mcp-go's client reads every
+/// `tools/call` result as a `CallToolResult` and requires the member).
+#[test]
+fn an_input_required_tool_result_carries_empty_content() {
+    let mut svc = Svc::new(&greeter(Arc::new(AtomicUsize::new(0))));
+    let s = svc.send(modern(
+        1,
+        "tools/call",
+        json!({"name": "greet"}),
+        json!({"elicitation": {}}),
+    ));
+    let result = &svc.json(s)["result"];
+    assert_eq!(result["resultType"], "input_required", "{result}");
+    assert_eq!(result["content"], json!([]), "{result}");
+}
+
 #[test]
 fn s_new_9_unknown_method_is_404_through_the_service() {
     let mut svc = Svc::new(&greeter(Arc::new(AtomicUsize::new(0))));

@@ -111,6 +111,7 @@ fn seed_cors_preflight_and_exposed_session_header() {
             .unwrap()
             .contains("DELETE")
     );
+    assert_eq!(r.header("allow"), Some("GET, POST, DELETE, OPTIONS"));
     // The CORS-allowed origin passes Origin validation and sees Mcp-Session-Id.
     let s = h.send(init().header("origin", "https://app.example.com"));
     let (handle, _, _) = h.expect_request();
@@ -130,10 +131,42 @@ fn seed_cors_preflight_and_exposed_session_header() {
 #[test]
 fn cors_is_off_by_default() {
     let mut h = Harness::new(ServerConfig::default());
-    let s = h.send(Req::new(Method::OPTIONS, "/mcp").header("origin", "http://localhost:5173"));
+    let s = h.send(
+        Req::new(Method::OPTIONS, "/mcp")
+            .header("origin", "http://localhost:5173")
+            .header("access-control-request-method", "POST"),
+    );
     let r = h.response(s);
-    assert_eq!(r.status(), StatusCode::METHOD_NOT_ALLOWED);
+    // A plain OPTIONS answer: no CORS headers, so a browser's preflight fails.
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    assert_eq!(r.header("allow"), Some("GET, POST, DELETE, OPTIONS"));
     assert_eq!(r.header("access-control-allow-origin"), None);
+    assert_eq!(r.header("access-control-allow-methods"), None);
+}
+
+#[test]
+fn with_cors_an_options_without_origin_is_a_plain_answer() {
+    let cors = CorsConfig::allow_origins(["https://app.example.com"]);
+    let mut h = Harness::new(ServerConfig::default().with_cors(cors).with_stateless(true));
+    let s = h.send(Req::new(Method::OPTIONS, "/mcp"));
+    let r = h.response(s);
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    assert_eq!(r.header("allow"), Some("POST, OPTIONS"));
+    assert_eq!(r.header("access-control-allow-origin"), None);
+    assert_eq!(r.header("vary"), Some("origin"));
+    // A preflight from the allowed origin offers the same methods.
+    let s = h.send(
+        Req::new(Method::OPTIONS, "/mcp")
+            .header("origin", "https://app.example.com")
+            .header("access-control-request-method", "POST"),
+    );
+    let r = h.response(s);
+    assert_eq!(r.status(), StatusCode::NO_CONTENT);
+    assert_eq!(r.header("allow"), Some("POST, OPTIONS"));
+    assert_eq!(
+        r.header("access-control-allow-methods"),
+        Some("POST, OPTIONS")
+    );
 }
 
 fn prm() -> ProtectedResourceMetadata {

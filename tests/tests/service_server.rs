@@ -633,6 +633,50 @@ fn handler_can_observe_cancellation_between_awaits() {
     assert_eq!(session.in_flight(), 0);
 }
 
+/// A resource's declared MIME type reaches the contents `resources/read` returns when the
+/// handler names none; contents that name one, or another URI, keep theirs.
+#[test]
+fn a_declared_mime_type_is_carried_into_read_contents() {
+    use mcp_proto::service::{Resource, ResourceContents, ResourceTemplate};
+    let server = Server::new("mime", "1")
+        .resource(
+            Resource::new("docs://readme", "readme").mime_type("text/markdown"),
+            |_, req| async move {
+                Ok(vec![
+                    ResourceContents::text(req.uri.clone(), "# hi"),
+                    ResourceContents::text("docs://other", "x"),
+                ])
+            },
+        )
+        .resource(
+            Resource::new("docs://logo", "logo").mime_type("image/png"),
+            |_, req| async move {
+                Ok(vec![
+                    ResourceContents::blob(req.uri.clone(), "iVBORw0KGgo=")
+                        .with_mime_type("image/svg+xml"),
+                ])
+            },
+        )
+        .resource_template(
+            ResourceTemplate::new("users://{id}", "user").mime_type("application/json"),
+            |_, req| async move { Ok(vec![ResourceContents::blob(req.uri.clone(), "e30=")]) },
+        );
+    let read = |uri: &str| result(&call(&server, "resources/read", json!({"uri": uri})));
+    let readme = read("docs://readme");
+    assert_eq!(
+        readme["contents"][0]["mimeType"], "text/markdown",
+        "{readme}"
+    );
+    assert!(readme["contents"][1].get("mimeType").is_none(), "{readme}");
+    let logo = read("docs://logo");
+    assert_eq!(logo["contents"][0]["mimeType"], "image/svg+xml", "{logo}");
+    let user = read("users://7");
+    assert_eq!(
+        user["contents"][0]["mimeType"], "application/json",
+        "{user}"
+    );
+}
+
 /// Blocks the current thread on a future (a thread-parking waker).
 fn futures_lite_block_on<F: std::future::Future>(future: F) -> F::Output {
     struct Unpark(std::thread::Thread);

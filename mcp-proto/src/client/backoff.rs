@@ -1,3 +1,4 @@
+// S-POST-23.
 //! Deterministic, jittered, capped exponential backoff, and the failure budget that ends a
 //! reconnect loop.
 //!
@@ -9,7 +10,7 @@
 //! ```text
 //! base   = min(max, initial · 2^attempt)
 //! delay  = base − uniform[0, base · jitter_percent / 100]
-//! floor  = min(server `retry` or `Retry-After`, max_server_retry)      (S-POST-23)
+//! floor  = min(server `retry` or `Retry-After`, max_server_retry)
 //! result = max(delay, floor)                  ∈ [floor, max(max, floor)]
 //! ```
 //!
@@ -46,8 +47,9 @@ pub struct BackoffConfig {
     /// The largest server `retry` (or `Retry-After`) the client honours (10 min); a larger one
     /// is clamped, so that a hostile value cannot park a stream forever.
     pub max_server_retry: Duration,
+    // S-POST-23.
     /// The smallest server `retry` honoured as given (100 ms): a first reconnect waits exactly
-    /// the server's `retry` (S-POST-23), but a tiny one (`retry: 1`) is raised to this, so that
+    /// the server's `retry`, but a tiny one (`retry: 1`) is raised to this, so that
     /// a server that primes and closes every stream cannot make the client poll at 1 kHz.
     pub min_server_retry: Duration,
 }

@@ -2,7 +2,7 @@
 //!
 //! Defaults are safe: bounded SSE events and JSON bodies, a bounded number of in-flight
 //! requests, 1 s → 30 s jittered backoff, a reconnect budget, automatic re-initialization on
-//! session expiry, no continuous listening unless asked (the seed's `WithContinuousListening`),
+//! session expiry, no continuous listening unless asked (mcp-go's `WithContinuousListening`),
 //! the legacy era unless [`EraMode::Auto`] or [`EraMode::Modern`] is chosen, at most 8
 //! input rounds per request and 32 input requests per round (MRTR), 4096 tools'
 //! `x-mcp-header` declarations remembered.
@@ -32,13 +32,14 @@ pub struct HeaderContext<'a> {
     pub session_id: Option<&'a str>,
 }
 
-/// The per-request header callback (seed: `headerFunc`). It may add headers to the map it is
+/// The per-request header callback (mcp-go: `headerFunc`). It may add headers to the map it is
 /// given; the protocol's own headers (`Accept`, `Content-Type`, `Mcp-Session-Id`,
 /// `MCP-Protocol-Version`, `Last-Event-ID`, `Authorization`) are set after it and win.
 pub type HeaderFn = Box<dyn FnMut(&HeaderContext<'_>, &mut HeaderMap) + Send>;
 
+// S-AUTH-2.
 /// The bearer-token provider: called for every request; `Some(token)` adds
-/// `Authorization: Bearer <token>` (S-AUTH-2). A token that is not a valid header value is
+/// `Authorization: Bearer <token>`. A token that is not a valid header value is
 /// not sent, and [`super::ClientEvent::InvalidBearerToken`] says so.
 pub type TokenProvider = Box<dyn FnMut() -> Option<String> + Send>;
 
@@ -80,7 +81,7 @@ impl Default for Limits {
 pub(crate) enum Start {
     /// Nothing known: the app sends `initialize`.
     Fresh,
-    /// A known session (seed: `WithSession`) at a known version.
+    /// A known session (mcp-go: `WithSession`) at a known version.
     Session {
         id: Box<str>,
         version: ProtocolVersion,
@@ -90,7 +91,8 @@ pub(crate) enum Start {
     Version(ProtocolVersion),
 }
 
-/// Which era(s) a session may speak (S-NEW-10). The era is a property of the server, chosen
+// S-NEW-10.
+/// Which era(s) a session may speak. The era is a property of the server, chosen
 /// once per origin; see [`EraCache`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
@@ -99,9 +101,10 @@ pub enum EraMode {
     /// default, so that existing apps keep their exact behaviour.
     #[default]
     Legacy,
+    // G-11, S-NEW-10.
     /// Dual-era: the app's `initialize` first triggers a `server/discover` probe; a result
-    /// or a recognised modern error (G-11) keeps the session modern, anything else falls back
-    /// to `initialize` (S-NEW-10).
+    /// or a recognised modern error keeps the session modern, anything else falls back
+    /// to `initialize`.
     Auto,
     /// Modern only (2026-07-28): the probe must succeed; a legacy server is
     /// [`super::ClientError::ModernUnsupported`].
@@ -129,7 +132,8 @@ pub trait EraStore: Send + Sync {
     fn forget(&self, origin: &str);
 }
 
-/// The era detected per origin, shared by every session given a clone (S-NEW-10: "cache the
+// S-NEW-10.
+/// The era detected per origin, shared by every session given a clone ("cache the
 /// era per origin"; versioning.mdx: for the lifetime of the origin). The core does no I/O:
 /// the app names the origin (scheme, host and port of the endpoint) when it configures a
 /// session with [`ClientConfig::with_era_cache`]. Cheap to clone; clones share the entries.
@@ -166,7 +170,8 @@ impl EraCache {
     }
 }
 
-/// Who the client is, for the modern era's per-request `_meta` (S-NEW-4):
+// S-NEW-4.
+/// Who the client is, for the modern era's per-request `_meta`:
 /// `io.modelcontextprotocol/clientInfo` and `io.modelcontextprotocol/clientCapabilities`.
 /// An app `initialize` overrides it with its own `clientInfo` and `capabilities`.
 #[derive(Debug, Clone, PartialEq)]
@@ -277,7 +282,7 @@ impl ClientConfig {
         ClientConfig::default()
     }
 
-    /// Starts from a known session (seed: `WithSession`): the session is ready at once, sends
+    /// Starts from a known session (mcp-go: `WithSession`): the session is ready at once, sends
     /// `id` and `version` on every request, and opens the listening stream (if enabled) without
     /// an `initialize`. Without a saved `initialize`, a 404 cannot be repaired automatically:
     /// it ends the session with [`super::ClientEvent::SessionExpired`] and the app initializes.
@@ -299,13 +304,13 @@ impl ClientConfig {
         self
     }
 
-    /// Static headers sent on every request (seed: `WithHTTPHeaders`).
+    /// Static headers sent on every request (mcp-go: `WithHTTPHeaders`).
     pub fn with_headers(mut self, headers: HeaderMap) -> Self {
         self.headers = headers;
         self
     }
 
-    /// A per-request header callback (seed: `WithHTTPHeaderFunc`).
+    /// A per-request header callback (mcp-go: `WithHTTPHeaderFunc`).
     pub fn with_header_fn(
         mut self,
         f: impl FnMut(&HeaderContext<'_>, &mut HeaderMap) + Send + 'static,
@@ -336,7 +341,7 @@ impl ClientConfig {
         self
     }
 
-    /// Opens the GET listening stream once the session is ready (seed:
+    /// Opens the GET listening stream once the session is ready (mcp-go:
     /// `WithContinuousListening`); the same as calling `listen()` right away.
     pub fn with_continuous_listening(mut self, on: bool) -> Self {
         self.listen = on;
@@ -383,14 +388,15 @@ impl ClientConfig {
         self
     }
 
-    /// A deadline for every request (S-LIFE-12; none by default): when it passes, the request
+    // S-LIFE-12.
+    /// A deadline for every request (none by default): when it passes, the request
     /// fails with [`super::ClientError::TimedOut`] and is cancelled as by `cancel`.
     pub fn with_request_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.request_timeout = timeout;
         self
     }
 
-    /// How long `close` waits for the DELETE (5 s, as the seed).
+    /// How long `close` waits for the DELETE (5 s, as in mcp-go).
     pub fn with_close_timeout(mut self, timeout: Duration) -> Self {
         self.close_timeout = timeout;
         self
@@ -403,16 +409,18 @@ impl ClientConfig {
         self
     }
 
+    // S-NEW-4.
     /// Which era(s) the session may speak ([`EraMode::Legacy`] by default). With `Auto` or
     /// `Modern`, the app still sends `initialize`: the session probes with `server/discover`
     /// first and, in the modern era, answers that `initialize` itself from the discovery
-    /// result (the modern server has no `initialize`, S-NEW-4).
+    /// result (the modern server has no `initialize`).
     pub fn with_era(mut self, era: EraMode) -> Self {
         self.era = era;
         self
     }
 
-    /// Shares `cache` for `origin` (S-NEW-10): a known legacy origin is not probed, a known
+    // S-NEW-10.
+    /// Shares `cache` for `origin`: a known legacy origin is not probed, a known
     /// modern one is probed at its cached version, and what the probe learns is written back.
     pub fn with_era_cache(mut self, cache: EraCache, origin: impl Into<String>) -> Self {
         self.era_cache = Some((cache, origin.into().into_boxed_str()));
@@ -426,8 +434,9 @@ impl ClientConfig {
         self
     }
 
+    // S-NEW-5.
     /// How many `InputRequiredResult` rounds one request may go through before it fails with
-    /// [`super::ClientError::TooManyInputRounds`] (8; S-NEW-5, MRTR).
+    /// [`super::ClientError::TooManyInputRounds`] (8, MRTR).
     pub fn with_max_input_rounds(mut self, rounds: u32) -> Self {
         self.max_input_rounds = rounds;
         self
@@ -441,10 +450,11 @@ impl ClientConfig {
         self
     }
 
+    // S-NEW-1.
     /// The `notifications` filter of the modern era's listening stream
     /// (`subscriptions/listen`, e.g. `{"toolsListChanged": true}`). Without one, the modern
     /// era has nothing to listen for and `listen` reports
-    /// [`super::ClientEvent::ListenUnsupported`] (there is no GET stream, S-NEW-1).
+    /// [`super::ClientEvent::ListenUnsupported`] (there is no GET stream).
     pub fn with_subscription_filter(mut self, filter: Value) -> Self {
         self.subscription = Some(filter);
         self

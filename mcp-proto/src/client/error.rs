@@ -34,7 +34,8 @@ pub enum Limit {
     ListenFailures,
     /// `max_resume_failures` of a POST stream.
     ResumeFailures,
-    /// `max_input_rounds` of one request (MRTR, S-NEW-5).
+    // S-NEW-5.
+    /// `max_input_rounds` of one request (MRTR).
     InputRounds,
     /// `max_input_requests` in one `InputRequiredResult` (MRTR).
     InputRequests,
@@ -52,8 +53,9 @@ pub enum ProtocolError {
         /// The status.
         status: StatusCode,
     },
-    /// A 200 whose `Content-Type` is neither `application/json` nor `text/event-stream`
-    /// (S-POST-9), or not `text/event-stream` on a GET (S-GET-3).
+    // S-POST-9, S-GET-3.
+    /// A 200 whose `Content-Type` is neither `application/json` nor `text/event-stream`,
+    /// or not `text/event-stream` on a GET.
     #[error("unexpected content type {content_type:?}")]
     UnexpectedContentType {
         /// The media type, if there was a readable one.
@@ -65,7 +67,8 @@ pub enum ProtocolError {
         /// What was wrong.
         detail: String,
     },
-    /// A batch array when the negotiated version has no batches (S-POST-6).
+    // S-POST-6.
+    /// A batch array when the negotiated version has no batches.
     #[error("JSON-RPC batch not allowed in {version}")]
     BatchNotAllowed {
         /// The negotiated version.
@@ -84,10 +87,12 @@ pub enum ProtocolError {
         /// Which one.
         limit: Limit,
     },
-    /// An `Mcp-Session-Id` that is not visible ASCII (S-SESS-3) or too long.
+    // S-SESS-3.
+    /// An `Mcp-Session-Id` that is not visible ASCII or too long.
     #[error("invalid Mcp-Session-Id")]
     InvalidSessionId,
-    /// An `initialize` result whose `protocolVersion` we do not speak (S-LIFE-9).
+    // S-LIFE-9.
+    /// An `initialize` result whose `protocolVersion` we do not speak.
     #[error("unsupported protocol version {offered:?}")]
     UnsupportedVersion {
         /// What the server offered, if it said anything.
@@ -128,13 +133,15 @@ pub enum ApiMisuse {
         /// The id.
         id: RequestId,
     },
-    /// `initialize` must not be cancelled (S-CANCEL-2).
+    // S-CANCEL-2.
+    /// `initialize` must not be cancelled.
     #[error("initialize cannot be cancelled")]
     CannotCancelInitialize,
     /// `initialize` while a session is established or being established.
     #[error("the session is already initialized or initializing")]
     AlreadyInitialized,
-    /// The app sent a JSON-RPC response in an era where clients send none (S-NEW-5).
+    // S-NEW-5.
+    /// The app sent a JSON-RPC response in an era where clients send none.
     #[error("responses are not sent in {version}")]
     ResponseNotAllowed {
         /// The version.
@@ -178,8 +185,9 @@ pub enum ClientError {
         /// The start of the body.
         body: Bytes,
     },
-    /// 401, or 403 with a Bearer challenge: run the OAuth flow with these parameters
-    /// (S-AUTH-10..12), set a token, and send again.
+    // S-AUTH-10..12.
+    /// 401, or 403 with a Bearer challenge: run the OAuth flow with these parameters,
+    /// set a token, and send again.
     #[error("authorization required ({status})")]
     AuthorizationRequired {
         /// 401 or 403.
@@ -195,7 +203,8 @@ pub enum ClientError {
     /// be) repaired for this request.
     #[error("session expired")]
     SessionExpired,
-    /// 404 to `initialize`: a wrong endpoint, or an old HTTP+SSE server (S-BC-3).
+    // S-BC-3.
+    /// 404 to `initialize`: a wrong endpoint, or an old HTTP+SSE server.
     #[error("no MCP endpoint here (404 to initialize)")]
     EndpointNotFound,
     /// The request deadline passed.
@@ -204,15 +213,17 @@ pub enum ClientError {
     /// The session was closed before the response.
     #[error("session closed")]
     Closed,
-    /// The server asked for input (`InputRequiredResult`, S-NEW-5) more than
+    // S-NEW-5.
+    /// The server asked for input (`InputRequiredResult`) more than
     /// `max_input_rounds` times for one request.
     #[error("more than {limit} input rounds")]
     TooManyInputRounds {
         /// The limit.
         limit: u32,
     },
+    // S-NEW-5.
     /// The app answered one of the server's input requests with an error, so the request
-    /// cannot be retried with a complete `inputResponses` (S-NEW-5).
+    /// cannot be retried with a complete `inputResponses`.
     #[error("input request {key:?} failed: {code} {message}")]
     InputRequestFailed {
         /// The key of the input request.
@@ -233,9 +244,10 @@ pub enum ClientError {
     /// (its answer to `server/discover` was not a result nor a recognised modern error).
     #[error("the server does not speak the modern era")]
     ModernUnsupported,
+    // S-NEW-10, S-BC-3.
     /// The server answered `initialize` (after a failed modern probe) with 400, 404 or 405:
     /// it may speak only the deprecated HTTP+SSE transport of 2024-11-05, which this crate
-    /// does not implement (S-NEW-10, S-BC-3).
+    /// does not implement.
     #[error(
         "no Streamable HTTP endpoint (initialize answered {status}); HTTP+SSE (2024-11-05) is not supported"
     )]

@@ -41,8 +41,9 @@ pub enum ListenStop {
 pub enum CloseReason {
     /// `close` with no session to delete (none issued, or the modern era).
     NoSession,
-    /// The server answered the DELETE (2xx; 405 means it does not let clients end sessions,
-    /// S-SESS-9; 404 means it was already gone).
+    // S-SESS-9.
+    /// The server answered the DELETE (2xx; 405 means it does not let clients end sessions;
+    /// 404 means it was already gone).
     Deleted {
         /// The status.
         status: StatusCode,
@@ -57,7 +58,8 @@ pub enum CloseReason {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum ClientEvent {
-    /// The `initialize` response arrived: the session id (if the server issued one, S-SESS-1)
+    // S-SESS-1.
+    /// The `initialize` response arrived: the session id (if the server issued one)
     /// and the negotiated version. `notifications/initialized` is POSTed next.
     Initialized {
         /// The session id.
@@ -65,13 +67,15 @@ pub enum ClientEvent {
         /// The negotiated version.
         version: ProtocolVersion,
     },
-    /// `notifications/initialized` was answered (G-9): queued messages go out, listening
+    // G-9.
+    /// `notifications/initialized` was answered: queued messages go out, listening
     /// starts. `acknowledged` is `Err` when the server refused it; the session proceeds anyway.
     Ready {
         /// The answer to `notifications/initialized`.
         acknowledged: Result<(), ClientError>,
     },
-    /// A 404 answered a request that carried this session id (S-SESS-6, S-SESS-7). The id is
+    // S-SESS-6, S-SESS-7.
+    /// A 404 answered a request that carried this session id. The id is
     /// cleared. Exactly one per expired id.
     SessionExpired {
         /// The expired id.
@@ -92,7 +96,8 @@ pub enum ClientEvent {
         /// Why.
         error: ClientError,
     },
-    /// 405 to the listening GET (S-GET-3), or an era without one (S-NEW-1): never retried.
+    // S-GET-3, S-NEW-1.
+    /// 405 to the listening GET, or an era without one: never retried.
     ListenUnsupported,
     /// The listening stream is open (200 `text/event-stream`).
     ListenOpened {
@@ -114,7 +119,8 @@ pub enum ClientEvent {
         /// The server's `retry` (or `Retry-After`) that floored the delay, if any.
         server_retry: Option<Duration>,
     },
-    /// A resuming GET was answered with a stream (S-RES-5).
+    // S-RES-5.
+    /// A resuming GET was answered with a stream.
     Resumed {
         /// Which logical stream.
         role: StreamRole,
@@ -137,7 +143,8 @@ pub enum ClientEvent {
         /// Why.
         reason: ListenStop,
     },
-    /// 401, or 403 with a Bearer challenge (S-AUTH-11).
+    // S-AUTH-11.
+    /// 401, or 403 with a Bearer challenge.
     AuthorizationRequired {
         /// The exchange that got it.
         stream: StreamId,
@@ -163,7 +170,8 @@ pub enum ClientEvent {
         /// Which limit.
         limit: Limit,
     },
-    /// A response whose id matches no request in flight (late after a cancel, S-CANCEL-3, or
+    // S-CANCEL-3.
+    /// A response whose id matches no request in flight (late after a cancel, or
     /// bogus): dropped.
     UnmatchedResponse {
         /// Where it came.
@@ -189,7 +197,8 @@ pub enum ClientEvent {
     },
     /// The bearer-token provider returned a value that cannot be a header; it was not sent.
     InvalidBearerToken,
-    /// The server's era is known (S-NEW-10): probed (`cached: false`) or taken from the
+    // S-NEW-10.
+    /// The server's era is known: probed (`cached: false`) or taken from the
     /// [`super::EraCache`] (`cached: true`). `version` is the modern version in use, `None` for
     /// the legacy era (whose version `initialize` negotiates next).
     EraDetected {
@@ -206,8 +215,9 @@ pub enum ClientEvent {
         /// The exchange.
         stream: StreamId,
     },
+    // S-NEW-8.
     /// A tool of a modern `tools/list` result declares invalid `x-mcp-header` parameters: it
-    /// was removed from the result given to the app (S-NEW-8).
+    /// was removed from the result given to the app.
     InvalidToolDefinition {
         /// The tool's name.
         tool: String,

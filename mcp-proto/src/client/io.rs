@@ -33,13 +33,17 @@ impl fmt::Display for StreamId {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum HttpRequestKind {
-    /// A POST carrying one JSON-RPC message (S-POST-2).
+    // S-POST-2.
+    /// A POST carrying one JSON-RPC message.
     Post,
-    /// The GET listening stream (S-GET-1).
+    // S-GET-1.
+    /// The GET listening stream.
     Listen,
-    /// A GET with `Last-Event-ID` resuming a broken POST stream (S-RES-5, S-RES-8).
+    // S-RES-5, S-RES-8.
+    /// A GET with `Last-Event-ID` resuming a broken POST stream.
     Resume,
-    /// The DELETE that ends the session (S-SESS-8).
+    // S-SESS-8.
+    /// The DELETE that ends the session.
     Delete,
     /// A request of the OAuth flow (metadata, registration, token) that the driver carries
     /// to its own URL ([`crate::auth`]); never emitted by the session.
@@ -219,7 +223,8 @@ pub enum Output {
 pub enum SendReceipt {
     /// POSTed on this stream.
     Posted(StreamId),
-    /// Queued until the session is ready (G-9).
+    // G-9.
+    /// Queued until the session is ready.
     Queued,
     /// Absorbed: the app's own `notifications/initialized`, which the session already sends.
     Absorbed,

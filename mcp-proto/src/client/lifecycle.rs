@@ -1,15 +1,16 @@
+// G-9.
 //! The session phase machine: every change of [`Phase`] happens in [`ClientSession::step`].
 //!
 //! # Theory of operation
 //!
 //! The phase says whether messages may go out (`Ready`), must wait (`Uninitialized`,
-//! `Initializing`, `Acknowledging`, `Reinitializing`: the G-9 gate), or are refused
-//! (`Closing`, `Closed`). The rest of the facade reports what happened as a [`PhaseEvent`];
-//! the one `match` below decides the next phase and performs the lifecycle's own effects
-//! (POSTing `notifications/initialized`, replaying `initialize`, flushing the queue, opening
-//! the listening stream, the `Initialized`/`Ready`/`SessionExpired`/`Reinitialized`/`Closed`
-//! events). A pair not listed is stale (an answer for a step already abandoned) and changes
-//! nothing.
+//! `Initializing`, `Acknowledging`, `Reinitializing`: held until `notifications/initialized` is
+//! answered), or are refused (`Closing`, `Closed`). The rest of the facade reports what happened as
+//! a [`PhaseEvent`]; the one `match` below decides the next phase and performs the lifecycle's own
+//! effects (POSTing `notifications/initialized`, replaying `initialize`, flushing the queue,
+//! opening the listening stream, the
+//! `Initialized`/`Ready`/`SessionExpired`/`Reinitialized`/`Closed` events). A pair not listed is
+//! stale (an answer for a step already abandoned) and changes nothing.
 //!
 //! The table is the `match` of [`ClientSession::step`], arm for arm and in its order; every
 //! `self.phase =` of the facade is in that function.
@@ -59,7 +60,8 @@ use super::*;
 pub(super) enum PhaseEvent {
     /// The app's `initialize` was POSTed.
     InitializeSent,
-    /// The app's `initialize` is held while `server/discover` probes the era (S-NEW-10).
+    // S-NEW-10.
+    /// The app's `initialize` is held while `server/discover` probes the era.
     ProbeStarted,
     /// The probe found a modern server; its answer came on `stream`.
     ProbeModern { stream: StreamId },
@@ -355,7 +357,8 @@ impl ClientSession {
         });
     }
 
-    /// POSTs `notifications/initialized` (S-LIFE-4), bounded by the handshake timeout.
+    // S-LIFE-4.
+    /// POSTs `notifications/initialized`, bounded by the handshake timeout.
     fn send_initialized(&mut self, now: Instant) {
         self.ack_deadline = Some(after(now, self.handshake_timeout()));
         self.post_message(

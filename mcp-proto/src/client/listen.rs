@@ -1,15 +1,17 @@
-//! The GET-stream sub-machine: the continuous listening stream (S-GET-1; seed:
+// S-GET-1, G-9, S-GET-2, S-GET-3, S-NEW-1, S-POST-23, S-GET-8, S-POST-20, S-RES-5, S-SSE-15,
+// S-NEW-9, S-NEW-3.
+//! The GET-stream sub-machine: the continuous listening stream (mcp-go:
 //! `WithContinuousListening`).
 //!
 //! # Theory of operation
 //!
-//! Once the session is ready (initialize answered and `notifications/initialized` accepted,
-//! G-9) and the app wants to listen, the machine opens `GET` with `Accept: text/event-stream`
-//! (S-GET-2). Every well-known peer client (mcp-go, rmcp, the TypeScript and Python SDKs) has
+//! Once the session is ready (initialize answered and `notifications/initialized` accepted)
+//! and the app wants to listen, the machine opens `GET` with `Accept: text/event-stream`.
+//! Every well-known peer client (mcp-go, rmcp, the TypeScript and Python SDKs) has
 //! shipped a reconnect storm here; this machine is built so that it cannot:
 //!
-//! - **405 is final** (S-GET-3): `ListenUnsupported`, and no GET is ever sent again by this
-//!   session. An era without a GET stream (2026-07-28, S-NEW-1) is the same, without a request.
+//! - **405 is final**: `ListenUnsupported`, and no GET is ever sent again by this
+//!   session. An era without a GET stream (2026-07-28) is the same, without a request.
 //! - **404 with a session id** is the session's business (expiry, re-initialization); the
 //!   machine goes back to `Idle` and reopens when the session is ready again.
 //! - **401/403** stop listening until the app calls `listen` again (after authorizing).
@@ -18,13 +20,13 @@
 //!   transport failure, a limit hit, and a stream that ends *without a new event id* (a clean
 //!   close that resets the backoff is how the Python SDK and rmcp clients looped forever). A
 //!   failure schedules a reconnect after a jittered exponential delay (1 s doubling to 30 s),
-//!   never sooner than the server's `retry` or `Retry-After` (S-POST-23, S-GET-8).
+//!   never sooner than the server's `retry` or `Retry-After`.
 //!   `max_failures` failures inside the sliding `window` end listening with `ListenGaveUp`.
 //! - A connection that brought a new event id is *progress* (e.g. a 2025-11-25 server polling
-//!   with `retry`, S-POST-20): the backoff restarts from its first step, floored by `retry`.
-//! - Every reconnect carries `Last-Event-ID` when an id was seen (S-RES-5, S-SSE-15).
-//! - **The modern era** (2026-07-28, S-NEW-9) listens with a `subscriptions/listen` POST (the
-//!   facade builds it, with a new id and no `Last-Event-ID`, S-NEW-3); the machine is the same
+//!   with `retry`): the backoff restarts from its first step, floored by `retry`.
+//! - Every reconnect carries `Last-Event-ID` when an id was seen.
+//! - **The modern era** (2026-07-28) listens with a `subscriptions/listen` POST (the
+//!   facade builds it, with a new id and no `Last-Event-ID`); the machine is the same
 //!   but for two rules: 404 is final like 405 (the method does not exist), and since modern
 //!   streams carry no event ids, a delivered message (the acknowledgement comes first) is the
 //!   progress that restarts the backoff.

@@ -1,3 +1,6 @@
+// S-POST-2, S-POST-3, G-1, S-SESS-4, S-VER-1, S-GET-10, S-SESS-1, S-LIFE-4, G-9, S-MULTI-4,
+// S-RPC-7, S-NEW-6, S-NEW-1, S-NEW-10, G-11, S-NEW-4, S-NEW-4, S-NEW-7, S-NEW-8, S-NEW-3, S-NEW-9,
+// S-NEW-5.
 //! The client half of the Streamable HTTP transport as one sans-IO state machine:
 //! [`ClientSession`].
 //!
@@ -50,30 +53,30 @@
 //!
 //! # Theory of operation
 //!
-//! Every message the app sends is one POST (S-POST-2) with `Accept: application/json,
-//! text/event-stream` (S-POST-3) and `Content-Type: application/json` (G-1); once a session
-//! is established, `Mcp-Session-Id` (if the server issued one, S-SESS-4) and
-//! `MCP-Protocol-Version` (S-VER-1) go on every request, GET and DELETE included (S-GET-10).
+//! Every message the app sends is one POST with `Accept: application/json,
+//! text/event-stream` and `Content-Type: application/json`; once a session
+//! is established, `Mcp-Session-Id` (if the server issued one) and
+//! `MCP-Protocol-Version` go on every request, GET and DELETE included.
 //! Each POST is followed by a `post.rs` sub-machine, the listening GET by the `listen.rs`
 //! sub-machine; this facade owns the session phase, the table of requests in flight, the queue
 //! of messages waiting for the session, and the routing of every server message.
 //!
 //! **Initialize** (decision): the app sends its own `initialize` request; the session
 //! recognises it by method, saves its bytes (for re-initialization), and watches its response
-//! for `protocolVersion` and the response head for `Mcp-Session-Id` (S-SESS-1). The app gets
+//! for `protocolVersion` and the response head for `Mcp-Session-Id`. The app gets
 //! the response as the request's outcome. The session then POSTs `notifications/initialized`
-//! **itself** (S-LIFE-4) — it must do so anyway when it re-initializes on its own, so there is
+//! **itself** — it must do so anyway when it re-initializes on its own, so there is
 //! one path — and absorbs the app's copy if the app sends one ([`SendReceipt::Absorbed`]).
-//! Messages sent before the answer to `notifications/initialized` (G-9) are **queued** and go
-//! out in order once it arrives; the listening stream opens then too (seed: initialized gate).
+//! Messages sent before the answer to `notifications/initialized` are **queued** and go
+//! out in order once it arrives; the listening stream opens then too (as in mcp-go: after `notifications/initialized`).
 //! A server that refuses `notifications/initialized` does not wedge the session: it proceeds,
 //! and [`ClientEvent::Ready`] carries the refusal.
 //!
 //! **Matching**: responses are matched to requests by id only, on whatever stream they arrive
-//! (S-MULTI-4, the listening stream included); a second in-flight request with the same id is
+//! (the listening stream included); a second in-flight request with the same id is
 //! refused ([`ApiMisuse::DuplicateRequestId`]), so nothing is ever cross-wired. An error
 //! response without an id on a request's own POST body is that request's
-//! (S-RPC-7). Anything else is [`ClientEvent::UnmatchedResponse`].
+//! error. Anything else is [`ClientEvent::UnmatchedResponse`].
 //!
 //! **Session expiry**: a 404 to an exchange that carried the *current* session id expires it:
 //! [`ClientEvent::SessionExpired`] (one per id), id cleared, listening suspended. With
@@ -86,17 +89,17 @@
 //! **Eras**: the negotiated (or configured) [`ProtocolVersion`] selects behaviour: batches
 //! only where `allows_batch`; sessions, the GET stream, resumption and
 //! `notifications/cancelled` only where `has_sessions` (the modern era cancels by dropping the
-//! stream, S-NEW-6, and has no GET, S-NEW-1). Nothing assumes a session id exists. There is
+//! stream, and has no GET). Nothing assumes a session id exists. There is
 //! one machine: every rule below is a question the version answers, not a second code path.
 //!
-//! **Era detection** ([`EraMode`], S-NEW-10, G-11): with `EraMode::Legacy` (the default) the
+//! **Era detection** ([`EraMode`]): with `EraMode::Legacy` (the default) the
 //! app's `initialize` goes out as is. With `Auto` (dual-era) or `Modern`, the app still sends
 //! `initialize`, and the session holds it (phase `Probing`) while it POSTs its own
 //! `server/discover` (id `mcp-proto-discover-N`) with the modern `_meta` and headers, using
 //! the app's `clientInfo`/`capabilities`. A result means modern: the session answers the
 //! app's `initialize` itself from the discovery result (`protocolVersion` 2026-07-28,
-//! `capabilities`, `serverInfo`, `instructions`; the modern server has no `initialize`,
-//! S-NEW-4), goes `Ready` and absorbs the app's `notifications/initialized`. A JSON-RPC error
+//! `capabilities`, `serverInfo`, `instructions`; the modern server has no `initialize`),
+//! goes `Ready` and absorbs the app's `notifications/initialized`. A JSON-RPC error
 //! `-32020/-32021/-32022` (in a 200 or in a 4xx body, whatever its id) also means modern:
 //! `-32022` naming a modern version we speak re-probes with it (one not tried yet; else the
 //! very version refused, once more, never a third time), naming only legacy versions falls
@@ -111,7 +114,7 @@
 //! ordinary modern request gets a 400/404/405 without a JSON-RPC error (the next session
 //! probes again).
 //!
-//! **Modern requests** (S-NEW-4, S-NEW-7, S-NEW-8): every POSTed request gets `_meta`
+//! **Modern requests**: every POSTed request gets `_meta`
 //! `io.modelcontextprotocol/protocolVersion` (always the session's, so it equals the
 //! `MCP-Protocol-Version` header), `clientCapabilities` and `clientInfo` (the app's, when it
 //! set them; else the [`ClientIdentity`]), and the mirrored headers of [`crate::mirror`]:
@@ -119,12 +122,12 @@
 //! session learnt from `tools/list` results (tools with invalid declarations are removed from
 //! the result, [`ClientEvent::InvalidToolDefinition`]). No session id, no GET, no
 //! `Last-Event-ID`: a broken stream fails its request ([`ProtocolError::StreamEndedWithoutResponse`]
-//! or [`ClientError::Transport`]) and the app re-issues it under a new id (S-NEW-3). A 4xx
-//! whose body is a JSON-RPC error (unknown method → 404 `-32601`, `-32020`, `-32022`, S-NEW-9)
+//! or [`ClientError::Transport`]) and the app re-issues it under a new id. A 4xx
+//! whose body is a JSON-RPC error (unknown method → 404 `-32601`, `-32020`, `-32022`)
 //! is delivered as the request's response. The app cannot send responses
-//! ([`ApiMisuse::ResponseNotAllowed`], S-NEW-5) except to input requests (below).
+//! ([`ApiMisuse::ResponseNotAllowed`]) except to input requests (below).
 //!
-//! **Multi round-trip requests** (S-NEW-5): a result with `"resultType": "input_required"`
+//! **Multi round-trip requests**: a result with `"resultType": "input_required"`
 //! does not end the request. Each of its `inputRequests` is handed to the app as a server
 //! request ([`Output::Message`], id `mcp-proto-input/<request>/<round>/<key>`), exactly as a
 //! legacy server's `sampling/createMessage` would be, so the same handlers answer it; the
@@ -138,14 +141,14 @@
 //! `notifications/cancelled` for each pending input request (so its handlers stop) and
 //! nothing to the server.
 //!
-//! **Modern listening** (S-NEW-9): `listen` (or continuous listening) opens
+//! **Modern listening**: `listen` (or continuous listening) opens
 //! `subscriptions/listen` as a POST with the configured notification filter
 //! ([`ClientConfig::with_subscription_filter`]; without one there is nothing to listen for:
 //! [`ClientEvent::ListenUnsupported`]). The same `listen.rs` machine runs it, with the same
 //! backoff, failure budget and `retry` floors; 404 and 405 are final; a delivered message
 //! (the acknowledgement comes first) is progress; a new id per attempt; the response to
 //! `subscriptions/listen` (a graceful end) is [`ClientEvent::SubscriptionEnded`];
-//! `stop_listening` closes the stream, which is the cancellation (S-NEW-6).
+//! `stop_listening` closes the stream, which is the cancellation.
 //!
 //! **Other decisions**:
 //! - Messages sent before the session is ready — even before `initialize` is sent — are
@@ -335,7 +338,8 @@ pub struct ClientSession {
     listen_rpc: Option<RequestId>,
     /// Counter for the session's own ids.
     own_seq: u64,
-    /// The `x-mcp-header` declarations of the tools seen in `tools/list` (S-NEW-8).
+    // S-NEW-8.
+    /// The `x-mcp-header` declarations of the tools seen in `tools/list`.
     tool_headers: BTreeMap<String, Vec<crate::mirror::ParamHeader>>,
     max_known_tools: usize,
     max_input_requests: usize,
@@ -626,9 +630,10 @@ impl ClientSession {
         }
     }
 
+    // S-POST-17, S-CANCEL-1, S-CANCEL-2.
     /// Cancels a request in flight: its outcome is [`RequestResult::Cancelled`], its stream is
     /// aborted, and (if the server saw it, in an era with sessions) `notifications/cancelled`
-    /// is POSTed (S-POST-17, S-CANCEL-1). `initialize` cannot be cancelled (S-CANCEL-2).
+    /// is POSTed. `initialize` cannot be cancelled.
     pub fn cancel(
         &mut self,
         _now: Instant,
@@ -648,7 +653,8 @@ impl ClientSession {
         Ok(())
     }
 
-    /// Opens (or keeps) the GET listening stream once the session is ready (S-GET-1). After
+    // S-GET-1.
+    /// Opens (or keeps) the GET listening stream once the session is ready. After
     /// `ListenGaveUp` this starts again with a fresh failure budget; after `ListenUnsupported`
     /// it only repeats that event.
     pub fn listen(&mut self, now: Instant) -> Result<(), ApiMisuse> {
@@ -666,7 +672,8 @@ impl ClientSession {
         Ok(())
     }
 
-    /// Closes the listening stream (S-GET-9).
+    // S-GET-9.
+    /// Closes the listening stream.
     pub fn stop_listening(&mut self, now: Instant) -> Result<(), ApiMisuse> {
         if self.closing() {
             return Err(ApiMisuse::Closed);
@@ -675,7 +682,8 @@ impl ClientSession {
         Ok(())
     }
 
-    /// Sets (or clears) the bearer token sent on every request (S-AUTH-2). A token provider in
+    // S-AUTH-2.
+    /// Sets (or clears) the bearer token sent on every request. A token provider in
     /// the configuration, when it returns a token, takes precedence.
     pub fn set_bearer_token(&mut self, token: Option<&str>) -> Result<(), ApiMisuse> {
         self.token = match token {
@@ -688,9 +696,10 @@ impl ClientSession {
         Ok(())
     }
 
+    // S-SESS-8, S-SESS-9.
     /// Closes the session: every request in flight fails with [`ClientError::Closed`], every
     /// exchange is aborted, a DELETE with the session id is sent if there is a session (as
-    /// mcp-go's client does; S-SESS-8; 405 tolerated, S-SESS-9), and [`ClientEvent::Closed`]
+    /// mcp-go's client does; 405 tolerated), and [`ClientEvent::Closed`]
     /// follows its answer (or the close timeout). No intent but that DELETE follows `close`.
     /// Calling it again is a no-op.
     pub fn close(&mut self, now: Instant) {

@@ -1,7 +1,8 @@
+// S-NEW-4, S-NEW-10, G-11, S-NEW-5.
 //! Per-request metadata: the modern era's (2026-07-28) wire helpers for the session, where
-//! each request carries what a session used to: per-request `_meta`
-//! (S-NEW-4), the `server/discover` probe and its verdict (S-NEW-10, G-11), the
-//! `subscriptions/listen` request, and multi round-trip requests (MRTR, S-NEW-5).
+//! each request carries what a session used to: per-request `_meta`,
+//! the `server/discover` probe and its verdict, the
+//! `subscriptions/listen` request, and multi round-trip requests (MRTR).
 //!
 //! Nothing here keeps state: the facade ([`super::ClientSession`]) decides, these functions
 //! read and write JSON.
@@ -21,8 +22,9 @@ pub(crate) const DISCOVER: &str = "server/discover";
 /// The modern listening stream.
 pub(crate) const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
 
+// G-11.
 /// `-32020` HeaderMismatch, `-32021` MissingRequiredClientCapability, `-32022`
-/// UnsupportedProtocolVersion: the errors that identify a modern server (G-11). A 2025
+/// UnsupportedProtocolVersion: the errors that identify a modern server. A 2025
 /// server answers a modern request with `-32000` or `-32601`, which are not among them.
 pub(crate) fn is_modern_error(code: i64) -> bool {
     matches!(code, -32022..=-32020)
@@ -35,9 +37,10 @@ fn id_value(id: &RequestId) -> Value {
     }
 }
 
+// S-NEW-7, S-NEW-4.
 /// Puts the modern `_meta` into a request's `params`: the protocol version always (it must
-/// match the `MCP-Protocol-Version` header, S-NEW-7), `clientInfo` and `clientCapabilities`
-/// unless the app set them (S-NEW-4). `None` when `bytes` is not a request.
+/// match the `MCP-Protocol-Version` header), `clientInfo` and `clientCapabilities`
+/// unless the app set them. `None` when `bytes` is not a request.
 pub(crate) fn with_meta(
     bytes: &[u8],
     version: ProtocolVersion,
@@ -100,7 +103,8 @@ pub(crate) fn identity_from_initialize(bytes: &[u8]) -> Option<ClientIdentity> {
     })
 }
 
-/// What the answer to the probe says about the server (S-NEW-10).
+// S-NEW-10.
+/// What the answer to the probe says about the server.
 #[derive(Debug)]
 pub(crate) enum Verdict {
     /// A result: modern, at the version sent.
@@ -159,8 +163,9 @@ pub(crate) fn verdict(response: &Response, tried: &[ProtocolVersion]) -> Verdict
     }
 }
 
+// S-NEW-7, S-NEW-9.
 /// A single JSON-RPC error response in an HTTP error body (a modern server explains its 4xx
-/// this way, S-NEW-7, S-NEW-9).
+/// this way).
 pub(crate) fn error_response(body: &[u8]) -> Option<Response> {
     match jsonrpc::parse_body(body) {
         Ok(Body::Single(Message::Response(r))) if r.is_error() => Some(r),

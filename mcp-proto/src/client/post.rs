@@ -1,23 +1,23 @@
+// S-POST-2, S-POST-7, S-POST-9, G-8, S-POST-12, S-RES-5, S-RES-8, S-POST-21, S-POST-23, S-NEW-3.
 //! The POST-stream sub-machine: one per message the client POSTs, following its exchange
 //! through the reply and, for a request whose SSE stream breaks, through the GETs that resume it.
 //!
 //! # Theory of operation
 //!
-//! A POST carries one JSON-RPC message (S-POST-2). A notification or a response expects
-//! `202 Accepted` (S-POST-7); a request expects `200` with either one JSON body (S-POST-9; a
-//! batch when 2025-03-26 was negotiated, G-8) or an SSE stream that may carry server requests
-//! and notifications before the response (S-POST-12). The machine turns the reply into
+//! A POST carries one JSON-RPC message. A notification or a response expects
+//! `202 Accepted`; a request expects `200` with either one JSON body (a
+//! batch when 2025-03-26 was negotiated) or an SSE stream that may carry server requests
+//! and notifications before the response. The machine turns the reply into
 //! [`PostEffect`]s; the facade ([`super::ClientSession`]) parses the payloads, matches responses
 //! to requests by id, and tells the machine when its request was `answered`.
 //!
-//! An SSE stream that ends (or breaks) before its response is *resumed* (S-RES-5, S-RES-8,
-//! S-POST-21): if the era has resumability and an event id was seen, the machine waits (the
-//! server's `retry` as a floor, S-POST-23, jittered exponential backoff above it) and then the
-//! facade sends GET + `Last-Event-ID` under a new [`super::StreamId`]; the machine follows that
-//! exchange exactly as the original. A connection that brings no new event id counts as a
-//! resume failure; `max_resume_failures` of them in a row fail the request (peer clients have
-//! looped forever on empty resumes, or left the request pending). Without an event id, or in
-//! the modern era (S-NEW-3), the request fails.
+//! An SSE stream that ends (or breaks) before its response is *resumed*: if the era has
+//! resumability and an event id was seen, the machine waits (the server's `retry` as a floor,
+//! jittered exponential backoff above it) and then the facade sends GET + `Last-Event-ID` under a
+//! new [`super::StreamId`]; the machine follows that exchange exactly as the original. A connection
+//! that brings no new event id counts as a resume failure; `max_resume_failures` of them in a row
+//! fail the request (peer clients have looped forever on empty resumes, or left the request
+//! pending). Without an event id, or in the modern era, the request fails.
 //!
 //! Once its request is answered, an SSE stream gets `answered_stream_grace` (2 s) for what may
 //! follow and is then closed by the client (`Abort`): servers normally end it, but some never
@@ -91,7 +91,8 @@ pub(crate) enum Purpose {
     Request(RequestId),
     /// An app notification.
     Notification(Box<str>),
-    /// An app response to a server request (S-S2C-3).
+    // S-S2C-3.
+    /// An app response to a server request.
     Response,
     /// The session's `notifications/initialized`.
     Initialized,
@@ -178,7 +179,8 @@ pub(crate) struct PostStream {
     pub(crate) carried_session: Option<Box<str>>,
     /// The session epoch the message was sent in.
     pub(crate) epoch: u64,
-    /// Whether this is an `initialize` (its 404 means "no endpoint", S-BC-3).
+    // S-BC-3.
+    /// Whether this is an `initialize` (its 404 means "no endpoint").
     pub(crate) is_initialize: bool,
     /// Whether the era has resumability (legacy).
     pub(crate) resumable: bool,
@@ -563,4 +565,5 @@ fn content_type(headers: &HeaderMap) -> Option<String> {
     headers
         .get(http::header::CONTENT_TYPE)
         .and_then(|v| media_type(v.as_bytes()))
+        .map(str::to_ascii_lowercase)
 }

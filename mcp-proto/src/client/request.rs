@@ -1,15 +1,17 @@
+// G-9, S-NEW-5.
 //! The request sub-machine: where one request of the table of requests in flight is
 //! ([`ReqState`]), from the app's `send` (or the session's own re-initialization) to its
 //! outcome.
 //!
 //! # Theory of operation
 //!
-//! A request is born `Queued`: it waits for the session (the G-9 gate) or for its POST. When
+//! A request is born `Queued`: it waits for the session (until `notifications/initialized` is
+//! answered) or for its POST. When
 //! its POST goes out it is `Sent` on that exchange, and a resume GET moves it to the new
 //! exchange; an answer is matched to it by id wherever it arrives. A 404 to its POST while the
 //! session re-initializes queues it again for one retry; in the modern era an
 //! `InputRequiredResult` makes it `AwaitingInput` while the app answers the input requests,
-//! after which it is queued and re-POSTed under a new wire id (MRTR, S-NEW-5). It leaves the
+//! after which it is queued and re-POSTed under a new wire id (MRTR). It leaves the
 //! table when it gets its outcome (response, error, cancellation); the facade's checks of the
 //! form "still `Sent` on this stream?" drop stale input for an exchange it has left.
 //!
@@ -121,8 +123,9 @@ pub(super) enum ReqState {
     Sent {
         stream: StreamId,
     },
+    // S-NEW-5.
     /// Modern era: an `InputRequiredResult` arrived and the app is answering its input
-    /// requests (MRTR, S-NEW-5).
+    /// requests (MRTR).
     AwaitingInput,
 }
 

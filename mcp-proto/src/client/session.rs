@@ -36,7 +36,8 @@ impl ClientSession {
         Ok(())
     }
 
-    /// POSTs now if ready, queues otherwise (G-9).
+    // G-9.
+    /// POSTs now if ready, queues otherwise.
     pub(super) fn dispatch(
         &mut self,
         bytes: Bytes,
@@ -119,8 +120,9 @@ impl ClientSession {
         }
     }
 
+    // G-6.
     /// Every header of a request. Protocol headers are set last and win over static and
-    /// callback headers. `with_session` is false only for `initialize` (G-6).
+    /// callback headers. `with_session` is false only for `initialize`.
     pub(super) fn build_headers(
         &mut self,
         kind: HttpRequestKind,
@@ -745,8 +747,9 @@ impl ClientSession {
         }
     }
 
+    // S-NEW-6.
     /// Cancel or time out: outcome, abort, and `notifications/cancelled` if the server saw the
-    /// request in this session (legacy era; the modern era cancels by dropping, S-NEW-6).
+    /// request in this session (legacy era; the modern era cancels by dropping).
     pub(super) fn abandon(&mut self, id: &RequestId, result: RequestResult, reason: Option<&str>) {
         let notify = self
             .requests
@@ -875,7 +878,8 @@ impl ClientSession {
     }
     // ------------------------------------------------------------------ the modern era
 
-    /// The request headers that mirror the body (S-NEW-8): `Mcp-Method`, `Mcp-Name`,
+    // S-NEW-8.
+    /// The request headers that mirror the body: `Mcp-Method`, `Mcp-Name`,
     /// `Mcp-Param-*`, via [`crate::mirror`].
     pub(super) fn mirror(&self, body: &[u8], headers: &mut HeaderMap) {
         let Some((method, params)) = per_request::method_and_params(body) else {
@@ -895,8 +899,9 @@ impl ClientSession {
         }
     }
 
+    // S-NEW-8.
     /// Learns the `x-mcp-header` declarations of the tools in a `tools/list` result and drops
-    /// the tools whose declarations are invalid (S-NEW-8: a client MUST exclude them), with a
+    /// the tools whose declarations are invalid (a client MUST exclude them), with a
     /// [`ClientEvent::InvalidToolDefinition`] each. Returns the result to give the app.
     fn learn_tools(&mut self, response: Response) -> Response {
         let Outcome::Result(raw) = &response.outcome else {
@@ -1046,7 +1051,8 @@ impl ClientSession {
         }
     }
 
-    /// The probe's answer (a result or a JSON-RPC error, S-NEW-10, G-11).
+    // S-NEW-10, G-11.
+    /// The probe's answer (a result or a JSON-RPC error).
     fn on_probe_response(&mut self, now: Instant, stream: StreamId, response: Response) {
         self.probe = None;
         match per_request::verdict(&response, &self.probe_tried) {
@@ -1118,7 +1124,8 @@ impl ClientSession {
         self.step(now, PhaseEvent::ProbeLegacy);
     }
 
-    /// An `InputRequiredResult` for request `id` (MRTR, S-NEW-5): hand its input requests to
+    // S-NEW-5.
+    /// An `InputRequiredResult` for request `id` (MRTR): hand its input requests to
     /// the app as server requests, or retry at once when there are none.
     fn on_input_required(
         &mut self,

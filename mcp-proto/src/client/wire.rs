@@ -15,7 +15,8 @@ use crate::version::ProtocolVersion;
 
 /// The JSON-RPC method the session watches for.
 pub(crate) const INITIALIZE: &str = "initialize";
-/// The notification the session sends itself after `initialize` (S-LIFE-4).
+// S-LIFE-4.
+/// The notification the session sends itself after `initialize`.
 pub(crate) const INITIALIZED: &str = "notifications/initialized";
 
 /// What the app asked to send.
@@ -39,8 +40,9 @@ impl From<Message> for Outgoing {
     }
 }
 
-/// Classifies one serialized message from the app. Batches are not sent (S-POST-6; the
-/// 2025-03-26 batch is optional to send, S-RPC-11).
+// S-POST-6, S-RPC-11.
+/// Classifies one serialized message from the app. Batches are not sent (the
+/// 2025-03-26 batch is optional to send).
 pub(crate) fn classify(bytes: &[u8]) -> Result<Outgoing, ApiMisuse> {
     match jsonrpc::parse_body(bytes) {
         Ok(Body::Single(m)) => Ok(Outgoing::from(m)),
@@ -53,8 +55,9 @@ pub(crate) fn classify(bytes: &[u8]) -> Result<Outgoing, ApiMisuse> {
     }
 }
 
+// S-RPC-10.
 /// Checks a message the app built rather than parsed for what [`classify`] would refuse in
-/// its bytes: `params` that is not an object (S-RPC-10), a success response without an id.
+/// its bytes: `params` that is not an object, a success response without an id.
 /// The other invariants are the types' own.
 pub(crate) fn check_outgoing(message: &Message) -> Result<(), ApiMisuse> {
     let refuse = |detail: &str| {
@@ -80,8 +83,9 @@ pub(crate) fn check_outgoing(message: &Message) -> Result<(), ApiMisuse> {
 /// One element of a parsed body: a message, or why it is not one.
 pub(crate) type Parsed = Result<Message, ClientError>;
 
+// G-8.
 /// Parses a body or an SSE `data` payload. A batch is accepted when `version` allows it, or
-/// before any version is negotiated (G-8).
+/// before any version is negotiated.
 pub(crate) fn parse_incoming(
     bytes: &[u8],
     version: Option<ProtocolVersion>,
@@ -133,12 +137,14 @@ pub(crate) fn initialize_version(
     }
 }
 
-/// `notifications/initialized` (S-LIFE-4).
+// S-LIFE-4.
+/// `notifications/initialized`.
 pub(crate) fn initialized_notification() -> Bytes {
     Bytes::from_static(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
 }
 
-/// `notifications/cancelled` for `id` (S-POST-17, S-CANCEL-1).
+// S-POST-17, S-CANCEL-1.
+/// `notifications/cancelled` for `id`.
 pub(crate) fn cancelled_notification(id: &RequestId, reason: Option<&str>) -> Bytes {
     let id = match id {
         RequestId::Number(n) => serde_json::Value::from(*n),
@@ -169,7 +175,8 @@ pub(crate) fn with_id(saved: &[u8], id: RequestId) -> Option<Bytes> {
     }
 }
 
-/// Whether `id` is visible ASCII (S-SESS-3) within `max` bytes.
+// S-SESS-3.
+/// Whether `id` is visible ASCII within `max` bytes.
 pub(crate) fn valid_session_id(id: &[u8], max: usize) -> bool {
     !id.is_empty() && id.len() <= max && id.iter().all(|b| (0x21..=0x7E).contains(b))
 }
@@ -261,7 +268,8 @@ impl SseReader {
         }
     }
 
-    /// Marks the end of the body (an unterminated event is discarded, S-SSE-13).
+    // S-SSE-13.
+    /// Marks the end of the body (an unterminated event is discarded).
     pub(crate) fn finish(&mut self) {
         self.decoder.finish();
     }

@@ -30,7 +30,7 @@ use futures_core::Stream;
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Uri};
 
 use super::signal::{Latch, Wakeup};
-use super::{Runtime, Woke, until};
+use super::{Runtime, Woke, short_id, until};
 use crate::auth::AuthHttpRequest;
 use crate::client::{
     ClientConfig, ClientEvent, ClientSession, HeaderContext, HttpRequest, Input, Output,
@@ -91,6 +91,15 @@ pub enum ConnectError {
         /// Why.
         reason: TlsFailure,
     },
+    /// The connection to `url` could not be established (`initialize` went nowhere):
+    /// `error` is the operating system's reason (connection refused, no route, a name that
+    /// does not resolve).
+    Connect {
+        /// The URL given to the builder.
+        url: String,
+        /// Why.
+        error: std::io::Error,
+    },
     /// `initialize` failed.
     Initialize(RequestError),
     /// The OAuth configuration cannot work ([`Connect::oauth`]).
@@ -105,6 +114,7 @@ impl std::fmt::Display for ConnectError {
                 write!(f, "{url}: this build has no TLS (the `tls` feature is off)")
             }
             ConnectError::Tls { host, reason } => write!(f, "TLS with {host} failed: {reason}"),
+            ConnectError::Connect { url, error } => write!(f, "cannot connect to {url}: {error}"),
             ConnectError::Initialize(e) => write!(f, "initialize failed: {e}"),
             ConnectError::OAuth(e) => write!(f, "OAuth: {e}"),
         }
@@ -115,6 +125,7 @@ impl std::error::Error for ConnectError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             ConnectError::Initialize(e) => Some(e),
+            ConnectError::Connect { error, .. } => Some(error),
             ConnectError::OAuth(e) => Some(e),
             _ => None,
         }
@@ -122,18 +133,29 @@ impl std::error::Error for ConnectError {
 }
 
 impl ConnectError {
-    /// The error of a failed `initialize` to `uri`: [`Tls`](ConnectError::Tls) when the
-    /// exchange failed in its TLS handshake.
-    fn initialize(error: RequestError, uri: &Uri) -> ConnectError {
+    /// The error of a failed `initialize` to `url`: [`Tls`](ConnectError::Tls) when the
+    /// exchange failed in its TLS handshake, [`Connect`](ConnectError::Connect) (with the
+    /// reason an exchange recorded in `dial`) when it could not connect.
+    fn initialize(error: RequestError, url: &str, uri: &Uri, dial: &DialError) -> ConnectError {
         use crate::client::ClientError;
         use crate::service::PeerError;
-        match &error {
+        let failure = match &error {
             RequestError::Transport(
-                PeerError::Interrupted(ClientError::Transport(TransportFailure::Tls(reason)))
-                | PeerError::Client(ClientError::Transport(TransportFailure::Tls(reason))),
-            ) => ConnectError::Tls {
+                PeerError::Interrupted(ClientError::Transport(failure))
+                | PeerError::Client(ClientError::Transport(failure)),
+            ) => Some(*failure),
+            _ => None,
+        };
+        match failure {
+            Some(TransportFailure::Tls(reason)) => ConnectError::Tls {
                 host: uri.host().unwrap_or_default().to_owned(),
-                reason: *reason,
+                reason,
+            },
+            Some(TransportFailure::Connect) => ConnectError::Connect {
+                url: url.to_owned(),
+                error: crate::service::cancel::lock(dial)
+                    .take()
+                    .unwrap_or_else(|| std::io::Error::other("connection failed")),
             },
             _ => ConnectError::Initialize(error),
         }
@@ -171,11 +193,16 @@ enum Target {
     Auth(crate::auth::AuthRequestId),
 }
 
+/// Why the last connection attempt failed, as an exchange reported it
+/// ([`NetEvents::failed_with`]), for [`ConnectError::Connect`].
+type DialError = Arc<std::sync::Mutex<Option<std::io::Error>>>;
+
 /// How an exchange reports to the driver. Each call says whether the driver still listens.
 #[derive(Debug, Clone)]
 pub struct NetEvents {
     tx: mpsc::UnboundedSender<(Target, NetEventKind)>,
     target: Target,
+    dial: DialError,
 }
 
 impl NetEvents {
@@ -202,6 +229,32 @@ impl NetEvents {
     pub fn failed(self, kind: TransportFailure) {
         self.emit(NetEventKind::Failed(kind));
     }
+
+    /// The exchange failed below HTTP because of `cause`: for a
+    /// [`Connect`](TransportFailure::Connect) failure, the I/O error in `cause`'s chain (the
+    /// operating system's reason) is what [`ConnectError::Connect`] reports.
+    pub fn failed_with(self, kind: TransportFailure, cause: &(dyn std::error::Error + 'static)) {
+        if kind == TransportFailure::Connect {
+            *crate::service::cancel::lock(&self.dial) = Some(io_error_in(cause));
+        }
+        self.failed(kind);
+    }
+}
+
+/// A copy of the first [`std::io::Error`] in `cause`'s source chain (the error itself when
+/// there is none).
+fn io_error_in(cause: &(dyn std::error::Error + 'static)) -> std::io::Error {
+    let mut next = Some(cause);
+    while let Some(e) = next {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            return match io.raw_os_error() {
+                Some(code) => std::io::Error::from_raw_os_error(code),
+                None => std::io::Error::new(io.kind(), io.to_string()),
+            };
+        }
+        next = e.source();
+    }
+    std::io::Error::other(cause.to_string())
 }
 
 /// The per-turn logic of a client driver: the [`ClientSession`], the [`ClientBinding`] and
@@ -376,31 +429,159 @@ impl<X> ClientDriver<X> {
     }
 }
 
-/// Logs a core event: what the application would want to know about at `warn`, recoveries
-/// (expiry, re-initialization, reconnects) at `info`, the routine lifecycle at `debug`.
+/// Logs a core event as structured fields: what the application would want to know about at
+/// `warn`, recoveries (expiry, re-initialization, reconnects) at `info`, the routine
+/// lifecycle at `debug`. A session id appears only as its first 8 characters (it works like
+/// a bearer secret); errors by their message.
 fn log_event(event: &ClientEvent) {
+    use tracing::{debug, info, warn};
+    let short = |id: &Option<Box<str>>| id.as_deref().map(short_id).unwrap_or_default();
     match event {
-        ClientEvent::ReinitializeFailed { .. }
-        | ClientEvent::ListenGaveUp { .. }
-        | ClientEvent::AuthorizationRequired { .. }
-        | ClientEvent::LimitExceeded { .. }
-        | ClientEvent::InvalidMessage { .. }
-        | ClientEvent::PostRejected { .. }
-        | ClientEvent::InvalidBearerToken => tracing::warn!(?event, "mcp client"),
-        ClientEvent::SessionExpired { .. }
-        | ClientEvent::Reinitialized { .. }
-        | ClientEvent::Reconnecting { .. }
-        | ClientEvent::Resumed { .. }
-        | ClientEvent::AwaitingAuthorization { .. } => tracing::info!(?event, "mcp client"),
-        _ => tracing::debug!(?event, "mcp client"),
+        ClientEvent::Initialized {
+            session_id,
+            version,
+        } => debug!(session = %short(session_id), %version, "mcp client: initialized"),
+        ClientEvent::Ready { acknowledged } => match acknowledged {
+            Ok(()) => debug!("mcp client: ready"),
+            Err(error) => debug!(%error, "mcp client: ready (notifications/initialized refused)"),
+        },
+        ClientEvent::SessionExpired { session_id } => {
+            info!(session = %short_id(session_id), "mcp client: session expired (404)");
+        }
+        ClientEvent::Reinitialized {
+            session_id,
+            version,
+            retried,
+        } => info!(
+            session = %short(session_id),
+            %version,
+            retried,
+            "mcp client: re-initialized"
+        ),
+        ClientEvent::ReinitializeFailed { error } => {
+            warn!(%error, "mcp client: re-initialization failed");
+        }
+        ClientEvent::ListenUnsupported => debug!("mcp client: the server has no GET stream"),
+        ClientEvent::ListenOpened {
+            stream,
+            resumed_from,
+        } => debug!(
+            %stream,
+            resumed_from = resumed_from.as_deref().unwrap_or(""),
+            "mcp client: GET stream open"
+        ),
+        ClientEvent::Reconnecting {
+            role,
+            delay,
+            attempt,
+            server_retry,
+            ..
+        } => info!(
+            stream = %role_name(role),
+            delay_ms = delay.as_millis() as u64,
+            attempt,
+            server_retry_ms = server_retry.map(|r| r.as_millis() as u64),
+            "mcp client: reconnecting"
+        ),
+        ClientEvent::Resumed {
+            role,
+            stream,
+            last_event_id,
+        } => info!(
+            stream = %role_name(role),
+            exchange = %stream,
+            last_event_id = &**last_event_id,
+            "mcp client: stream resumed"
+        ),
+        ClientEvent::EventsLost { role, stream } => warn!(
+            stream = %role_name(role),
+            exchange = %stream,
+            "mcp client: events lost (evicted by the server before the resume)"
+        ),
+        ClientEvent::ListenGaveUp { reason } => {
+            warn!(reason = ?reason, "mcp client: GET stream given up");
+        }
+        ClientEvent::AuthorizationRequired {
+            stream,
+            status,
+            challenge,
+        } => warn!(
+            exchange = %stream,
+            status = status.as_u16(),
+            error = challenge.error.as_deref().unwrap_or(""),
+            scope = challenge.scope.as_deref().unwrap_or(""),
+            "mcp client: authorization required"
+        ),
+        ClientEvent::AwaitingAuthorization { status, challenge } => info!(
+            status = status.as_u16(),
+            error = challenge.error.as_deref().unwrap_or(""),
+            scope = challenge.scope.as_deref().unwrap_or(""),
+            "mcp client: waiting for authorization"
+        ),
+        ClientEvent::LimitExceeded { stream, limit } => warn!(
+            exchange = stream.map(|s| s.to_string()).unwrap_or_default(),
+            limit = ?limit,
+            "mcp client: limit exceeded"
+        ),
+        ClientEvent::UnmatchedResponse { stream, id } => debug!(
+            exchange = %stream,
+            id = id.as_ref().map(ToString::to_string).unwrap_or_default(),
+            "mcp client: response to no request in flight, dropped"
+        ),
+        ClientEvent::InvalidMessage { stream, error } => {
+            warn!(exchange = %stream, %error, "mcp client: invalid message, dropped");
+        }
+        ClientEvent::PostRejected {
+            stream,
+            method,
+            error,
+        } => warn!(
+            exchange = %stream,
+            method = method.as_deref().unwrap_or(""),
+            %error,
+            "mcp client: POST refused"
+        ),
+        ClientEvent::InvalidBearerToken => {
+            warn!("mcp client: the bearer token is not a valid header value; not sent");
+        }
+        ClientEvent::EraDetected {
+            era,
+            version,
+            cached,
+        } => debug!(
+            era = ?era,
+            version = version.map(|v| v.to_string()).unwrap_or_default(),
+            cached,
+            "mcp client: era detected"
+        ),
+        ClientEvent::SubscriptionEnded { stream } => {
+            debug!(exchange = %stream, "mcp client: subscriptions/listen ended");
+        }
+        ClientEvent::InvalidToolDefinition { tool, reason } => {
+            warn!(
+                tool = &**tool,
+                reason = &**reason,
+                "mcp client: invalid tool, dropped"
+            );
+        }
+        ClientEvent::Closed { reason } => debug!(reason = ?reason, "mcp client: closed"),
     }
 }
 
+/// A logical stream, for logs: `listen`, or `request <id>`.
+fn role_name(role: &crate::client::StreamRole) -> String {
+    match role {
+        crate::client::StreamRole::Listen => "listen".to_owned(),
+        crate::client::StreamRole::Request(id) => format!("request {id}"),
+    }
+}
+
+// S-SESS-9.
 /// An MCP client on engine `E`: the service [`Client`](ServiceClient) (reach it through
 /// `Deref` or [`Client::client`]) driven by a task that owns the transport's state machine.
 ///
 /// Dropping it closes the session in the background (the driver sends the DELETE when the
-/// server issued a session id, S-SESS-9, then aborts every exchange and ends);
+/// server issued a session id, then aborts every exchange and ends);
 /// [`Client::close`] does the same and waits for it. Clones of the service client fail their
 /// calls afterwards.
 pub struct Client<E> {
@@ -565,8 +746,9 @@ impl<E: Engine> Connect<E> {
         self
     }
 
+    // S-GET-1.
     /// Opens the GET listening stream once the session is ready (mcp-go:
-    /// `WithContinuousListening`; needed for server requests outside a call, S-GET-1).
+    /// `WithContinuousListening`; needed for server requests outside a call).
     pub fn continuous_listening(self, on: bool) -> Self {
         self.map(|c| c.with_continuous_listening(on))
     }
@@ -593,7 +775,8 @@ impl<E: Engine> Connect<E> {
         self.map(|c| c.with_header_fn(f))
     }
 
-    /// A bearer-token provider asked on every request (S-AUTH-2): `Some(token)` adds
+    // S-AUTH-2.
+    /// A bearer-token provider asked on every request: `Some(token)` adds
     /// `Authorization: Bearer <token>`.
     pub fn bearer_token_provider(self, f: impl FnMut() -> Option<String> + Send + 'static) -> Self {
         self.map(|c| c.with_bearer_token_provider(f))
@@ -615,14 +798,16 @@ impl<E: Engine> Connect<E> {
         self
     }
 
+    // S-SESS-4.
     /// Starts from a known session (mcp-go: `WithSession`): no `initialize` is sent, every
-    /// request carries `id` and `version` (S-SESS-4). [`connect`](Self::connect) then does
+    /// request carries `id` and `version`. [`connect`](Self::connect) then does
     /// not initialize either.
     pub fn session(self, id: impl Into<String>, version: ProtocolVersion) -> Self {
         self.map(|c| c.with_session(id, version))
     }
 
-    /// A deadline for every request (S-LIFE-12; none by default): past it the request fails
+    // S-LIFE-12.
+    /// A deadline for every request (none by default): past it the request fails
     /// with a timeout and is cancelled.
     pub fn request_timeout(self, timeout: Option<Duration>) -> Self {
         self.map(|c| c.with_request_timeout(timeout))
@@ -644,18 +829,23 @@ impl<E: Engine> Connect<E> {
     /// Starts the driver and initializes the session (unless it starts from a known
     /// [`session`](Self::session) or version, then it is ready at once).
     ///
+    /// It returns once `initialize` is answered, when `notifications/initialized` has been
+    /// POSTed but its answer may still be on its way: requests made at once are queued
+    /// until the server has acknowledged it, so they never overtake it.
+    ///
     /// # Errors
     ///
     /// As [`start`](Self::start); an `initialize` that fails.
     pub async fn connect(self) -> Result<Client<E>, ConnectError> {
         let uri = parse_url(&self.url)?;
-        let (client, ready) = self.launch()?;
+        let url = self.url.clone();
+        let (client, ready, dial) = self.launch()?;
         if !ready {
             client
                 .client
                 .initialize()
                 .await
-                .map_err(|e| ConnectError::initialize(e, &uri))?;
+                .map_err(|e| ConnectError::initialize(e, &url, &uri, &dial))?;
         }
         Ok(client)
     }
@@ -666,11 +856,12 @@ impl<E: Engine> Connect<E> {
     ///
     /// A URL that is not absolute, or that the engine cannot reach.
     pub fn start(self) -> Result<Client<E>, ConnectError> {
-        self.launch().map(|(client, _)| client)
+        self.launch().map(|(client, _, _)| client)
     }
 
-    /// Starts the driver; also says whether the session is ready without an `initialize`.
-    fn launch(self) -> Result<(Client<E>, bool), ConnectError> {
+    /// Starts the driver; also says whether the session is ready without an `initialize`,
+    /// and where the exchanges record why a connection failed.
+    fn launch(self) -> Result<(Client<E>, bool, DialError), ConnectError> {
         let uri = parse_url(&self.url)?;
         let (engine, rt) = E::build(self.options, &uri)?;
         let mut config = self.config;
@@ -713,9 +904,11 @@ impl<E: Engine> Connect<E> {
         let stopped = Latch::new();
         let on_stop = stopped.set_on_drop();
         let runtime = rt.clone();
+        let dial = DialError::default();
+        let net = dial.clone();
         rt.spawn(Box::pin(async move {
             let _on_stop = on_stop;
-            run(runtime, engine, driver, close_rx, redirect_rx, wakeup).await;
+            run(runtime, engine, driver, close_rx, redirect_rx, wakeup, net).await;
         }));
         let client = Client {
             client,
@@ -723,7 +916,7 @@ impl<E: Engine> Connect<E> {
             stopped,
             engine: PhantomData,
         };
-        Ok((client, ready))
+        Ok((client, ready, dial))
     }
 }
 
@@ -799,6 +992,7 @@ async fn run<E: Engine>(
     close: oneshot::Receiver<()>,
     mut redirects: mpsc::UnboundedReceiver<super::oauth::Redirected>,
     wakeup: Arc<Wakeup>,
+    dial: DialError,
 ) {
     let (net_tx, mut net_rx) = mpsc::unbounded();
     let mut close = Some(close);
@@ -814,6 +1008,7 @@ async fn run<E: Engine>(
                 let events = NetEvents {
                     tx: net_tx.clone(),
                     target: Target::Session(req.stream),
+                    dial: dial.clone(),
                 };
                 engine.start(req, events)
             };
@@ -822,6 +1017,7 @@ async fn run<E: Engine>(
                 let events = NetEvents {
                     tx: net_tx.clone(),
                     target: Target::Auth(req.id),
+                    dial: dial.clone(),
                 };
                 auth_engines.start(&engine, req, events)
             };

@@ -129,6 +129,15 @@ impl Acceptor {
         Acceptor::default()
     }
 
+    /// Whether connections are used as they are (no TLS layer that may hold bytes already
+    /// read from the socket).
+    pub fn is_plain(&self) -> bool {
+        #[cfg(feature = "futures-tls")]
+        return self.tls.is_none();
+        #[cfg(not(feature = "futures-tls"))]
+        return true;
+    }
+
     /// Connections secured by TLS with `tls`, its ALPN protocols narrowed to `speaks` (the
     /// HTTP versions the adapter speaks, see [`ServerTls::server_config`]).
     #[cfg(feature = "futures-tls")]
@@ -160,6 +169,60 @@ impl Acceptor {
     }
 }
 
+/// The quiet bound of a kept-alive HTTP/1.1 connection between two requests, kept with one
+/// timer per connection that is re-armed only when it fires: a timer per request would cost
+/// a reactor registration (and, on a busy core, a reactor thread's wake-up) per request.
+pub struct KeepAlive<R: Runtime> {
+    bound: std::time::Duration,
+    /// The deadline the timer was armed for, and the timer.
+    timer: Option<(std::time::Instant, std::pin::Pin<Box<R::Sleep>>)>,
+}
+
+impl<R: Runtime> KeepAlive<R> {
+    /// A connection may stay quiet for `bound` between two requests.
+    pub fn new(bound: std::time::Duration) -> Self {
+        KeepAlive { bound, timer: None }
+    }
+
+    /// Waits for `data` (true when the next request's first byte is there, false at EOF or
+    /// on an error) and returns its answer; false when `stopped` completes (the driver
+    /// stopped: [`ServerHandle::stopped`]), or when the connection stays quiet for the bound
+    /// from now.
+    pub async fn next_request(
+        &mut self,
+        rt: &R,
+        stopped: impl Future,
+        data: impl Future<Output = bool>,
+    ) -> bool {
+        let due = rt.now() + self.bound;
+        let mut data = std::pin::pin!(data);
+        let mut stopped = std::pin::pin!(stopped);
+        std::future::poll_fn(|cx| {
+            if let std::task::Poll::Ready(there) = data.as_mut().poll(cx) {
+                return std::task::Poll::Ready(there);
+            }
+            if stopped.as_mut().poll(cx).is_ready() {
+                return std::task::Poll::Ready(false);
+            }
+            loop {
+                let (at, timer) = self
+                    .timer
+                    .get_or_insert_with(|| (due, Box::pin(rt.sleep_until(due))));
+                if timer.as_mut().poll(cx).is_pending() {
+                    return std::task::Poll::Pending;
+                }
+                if *at >= due {
+                    self.timer = None;
+                    return std::task::Poll::Ready(false);
+                }
+                // Fired for an earlier quiet spell: armed again for this one.
+                self.timer = Some((due, Box::pin(rt.sleep_until(due))));
+            }
+        })
+        .await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::future::Future;
@@ -169,6 +232,129 @@ mod tests {
     use std::task::{Context, Poll, Waker};
 
     use super::*;
+
+    /// A runtime on a virtual clock: a sleep is ready once the clock reaches its deadline;
+    /// it counts the sleeps made.
+    #[derive(Clone, Default)]
+    struct Virtual(Arc<Mutex<(Option<std::time::Instant>, usize)>>);
+
+    impl Virtual {
+        fn at(t0: std::time::Instant) -> Virtual {
+            Virtual(Arc::new(Mutex::new((Some(t0), 0))))
+        }
+        fn advance(&self, by: std::time::Duration) {
+            let mut clock = self.0.lock().unwrap();
+            clock.0 = clock.0.map(|t| t + by);
+        }
+        fn sleeps(&self) -> usize {
+            self.0.lock().unwrap().1
+        }
+    }
+
+    struct VirtualSleep(Virtual, std::time::Instant);
+
+    impl Future for VirtualSleep {
+        type Output = ();
+        fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<()> {
+            if self.0.now() >= self.1 {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        }
+    }
+
+    impl Runtime for Virtual {
+        type Sleep = VirtualSleep;
+        fn sleep_until(&self, deadline: std::time::Instant) -> VirtualSleep {
+            self.0.lock().unwrap().1 += 1;
+            VirtualSleep(self.clone(), deadline)
+        }
+        fn spawn(&self, task: crate::service::server::BoxFuture<'static, ()>) {
+            drop(task);
+        }
+        fn now(&self) -> std::time::Instant {
+            self.0.lock().unwrap().0.expect("a virtual clock")
+        }
+    }
+
+    /// Pending on its first poll, then `answer`: the next request arrives a little later.
+    fn later(answer: bool) -> impl Future<Output = bool> {
+        let mut polled = false;
+        std::future::poll_fn(move |_| {
+            if std::mem::replace(&mut polled, true) {
+                Poll::Ready(answer)
+            } else {
+                Poll::Pending
+            }
+        })
+    }
+
+    fn poll_once<F: Future>(f: &mut Pin<&mut F>) -> Poll<F::Output> {
+        f.as_mut().poll(&mut Context::from_waker(Waker::noop()))
+    }
+
+    const BOUND: std::time::Duration = std::time::Duration::from_secs(60);
+
+    #[test]
+    fn a_kept_alive_connection_arms_one_timer_for_many_requests() {
+        let rt = Virtual::at(std::time::Instant::now());
+        let mut quiet = KeepAlive::new(BOUND);
+        for _ in 0..100 {
+            let wait = quiet.next_request(&rt, std::future::pending::<()>(), later(true));
+            let mut wait = std::pin::pin!(wait);
+            assert!(poll_once(&mut wait).is_pending());
+            rt.advance(std::time::Duration::from_millis(10));
+            assert_eq!(poll_once(&mut wait), Poll::Ready(true));
+        }
+        assert_eq!(
+            rt.sleeps(),
+            1,
+            "one timer for the connection, not one per request"
+        );
+    }
+
+    #[test]
+    fn a_quiet_connection_ends_at_the_bound_from_its_last_request() {
+        let rt = Virtual::at(std::time::Instant::now());
+        let mut quiet = KeepAlive::new(BOUND);
+        // A request half-way through the first timer's span.
+        {
+            let wait = quiet.next_request(&rt, std::future::pending::<()>(), later(true));
+            let mut wait = std::pin::pin!(wait);
+            assert!(poll_once(&mut wait).is_pending());
+            rt.advance(BOUND / 2);
+            assert_eq!(poll_once(&mut wait), Poll::Ready(true));
+        }
+        // Then silence: the old timer fires at the first bound and is armed again; the
+        // connection ends a whole bound after the request.
+        let wait = quiet.next_request(&rt, std::future::pending::<()>(), std::future::pending());
+        let mut wait = std::pin::pin!(wait);
+        assert!(poll_once(&mut wait).is_pending());
+        rt.advance(BOUND / 2);
+        assert!(
+            poll_once(&mut wait).is_pending(),
+            "still within the bound of the last request"
+        );
+        assert_eq!(rt.sleeps(), 2, "armed again once");
+        rt.advance(BOUND / 2);
+        assert_eq!(poll_once(&mut wait), Poll::Ready(false));
+    }
+
+    #[test]
+    fn eof_and_a_stopped_driver_end_the_wait() {
+        let rt = Virtual::at(std::time::Instant::now());
+        let mut quiet = KeepAlive::new(BOUND);
+        {
+            let wait = quiet.next_request(&rt, std::future::pending::<()>(), later(false));
+            let mut wait = std::pin::pin!(wait);
+            assert!(poll_once(&mut wait).is_pending());
+            assert_eq!(poll_once(&mut wait), Poll::Ready(false));
+        }
+        let wait = quiet.next_request(&rt, std::future::ready(()), std::future::pending());
+        let mut wait = std::pin::pin!(wait);
+        assert_eq!(poll_once(&mut wait), Poll::Ready(false));
+    }
 
     /// A peer whose reads are at EOF at once and that takes every write, keeping what was
     /// written.

@@ -97,6 +97,12 @@ pub trait Runtime: Clone + Send + Sync + 'static {
     }
 }
 
+/// The first 8 characters of a session id: enough to follow a session through a log,
+/// never the whole id (it works like a bearer secret). Both drivers log sessions so.
+pub(crate) fn short_id(id: &str) -> String {
+    id.chars().take(8).collect()
+}
+
 /// The binding's timer ([`crate::service::bind::Sleep`]) on a runtime.
 fn binding_sleep<R: Runtime>(rt: &R) -> crate::service::bind::Sleep {
     let rt = rt.clone();

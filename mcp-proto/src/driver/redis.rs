@@ -96,7 +96,7 @@ impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static> R
 pub type Dial =
     Arc<dyn Fn() -> BoxFuture<'static, std::io::Result<Box<dyn RedisIo>>> + Send + Sync>;
 
-/// A [`ClusterBackend`](crate::server::ClusterBackend) on the Redis server at `url`
+/// A [`ClusterBackend`] on the Redis server at `url`
 /// (`redis://[user:password@]host[:port][/db]`) on `runtime`, dialing with `connect(host,
 /// port)` (the adapter's TCP connect; it should set `TCP_NODELAY`). What each adapter's
 /// `redis_backend` calls.
@@ -682,6 +682,11 @@ enum WireMsg {
         session: String,
         stream: String,
     },
+    /// [`BusMessage::Notice`]: the payload in base64 (it is opaque bytes).
+    Notice {
+        from: String,
+        payload: String,
+    },
 }
 
 fn encode_bus(from: &str, message: &BusMessage) -> Option<Vec<u8>> {
@@ -715,6 +720,10 @@ fn encode_bus(from: &str, message: &BusMessage) -> Option<Vec<u8>> {
         BusMessage::StreamResumed { session, stream } => WireMsg::StreamResumed {
             session: session.to_string(),
             stream: stream.to_string(),
+        },
+        BusMessage::Notice { from, payload } => WireMsg::Notice {
+            from: from.to_string(),
+            payload: base64::engine::general_purpose::STANDARD.encode(payload),
         },
     };
     serde_json::to_vec(&WireBus {
@@ -757,6 +766,14 @@ fn decode_bus(bytes: &[u8]) -> Option<(String, BusMessage)> {
         WireMsg::StreamResumed { session, stream } => BusMessage::StreamResumed {
             session: session.into(),
             stream: stream.into(),
+        },
+        WireMsg::Notice { from, payload } => BusMessage::Notice {
+            from: from.into(),
+            payload: Bytes::from(
+                base64::engine::general_purpose::STANDARD
+                    .decode(payload)
+                    .ok()?,
+            ),
         },
     };
     Some((w.from, msg))
@@ -1803,11 +1820,26 @@ mod tests {
                 session: "s".into(),
                 stream: "b.7".into(),
             },
+            BusMessage::Notice {
+                from: "a".into(),
+                payload: Bytes::from_static(b"{\"method\":\"x\"}\x00\xff"),
+            },
         ] {
             let wire = encode_bus("a", &m).unwrap();
             assert_eq!(decode_bus(&wire), Some(("a".to_string(), m)));
         }
         assert_eq!(decode_bus(b"[]"), None);
+        // A message of a newer version, or a notice whose payload is not base64: refused
+        // (the worker logs it), never a panic.
+        assert_eq!(decode_bus(br#"{"from":"a","msg":{"Later":{"x":1}}}"#), None);
+        assert_eq!(
+            decode_bus(br#"{"from":"a","msg":{"Notice":{"from":"a","payload":"%%"}}}"#),
+            None
+        );
+        assert_eq!(
+            decode_bus(br#"{"from":"a","msg":{"Notice":{"from":"a"}}}"#),
+            None
+        );
     }
 
     #[test]

@@ -39,18 +39,19 @@ use futures_channel::{mpsc, oneshot};
 use futures_core::Stream;
 use http::{HeaderMap, StatusCode};
 
+use super::short_id;
 use super::signal::{Latch, Wakeup};
 use super::{Runtime, Woke, binding_sleep};
 use crate::server::{
     AsyncAuthenticator, AuthDecision, ClusterDelivery, ClusterInbox, DEFAULT_SHUTDOWN_GRACE,
-    ProtectedResourceMetadata, RequestHead, Router, ServerConfig, ServerOutput, SessionIdGenerator,
-    StoreError, StoreLink, StoreReply, StreamId,
+    ProtectedResourceMetadata, RequestHead, Router, ServerConfig, ServerOutput, SessionHandle,
+    SessionIdGenerator, StoreError, StoreLink, StoreReply, StreamId,
 };
 use crate::service::Server;
 use crate::service::bind::{Routed, ServerBinding, Sleep, Wake};
 use crate::service::server::BoxFuture;
 
-/// The driver's queue bounds and the connections' first deadline (plain capacities and
+/// The driver's queue bounds and the connections' deadlines (plain capacities and
 /// durations: no protocol meaning).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -63,9 +64,13 @@ pub struct Limits {
     /// How long an accepted connection may take to send the head of its first request
     /// (counted after its TLS handshake, if any): the adapter closes a slower one, HTTP/1.1
     /// or HTTP/2. Default [`DEFAULT_FIRST_REQUEST_TIMEOUT`](Limits::DEFAULT_FIRST_REQUEST_TIMEOUT).
-    /// The heads of later requests on a kept-alive connection are bounded by the HTTP
-    /// library (hyper: 30 s; async-h1: 60 s).
+    /// The wait for later requests on a kept-alive connection: [`keep_alive_timeout`](Limits::keep_alive_timeout).
     pub first_request_timeout: Duration,
+    /// How long a kept-alive HTTP/1.1 connection may stay quiet between two requests before
+    /// the adapter closes it. Default [`DEFAULT_KEEP_ALIVE_TIMEOUT`](Limits::DEFAULT_KEEP_ALIVE_TIMEOUT).
+    /// mcp-smol applies it on plain connections (with TLS, async-h1's own 60 s bound on a
+    /// request head applies); hyper bounds the wait with its own header read timeout (30 s).
+    pub keep_alive_timeout: Duration,
 }
 
 impl Default for Limits {
@@ -73,6 +78,7 @@ impl Default for Limits {
         Limits {
             inbound: 1024,
             first_request_timeout: Self::DEFAULT_FIRST_REQUEST_TIMEOUT,
+            keep_alive_timeout: Self::DEFAULT_KEEP_ALIVE_TIMEOUT,
         }
     }
 }
@@ -80,6 +86,9 @@ impl Default for Limits {
 impl Limits {
     /// The default [`first_request_timeout`](Limits::first_request_timeout): 30 s.
     pub const DEFAULT_FIRST_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+    /// The default [`keep_alive_timeout`](Limits::keep_alive_timeout): 60 s.
+    pub const DEFAULT_KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(60);
 
     /// Sets [`Limits::inbound`] (at least 1).
     pub fn with_inbound(mut self, capacity: usize) -> Self {
@@ -92,10 +101,17 @@ impl Limits {
         self.first_request_timeout = timeout;
         self
     }
+
+    /// Sets [`Limits::keep_alive_timeout`].
+    pub fn with_keep_alive_timeout(mut self, timeout: Duration) -> Self {
+        self.keep_alive_timeout = timeout;
+        self
+    }
 }
 
+// S-SESS-2.
 /// Session ids from the operating system's CSPRNG: 16 random bytes as 32 lowercase hex
-/// characters (S-SESS-2).
+/// characters.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct RandomSessionIds;
 
@@ -110,6 +126,33 @@ impl SessionIdGenerator for RandomSessionIds {
         }
         bytes.iter().map(|b| format!("{b:02x}")).collect()
     }
+}
+
+/// Eight random letters and digits appended to a clustered router's instance name: ids the
+/// router mints (server→client request ids, request-stream names, hence event ids) carry
+/// the name, and a restarted instance must never mint an id of its previous life (a late
+/// response or a `Last-Event-ID` of the dead process would reach the new one's handler or
+/// stream). Without a random source the name is left as given (and logged).
+fn with_incarnation(mut config: ServerConfig) -> ServerConfig {
+    const ALPHABET: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    if let Some(cluster) = config.cluster.as_mut() {
+        let mut bytes = [0u8; 8];
+        match getrandom::fill(&mut bytes) {
+            Ok(()) => {
+                let suffix: String = bytes
+                    .iter()
+                    .map(|b| char::from(ALPHABET[usize::from(*b) % ALPHABET.len()]))
+                    .collect();
+                cluster.instance = format!("{}{suffix}", cluster.instance).into();
+            }
+            Err(e) => tracing::error!(
+                error = %e,
+                instance = &*cluster.instance,
+                "no random source for the instance's incarnation: ids may repeat after a restart"
+            ),
+        }
+    }
+    config
 }
 
 /// What the driver sends back on an exchange's reply channel.
@@ -194,6 +237,10 @@ pub struct ServerDriver<X> {
     binding: ServerBinding,
     by_key: HashMap<u64, StreamId>,
     exchanges: HashMap<StreamId, (u64, X)>,
+    /// The log of each exchange (its span, what it was, how it went).
+    traces: HashMap<StreamId, Trace>,
+    /// Each session's span and short id.
+    sessions: HashMap<SessionHandle, (tracing::Span, String)>,
     tap: Option<Tap>,
     /// A clustered router's link to its store (`ClusterConfig::backend`).
     store: Option<Box<dyn StoreLink>>,
@@ -225,6 +272,8 @@ impl<X: ExchangeSink> ServerDriver<X> {
             binding: ServerBinding::new(server, sleep, wake),
             by_key: HashMap::new(),
             exchanges: HashMap::new(),
+            traces: HashMap::new(),
+            sessions: HashMap::new(),
             tap: None,
             store: None,
         }
@@ -280,6 +329,9 @@ impl<X: ExchangeSink> ServerDriver<X> {
                 let head = RequestHead::from_parts(&parts).with_verdict(verdict.as_ref());
                 let stream = self.router.handle_request(now, head);
                 tracing::trace!(stream = stream.as_u64(), method = %parts.method, uri = %parts.uri, "request");
+                if let Some(trace) = Trace::start(now, &parts) {
+                    self.traces.insert(stream, trace);
+                }
                 self.by_key.insert(key, stream);
                 self.exchanges.insert(stream, (key, exchange));
             }
@@ -296,6 +348,7 @@ impl<X: ExchangeSink> ServerDriver<X> {
             ToDriver::Disconnect { key } => {
                 if let Some(stream) = self.by_key.remove(&key) {
                     self.exchanges.remove(&stream);
+                    self.finish(now, stream, "client left");
                     tracing::trace!(stream = stream.as_u64(), "client went away");
                     self.router.handle_disconnect(now, stream);
                 }
@@ -319,6 +372,14 @@ impl<X: ExchangeSink> ServerDriver<X> {
                 if let Some(tap) = &mut self.tap {
                     tap(&out);
                 }
+                if let ServerOutput::Request {
+                    handle, request, ..
+                } = &out
+                    && let Some(stream) = self.router.exchange_of(*handle)
+                    && let Some(trace) = self.traces.get_mut(&stream)
+                {
+                    trace.request(request);
+                }
                 match self.binding.handle_output(out) {
                     Routed::Spawn(task) => spawn(task),
                     Routed::Done => {}
@@ -335,17 +396,24 @@ impl<X: ExchangeSink> ServerDriver<X> {
                 stream,
                 status,
                 headers,
-            } => (stream, Reply::Head(status, headers)),
+            } => {
+                if let Some(trace) = self.traces.get_mut(&stream) {
+                    trace.head(status, &headers);
+                }
+                (stream, Reply::Head(status, headers))
+            }
             ServerOutput::ResponseBody { stream, chunk } => (stream, Reply::Body(chunk)),
             // Dropping the sink ends the body.
             ServerOutput::ResponseEnd { stream } => {
                 self.forget(stream);
+                self.finish(now, stream, "");
                 return;
             }
             ServerOutput::ResponseAbort { stream } => {
                 if let Some(sink) = self.forget(stream) {
                     sink.abort();
                 }
+                self.finish(now, stream, "cut: the client read too slowly");
                 return;
             }
             // The connection stops reading the body when the head (which comes with this)
@@ -355,15 +423,25 @@ impl<X: ExchangeSink> ServerDriver<X> {
                 return;
             }
             ServerOutput::SessionCreated { session } => {
-                tracing::debug!(session = session.as_u64(), "session created");
+                // A session's span lives in this map only while `debug` is on here: with it
+                // off, an idle session costs the driver nothing.
+                if !tracing::enabled!(target: module_path!(), tracing::Level::DEBUG) {
+                    return;
+                }
+                let id = short_id(self.router.session_id(session).unwrap_or_default());
+                let span = tracing::debug_span!(parent: None, "session", session = %id);
+                tracing::debug!(parent: &span, session = %id, "session created");
+                self.sessions.insert(session, (span, id));
                 return;
             }
             ServerOutput::SessionClosed { session, reason } => {
-                tracing::debug!(session = session.as_u64(), ?reason, "session closed");
+                if let Some((span, id)) = self.sessions.remove(&session) {
+                    tracing::debug!(parent: &span, session = %id, reason = %reason, "session closed");
+                }
                 return;
             }
             ServerOutput::Event(event) => {
-                tracing::debug!(?event, "router event");
+                self.event(event);
                 return;
             }
             ServerOutput::Store { ticket, op } => {
@@ -377,10 +455,7 @@ impl<X: ExchangeSink> ServerDriver<X> {
                 }
                 return;
             }
-            other => {
-                tracing::trace!(?other, "unhandled router output");
-                return;
-            }
+            _ => return,
         };
         let gone = match self.exchanges.get_mut(&stream) {
             Some((_, sink)) => !sink.send(reply),
@@ -389,7 +464,80 @@ impl<X: ExchangeSink> ServerDriver<X> {
         if gone {
             // The response side is gone: the client left.
             self.forget(stream);
+            self.finish(now, stream, "client left");
             self.router.handle_disconnect(now, stream);
+        }
+    }
+
+    /// Logs what the router reports, by name and fields.
+    fn event(&mut self, event: crate::server::ServerEvent) {
+        use crate::server::ServerEvent as E;
+        match event {
+            E::Rejected { stream, error } => {
+                let status = error.status_hint().as_u16();
+                match self.traces.get_mut(&stream) {
+                    Some(trace) => trace.reason = Some(error.to_string()),
+                    None => tracing::debug!(status, reason = %error, "rejected"),
+                }
+            }
+            E::NotStored { reason } => {
+                tracing::warn!(reason = &*reason, "the cluster store did not keep an event");
+            }
+            E::SlowReader { stream } => {
+                tracing::debug!(stream = stream.as_u64(), "slow reader: response cut");
+            }
+            E::Resumed {
+                stream,
+                replayed,
+                gap,
+            } => {
+                tracing::debug!(stream = stream.as_u64(), replayed, gap, "stream resumed");
+            }
+            other => {
+                let name = match other {
+                    E::Upgraded { .. } => "upgraded to SSE",
+                    E::Rerouted { .. } => "related message sent to the GET stream",
+                    E::QueueOverflow { .. } => "notification dropped: queue full",
+                    E::ConnectionReplaced { .. } => "connection replaced by a new GET",
+                    E::UnmatchedResponse { .. } => "unmatched client response",
+                    E::DuplicateRequestId { .. } => "duplicate request id",
+                    E::ClosedForPolling { .. } => "closed for polling",
+                    _ => "router event",
+                };
+                tracing::trace!(event = name, "router event");
+            }
+        }
+    }
+
+    /// Ends the log of an exchange: its duration, and the one line that says how it went.
+    fn finish(&mut self, now: Instant, stream: StreamId, ending: &str) {
+        let Some(trace) = self.traces.remove(&stream) else {
+            return;
+        };
+        let ms = now.saturating_duration_since(trace.started).as_secs_f64() * 1000.0;
+        let ms = (ms * 10.0).round() / 10.0;
+        trace.span.record("ms", ms);
+        let reason = trace.reason.as_deref().unwrap_or(ending);
+        let status = trace.status.unwrap_or(0);
+        macro_rules! exchange {
+            ($level:ident) => {
+                tracing::$level!(
+                    parent: None,
+                    method = %trace.method,
+                    rpc.method = trace.rpc_method.as_deref(),
+                    tool = trace.subject.as_deref(),
+                    session = trace.session.as_deref(),
+                    status,
+                    ms,
+                    reason = (!reason.is_empty()).then_some(reason),
+                    "exchange"
+                )
+            };
+        }
+        if status >= 500 {
+            exchange!(warn);
+        } else {
+            exchange!(debug);
         }
     }
 
@@ -397,6 +545,82 @@ impl<X: ExchangeSink> ServerDriver<X> {
         let (key, sink) = self.exchanges.remove(&stream)?;
         self.by_key.remove(&key);
         Some(sink)
+    }
+}
+
+/// What the log of one exchange needs: its span, its start, and what the driver learns of
+/// it on the way (the JSON-RPC method and subject of the request the router parsed, the
+/// status, a rejection's reason).
+struct Trace {
+    span: tracing::Span,
+    started: Instant,
+    method: http::Method,
+    session: Option<String>,
+    rpc_method: Option<String>,
+    subject: Option<String>,
+    status: Option<u16>,
+    reason: Option<String>,
+}
+
+impl Trace {
+    /// `None` when nothing would log it.
+    fn start(now: Instant, parts: &http::request::Parts) -> Option<Trace> {
+        use tracing::field::Empty;
+        let debug = tracing::enabled!(target: module_path!(), tracing::Level::DEBUG);
+        if !debug && !tracing::enabled!(target: module_path!(), tracing::Level::WARN) {
+            return None;
+        }
+        let session = parts
+            .headers
+            .get(crate::http::header::MCP_SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+            .map(short_id);
+        let span = tracing::debug_span!(
+            parent: None,
+            "exchange",
+            method = %parts.method,
+            rpc.method = Empty,
+            tool = Empty,
+            session = session.as_deref(),
+            status = Empty,
+            ms = Empty,
+        );
+        Some(Trace {
+            span,
+            started: now,
+            method: parts.method.clone(),
+            session,
+            rpc_method: None,
+            subject: None,
+            status: None,
+            reason: None,
+        })
+    }
+
+    /// The request the router parsed from this exchange's body (the first, for a batch):
+    /// its method and subject (tool or prompt name, resource URI).
+    fn request(&mut self, request: &crate::jsonrpc::Request) {
+        if self.rpc_method.is_some() {
+            return;
+        }
+        self.subject = crate::service::bind::Subject::of_params(request.params.as_deref());
+        self.span.record("rpc.method", &*request.method);
+        self.span.record("tool", self.subject.as_deref());
+        self.rpc_method = Some(request.method.to_string());
+    }
+
+    fn head(&mut self, status: StatusCode, headers: &HeaderMap) {
+        self.status = Some(status.as_u16());
+        self.span.record("status", status.as_u16());
+        if self.session.is_none()
+            && let Some(id) = headers
+                .get(crate::http::header::MCP_SESSION_ID)
+                .and_then(|v| v.to_str().ok())
+        {
+            let id = short_id(id);
+            self.span.record("session", id.as_str());
+            self.session = Some(id);
+        }
     }
 }
 
@@ -411,6 +635,20 @@ impl std::fmt::Display for DriverGone {
 }
 
 impl std::error::Error for DriverGone {}
+
+impl DriverGone {
+    /// The answer for a request that came after the driver stopped (an app that mounts the
+    /// service itself and must answer something): 503, plain text saying so.
+    pub fn response(self) -> http::Response<Bytes> {
+        let mut response = http::Response::new(Bytes::from(self.to_string()));
+        *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+        response.headers_mut().insert(
+            http::header::CONTENT_TYPE,
+            http::HeaderValue::from_static("text/plain; charset=utf-8"),
+        );
+        response
+    }
+}
 
 /// Why a response ended early: the client stopped reading it and the core cut it
 /// (`ServerConfig::slow_reader_timeout`); the HTTP library must then abort the connection
@@ -550,7 +788,7 @@ impl ServerHandle {
         limits: Limits,
     ) -> ServerHandle {
         let limits = limits.with_inbound(limits.inbound);
-        let config = config.or_session_ids(RandomSessionIds);
+        let config = with_incarnation(config.or_session_ids(RandomSessionIds));
         let report_every = config.write_report_threshold();
         let auth = AuthStep::new(&config, binding_sleep(rt));
         let (tx, rx) = mpsc::channel(limits.inbound);
@@ -929,7 +1167,7 @@ async fn run<R: Runtime>(
         .await;
         match woke {
             Woke::Input(Fired::Drain(Some(grace))) => {
-                tracing::debug!(?grace, "mcp driver draining");
+                tracing::debug!(grace_ms = grace.as_millis() as u64, "mcp driver draining");
                 driver.router.begin_shutdown(rt.now(), grace);
             }
             Woke::Input(Fired::Drain(None)) | Woke::Wake => {}
@@ -958,7 +1196,11 @@ async fn run<R: Runtime>(
             Woke::Deadline => driver.router.handle_timeout(rt.now()),
         }
     }
-    tracing::debug!(?driver, "mcp driver stopped");
+    tracing::debug!(
+        exchanges = driver.exchanges.len(),
+        sessions = driver.router.session_count(),
+        "mcp driver stopped"
+    );
 }
 
 /// For adapters: the accept loop of a [`Serving`]. Takes connections from `incoming` (the

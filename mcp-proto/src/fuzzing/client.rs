@@ -1,3 +1,4 @@
+// S-SESS-4, S-VER-1, G-6, S-POST-23.
 //! The `client_session` fuzz body, and the invariant checker it shares with the property test
 //! (`tests/tests/client_props.rs`): a [`ClientSession`] driven by an adversarial adapter
 //! through a sequence of [`Op`]s — app commands, response heads (any status, any content type),
@@ -7,13 +8,13 @@
 //! Invariants (panics name them):
 //! 1. No intent after `close()` but the DELETE (at most one); no output at all after `Closed`.
 //! 2. After initialize, every intent carries the current session id (if any) and the
-//!    negotiated `MCP-Protocol-Version`; `initialize` carries neither (S-SESS-4, S-VER-1, G-6).
+//!    negotiated `MCP-Protocol-Version`; `initialize` carries neither.
 //! 3. `SessionExpired` only for the current id, once per id, only after a 404 met an exchange
 //!    that carried it; and a 404 on an exchange carrying the current id always raises it.
 //! 4. No listening GET after a 405 to one.
 //! 5. Reconnect delays within `[server retry, max(cap, server retry)]`; two listening GETs of
 //!    one reconnect loop are never closer than the backoff's minimum delay, or than
-//!    `min_server_retry` where the server's `retry` sets the first reconnect (S-POST-23: it is
+//!    `min_server_retry` where the server's `retry` sets the first reconnect (it is
 //!    waited exactly, raised to that floor).
 //! 6. Every request ends with exactly one outcome (checked after a final `close`).
 //! 7. `poll_timeout` is never in the past after `handle_timeout`.
@@ -685,7 +686,7 @@ impl Driver {
         let sid = header(&req, "mcp-session-id");
         let ver = header(&req, "mcp-protocol-version");
         if req.kind == HttpRequestKind::Post && rpc_method(&req).as_deref() == Some("initialize") {
-            assert!(sid.is_none() && ver.is_none(), "invariant 2 (G-6): {req:?}");
+            assert!(sid.is_none() && ver.is_none(), "invariant 2: {req:?}");
         } else {
             assert_eq!(sid, self.current, "invariant 2: session header {req:?}");
             if self.version.is_some() {

@@ -175,7 +175,8 @@ fn drain(dec: &mut SseDecoder, items: &mut Vec<Result<SseEvent, SseError>>) -> b
     }
 }
 
-/// The WHATWG rules (S-SSE-2 … S-SSE-14) applied to a whole input in the most direct way:
+// S-SSE-2 … S-SSE-14.
+/// The WHATWG rules applied to a whole input in the most direct way:
 /// strip a BOM, cut lines, interpret each. Same limits semantics as [`SseDecoder`].
 pub fn reference_decode(input: &[u8], limits: SseLimits) -> Outcome {
     const BOM: &[u8] = b"\xEF\xBB\xBF";

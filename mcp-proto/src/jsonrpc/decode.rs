@@ -46,6 +46,7 @@ use super::{
     ParseError, ParseFailure, Request, RequestId, Response,
 };
 
+// G-8.
 /// Parses a whole body: one JSON-RPC message, or a 2025-03-26 batch.
 ///
 /// Returns [`ParseFailure::Parse`] (`-32700`) when the bytes are not JSON: invalid UTF-8, a
@@ -58,14 +59,14 @@ use super::{
 /// (JSON-RPC 2.0 §6). The body is JSON as a whole or not at all: a syntax error anywhere,
 /// inside an element included, makes the whole body a parse error.
 ///
-/// The transport decides whether a batch is allowed (only 2025-03-26, G-8); use
+/// The transport decides whether a batch is allowed (only 2025-03-26); use
 /// [`parse_message`] where it is not.
 pub fn parse_body(bytes: &[u8]) -> Result<Body, ParseFailure> {
     parse(bytes, true)
 }
 
-/// Parses a body that must hold exactly one message (revisions 2025-06-18 and later,
-/// S-POST-6).
+// S-POST-6.
+/// Parses a body that must hold exactly one message (revisions 2025-06-18 and later).
 ///
 /// Same rules as [`parse_body`]; a well-formed JSON array, `[]` included, is refused as
 /// [`InvalidReason::BatchNotAllowed`] (`-32600`) without its elements being looked at.
@@ -78,9 +79,10 @@ pub fn parse_message(bytes: &[u8]) -> Result<Message, ParseFailure> {
 }
 
 fn parse(bytes: &[u8], allow_batch: bool) -> Result<Body, ParseFailure> {
+    // S-POST-4.
     let text = std::str::from_utf8(bytes).map_err(|e| {
         ParseError::new(format!(
-            "invalid UTF-8 at byte {} (JSON-RPC messages must be UTF-8, S-POST-4)",
+            "invalid UTF-8 at byte {} (MCP messages must be UTF-8)",
             e.valid_up_to()
         ))
     })?;

@@ -222,7 +222,8 @@ pub(crate) fn response_to_bytes(r: &Response) -> Bytes {
     encode_with(response_hint(r), |out| write_response(out, r))
 }
 
-/// Encodes several messages as one JSON array, the 2025-03-26 batch (S-RPC-11).
+// S-RPC-11.
+/// Encodes several messages as one JSON array, the 2025-03-26 batch.
 ///
 /// The caller must not send an empty batch: `[]` is an invalid request (JSON-RPC 2.0 §6), and
 /// [`parse_body`](super::parse_body) refuses it. This function still writes `[]` for an empty

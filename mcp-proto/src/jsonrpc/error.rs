@@ -10,11 +10,12 @@ use serde_json::value::RawValue;
 
 use super::{ErrorObject, MessageKind, RequestId, Response, encode, error_codes};
 
+// S-POST-8.
 /// A body that could not be parsed as JSON-RPC: the reason, its JSON-RPC error code, and what
 /// an error response to it should look like.
 ///
 /// As an HTTP server, answer it with [`status_hint`](Self::status_hint) (400) and the body of
-/// [`to_error_response`](Self::to_error_response) (S-POST-8).
+/// [`to_error_response`](Self::to_error_response).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ParseFailure {
@@ -53,14 +54,16 @@ impl ParseFailure {
         }
     }
 
-    /// The HTTP status a server answers this body with: always `400 Bad Request` (S-POST-8).
+    // S-POST-8.
+    /// The HTTP status a server answers this body with: always `400 Bad Request`.
     pub fn status_hint(&self) -> http::StatusCode {
         http::StatusCode::BAD_REQUEST
     }
 
+    // S-RPC-7.
     /// The error response to send back: the code, the canonical JSON-RPC message ("Parse
     /// error" / "Invalid Request"), the detail as a JSON string in `data`, and the id when it
-    /// was readable (no `id` member otherwise, S-RPC-7).
+    /// was readable (no `id` member otherwise).
     ///
     /// Do not send it when the failed message was itself a response
     /// ([`apparent_kind`](Self::apparent_kind) is `Some(Response)`): responses are never
@@ -188,39 +191,47 @@ pub enum InvalidReason {
     NotAnObject,
     /// The body is `[]`: JSON-RPC 2.0 §6 makes an empty batch an invalid request.
     EmptyBatch,
-    /// A JSON array where only a single message is allowed (revisions after 2025-03-26,
-    /// S-POST-6).
+    // S-POST-6.
+    /// A JSON array where only a single message is allowed (revisions after 2025-03-26).
     BatchNotAllowed,
     /// An envelope member (`jsonrpc`, `id`, `method`, `params`, `result`, `error`, or
     /// `error.code`/`error.message`/`error.data`) appears more than once.
     DuplicateMember(&'static str),
-    /// No `jsonrpc` member (S-RPC-1).
+    // S-RPC-1.
+    /// No `jsonrpc` member.
     MissingVersion,
-    /// `jsonrpc` is not the string `"2.0"` (S-RPC-1).
+    // S-RPC-1.
+    /// `jsonrpc` is not the string `"2.0"`.
     WrongVersion,
     /// `method` is present but not a string.
     MethodNotString,
-    /// A request with `"id": null` (S-RPC-2).
+    // S-RPC-2.
+    /// A request with `"id": null`.
     NullRequestId,
+    // S-RPC-2.
     /// An `id` that is neither a string nor an integer in `i64` range: a float such as `1.5`
-    /// or `1.0`, a boolean, an array or an object (S-RPC-2).
+    /// or `1.0`, a boolean, an array or an object.
     InvalidId,
-    /// `params` is present and neither an object nor `null` (S-RPC-10; arrays are refused).
+    // S-RPC-10.
+    /// `params` is present and neither an object nor `null` (arrays are refused).
     ParamsNotObject,
     /// `method` together with `result` or `error`: neither a call nor a response.
     MethodWithOutcome,
-    /// Both `result` and `error` (S-RPC-5).
+    // S-RPC-5.
+    /// Both `result` and `error`.
     ResultAndError,
     /// None of `method`, `result` and `error`.
     NoMethodOrOutcome,
-    /// A success response whose `id` is `null` or absent: only an error may lack an id
-    /// (S-RPC-4, G-2).
+    // S-RPC-4, G-2.
+    /// A success response whose `id` is `null` or absent: only an error may lack an id.
     ResultWithoutId,
     /// `error` is not an object.
     ErrorNotObject,
-    /// `error.code` is absent or not an integer in `i64` range (S-RPC-6).
+    // S-RPC-6.
+    /// `error.code` is absent or not an integer in `i64` range.
     ErrorCodeNotInteger,
-    /// `error.message` is absent or not a string (S-RPC-6).
+    // S-RPC-6.
+    /// `error.message` is absent or not a string.
     ErrorMessageNotString,
 }
 

@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-/// The `error` member of an error response (S-RPC-6): an integer `code`, a `message`, an
+// S-RPC-6.
+/// The `error` member of an error response: an integer `code`, a `message`, an
 /// optional `data` of type `D`, and the members JSON-RPC does not define.
 ///
 /// The envelope ([`Response`](super::Response), [`parse_message`](super::parse_message),

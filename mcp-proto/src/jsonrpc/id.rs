@@ -1,4 +1,5 @@
-//! [`RequestId`]: the JSON-RPC request id, a string or an integer (S-RPC-2).
+// S-RPC-2.
+//! [`RequestId`]: the JSON-RPC request id, a string or an integer.
 
 use std::fmt;
 
@@ -7,7 +8,8 @@ use serde::{Deserialize, Serialize, Serializer};
 
 use super::encode;
 
-/// The id of a JSON-RPC request: a string or an integer, never `null` (S-RPC-2).
+// S-RPC-2.
+/// The id of a JSON-RPC request: a string or an integer, never `null`.
 ///
 /// - **Integers** are kept as [`i64`]. The wire text must be a JSON integer (no fraction, no
 ///   exponent) in `i64` range: `1.0`, `1.5` and `1e3` are refused, and so is any integer above

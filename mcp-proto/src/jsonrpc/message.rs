@@ -10,17 +10,19 @@ fn raw_opt_eq(a: &Option<Box<RawValue>>, b: &Option<Box<RawValue>>) -> bool {
     a.as_deref().map(RawValue::get) == b.as_deref().map(RawValue::get)
 }
 
+// S-RPC-4, S-RPC-10.
 /// A JSON-RPC request: it carries an [`id`](Self::id) and expects exactly one [`Response`]
-/// with that id (S-RPC-4).
+/// with that id.
 ///
-/// `params`, when present, must be a JSON **object** (S-RPC-10). The parser guarantees it;
+/// `params`, when present, must be a JSON **object**. The parser guarantees it;
 /// a caller building a `Request` by hand must too, or its encoding will be refused by peers
 /// (and by [`parse_body`](super::parse_body)).
 ///
 /// Equality compares `params` byte by byte: `{"a":1}` and `{ "a": 1 }` differ.
 #[derive(Debug, Clone)]
 pub struct Request {
-    /// The request id, never `null` (S-RPC-2).
+    // S-RPC-2.
+    /// The request id, never `null`.
     pub id: RequestId,
     /// The method name, unescaped.
     pub method: Box<str>,
@@ -59,8 +61,8 @@ impl PartialEq for Request {
 
 impl Eq for Request {}
 
-/// A JSON-RPC notification: a method call without an id, which the receiver MUST NOT answer
-/// (S-RPC-8).
+// S-RPC-8.
+/// A JSON-RPC notification: a method call without an id, which the receiver MUST NOT answer.
 ///
 /// `params`, when present, must be a JSON object, as for [`Request`].
 #[derive(Debug, Clone)]
@@ -95,11 +97,13 @@ impl PartialEq for Notification {
 
 impl Eq for Notification {}
 
-/// What a [`Response`] carries: exactly one of `result` and `error` (S-RPC-5).
+// S-RPC-5.
+/// What a [`Response`] carries: exactly one of `result` and `error`.
 #[derive(Debug, Clone)]
 pub enum Outcome {
-    /// A success. The value is kept raw and is not checked: MCP results are objects
-    /// (S-RPC-10), but the transport only forwards them, so any JSON value is accepted.
+    // S-RPC-10.
+    /// A success. The value is kept raw and is not checked: MCP results are objects,
+    /// but the transport only forwards them, so any JSON value is accepted.
     Result(Box<RawValue>),
     /// A failure.
     Error(ErrorObject),
@@ -117,10 +121,11 @@ impl PartialEq for Outcome {
 
 impl Eq for Outcome {}
 
+// S-RPC-7, G-2.
 /// A JSON-RPC response, success or error.
 ///
 /// `id` is `None` when the wire had `"id": null` or no `id` at all. That is legal only for an
-/// error response, sent when the request id could not be read (S-RPC-7, G-2); a success
+/// error response, sent when the request id could not be read; a success
 /// response always has an id. Build responses with [`Response::result`] and
 /// [`Response::error`], which keep that invariant.
 ///
@@ -174,7 +179,8 @@ pub enum MessageKind {
     Response,
 }
 
-/// One JSON-RPC 2.0 message (S-RPC-12).
+// S-RPC-12.
+/// One JSON-RPC 2.0 message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Message {
     /// A request.
@@ -265,11 +271,12 @@ impl From<Response> for Message {
 /// that an error response can be made for it.
 pub type BatchItem = Result<Message, InvalidMessage>;
 
+// S-POST-5, S-RPC-11, G-8, S-POST-6, S-POST-5.
 /// A whole HTTP body (or SSE `data`) as received: one message, or a batch.
 ///
-/// Batches exist only in revision 2025-03-26 (S-POST-5, S-RPC-11, G-8); from 2025-06-18 on a
-/// body is one message (S-POST-6), and [`parse_message`](super::parse_message) enforces that.
-/// The parser does not check what a batch mixes (S-POST-5 allows requests with notifications,
+/// Batches exist only in revision 2025-03-26; from 2025-06-18 on a
+/// body is one message, and [`parse_message`](super::parse_message) enforces that.
+/// The parser does not check what a batch mixes (2025-03-26 allows requests with notifications,
 /// or responses alone): that is for the caller, which knows the direction.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Body {

@@ -1,4 +1,6 @@
-//! JSON-RPC 2.0 envelopes as MCP uses them (S-RPC-1..12 in `REQUIREMENTS.md`).
+// S-RPC-1..12, S-RPC-1, S-RPC-2, S-RPC-7, G-2, S-RPC-5, S-RPC-6, S-RPC-10, S-RPC-11, S-POST-5, G-8,
+// S-POST-4.
+//! JSON-RPC 2.0 envelopes as MCP uses them.
 //!
 //! The transport needs four things from a message: `jsonrpc`, `id`, `method`, and whether it
 //! is a result or an error. This module reads exactly those and keeps every payload
@@ -19,18 +21,18 @@
 //! Where JSON-RPC 2.0, the MCP schemas and the SDKs leave room, this module decides as
 //! follows (each rule has a unit test named after its spec id).
 //!
-//! - **Version** (S-RPC-1): `jsonrpc` must be present and be the string `"2.0"`.
-//! - **Ids** (S-RPC-2): a string (any text) or an integer in `i64` range. Floats are refused,
+//! - **Version**: `jsonrpc` must be present and be the string `"2.0"`.
+//! - **Ids**: a string (any text) or an integer in `i64` range. Floats are refused,
 //!   `1.0` included: the schema says integer, and rounding would change the id a peer
 //!   matches on. Integers beyond `i64` (`u64` above `i64::MAX`, `1e400`) are refused too.
 //!   `null` is refused in requests; see [`RequestId`].
-//! - **Error ids** (S-RPC-7, G-2): an error response may have `"id": null` or no `id`; both
+//! - **Error ids**: an error response may have `"id": null` or no `id`; both
 //!   parse to `id: None`. A success response must have a valid id. On output, `None` is
 //!   written as *no* `id` member (what the 2025-11-25 and later schemas allow).
-//! - **Exactly one outcome** (S-RPC-5): a response has `result` or `error`, never both; a
+//! - **Exactly one outcome**: a response has `result` or `error`, never both; a
 //!   message with `method` and an outcome is invalid. An `error` must be an object with an
-//!   integer `code` (S-RPC-6) and a string `message`; `data` is optional and any value.
-//! - **Params** (S-RPC-10): when present, an object. Arrays (positional params, legal in plain
+//!   integer `code` and a string `message`; `data` is optional and any value.
+//! - **Params**: when present, an object. Arrays (positional params, legal in plain
 //!   JSON-RPC) are refused as `-32600`, since no MCP method takes them and the 2026-07-28
 //!   transport must read `params._meta`. `"params": null` is tolerated and read as absent
 //!   (the Python SDK models params as optional-or-null); it is not written back.
@@ -44,10 +46,10 @@
 //!   open and parsers disagree (first wins, last wins), so accepting one would let two
 //!   components read two different messages from the same bytes. A duplicated id is not
 //!   echoed. Duplicates among unknown members, or inside payloads, are not looked at.
-//! - **Batches** (S-RPC-11, S-POST-5, G-8): a non-empty array; `[]` is an invalid request.
+//! - **Batches**: a non-empty array; `[]` is an invalid request.
 //!   An invalid element becomes an `Err` item; the batch itself stays valid. A syntax error
 //!   anywhere is a parse error for the whole body.
-//! - **Encoding**: UTF-8 only (S-POST-4); invalid UTF-8 is a parse error, even inside a
+//! - **Encoding**: UTF-8 only; invalid UTF-8 is a parse error, even inside a
 //!   payload. One leading byte order mark is skipped. Trailing non-whitespace is a parse
 //!   error.
 //! - **Nesting**: parsing never recurses, so no body can overflow the stack; see the
@@ -97,11 +99,12 @@ pub mod meta_keys {
     pub const PROGRESS_TOKEN: &str = "progressToken";
 }
 
-/// JSON-RPC and MCP error codes (S-RPC-9, S-NEW-7, S-NEW-11).
+// S-RPC-9, S-NEW-7, S-NEW-11, S-NEW-11.
+/// JSON-RPC and MCP error codes.
 ///
 /// JSON-RPC reserves `-32768..=-32000`; `-32000..=-32099` is for implementations. From
 /// 2026-07-28, MCP reserves `-32020..=-32099` for itself and leaves `-32000..=-32019` to
-/// legacy and implementation use (S-NEW-11).
+/// legacy and implementation use.
 pub mod error_codes {
     /// Invalid JSON was received (JSON-RPC 2.0).
     pub const PARSE_ERROR: i64 = -32700;

@@ -43,8 +43,30 @@
 //!   instance is forwarded to the one waiting ([`BusMessage::ClientResponse`]).
 //!   `notifications/cancelled` for a request not running here is broadcast
 //!   ([`BusMessage::Cancel`]) to the instance running it.
-//! - **Request streams** (a POST's SSE answer) stay with the instance that runs the
-//!   request: their event ids are `"<instance>.<n>-<seq>"`, resumable on that instance.
+//! - **Request streams** (a POST's SSE answer) are run by the instance that runs the
+//!   request, and stored as they go: the stream is registered ([`StoreOp::OpenStream`]) and
+//!   each event appended ([`StoreOp::Append`]) before any client sees it, the end recorded
+//!   ([`StoreOp::EndStream`]). Event ids are `"<instance>.<n>-<seq>"`; a `Last-Event-ID` of
+//!   another instance's stream is served by following the stored stream
+//!   ([`StoreOp::FollowStream`]): the events after it, then the rest as the owner appends
+//!   them. When the owner is gone ([`StreamEnd::OwnerGone`]), the follower answers the
+//!   requests it left unanswered with `-32603`, so the client does not wait forever.
+//! - **Change notices for listen streams** (2026-07-28 `subscriptions/listen`, which has
+//!   no session: its stream is a request stream of the instance it landed on). A change the
+//!   service makes on one instance (a list changed, a resource updated) is told to that
+//!   instance's listen streams directly and broadcast once to the others
+//!   ([`Router::broadcast_notice`], [`BusMessage::Notice`]: an opaque payload with the
+//!   sender's name, nothing stored); each other instance outputs it
+//!   ([`ServerOutput::ClusterNotice`]) and its service tells its own listen streams, each
+//!   with its own subscription id and only if its filter asked for it. What is shared is
+//!   the *notice*, not the registry: a tool added on B is in B's registry only, so a client
+//!   that re-lists through another instance sees that instance's list. Sessions of the 2025
+//!   revisions hear of the same changes through their GET stream: every instance that
+//!   knows the change (its origin, and each one the notice reaches) hands it to the
+//!   sessions it holds, and only the one holding a session's GET stream
+//!   ([`Router::holds_listen_stream`]) writes it to the session's listen log, so the session
+//!   gets it once wherever the change was made. A session with no GET stream open
+//!   anywhere is not told (the 2025 revisions let a server drop what it cannot deliver).
 //!
 //! # Consistency model
 //!
@@ -63,9 +85,22 @@
 //!   cursor, updated after each write): at least once, so after an instance crash a
 //!   client resuming without `Last-Event-ID` may see its last events again.
 //! - *Idle expiry* is global and approximate to one touch interval.
-//! - *When an instance dies*, its requests in flight die with it (their clients' request
-//!   streams end without an answer); sessions, their GET streams and everything published
-//!   live on.
+//! - *Listen-stream notices* are exactly once per listen stream while the bus is up: the
+//!   instance that made the change tells its own streams itself and the bus brings it once
+//!   to every other instance (never back to the sender: the backend delivers only other
+//!   routers' messages, and a router drops its own should one be echoed). Across instances
+//!   they are at most once: the bus keeps nothing, so a notice broadcast while the store is
+//!   unreachable, or while an instance's bus subscription is broken, is lost for the
+//!   listeners there: nothing replays it, and the listener is not told that it missed one.
+//!   Notices of one instance arrive in the order it sent them; notices of different
+//!   instances are not ordered with each other.
+//! - *When an instance dies*, its requests in flight die with it: a client resuming their
+//!   request streams elsewhere gets every event that was committed, once, then a `-32603`
+//!   error for each request left unanswered (after the store's owner-liveness delay); a
+//!   request that had committed nothing fails on its client as interrupted (or a load
+//!   balancer's 502). Sessions, their GET streams and everything published live on; a
+//!   restarted instance takes a new incarnation (the driver adds it to the name), so no id
+//!   of its previous life is minted again.
 //!
 //! # The parked request
 //!
@@ -173,8 +208,10 @@ impl ClusterInbox {
 #[non_exhaustive]
 pub struct ClusterConfig {
     /// This instance's name, unique among the instances sharing the store: 1 to 32 ASCII
-    /// letters and digits (it is part of event ids and request ids). Adapters draw a random
-    /// one; a fixed name suits logs, but two live instances must never share it.
+    /// letters and digits (it is part of event ids and request ids). Two live instances must
+    /// never share it. The runtime driver appends eight random letters and digits when it
+    /// starts the router, so that a restarted instance (same name) never mints an id of its
+    /// previous life; a router driven by hand takes the name as it is.
     pub instance: Box<str>,
     /// How long the router waits for the store before answering 503. Default 5 s.
     pub store_timeout: Duration,
@@ -530,6 +567,16 @@ pub enum BusMessage {
         /// The instance that holds it now.
         by: Box<str>,
     },
+    /// A service-level notice of instance `from` for every other instance (a change the
+    /// `subscriptions/listen` streams held elsewhere must hear of: a list changed, a
+    /// resource was updated). Opaque to the router ([`Router::broadcast_notice`] sends it,
+    /// [`ServerOutput::ClusterNotice`] hands it to the service); not tied to a session.
+    Notice {
+        /// The instance that sent it (a router drops its own, should a bus echo it).
+        from: Box<str>,
+        /// The service's notice.
+        payload: Bytes,
+    },
 }
 
 /// An owned copy of a request head, kept while its session loads.
@@ -801,7 +848,32 @@ impl Router {
                     self.release_listen(lsid);
                 }
             }
+            BusMessage::Notice { from, payload } => {
+                // Our own, echoed: the service told its listeners here when it sent it.
+                if self.is_clustered() && *from != *self.instance() {
+                    self.out
+                        .push_back(ServerOutput::ClusterNotice { from, payload });
+                }
+            }
         }
+    }
+
+    /// Command: tells every other instance of the cluster a service-level notice (what their
+    /// `subscriptions/listen` streams must hear of); each of them outputs it as
+    /// [`ServerOutput::ClusterNotice`]. Fire and forget: nothing waits for the store, and a
+    /// notice the bus cannot carry (the store is away) is lost. `false` (and nothing sent)
+    /// when this router is not a cluster member.
+    pub fn broadcast_notice(&mut self, now: Instant, payload: Bytes) -> bool {
+        self.advance(now);
+        if !self.is_clustered() {
+            return false;
+        }
+        let message = BusMessage::Notice {
+            from: self.instance().into(),
+            payload,
+        };
+        self.store_call(StoreOp::Broadcast { message }, Call::Detached);
+        true
     }
 
     /// Input: the bus was interrupted (messages may have been missed). Every cached session
@@ -845,6 +917,17 @@ impl Router {
         let record = record_of(s);
         let ttl = self.config.session_idle_ttl;
         self.store_call(StoreOp::Save { record, ttl }, Call::Save { session });
+    }
+
+    /// Query: whether this instance holds `session`'s GET stream (its listen stream is open
+    /// here, or detached and awaiting a resume here). In a cluster, at most one instance
+    /// does, except briefly while a GET moves ([`BusMessage::ListenTaken`]): a change told to
+    /// every instance is written by that one.
+    pub fn holds_listen_stream(&self, session: SessionHandle) -> bool {
+        self.sessions
+            .get(&session)
+            .and_then(|s| s.listen)
+            .is_some_and(|l| self.streams.contains_key(&l))
     }
 
     /// The service's state of a session, as last set here or loaded from the store.

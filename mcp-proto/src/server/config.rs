@@ -26,7 +26,8 @@ use super::session::{DeterministicSessionIds, SessionIdGenerator};
 use super::store::{EventStore, InMemoryEventStore};
 use crate::ProtocolVersion;
 
-/// How the answer to a POST that carries requests is framed (S-POST-9).
+// S-POST-9.
+/// How the answer to a POST that carries requests is framed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub enum ResponseMode {
@@ -64,14 +65,21 @@ pub enum OverflowPolicy {
 /// and the `with_*` methods, or set the public fields directly.
 #[non_exhaustive]
 pub struct ServerConfig {
-    /// The single MCP endpoint path (S-POST-1), e.g. `/mcp`. Seed: `WithEndpointPath`.
+    // S-POST-1.
+    /// The single MCP endpoint path, e.g. `/mcp`. mcp-go: `WithEndpointPath`.
     pub endpoint_path: String,
     /// Stateless mode: no session ids, GET and DELETE answer 405, server→client requests
-    /// fail at once with [`SendError::Stateless`](super::SendError). Seed: `WithStateLess`.
+    /// fail at once with [`SendError::Stateless`](super::SendError). mcp-go: `WithStateLess`.
     pub stateless: bool,
-    /// Whether a GET opens the session's listening stream (otherwise 405, S-GET-3).
+    /// Answers `ping` under 2026-07-28, which removed it (default `false`: 404 with -32601,
+    /// as the revision says). For SDKs that still send it; see
+    /// [`with_modern_ping`](Self::with_modern_ping).
+    pub modern_ping: bool,
+    // S-GET-3.
+    /// Whether a GET opens the session's listening stream (otherwise 405).
     pub enable_get_stream: bool,
-    /// Whether DELETE terminates a session (otherwise 405, S-SESS-9).
+    // S-SESS-9.
+    /// Whether DELETE terminates a session (otherwise 405).
     pub enable_delete: bool,
     /// JSON, SSE, or JSON upgraded to SSE on demand.
     pub response_mode: ResponseMode,
@@ -80,18 +88,19 @@ pub struct ServerConfig {
     /// The most JSON-RPC messages accepted in one 2025-03-26 batch. Default 100.
     pub max_batch_len: usize,
     /// A session that has seen no request and had no open stream for this long is evicted,
-    /// and its id then gets 404. `None` disables eviction. Default 30 min. Seed:
+    /// and its id then gets 404. `None` disables eviction. Default 30 min. mcp-go:
     /// `WithSessionIdleTTL`.
     pub session_idle_ttl: Option<Duration>,
     /// The most live sessions; an `initialize` beyond it gets 503. Default 10,000.
     pub max_sessions: usize,
     /// A `:` comment frame is written on an SSE stream that has been silent this long.
-    /// `None` disables heartbeats. Default 15 s. Seed: `WithHeartbeatInterval`.
+    /// `None` disables heartbeats. Default 15 s. mcp-go: `WithHeartbeatInterval`.
     pub heartbeat_interval: Option<Duration>,
     /// Attach event ids to SSE events and keep them in the [`EventStore`] so a client can
     /// resume with `Last-Event-ID` (S-RES-*). Stateful mode only. Default on.
     pub resumability: bool,
-    /// The `retry` value sent in priming events and before a server-side close (S-POST-22).
+    // S-POST-22.
+    /// The `retry` value sent in priming events and before a server-side close.
     pub retry_interval: Duration,
     /// How long a finished request stream stays replayable after its last event.
     pub finished_stream_retention: Duration,
@@ -127,6 +136,7 @@ pub struct ServerConfig {
     pub listen_takeovers: u32,
     /// The window of [`listen_takeovers`](Self::listen_takeovers). Default 60 s.
     pub listen_takeover_window: Duration,
+    // S-NEW-10, G-11.
     /// The protocol revisions accepted in `MCP-Protocol-Version` and negotiated by
     /// `initialize`. Default: every revision ([`ProtocolVersion::ALL`]), so one router serves
     /// both eras at once: requests whose `MCP-Protocol-Version` is 2026-07-28 are served
@@ -134,10 +144,11 @@ pub struct ServerConfig {
     /// `UnsupportedProtocolVersionError` (-32022), and `initialize` negotiates among the
     /// legacy revisions only. [`ServerConfig::legacy_only`] keeps to the legacy revisions
     /// (2025-03-26, 2025-06-18, 2025-11-25): a 2026-07-28 probe then gets 400 (-32000), which
-    /// is how a modern client detects a legacy server (S-NEW-10, G-11).
+    /// is how a modern client detects a legacy server.
     pub supported_versions: Vec<ProtocolVersion>,
+    // S-NEW-8.
     /// Where the router finds the `x-mcp-header` declarations of a tool, to check a modern
-    /// `tools/call`'s `Mcp-Param-*` headers against its arguments (S-NEW-8). `None`: no
+    /// `tools/call`'s `Mcp-Param-*` headers against its arguments. `None`: no
     /// parameter headers are checked. The service binding provides one
     /// (`ServerBinding::param_header_source` in the service layer)
     /// and installs it on the router itself if none is configured.
@@ -146,11 +157,12 @@ pub struct ServerConfig {
     /// exchange; `subscriptions/listen` streams count until closed); beyond it, 503.
     /// Default 10 000.
     pub max_modern_in_flight: usize,
-    /// `Host`/`Origin` validation (S-SEC-1/2/5). Default: loopback only.
+    // S-SEC-1/2/5.
+    /// `Host`/`Origin` validation. Default: loopback only.
     pub host_validation: HostValidation,
-    /// CORS, opt-in. Seed: `WithStreamableHTTPCORS`.
+    /// CORS, opt-in. mcp-go: `WithStreamableHTTPCORS`.
     pub cors: Option<CorsConfig>,
-    /// RFC 9728 protected resource metadata, opt-in. Seed: `WithProtectedResourceMetadata`.
+    /// RFC 9728 protected resource metadata, opt-in. mcp-go: `WithProtectedResourceMetadata`.
     pub protected_resource: Option<ProtectedResourceMetadata>,
     /// Validates each request's credentials; sessions are bound to the principal it returns.
     pub authenticator: Option<Box<dyn Authenticator + Send>>,
@@ -178,6 +190,7 @@ impl Default for ServerConfig {
         ServerConfig {
             endpoint_path: "/mcp".to_owned(),
             stateless: false,
+            modern_ping: false,
             enable_get_stream: true,
             enable_delete: true,
             response_mode: ResponseMode::Auto,
@@ -238,7 +251,7 @@ impl fmt::Debug for ServerConfig {
 }
 
 impl ServerConfig {
-    /// The endpoint path (seed: `WithEndpointPath`). A missing leading `/` is added.
+    /// The endpoint path (mcp-go: `WithEndpointPath`). A missing leading `/` is added.
     pub fn with_endpoint_path(mut self, path: impl Into<String>) -> Self {
         let mut p = path.into();
         if !p.starts_with('/') {
@@ -248,7 +261,16 @@ impl ServerConfig {
         self
     }
 
-    /// Stateless mode (seed: `WithStateLess`).
+    /// Answers `ping` under 2026-07-28 with an empty result instead of 404 / -32601. The
+    /// revision removed `ping` (and the official conformance suite checks the 404), but the
+    /// official Python SDK and fastmcp still send it: turn this on to serve them without
+    /// errors in their logs.
+    pub fn with_modern_ping(mut self, accept: bool) -> Self {
+        self.modern_ping = accept;
+        self
+    }
+
+    /// Stateless mode (mcp-go: `WithStateLess`).
     pub fn with_stateless(mut self, stateless: bool) -> Self {
         self.stateless = stateless;
         self
@@ -260,7 +282,7 @@ impl ServerConfig {
         self
     }
 
-    /// The idle TTL (seed: `WithSessionIdleTTL`); `None` or zero disables eviction.
+    /// The idle TTL (mcp-go: `WithSessionIdleTTL`); `None` or zero disables eviction.
     pub fn with_session_idle_ttl(mut self, ttl: Option<Duration>) -> Self {
         self.session_idle_ttl = ttl.filter(|d| !d.is_zero());
         self
@@ -275,11 +297,12 @@ impl ServerConfig {
     /// The default [`heartbeat_interval`](ServerConfig::heartbeat_interval): 15 s.
     pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(15);
 
+    // S-SSE-16.
     /// Turns heartbeats on at [`DEFAULT_HEARTBEAT_INTERVAL`](Self::DEFAULT_HEARTBEAT_INTERVAL)
     /// when they are off; an interval already set is kept. For adapters whose HTTP engine
     /// notices a client that left only when a write to it fails (async-h1): without
     /// heartbeats, an idle SSE stream of a departed client would never be written to, so
-    /// never noticed (S-SSE-16).
+    /// never noticed.
     pub fn with_heartbeats_required(mut self) -> Self {
         if self.heartbeat_interval.is_none() {
             self.heartbeat_interval = Some(Self::DEFAULT_HEARTBEAT_INTERVAL);
@@ -287,7 +310,7 @@ impl ServerConfig {
         self
     }
 
-    /// The heartbeat interval (seed: `WithHeartbeatInterval`); `None` or zero disables it.
+    /// The heartbeat interval (mcp-go: `WithHeartbeatInterval`); `None` or zero disables it.
     pub fn with_heartbeat_interval(mut self, every: Option<Duration>) -> Self {
         self.heartbeat_interval = every.filter(|d| !d.is_zero());
         self
@@ -299,7 +322,7 @@ impl ServerConfig {
         self
     }
 
-    /// Whether GET opens a listening stream (seed: `WithDisableStreaming` turns it off).
+    /// Whether GET opens a listening stream (mcp-go: `WithDisableStreaming` turns it off).
     pub fn with_get_stream(mut self, enabled: bool) -> Self {
         self.enable_get_stream = enabled;
         self
@@ -311,19 +334,19 @@ impl ServerConfig {
         self
     }
 
-    /// CORS (seed: `WithStreamableHTTPCORS`).
+    /// CORS (mcp-go: `WithStreamableHTTPCORS`).
     pub fn with_cors(mut self, cors: CorsConfig) -> Self {
         self.cors = Some(cors);
         self
     }
 
-    /// RFC 9728 metadata (seed: `WithProtectedResourceMetadata`).
+    /// RFC 9728 metadata (mcp-go: `WithProtectedResourceMetadata`).
     pub fn with_protected_resource(mut self, metadata: ProtectedResourceMetadata) -> Self {
         self.protected_resource = Some(metadata);
         self
     }
 
-    /// The auth hook (seed: auth middleware).
+    /// The auth hook (mcp-go: its auth middleware).
     pub fn with_authenticator(mut self, auth: impl Authenticator + Send + 'static) -> Self {
         self.authenticator = Some(Box::new(auth));
         self
@@ -512,8 +535,9 @@ impl ServerConfig {
         self
     }
 
+    // S-SEC-5.
     /// Adjusts `Host` validation to the address the server is bound to: loopback validation
-    /// for a loopback address (the DNS-rebinding defence, S-SEC-5), none for any other
+    /// for a loopback address (the DNS-rebinding defence), none for any other
     /// address unless an allow-list was already configured. Adapters call this with their
     /// bind address; the default (no call) stays loopback-only, which fails closed.
     pub fn bound_to(mut self, ip: IpAddr) -> Self {
@@ -524,7 +548,8 @@ impl ServerConfig {
     }
 }
 
-/// The `x-mcp-header` declarations of the tools a server offers, for the router's S-NEW-8
+// S-NEW-8.
+/// The `x-mcp-header` declarations of the tools a server offers, for the router's
 /// check of `Mcp-Param-*` headers.
 pub trait ParamHeaderSource: Send + Sync {
     /// The declarations of tool `name` (empty for an unknown tool or one without any).

@@ -20,14 +20,16 @@ pub enum ProtocolError {
     /// The path is neither the MCP endpoint nor a metadata document.
     #[error("no MCP endpoint at this path")]
     NotFound,
-    /// The method is not one the endpoint serves (or GET/DELETE are disabled, S-GET-3,
-    /// S-SESS-9).
+    // S-GET-3, S-SESS-9.
+    /// The method is not one the endpoint serves (or GET/DELETE are disabled).
     #[error("method not allowed on the MCP endpoint")]
     MethodNotAllowed,
-    /// `Accept` allows no form the answer can take (S-POST-3, S-GET-2, G-1).
+    // S-POST-3, S-GET-2, G-1.
+    /// `Accept` allows no form the answer can take.
     #[error("the Accept header must allow {0}")]
     NotAcceptable(&'static str),
-    /// The POST body is not `application/json` (G-1).
+    // G-1.
+    /// The POST body is not `application/json`.
     #[error("Content-Type must be application/json")]
     UnsupportedMediaType,
     /// The POST body exceeds the configured cap.
@@ -39,28 +41,36 @@ pub enum ProtocolError {
     /// The body is JSON but not JSON-RPC, or breaks a JSON-RPC rule (-32600).
     #[error("invalid request: {0}")]
     InvalidRequest(&'static str),
-    /// A batch in a revision without batches (S-POST-6).
+    // S-POST-6.
+    /// A batch in a revision without batches.
     #[error("JSON-RPC batches are only accepted in protocol version 2025-03-26")]
     BatchNotAllowed,
-    /// A stateful server got a non-initialize request without `Mcp-Session-Id` (S-SESS-5).
+    // S-SESS-5.
+    /// A stateful server got a non-initialize request without `Mcp-Session-Id`.
     #[error("missing Mcp-Session-Id header: initialize first")]
     MissingSessionId,
-    /// Unknown, expired, terminated, or another principal's session (S-SESS-6).
+    // S-SESS-6.
+    /// Unknown, expired, terminated, or another principal's session.
     #[error("session not found: it expired, was terminated, or never existed")]
     UnknownSession,
-    /// `MCP-Protocol-Version` names a revision the server does not support (S-VER-4).
+    // S-VER-4.
+    /// `MCP-Protocol-Version` names a revision the server does not support.
     #[error("unsupported protocol version")]
     UnsupportedVersion,
-    /// `Host` failed validation (S-SEC-5).
+    // S-SEC-5.
+    /// `Host` failed validation.
     #[error("Host header not allowed")]
     HostNotAllowed,
-    /// `Origin` is present and not allowed (S-SEC-2).
+    // S-SEC-2.
+    /// `Origin` is present and not allowed.
     #[error("Origin not allowed")]
     OriginNotAllowed,
-    /// The authentication hook refused the credentials (S-AUTH-4).
+    // S-AUTH-4.
+    /// The authentication hook refused the credentials.
     #[error("authentication required")]
     Unauthorized,
-    /// The authentication hook found the scopes insufficient (S-AUTH-13).
+    // S-AUTH-13.
+    /// The authentication hook found the scopes insufficient.
     #[error("insufficient scope")]
     InsufficientScope,
     /// The credentials could not be checked right now (an asynchronous validator failed or
@@ -76,12 +86,14 @@ pub enum ProtocolError {
     /// `Last-Event-ID` names no stream of this session that can still be replayed.
     #[error("Last-Event-ID does not name a replayable stream of this session")]
     UnknownLastEventId,
-    /// The session id generator produced an id outside visible ASCII (S-SESS-3): a server
+    // S-SESS-3.
+    /// The session id generator produced an id outside visible ASCII: a server
     /// misconfiguration, answered 500 rather than sent.
     #[error("internal error: invalid session id generated")]
     BadSessionIdGenerated,
+    // S-NEW-7, S-NEW-8.
     /// 2026-07-28: the mirrored headers do not match the body, or a required one is missing or
-    /// malformed (S-NEW-7, S-NEW-8; `HeaderMismatch`, -32020). The text says which.
+    /// malformed (`HeaderMismatch`, -32020). The text says which.
     #[error("{0}")]
     HeaderMismatch(Box<str>),
     /// 2026-07-28: `MCP-Protocol-Version` names a revision this server does not speak
@@ -89,13 +101,16 @@ pub enum ProtocolError {
     /// ones and echoes the requested one).
     #[error("Unsupported protocol version: {0}")]
     UnsupportedProtocolVersion(Box<str>),
-    /// 2026-07-28: the request's `_meta` lacks a required field (S-NEW-4; -32602).
+    // S-NEW-4.
+    /// 2026-07-28: the request's `_meta` lacks a required field (-32602).
     #[error("Invalid params: _meta must carry {0} (2026-07-28)")]
     MissingRequestMeta(&'static str),
-    /// 2026-07-28: a method this revision does not have (S-NEW-9; 404, -32601).
+    // S-NEW-9.
+    /// 2026-07-28: a method this revision does not have (404, -32601).
     #[error("Method not found: {0}")]
     MethodNotFound(Box<str>),
-    /// 2026-07-28: a client POSTed a JSON-RPC response (S-NEW-5; -32600).
+    // S-NEW-5.
+    /// 2026-07-28: a client POSTed a JSON-RPC response (-32600).
     #[error(
         "invalid request: 2026-07-28 clients must not POST JSON-RPC responses; answer input requests with inputResponses on a retry"
     )]
@@ -154,10 +169,11 @@ impl ProtocolError {
         }
     }
 
+    // G-11, S-NEW-11.
     /// The JSON-RPC error code of the body: -32700 and -32600 where JSON-RPC defines them,
     /// -32603 for our own fault, and -32000 (implementation-defined, what legacy servers
-    /// send, G-11) for transport-level refusals; the 2026-07-28 refusals use the codes that
-    /// revision assigns (-32020, -32022, -32602, -32601; S-NEW-11).
+    /// send) for transport-level refusals; the 2026-07-28 refusals use the codes that
+    /// revision assigns (-32020, -32022, -32602, -32601).
     pub fn code(&self) -> i64 {
         use crate::jsonrpc::error_codes as c;
         match self {
@@ -206,7 +222,8 @@ pub enum SendError {
     /// The message could not be serialized.
     #[error("the message is not valid JSON")]
     InvalidMessage,
-    /// 2026-07-28: the server never sends JSON-RPC requests to a modern client (S-NEW-5);
+    // S-NEW-5.
+    /// 2026-07-28: the server never sends JSON-RPC requests to a modern client;
     /// sampling, elicitation and roots travel as input requests of an `InputRequiredResult`
     /// (MRTR) instead.
     #[error("2026-07-28: no server-to-client requests; use an InputRequiredResult (MRTR)")]
@@ -217,7 +234,8 @@ pub enum SendError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ServerRequestError {
-    /// No answer before the deadline; `notifications/cancelled` was sent (S-LIFE-12).
+    // S-LIFE-12.
+    /// No answer before the deadline; `notifications/cancelled` was sent.
     #[error("the client did not answer in time")]
     Timeout,
     /// The session ended first.
@@ -235,7 +253,8 @@ pub enum ServerRequestError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum CloseReason {
-    /// The client sent DELETE (S-SESS-8).
+    // S-SESS-8.
+    /// The client sent DELETE.
     Deleted,
     /// No activity for the idle TTL.
     IdleExpired,
@@ -247,11 +266,24 @@ pub enum CloseReason {
     Shutdown,
 }
 
+impl std::fmt::Display for CloseReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CloseReason::Deleted => "deleted by the client",
+            CloseReason::IdleExpired => "idle",
+            CloseReason::ClosedByApp => "closed by the app",
+            CloseReason::InitializeFailed => "initialize failed",
+            CloseReason::Shutdown => "shutdown",
+        })
+    }
+}
+
 /// Why the app must stop handling a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum CancelReason {
-    /// `notifications/cancelled` from the client (S-CANCEL-1).
+    // S-CANCEL-1.
+    /// `notifications/cancelled` from the client.
     ClientCancelled,
     /// The client disconnected from a stream that cannot be resumed, or did not resume
     /// within the grace window.

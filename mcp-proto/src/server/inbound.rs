@@ -31,8 +31,6 @@ use crate::jsonrpc::{
 
 use crate::{Era, ProtocolVersion};
 
-const ALLOW: &str = "GET, POST, DELETE, OPTIONS";
-
 #[derive(Deserialize)]
 struct VersionField<'a> {
     #[serde(rename = "protocolVersion", borrow)]
@@ -301,7 +299,7 @@ impl Router {
             .check(head, self.config.cors.as_ref())
             .map_err(plain)?;
         if head.method == Method::OPTIONS {
-            return self.preflight(stream, origin);
+            return self.options(stream, head, origin);
         }
         debug_assert!(self.config.needs_authentication(head));
         let principal = self.authenticate(head)?;
@@ -313,7 +311,7 @@ impl Router {
         if self.is_modern(head.headers) && matches!(*head.method, Method::GET | Method::DELETE) {
             // S-NEW-1: no GET stream and no session to delete in 2026-07-28.
             let mut allow = HeaderMap::new();
-            allow.insert(header::ALLOW, HeaderValue::from_static("POST, OPTIONS"));
+            allow.insert(header::ALLOW, self.allow(Some(head.headers)));
             return Err((ProtocolError::MethodNotAllowed, allow));
         }
         match *head.method {
@@ -359,21 +357,46 @@ impl Router {
         Ok(())
     }
 
-    fn preflight(
+    /// `OPTIONS` on the endpoint: 204 with `Allow`; with CORS configured and an `Origin`, the
+    /// CORS preflight answer (403 for an origin CORS does not allow).
+    fn options(
         &mut self,
         stream: StreamId,
+        head: &RequestHead<'_>,
         origin: Option<&str>,
     ) -> Result<(), (ProtocolError, HeaderMap)> {
-        let Some(cors) = &self.config.cors else {
-            return Err((ProtocolError::MethodNotAllowed, HeaderMap::new()));
-        };
-        match cors.preflight(origin) {
-            Some(headers) => {
-                self.answer(stream, StatusCode::NO_CONTENT, headers, None);
-                Ok(())
+        let allow = self.allow(Some(head.headers));
+        let mut headers = match (&self.config.cors, origin) {
+            (Some(cors), Some(origin)) => cors
+                .preflight(Some(origin), allow.clone())
+                .ok_or((ProtocolError::OriginNotAllowed, HeaderMap::new()))?,
+            _ => {
+                let mut headers = HeaderMap::new();
+                self.cors_headers(origin, &mut headers);
+                headers
             }
-            None => Err((ProtocolError::OriginNotAllowed, HeaderMap::new())),
-        }
+        };
+        headers.insert(header::ALLOW, allow);
+        self.answer(stream, StatusCode::NO_CONTENT, headers, None);
+        Ok(())
+    }
+
+    /// The methods the endpoint answers, for `Allow`: POST and OPTIONS always; GET and DELETE
+    /// when sessions exist (a legacy revision is served, the server is not stateless, the
+    /// request does not name the modern revision) and the config enables them.
+    fn allow(&self, headers: Option<&HeaderMap>) -> HeaderValue {
+        let c = &self.config;
+        let sessions = !c.stateless
+            && c.supported_versions.iter().any(|v| v.era() == Era::Legacy)
+            && !headers.is_some_and(|h| self.is_modern(h));
+        HeaderValue::from_static(
+            match (sessions && c.enable_get_stream, sessions && c.enable_delete) {
+                (true, true) => "GET, POST, DELETE, OPTIONS",
+                (true, false) => "GET, POST, OPTIONS",
+                (false, true) => "POST, DELETE, OPTIONS",
+                (false, false) => "POST, OPTIONS",
+            },
+        )
     }
 
     fn authenticate(
@@ -468,15 +491,17 @@ impl Router {
         }
     }
 
+    // S-NEW-7.
     /// Whether the request speaks the modern era: modern revisions are enabled and its
-    /// `MCP-Protocol-Version` names one (the header selects the era; S-NEW-7).
+    /// `MCP-Protocol-Version` names one (the header selects the era).
     pub(crate) fn is_modern(&self, headers: &HeaderMap) -> bool {
         self.config.modern_enabled()
             && matches!(self.header_version(headers), Ok(Some(v)) if v.era() == Era::Modern)
     }
 
+    // S-NEW-7, S-VER-4, G-11.
     /// The refusal for an unsupported `MCP-Protocol-Version`: -32022 with the supported list
-    /// when the modern era is on (S-NEW-7), else the legacy -32000 (S-VER-4, G-11).
+    /// when the modern era is on, else the legacy -32000.
     fn unsupported_version(&self, requested: Option<&str>) -> ProtocolError {
         if self.config.modern_enabled() {
             ProtocolError::UnsupportedProtocolVersion(requested.unwrap_or_default().into())
@@ -736,8 +761,9 @@ impl Router {
         }
     }
 
+    // S-NEW-7.
     /// Step 2, admission of a legacy-era body: a modern `_meta` under a legacy header is a
-    /// mismatch (S-NEW-7), and with the modern era on an unsupported version is answered
+    /// mismatch, and with the modern era on an unsupported version is answered
     /// before anything session-related. Returns the lone `initialize` request, if that is
     /// what the body is (`Some(None)` otherwise).
     fn admit_post<'i>(
@@ -809,8 +835,9 @@ impl Router {
         None
     }
 
+    // G-6.
     /// Step 4, validation against the revision: an unsupported `MCP-Protocol-Version`
-    /// (`initialize` is exempt, G-6), a batch outside 2025-03-26, a batch over the cap.
+    /// (`initialize` is exempt), a batch outside 2025-03-26, a batch over the cap.
     /// Returns the revision the request stream speaks.
     fn validate_post(
         &mut self,
@@ -1012,8 +1039,9 @@ impl Router {
         }
     }
 
-    /// Refuses a POST whose `MCP-Protocol-Version` we do not support (S-VER-4; -32022 with
-    /// the supported list when the modern era is on, S-NEW-7).
+    // S-VER-4, S-NEW-7.
+    /// Refuses a POST whose `MCP-Protocol-Version` we do not support (-32022 with
+    /// the supported list when the modern era is on).
     fn refuse_unsupported(
         &mut self,
         stream: StreamId,
@@ -1086,7 +1114,8 @@ impl Router {
         Ok(handle)
     }
 
-    /// `notifications/cancelled` from the client (S-CANCEL-1/3).
+    // S-CANCEL-1/3.
+    /// `notifications/cancelled` from the client.
     fn client_cancelled(&mut self, session: Option<SessionHandle>, params: Option<&RawValue>) {
         #[derive(Deserialize)]
         struct Params {
@@ -1193,7 +1222,7 @@ impl Router {
         stop_reading: bool,
     ) {
         if error == ProtocolError::MethodNotAllowed && !headers.contains_key(header::ALLOW) {
-            headers.insert(header::ALLOW, HeaderValue::from_static(ALLOW));
+            headers.insert(header::ALLOW, self.allow(None));
         }
         headers.insert(
             header::CONTENT_TYPE,
@@ -1259,7 +1288,8 @@ fn raw_version(headers: &HeaderMap) -> Option<&str> {
         .map(str::trim)
 }
 
-/// The headers a modern request mirrors from its body (S-NEW-7, S-NEW-8), kept until the
+// S-NEW-7, S-NEW-8.
+/// The headers a modern request mirrors from its body, kept until the
 /// body is complete: `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`.
 fn mirrored_headers(headers: &HeaderMap) -> HeaderMap {
     let mut kept = HeaderMap::new();

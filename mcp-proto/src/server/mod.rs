@@ -1,3 +1,4 @@
+// G-11, S-POST-7, S-SESS-5, S-VER-4, S-SEC-1/2/5, S-SESS-6, S-GET-3, S-SESS-9.
 //! The server half of the transport: [`Router`], a sans-IO state machine that answers the
 //! MCP endpoint's HTTP exchanges and hands JSON-RPC messages to the application.
 //!
@@ -60,19 +61,19 @@
 //! selects — no session, no resumability, no server→client requests, GET/DELETE 405, its
 //! mirrored headers checked against the body. The `sessionless` module docs hold its admission
 //! table. Off (the default), a 2026-07-28 probe gets the legacy 400 -32000 that tells a
-//! modern client to fall back (G-11).
+//! modern client to fall back.
 //!
 //! # What the router answers itself
 //!
-//! 202 (only notifications or responses, S-POST-7), 400 (unparsable body -32700, not
-//! JSON-RPC -32600, missing session S-SESS-5, unsupported `MCP-Protocol-Version` S-VER-4 —
+//! 202 (only notifications or responses), 400 (unparsable body -32700, not
+//! JSON-RPC -32600, missing session, unsupported `MCP-Protocol-Version` —
 //! -32022 with `data.supported` when the modern era is on —, batch outside 2025-03-26;
 //! modern: header/body mismatch -32020, missing `_meta` fields -32602, a posted response
 //! -32600), 404 for a modern request of a removed method (-32601), 401 (auth hook, with an RFC 9728 challenge), 403 (`Host`,
-//! `Origin`, S-SEC-1/2/5), 404 (unknown path; unknown, expired, terminated or another
-//! principal's session, S-SESS-6), 405 (GET/DELETE disabled or stateless, S-GET-3,
-//! S-SESS-9), 406, 413, 415, 503 (session cap), CORS preflights, and the protected resource
-//! metadata document. Every error body is a JSON-RPC error with `"id": null` and a message
+//! `Origin`), 404 (unknown path; unknown, expired, terminated or another
+//! principal's session), 405 (GET/DELETE disabled or stateless), 406, 413, 415, 503
+//! (session cap), CORS preflights and other `OPTIONS` (204 with `Allow`), and the protected
+//! resource metadata document. Every error body is a JSON-RPC error with `"id": null` and a message
 //! saying what to fix.
 //!
 //! # Decisions where the specification is silent
@@ -204,11 +205,13 @@ impl<'a> RequestHead<'a> {
 /// Where to send a notification or a server→client request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Target {
-    /// Related to a client request: on that request's POST stream (S-POST-12, S-PROG-4),
+    // S-POST-12, S-PROG-4.
+    /// Related to a client request: on that request's POST stream,
     /// upgrading a pending JSON answer to SSE in auto mode.
     Request(RequestHandle),
+    // S-GET-4/5, S-MULTI-2.
     /// Not related to a request: on the session's GET stream, or its bounded queue while
-    /// none is open (S-GET-4/5). Never broadcast (S-MULTI-2).
+    /// none is open. Never broadcast.
     Session(SessionHandle),
 }
 
@@ -350,6 +353,15 @@ pub enum ServerOutput {
         /// The session.
         session: SessionHandle,
     },
+    /// Another cluster instance's service-level notice ([`Router::broadcast_notice`] there,
+    /// [`BusMessage::Notice`] on the bus), for the service to hand to its
+    /// `subscriptions/listen` streams here. Never one of this instance's own.
+    ClusterNotice {
+        /// The instance that sent it.
+        from: Box<str>,
+        /// The service's notice, as it was broadcast.
+        payload: Bytes,
+    },
     /// Something worth a log line or a metric.
     Event(ServerEvent),
 }
@@ -411,7 +423,8 @@ pub enum ServerEvent {
         /// The session.
         session: Option<SessionHandle>,
     },
-    /// The server closed a connection so that the client polls (S-POST-20).
+    // S-POST-20.
+    /// The server closed a connection so that the client polls.
     ClosedForPolling {
         /// The connection.
         stream: StreamId,
@@ -447,6 +460,7 @@ struct Outbound {
     deadline: Option<Instant>,
 }
 
+// S-VER-3, G-6, S-POST-16, S-NEW-6, S-CANCEL-3, S-NEW-10, G-11, S-NEW-9.
 /// The server state machine: owns the sessions, their streams and timers.
 ///
 /// # Decisions where the specification is silent
@@ -457,8 +471,8 @@ struct Outbound {
 ///   are rerouted as in JSON mode), one accepting only SSE always gets SSE.
 /// - **`MCP-Protocol-Version`.** Any supported revision is accepted on any request, whatever
 ///   was negotiated (the conformance suite sends 2025-03-26 after negotiating 2025-11-25).
-///   When absent, the session's negotiated revision applies, else 2025-03-26 (S-VER-3).
-///   `initialize` is exempt (G-6). Behaviour that depends on the revision (batches,
+///   When absent, the session's negotiated revision applies, else 2025-03-26.
+///   `initialize` is exempt. Behaviour that depends on the revision (batches,
 ///   priming) follows the *negotiated* revision.
 /// - **Negotiation.** The session starts with the client's requested revision when
 ///   supported, else the newest supported one; the app's `InitializeResult`
@@ -468,10 +482,11 @@ struct Outbound {
 /// - **Cancellation and disconnects.** `notifications/cancelled` cancels the handler. A
 ///   client disconnecting from a stream it cannot resume (no event id reached it) cancels
 ///   the handlers of that stream at once; from a resumable stream, after
-///   [`ServerConfig::resume_grace`] unless it resumed. This departs from S-POST-16 ("SHOULD
-///   NOT be read as cancelling") only where resuming is impossible, which is what the
-///   2026-07-28 revision mandates anyway (S-NEW-6).
-/// - **A cancelled request's exchange** gets no JSON-RPC response (S-CANCEL-3): an SSE
+///   [`ServerConfig::resume_grace`] unless it resumed. This departs from the
+///   specification's "SHOULD NOT be read as cancelling" (2025-11-25, Transports › Sending
+///   Messages to the Server) only where resuming is impossible, which is what the
+///   2026-07-28 revision mandates anyway.
+/// - **A cancelled request's exchange** gets no JSON-RPC response: an SSE
 ///   stream ends, a pending JSON answer becomes an empty SSE stream (or, when the client
 ///   accepts only JSON, a -32800 error so the exchange still ends well-formed).
 /// - **GET takeover.** A second GET for a session replaces the first (ends its connection),
@@ -494,11 +509,10 @@ struct Outbound {
 ///   retention over) gets 400 rather than an empty 200 stream, which made rmcp's client loop
 ///   at 1 Hz with the same `Last-Event-ID`.
 /// - **Unsupported 2026-07-28 header** (modern era off, the default) gets 400 (-32000
-///   "Unsupported protocol version"), the signal a modern client uses to fall back (S-NEW-10,
-///   G-11). With the modern era on, any unsupported version gets -32022 with the supported
-///   list, before any session check.
+///   "Unsupported protocol version"), the signal a modern client uses to fall back. With the modern
+///   era on, any unsupported version gets -32022 with the supported list, before any session check.
 /// - **Modern errors and HTTP status.** A modern answer that is an error with -32601 goes
-///   out as 404, with -32020/-32021/-32022 as 400 (S-NEW-9), provided nothing preceded it
+///   out as 404, with -32020/-32021/-32022 as 400, provided nothing preceded it
 ///   on the stream (the head waits for the first message for that reason); other errors,
 ///   and any error after a notification, ride a 200.
 /// - **Modern notifications** (none is defined over HTTP in 2026-07-28) get 202 and reach

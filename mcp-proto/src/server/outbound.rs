@@ -125,6 +125,14 @@ impl Router {
         self.respond(now, handle, Outcome::Error(error))
     }
 
+    /// Query: the exchange (HTTP request) whose response carries request `handle`'s
+    /// messages, while it is connected (`None` once it is detached, or for an unknown
+    /// handle).
+    pub fn exchange_of(&self, handle: RequestHandle) -> Option<StreamId> {
+        let lsid = self.inflight.get(&handle)?.stream;
+        self.streams.get(&lsid)?.connection
+    }
+
     /// Command: sends a notification, related to a request or not (see [`Target`]).
     pub fn notify(
         &mut self,
@@ -202,9 +210,10 @@ impl Router {
         Ok(())
     }
 
+    // S-POST-20/22, S-GET-8.
     /// Command: closes the connection of a request's stream (or of the session's GET
     /// stream) without ending the stream, so that the client polls: it reconnects with GET
-    /// and `Last-Event-ID` after the announced `retry` (S-POST-20/22, S-GET-8). A pending
+    /// and `Last-Event-ID` after the announced `retry`. A pending
     /// JSON answer is upgraded to SSE first. Needs resumability and a client of 2025-11-25
     /// or later ([`SendError::NotResumable`] otherwise).
     pub fn close_for_polling(&mut self, now: Instant, target: Target) -> Result<(), SendError> {
@@ -269,7 +278,8 @@ impl Router {
             }));
     }
 
-    /// Command: ends a session (S-SESS-6): its streams end, handlers are cancelled, pending
+    // S-SESS-6.
+    /// Command: ends a session: its streams end, handlers are cancelled, pending
     /// server→client requests fail, and its id gets 404 from now on.
     pub fn close_session(&mut self, now: Instant, session: SessionHandle) -> Result<(), SendError> {
         self.advance(now);
@@ -544,7 +554,8 @@ impl Router {
         self.arm_heartbeat(conn);
     }
 
-    /// The priming event, for clients that understand it (S-POST-19, G-3).
+    // S-POST-19, G-3.
+    /// The priming event, for clients that understand it.
     fn prime(&mut self, lsid: u64) {
         let retry = self.config.retry_interval;
         let Some(ls) = self.streams.get_mut(&lsid) else {
@@ -1034,7 +1045,8 @@ impl Router {
         }
     }
 
-    /// Cancels one handler; its exchange ends without a JSON-RPC response (S-CANCEL-3).
+    // S-CANCEL-3.
+    /// Cancels one handler; its exchange ends without a JSON-RPC response.
     pub(crate) fn cancel_handle(&mut self, handle: RequestHandle, reason: CancelReason) {
         let Some(f) = self.inflight.remove(&handle) else {
             return;
@@ -1087,8 +1099,9 @@ impl Router {
         }
     }
 
+    // S-CANCEL-1, S-LIFE-12.
     /// Forgets a request we give up on: unsent ones leave the queue, sent ones get
-    /// `notifications/cancelled` (S-CANCEL-1, S-LIFE-12).
+    /// `notifications/cancelled`.
     pub(super) fn abandon_outbound(&mut self, id: OutboundId, reason: &str) {
         let Some(session) = self.outbound.get(&id).map(|o| o.session) else {
             return;
@@ -1186,8 +1199,9 @@ impl Router {
         self.shrink_tables();
     }
 
+    // S-POST-14.
     /// Ends a connection whose session just closed: a pending JSON answer still gets a
-    /// well-formed (error) response; an SSE stream just ends (S-POST-14).
+    /// well-formed (error) response; an SSE stream just ends.
     fn end_connection(&mut self, conn: StreamId, ls: &LogicalStream) {
         if ls.phase == Phase::Pending {
             let mut headers = HeaderMap::new();

@@ -1,5 +1,6 @@
-//! Who may talk to the server: `Host`/`Origin` validation (DNS rebinding, S-SEC-1/2/5), CORS
-//! (opt-in), the authentication hook, and RFC 9728 protected resource metadata (S-AUTH-8/9).
+// S-SEC-1/2/5, S-AUTH-8/9.
+//! Who may talk to the server: `Host`/`Origin` validation (DNS rebinding), CORS
+//! (opt-in), the authentication hook, and RFC 9728 protected resource metadata.
 //!
 //! Everything here is a pure function of the request head and the configuration; the
 //! [`Router`](super::Router) calls it before any session is looked up, so a forbidden request
@@ -14,11 +15,12 @@ use serde::Serialize;
 use super::RequestHead;
 use super::error::ProtocolError;
 
-/// `Host` and `Origin` validation, the DNS-rebinding defence (S-SEC-1, S-SEC-2, S-SEC-5).
+// S-SEC-1, S-SEC-2, S-SEC-5, G-7.
+/// `Host` and `Origin` validation, the DNS-rebinding defence.
 ///
 /// A request whose `Host` (or `:authority`) is not allowed, or whose `Origin` is present and
 /// not allowed, gets `403 Forbidden` with a JSON-RPC error body. A missing `Origin` is fine
-/// (non-browser clients send none, G-7). Origins allowed by [`CorsConfig`] are allowed here
+/// (non-browser clients send none). Origins allowed by [`CorsConfig`] are allowed here
 /// too.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
@@ -106,7 +108,8 @@ fn request_origin(headers: &HeaderMap) -> Option<Result<&str, ()>> {
 }
 
 impl HostValidation {
-    /// Checks `Host` and `Origin` (S-SEC-1/2/5).
+    // S-SEC-1/2/5.
+    /// Checks `Host` and `Origin`.
     pub(crate) fn check(
         &self,
         head: &RequestHead<'_>,
@@ -173,7 +176,7 @@ pub enum AllowedOrigins {
     List(Vec<String>),
 }
 
-/// CORS for browser-based clients, opt-in (seed: `WithStreamableHTTPCORS`). Preflights
+/// CORS for browser-based clients, opt-in (mcp-go: `WithStreamableHTTPCORS`). Preflights
 /// (`OPTIONS` with `Access-Control-Request-Method`) are answered with 204; every response to
 /// an allowed origin carries `Access-Control-Allow-Origin` and exposes `Mcp-Session-Id`,
 /// `MCP-Protocol-Version` and `WWW-Authenticate`, which a browser client must read.
@@ -203,7 +206,6 @@ pub struct CorsConfig {
 const CORS_ALLOWED_HEADERS: &str =
     "content-type, accept, authorization, mcp-session-id, mcp-protocol-version, last-event-id";
 const CORS_EXPOSED_HEADERS: &str = "mcp-session-id, mcp-protocol-version, www-authenticate";
-const CORS_METHODS: &str = "GET, POST, DELETE, OPTIONS";
 
 impl CorsConfig {
     /// CORS for exactly these origins.
@@ -286,15 +288,17 @@ impl CorsConfig {
         }
     }
 
-    /// The headers of a preflight answer, or `None` when the origin is not allowed.
-    pub(crate) fn preflight(&self, origin: Option<&str>) -> Option<HeaderMap> {
+    /// The headers of a preflight answer allowing `methods`, or `None` when the origin is
+    /// not allowed.
+    pub(crate) fn preflight(
+        &self,
+        origin: Option<&str>,
+        methods: HeaderValue,
+    ) -> Option<HeaderMap> {
         let origin = origin.filter(|o| self.allows_origin(o))?;
         let mut headers = HeaderMap::new();
         self.allow_origin_header(origin, &mut headers);
-        headers.insert(
-            header::ACCESS_CONTROL_ALLOW_METHODS,
-            HeaderValue::from_static(CORS_METHODS),
-        );
+        headers.insert(header::ACCESS_CONTROL_ALLOW_METHODS, methods);
         let mut allowed = CORS_ALLOWED_HEADERS.to_owned();
         for h in &self.extra_allowed_headers {
             allowed.push_str(", ");
@@ -317,14 +321,16 @@ impl CorsConfig {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum AuthDecision {
+    // S-SESS-12.
     /// Let it through. `principal` names who is calling (a user id, a token subject): a
     /// session is bound to the principal that created it, and a request from any other
-    /// principal for that session gets 404, as if the session did not exist (S-SESS-12).
+    /// principal for that session gets 404, as if the session did not exist.
     Allow {
         /// Who is calling, if known.
         principal: Option<String>,
     },
-    /// `401 Unauthorized` with a `Bearer` challenge (S-AUTH-4/9/12): `resource_metadata` is
+    // S-AUTH-4/9/12.
+    /// `401 Unauthorized` with a `Bearer` challenge: `resource_metadata` is
     /// added when [`ProtectedResourceMetadata`] is configured.
     Unauthorized {
         /// `error`, e.g. `invalid_token`.
@@ -334,7 +340,8 @@ pub enum AuthDecision {
         /// `scope` the request needs.
         scope: Option<String>,
     },
-    /// `403 Forbidden` with `error="insufficient_scope"` (S-AUTH-13).
+    // S-AUTH-13.
+    /// `403 Forbidden` with `error="insufficient_scope"`.
     InsufficientScope {
         /// The scope the request needs.
         scope: String,
@@ -369,8 +376,9 @@ impl AuthDecision {
     }
 }
 
-/// The authentication hook (seed: the auth middleware): validates each request's credentials
-/// (S-AUTH-4, S-SESS-11: every request, never the session alone).
+// S-AUTH-4, S-SESS-11.
+/// The authentication hook (mcp-go: its auth middleware): validates each request's credentials
+/// (every request, never the session alone).
 ///
 /// It is synchronous, like the rest of the core. Validation that must await (token
 /// introspection) runs in the adapter before the head is handed over; the adapter then
@@ -435,16 +443,18 @@ pub(crate) fn needs_authentication(
         && head.method != http::Method::OPTIONS
 }
 
-/// RFC 9728 protected resource metadata (seed: `WithProtectedResourceMetadata`; S-AUTH-8).
+// S-AUTH-8, S-AUTH-9.
+/// RFC 9728 protected resource metadata (mcp-go: `WithProtectedResourceMetadata`).
 /// Served at `/.well-known/oauth-protected-resource` and at its path-suffixed form
 /// (`/.well-known/oauth-protected-resource/mcp`, RFC 9728 §3.1); its URL goes in the
-/// `resource_metadata` parameter of every 401 challenge (S-AUTH-9).
+/// `resource_metadata` parameter of every 401 challenge.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[non_exhaustive]
 pub struct ProtectedResourceMetadata {
     /// `resource`: the canonical URI of this MCP server, e.g. `https://mcp.example.com/mcp`.
     pub resource: String,
-    /// `authorization_servers`: at least one issuer URL (S-AUTH-8).
+    // S-AUTH-8.
+    /// `authorization_servers`: at least one issuer URL.
     pub authorization_servers: Vec<String>,
     /// `scopes_supported`.
     #[serde(skip_serializing_if = "Vec::is_empty")]

@@ -1,21 +1,22 @@
+// S-SESS-3, S-SESS-1, S-LIFE-8, S-SESS-5, S-SESS-6, S-SESS-12.
 //! Sessions: the id generator, the per-session record, and the session state machine.
 //!
 //! # Theory of operation
 //!
 //! In stateful mode (the default) a session begins when an `initialize` request arrives
 //! without `Mcp-Session-Id`: the router mints an id from the injected
-//! [`SessionIdGenerator`], checks it is visible ASCII (S-SESS-3) and unused, records the
+//! [`SessionIdGenerator`], checks it is visible ASCII and unused, records the
 //! principal the authentication hook named, and returns the id in `Mcp-Session-Id` on the
-//! response that carries the `InitializeResult` (S-SESS-1). The negotiated revision is learnt
+//! response that carries the `InitializeResult`. The negotiated revision is learnt
 //! from the app's reply (`result.protocolVersion`); until then the revision the client asked
-//! for is assumed when the router supports it, else the newest it supports (S-LIFE-8).
+//! for is assumed when the router supports it, else the newest it supports.
 //!
-//! Every later request must carry the id (400 without it, S-SESS-5) and the same principal;
-//! an id the table does not hold, or held for another principal, gets 404 (S-SESS-6,
-//! S-SESS-12). A session ends by DELETE, by the app, by an `initialize` error, or by the idle
-//! TTL; ending removes it from the table at once, frees everything it held (streams, queue,
-//! pending server→client requests, event-store entries) and reports
-//! [`ServerOutput::SessionClosed`](super::ServerOutput). The id is then unknown: 404.
+//! Every later request must carry the id (400 without it) and the same principal;
+//! an id the table does not hold, or held for another principal, gets 404. A session ends by
+//! DELETE, by the app, by an `initialize` error, or by the idle TTL; ending removes it from the
+//! table at once, frees everything it held (streams, queue, pending server→client requests,
+//! event-store entries) and reports [`ServerOutput::SessionClosed`](super::ServerOutput). The id is
+//! then unknown: 404.
 //!
 //! A session is *idle* when no request arrived and no stream was open for the whole TTL; a
 //! session with an open GET stream or a handler still running is never evicted (its timer is
@@ -51,10 +52,11 @@ use super::{OutboundId, RequestHandle};
 use crate::ProtocolVersion;
 use crate::jsonrpc::RequestId;
 
-/// Where session ids come from (S-SESS-2, S-SESS-12: globally unique, cryptographically
+// S-SESS-2, S-SESS-12, S-SESS-3.
+/// Where session ids come from (globally unique, cryptographically
 /// secure). The core never reads a random source itself: the adapter injects a CSPRNG-backed
 /// generator (for example 32 random bytes, hex-encoded). Ids MUST be visible ASCII
-/// (0x21–0x7E, S-SESS-3); the router refuses others with a 500 rather than send them.
+/// (0x21–0x7E); the router refuses others with a 500 rather than send them.
 ///
 /// Installed generators must be `Send` (the router holds `dyn SessionIdGenerator + Send`).
 pub trait SessionIdGenerator {
@@ -86,7 +88,8 @@ impl SessionIdGenerator for DeterministicSessionIds {
     }
 }
 
-/// Whether `id` is a valid session id: 1 to 256 visible ASCII characters (S-SESS-3).
+// S-SESS-3.
+/// Whether `id` is a valid session id: 1 to 256 visible ASCII characters.
 pub fn is_valid_session_id(id: &str) -> bool {
     !id.is_empty() && id.len() <= 256 && id.bytes().all(|b| (0x21..=0x7e).contains(&b))
 }
@@ -172,7 +175,8 @@ pub(crate) struct Session {
     pub(crate) listen: Option<u64>,
     /// Messages for a GET stream that is not open.
     pub(crate) queue: VecDeque<Queued>,
-    /// Client request ids in flight (S-RPC-3: a duplicate gets an error, never cross-wiring).
+    // S-RPC-3.
+    /// Client request ids in flight (a duplicate gets an error, never cross-wiring).
     pub(crate) inflight: HashMap<RequestId, RequestHandle>,
     /// Logical streams owned by the session.
     pub(crate) streams: Vec<u64>,

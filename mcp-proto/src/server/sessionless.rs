@@ -1,3 +1,4 @@
+// S-NEW-2, S-NEW-3, S-NEW-6, S-NEW-5, S-NEW-9, S-NEW-1.
 //! Sessionless requests: the modern era (2026-07-28) in the same router, where each request
 //! carries its own metadata instead of a session: how a request whose
 //! `MCP-Protocol-Version` is a modern revision is validated and admitted.
@@ -9,21 +10,21 @@
 //! legacy one — an exchange bound to a request [`LogicalStream`] with the same phase table —
 //! with the behaviour its version selects:
 //!
-//! - **no session** (S-NEW-2): `Mcp-Session-Id` is never read, minted or echoed; the request
+//! - **no session**: `Mcp-Session-Id` is never read, minted or echoed; the request
 //!   reaches the app with `session: None`;
-//! - **not resumable** (S-NEW-3): no event ids, no priming, `Last-Event-ID` never read, so a
+//! - **not resumable**: no event ids, no priming, `Last-Event-ID` never read, so a
 //!   disconnect is the `Disconnect { keep: false }` row of the phase table: the handler is
-//!   cancelled at once and nothing more is written for it (S-NEW-6);
-//! - **no server→client requests** (S-NEW-5): [`Router::send_request`] on a modern request
+//!   cancelled at once and nothing more is written for it;
+//! - **no server→client requests**: [`Router::send_request`] on a modern request
 //!   fails with [`SendError::ModernNoRequests`](super::SendError); the service layer turns
 //!   sampling, elicitation and roots into MRTR rounds instead;
 //! - **the head waits** for the first message: a modern stream stays *Pending* until a
 //!   notification must precede the answer (then SSE, with `X-Accel-Buffering: no` and the
 //!   heartbeat comments of every SSE reply) or the answer arrives; an error answer then goes
-//!   out as one JSON body with its HTTP status (`-32601` → 404, `-32020..-32022` → 400,
-//!   S-NEW-9), a result as JSON or, when the client accepts only SSE or the mode is SSE, as a
+//!   out as one JSON body with its HTTP status (`-32601` → 404, `-32020..-32022` → 400), a
+//!   result as JSON or, when the client accepts only SSE or the mode is SSE, as a
 //!   one-event stream;
-//! - GET and DELETE get 405 (S-NEW-1).
+//! - GET and DELETE get 405.
 //!
 //! Admission of a modern POST, in order (each refusal is a JSON-RPC error carrying the
 //! request's id when the body has one):
@@ -33,7 +34,7 @@
 //!  --------------------------------------------------  -----------------------------------
 //!  body is JSON / JSON-RPC                             400 -32700 / -32600 (as legacy)
 //!  not a batch                                         400 -32600
-//!  not a response (S-NEW-5)                            400 -32600
+//!  not a response                                      400 -32600
 //!  notification                                        202, handed to the app
 //!  method not removed in 2026-07-28 (initialize, …)    404 -32601
 //!  headers mirror the body (mirror::check_headers)     400 -32020 HeaderMismatch
@@ -53,16 +54,20 @@ use crate::jsonrpc::meta_keys;
 use crate::jsonrpc::{InvalidMessage, Message, Request};
 use crate::mirror;
 
-/// Methods of the legacy era that 2026-07-28 removed (S-NEW-4; absent from its schema): a
-/// modern request for them gets 404 + -32601 from the router itself. Per-request `_meta`
-/// replaces `initialize` and `logging/setLevel`; `subscriptions/listen` replaces
-/// `resources/subscribe`.
+// S-NEW-4.
+/// Methods of the legacy era that 2026-07-28 removed (absent from its schema): a modern
+/// request for them gets 404 + -32601 from the router itself. Per-request `_meta` replaces
+/// `initialize` and `logging/setLevel`; `subscriptions/listen` replaces
+/// `resources/subscribe`; `ping` is gone too. SDKs that still send `ping` under 2026-07-28
+/// (the official Python SDK, fastmcp) can be served with
+/// [`ServerConfig::with_modern_ping`](super::ServerConfig::with_modern_ping): then `ping`
+/// goes to the app like any modern request, and the service answers it `{}`.
 pub const REMOVED_IN_MODERN: [&str; 5] = [
     "initialize",
-    "ping",
     "logging/setLevel",
     "resources/subscribe",
     "resources/unsubscribe",
+    "ping",
 ];
 
 #[derive(Deserialize)]
@@ -149,7 +154,8 @@ impl Router {
     /// The checks of a modern request, after it is known to be one request.
     fn admit_modern(&self, request: &Request, mirrored: &HeaderMap) -> Result<(), ProtocolError> {
         let method = &*request.method;
-        if REMOVED_IN_MODERN.contains(&method) {
+        let lenient_ping = method == "ping" && self.config.modern_ping;
+        if REMOVED_IN_MODERN.contains(&method) && !lenient_ping {
             return Err(ProtocolError::MethodNotFound(method.into()));
         }
         let params = request.params.as_deref();
@@ -238,7 +244,8 @@ impl Router {
     }
 }
 
-/// The HTTP status of a modern error answer sent as one JSON body (S-NEW-9, S-NEW-7, and the
+// S-NEW-9, S-NEW-7.
+/// The HTTP status of a modern error answer sent as one JSON body (and the
 /// 400 the schema prescribes for -32021).
 pub(super) fn modern_error_status(code: i64) -> Option<http::StatusCode> {
     use crate::jsonrpc::error_codes as c;

@@ -1,13 +1,13 @@
+// S-RES-1..9, S-RES-2, S-RES-3, S-RES-6/7, G-5.
 //! The [`EventStore`]: where SSE events wait for a client that may resume with
-//! `Last-Event-ID` (S-RES-1..9), and [`InMemoryEventStore`], the bounded default.
+//! `Last-Event-ID`, and [`InMemoryEventStore`], the bounded default.
 //!
 //! The router assigns every event on a resumable stream an id `"<stream>-<seq>"`: `stream` is
-//! unique in the whole router (so ids are unique per session, S-RES-2, and name their stream,
-//! S-RES-3) and `seq` counts from 1 (0 is the priming event, which is never stored). It
-//! appends the encoded frame here, and on a resuming GET asks for exactly the frames of that
-//! stream after the given `seq` (S-RES-6/7). Replays never cross sessions: the router checks
-//! that the stream belongs to the requesting session before it asks, and the store keys
-//! everything by session too (GHSA-84j6-jc92-77jm, G-5).
+//! unique in the whole router (so ids are unique per session and name their stream) and `seq`
+//! counts from 1 (0 is the priming event, which is never stored). It appends the encoded frame
+//! here, and on a resuming GET asks for exactly the frames of that stream after the given `seq`.
+//! Replays never cross sessions: the router checks that the stream belongs to the requesting
+//! session before it asks, and the store keys everything by session too (GHSA-84j6-jc92-77jm).
 //!
 //! The trait is synchronous like the rest of the core. A shared store (Redis, a database) is
 //! wrapped by the adapter with a local write-behind buffer; the router never waits.

@@ -1,3 +1,4 @@
+// S-POST-15, S-RES-2/3, S-POST-20, S-RES-6/7.
 //! Outbound streams: the HTTP exchanges the router answers, and the *logical* streams that
 //! outlive a connection so a client can resume them.
 //!
@@ -7,15 +8,15 @@
 //! metadata, preflight) and forgotten. The others are bound to a **logical stream**:
 //!
 //! - a *request stream* per POST that carries requests: it ends when every request in it
-//!   has been answered (or cancelled) (S-POST-15);
+//!   has been answered (or cancelled);
 //! - the *listen stream* of a session, opened by GET; it never ends while the session lives.
 //!
 //! A logical stream has a number unique in the router; in stateful mode with resumability on,
-//! each event it writes gets the id `"<number>-<seq>"` (S-RES-2/3) and its frame goes to the
+//! each event it writes gets the id `"<number>-<seq>"` and its frame goes to the
 //! [`EventStore`](super::EventStore). The connection (HTTP exchange) of a logical stream can
 //! go away while the stream lives on: the client disconnected, or the server closed it so the
-//! client polls (S-POST-20). A GET with `Last-Event-ID` re-attaches a new connection and
-//! replays exactly that stream's later events (S-RES-6/7); a plain GET re-attaches the listen
+//! client polls. A GET with `Last-Event-ID` re-attaches a new connection and
+//! replays exactly that stream's later events; a plain GET re-attaches the listen
 //! stream and flushes the messages queued while it was away.
 //!
 //! A request stream starts *pending* when its answer may still be one JSON body; it is
@@ -133,7 +134,8 @@ pub(crate) enum StreamEvent {
     /// The client's connection went away; `keep` when the stream outlives it (a request
     /// stream whose client holds an event id, or a listen stream, which never ends on its own).
     Disconnect { keep: bool },
-    /// The server lets go of the connection but not of the stream: poll-close (S-POST-20), or
+    // S-POST-20.
+    /// The server lets go of the connection but not of the stream: poll-close, or
     /// a draining shutdown ending a GET stream.
     Release,
     /// A GET attached a new connection.
@@ -212,7 +214,8 @@ pub(crate) struct LogicalStream {
     pub(crate) connection: Option<StreamId>,
     /// Events get ids and are stored.
     pub(crate) resumable: bool,
-    /// The client's revision (priming only for 2025-11-25+, G-3).
+    // G-3.
+    /// The client's revision (priming only for 2025-11-25+).
     pub(crate) version: ProtocolVersion,
     /// Sequence number of the last event written (0 = only the priming event, if any).
     pub(crate) last_seq: u64,
@@ -230,9 +233,10 @@ pub(crate) struct LogicalStream {
     pub(crate) origin: Option<Box<str>>,
     pub(crate) retention: Option<Instant>,
     pub(crate) grace: Option<Instant>,
+    // S-NEW-9.
     /// A 2026-07-28 request stream: sessionless, never resumable, no server→client requests,
     /// and its head waits for the first message so that an error answer can carry its HTTP
-    /// status (S-NEW-9).
+    /// status.
     pub(crate) modern: bool,
     /// The HTTP status a modern error answer maps to (404 for -32601, 400 for -32020..-32022),
     /// used when the answer goes out as one JSON body.
@@ -401,17 +405,19 @@ pub(crate) enum ExchangeState {
 #[derive(Debug)]
 pub(crate) struct PostContext {
     pub(crate) session: Option<SessionHandle>,
+    // G-6.
     /// `MCP-Protocol-Version`: `Ok(None)` absent, `Err` unsupported (checked once the body
-    /// shows whether it is `initialize`, which is exempt, G-6).
+    /// shows whether it is `initialize`, which is exempt).
     pub(crate) header_version: Result<Option<ProtocolVersion>, ()>,
     pub(crate) accept_json: bool,
     pub(crate) accept_sse: bool,
     pub(crate) principal: Option<Box<str>>,
     pub(crate) origin: Option<Box<str>>,
     pub(crate) body: Vec<u8>,
+    // S-NEW-8.
     /// A 2026-07-28 request (its `MCP-Protocol-Version` is a modern revision we serve): the
     /// mirrored headers (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`),
-    /// checked against the body once it is complete (S-NEW-8).
+    /// checked against the body once it is complete.
     pub(crate) mirrored: Option<http::HeaderMap>,
     /// The raw `MCP-Protocol-Version`, echoed in an `UnsupportedProtocolVersionError`.
     pub(crate) requested_version: Option<Box<str>>,
@@ -431,7 +437,8 @@ pub(crate) fn event_id(stream: u64, seq: u64) -> String {
     format!("{stream}-{seq}")
 }
 
-/// Encodes one SSE event with the workspace encoder (one `data:` line per line, S-SSE-17).
+// S-SSE-17.
+/// Encodes one SSE event with the workspace encoder (one `data:` line per line).
 /// Our ids are `<digits>-<digits>`, which the encoder always accepts; should it ever refuse
 /// one, the event goes out without an id rather than not at all.
 pub(crate) fn event_frame(id: Option<&str>, data: &[u8]) -> Bytes {
@@ -446,12 +453,14 @@ pub(crate) fn event_frame(id: Option<&str>, data: &[u8]) -> Bytes {
         .unwrap_or_default()
 }
 
-/// The priming event: an id and an empty `data` field, with `retry` (S-POST-19, S-POST-22).
+// S-POST-19, S-POST-22.
+/// The priming event: an id and an empty `data` field, with `retry`.
 pub(crate) fn priming_frame(id: &str, retry: Duration) -> Bytes {
     encode_priming(id, Some(retry)).unwrap_or_default()
 }
 
-/// A `retry` announcement before a server-side close (S-POST-22): no data, so clients
+// S-POST-22.
+/// A `retry` announcement before a server-side close: no data, so clients
 /// dispatch nothing and only record the reconnection time.
 pub(crate) fn retry_frame(retry: Duration) -> Bytes {
     SseFrame::new().retry(retry).encode().unwrap_or_default()
@@ -467,7 +476,8 @@ pub(crate) fn events_lost_frame(after: &str) -> Bytes {
         .unwrap_or_default()
 }
 
-/// The heartbeat comment frame (S-SSE-16).
+// S-SSE-16.
+/// The heartbeat comment frame.
 pub(crate) fn heartbeat_frame() -> Bytes {
     encode_comment("keepalive")
 }

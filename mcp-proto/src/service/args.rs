@@ -11,7 +11,7 @@ use crate::schema::JsonObject;
 /// The arguments of a `tools/call`, with the schema's defaults filled in and (for the keywords
 /// the server checks) already validated.
 ///
-/// The `get_*` methods mirror the seed's `GetString`/`GetInt`: the value, or `default` when
+/// The `get_*` methods mirror mcp-go's `GetString`/`GetInt`: the value, or `default` when
 /// the argument is absent or of another type. [`require`](Self::require) and
 /// [`parse`](Self::parse) fail instead, with an error that becomes a tool error the model can
 /// read.
@@ -41,12 +41,12 @@ impl ToolArgs {
         self.args.get(name).and_then(Value::as_str)
     }
 
-    /// The string `name`, or `default` (the seed's `GetString`).
+    /// The string `name`, or `default` (mcp-go's `GetString`).
     pub fn get_string(&self, name: &str, default: &str) -> String {
         self.get_str(name).unwrap_or(default).to_owned()
     }
 
-    /// The integer `name` (a JSON number without a fraction), or `default` (the seed's
+    /// The integer `name` (a JSON number without a fraction), or `default` (mcp-go's
     /// `GetInt`).
     pub fn get_int(&self, name: &str, default: i64) -> i64 {
         match self.args.get(name) {

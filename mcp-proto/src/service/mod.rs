@@ -15,6 +15,9 @@
 //!   [`ClientTransport`](client::ClientTransport) trait.
 //! - `tool_schema`: the tool schema builder ([`Tool::string`], [`required`], [`min`],
 //!   [`default`], …). `args`: [`ToolArgs`] and [`PromptArgs`], typed argument access.
+//! - [`typed`]: typed tools and prompts ([`Server::typed_tool`], [`Server::typed_prompt`],
+//!   [`Json`]): the schema generated from the handler's Rust types (schemars), the arguments
+//!   deserialized for it, the result's `structuredContent` matching the `outputSchema`.
 //! - [`uri_template`]: RFC 6570 templates (level 1 and `{+var}`), expanded and matched.
 //! - `defs`: builder methods for [`Resource`], [`ResourceTemplate`], [`Prompt`] and content.
 //! - [`bind`]: [`ServerBinding`](bind::ServerBinding) and
@@ -126,6 +129,7 @@ mod error;
 mod pending;
 pub mod server;
 mod tool_schema;
+pub mod typed;
 pub mod uri_template;
 mod validate;
 
@@ -140,7 +144,14 @@ pub use server::{
 pub use tool_schema::{
     IntoNumber, Prop, default, description, items, max, min, prop, required, title,
 };
+pub use typed::{Json, ToolInput, ToolOutput};
 pub use uri_template::UriTemplate;
+
+/// The JSON Schema generator behind typed tools and prompts, re-exported: `use
+/// mcp_proto::service::schemars;` lets `#[derive(JsonSchema)]` expand without a direct
+/// dependency.
+pub use schemars;
+pub use schemars::JsonSchema;
 
 pub use crate::schema::{
     CallToolResult, ContentBlock, GetPromptResult, Prompt, PromptMessage, Resource,

@@ -57,10 +57,10 @@ impl<K: Eq + Hash + Clone> PendingRequests<K> {
     /// Completes the request registered under `key`. Returns `false` when there is none (an
     /// unknown or late answer) or when its future was dropped.
     pub fn complete(&self, key: &K, result: PeerResult) -> bool {
-        match lock(&self.map).remove(key) {
-            Some(tx) => tx.send(result).is_ok(),
-            None => false,
-        }
+        // The lock is released before the send wakes the caller: woken while it is held, the
+        // caller could preempt this thread and block on the same lock at once.
+        let tx = lock(&self.map).remove(key);
+        tx.is_some_and(|tx| tx.send(result).is_ok())
     }
 
     /// Forgets the request under `key` without answering it (its future then resolves to
@@ -161,6 +161,41 @@ mod tests {
     fn poll(f: &mut ResponseFuture) -> Poll<PeerResult> {
         let waker = Waker::from(Arc::new(Noop));
         Pin::new(f).poll(&mut Context::from_waker(&waker))
+    }
+
+    /// A waker that looks at the table when woken: whether its lock was free then.
+    struct Probe {
+        table: Arc<PendingRequests<u64>>,
+        lock_free_at_wake: Mutex<Option<bool>>,
+    }
+    impl Wake for Probe {
+        fn wake(self: Arc<Self>) {
+            let free = self.table.map.try_lock().is_ok();
+            *lock(&self.lock_free_at_wake) = Some(free);
+        }
+    }
+
+    #[test]
+    fn the_caller_is_woken_after_the_lock_is_released() {
+        let table = Arc::new(PendingRequests::<u64>::new());
+        let mut f = table.register(7);
+        let probe = Arc::new(Probe {
+            table: table.clone(),
+            lock_free_at_wake: Mutex::new(None),
+        });
+        let waker = Waker::from(probe.clone());
+        assert!(
+            Pin::new(&mut f)
+                .poll(&mut Context::from_waker(&waker))
+                .is_pending()
+        );
+        assert!(table.complete(&7, Err(PeerError::Timeout)));
+        assert_eq!(
+            *lock(&probe.lock_free_at_wake),
+            Some(true),
+            "woken under the lock"
+        );
+        assert_eq!(poll(&mut f), Poll::Ready(Err(PeerError::Timeout)));
     }
 
     #[test]

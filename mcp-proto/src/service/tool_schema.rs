@@ -238,7 +238,7 @@ pub fn items(schema: Value) -> Prop {
     Prop::new().items(schema)
 }
 
-/// Builder methods for [`Tool`], the `tools/list` entry (the seed's `NewTool(name,
+/// Builder methods for [`Tool`], the `tools/list` entry (mcp-go's `NewTool(name,
 /// WithDescription(..), WithString(..))`).
 impl Tool {
     /// A tool whose input schema is `schema`, kept exactly as given (a JSON Schema 2020-12
@@ -311,12 +311,12 @@ impl Tool {
         self.property(name, schema, prop)
     }
 
-    /// Adds a string argument (the seed's `WithString`).
+    /// Adds a string argument (mcp-go's `WithString`).
     pub fn string(self, name: &str, prop: Prop) -> Self {
         self.typed(name, "string", prop)
     }
 
-    /// Adds a number argument (the seed's `WithNumber`).
+    /// Adds a number argument (mcp-go's `WithNumber`).
     pub fn number(self, name: &str, prop: Prop) -> Self {
         self.typed(name, "number", prop)
     }
@@ -326,7 +326,7 @@ impl Tool {
         self.typed(name, "integer", prop)
     }
 
-    /// Adds a boolean argument (the seed's `WithBoolean`).
+    /// Adds a boolean argument (mcp-go's `WithBoolean`).
     pub fn boolean(self, name: &str, prop: Prop) -> Self {
         self.typed(name, "boolean", prop)
     }

@@ -1,13 +1,14 @@
+// S-SSE-2 … S-SSE-14.
 //! The incremental `text/event-stream` decoder.
 //!
 //! # Theory of operation
 //!
-//! The decoder is the WHATWG event-stream parser (S-SSE-2 … S-SSE-14) turned into a sans-IO
-//! pull machine. Input is pushed with [`SseDecoder::feed`] / [`SseDecoder::feed_bytes`] and
-//! only *stored*; parsing happens lazily in [`SseDecoder::next_event`], which runs until it
-//! can hand out one event or runs out of complete lines. Nothing is parsed ahead of what the
-//! caller asks for, so the decoder holds no queue of finished events, and an error surfaces
-//! exactly after the last good event before it.
+//! The decoder is the WHATWG event-stream parser (HTML Living Standard, "Parsing an event
+//! stream" and "Interpreting an event stream") turned into a sans-IO pull machine. Input is pushed
+//! with [`SseDecoder::feed`] / [`SseDecoder::feed_bytes`] and only *stored*; parsing happens lazily
+//! in [`SseDecoder::next_event`], which runs until it can hand out one event or runs out of
+//! complete lines. Nothing is parsed ahead of what the caller asks for, so the decoder holds no
+//! queue of finished events, and an error surfaces exactly after the last good event before it.
 //!
 //! ## Input
 //!
@@ -39,42 +40,42 @@
 //! is searched once and copied once.
 //!
 //! Two pieces of input state ride along: the byte-order-mark matcher (up to three bytes,
-//! only at stream start, S-SSE-2), and `skip_lf`, set when a CR ended the available input so
-//! that an LF arriving next completes that CRLF instead of making an empty line (S-SSE-3).
+//! only at stream start), and `skip_lf`, set when a CR ended the available input so
+//! that an LF arriving next completes that CRLF instead of making an empty line.
 //!
 //! ## States
 //!
 //! | state | input | action | next state |
 //! |---|---|---|---|
 //! | `Bom` (stream start) | bytes matching `EF BB BF` so far | hold them | `Bom` |
-//! | `Bom` | all three BOM bytes | drop them (S-SSE-2) | `Lines` |
+//! | `Bom` | all three BOM bytes | drop them | `Lines` |
 //! | `Bom` | a byte breaking the match | release the held bytes as content | `Lines` |
-//! | `Lines` | empty line | dispatch (S-SSE-5, S-SSE-12) | `Lines` |
-//! | `Lines` | `:` line | ignore (S-SSE-6) | `Lines` |
-//! | `Lines` | field line | apply `data`/`event`/`id`/`retry`, ignore others (S-SSE-7 … S-SSE-11) | `Lines` |
+//! | `Lines` | empty line | dispatch | `Lines` |
+//! | `Lines` | `:` line | ignore | `Lines` |
+//! | `Lines` | field line | apply `data`/`event`/`id`/`retry`, ignore others | `Lines` |
 //! | `Lines` | CR as the last available byte | end the line | `AfterCr` |
-//! | `AfterCr` | LF | swallow it (S-SSE-3) | `Lines` |
+//! | `AfterCr` | LF | swallow it | `Lines` |
 //! | `AfterCr` | any other byte | parse it normally | `Lines` |
 //! | any | line over the limit, data over the limit | report [`SseError`], drop buffers | `Failed` |
-//! | any but `Failed` | [`finish`](SseDecoder::finish), then input drained | discard the incomplete line and event (S-SSE-13) | `Finished` |
+//! | any but `Failed` | [`finish`](SseDecoder::finish), then input drained | discard the incomplete line and event | `Finished` |
 //! | `Failed` / `Finished` | anything | input ignored; `Failed` repeats its error | unchanged |
 //!
 //! ## Event state
 //!
-//! Per S-SSE-4: the data buffer (`data_first` for the first line, kept as a zero-copy slice,
-//! plus `data_buf` once a second line forces a copy), the event type buffer, and the last
-//! event ID *buffer*, which becomes the last event ID *string* (`last_event_id`) at every
-//! blank line, whether or not an event is dispatched (S-SSE-12 step 1). An `id` field writes
-//! the buffer's new value into `id_buffer` and sets `id_dirty`; the blank line swaps it into
-//! `last_event_id` (no copy); while `id_dirty` is clear, the buffer's value *is*
-//! `last_event_id`. The data buffer stores values joined with LF, i.e. without the trailing
-//! LF that step 3 would strip, so its length is exactly the dispatched data's length.
+//! As the standard keeps them: the data buffer (`data_first` for the first line, kept as a
+//! zero-copy slice, plus `data_buf` once a second line forces a copy), the event type buffer, and
+//! the last event ID *buffer*, which becomes the last event ID *string* (`last_event_id`) at every
+//! blank line, whether or not an event is dispatched (step 1 of "dispatch the event"). An `id`
+//! field writes the buffer's new value into `id_buffer` and sets `id_dirty`; the blank line swaps
+//! it into `last_event_id` (no copy); while `id_dirty` is clear, the buffer's value *is*
+//! `last_event_id`. The data buffer stores values joined with LF, i.e. without the trailing LF that
+//! step 3 would strip, so its length is exactly the dispatched data's length.
 //!
 //! ## Line dispatch
 //!
 //! Lines starting with `:`, `data:`, `id:`, `event:` and `retry:` (the forms servers write)
-//! are recognized by their first bytes; every other line goes through the general rule of
-//! S-SSE-7/S-SSE-8 (split at the first colon, or the whole line is the name). Both paths
+//! are recognized by their first bytes; every other line goes through the standard's general
+//! rule (split at the first colon, or the whole line is the name). Both paths
 //! apply the same field rules, so the shortcut changes speed, not results.
 //!
 //! ## Decisions beyond the standard
@@ -151,7 +152,8 @@ struct Input {
     skip_lf: bool,
 }
 
-/// The event being assembled (S-SSE-4) and the stream-wide results.
+// S-SSE-4.
+/// The event being assembled and the stream-wide results.
 #[derive(Debug, Default)]
 struct EventState {
     /// The first `data` value: a zero-copy slice while the event has only one data line.
@@ -271,9 +273,10 @@ impl SseDecoder {
         }
     }
 
+    // S-SSE-13.
     /// Marks the end of the body. Complete events already fed are still returned by
     /// [`next_event`](Self::next_event); an incomplete last line and an event without its
-    /// closing blank line are discarded (S-SSE-13). Idempotent.
+    /// closing blank line are discarded. Idempotent.
     pub fn finish(&mut self) {
         if !self.input.bom_done {
             // A partial BOM at the very end is an incomplete line: discarded.
@@ -287,9 +290,10 @@ impl SseDecoder {
     // Output
     // ------------------------------------------------------------------------------------
 
+    // S-SSE-12.
     /// Parses up to the next dispatched event.
     ///
-    /// - `Ok(Some(event))`: an event (S-SSE-12); call again, more may be buffered.
+    /// - `Ok(Some(event))`: an event; call again, more may be buffered.
     /// - `Ok(None)`: every complete line has been parsed; feed more input. After
     ///   [`finish`](Self::finish), `Ok(None)` means the stream is over.
     /// - `Err(e)`: a limit was exceeded. Sticky: every later call returns the same error.
@@ -311,15 +315,17 @@ impl SseDecoder {
     // Getters
     // ------------------------------------------------------------------------------------
 
-    /// The last event ID string (S-SSE-12 step 1): the last event ID buffer as of the most
-    /// recent blank line, whether or not that blank line dispatched an event. `""` until an
-    /// `id` field and a blank line were seen, and after an empty `id:` (S-SSE-10). This is
-    /// the value to send as `Last-Event-ID` when non-empty (S-SSE-15).
+    // S-SSE-12, S-SSE-10, S-SSE-15.
+    /// The last event ID string (step 1 of "dispatch the event"): the last event ID buffer as of
+    /// the most recent blank line, whether or not that blank line dispatched an event. `""` until
+    /// an `id` field and a blank line were seen, and after an empty `id:`. This is the value to
+    /// send as `Last-Event-ID` when non-empty.
     pub fn last_event_id(&self) -> &str {
         &self.ev.last_event_id
     }
 
-    /// The reconnection time of the last valid `retry` field seen (S-SSE-11), applied as soon
+    // S-SSE-11.
+    /// The reconnection time of the last valid `retry` field seen, applied as soon
     /// as its line is parsed. `None` if there was none.
     pub fn retry(&self) -> Option<Duration> {
         self.ev.retry
@@ -376,8 +382,9 @@ impl SseDecoder {
         self.ev.id_dirty = false;
     }
 
+    // S-SSE-13.
     /// Out of complete lines. At end of stream, discards the incomplete line and the
-    /// undispatched event (S-SSE-13).
+    /// undispatched event.
     #[inline(always)]
     fn need_more(&mut self) {
         if self.finished {
@@ -603,7 +610,8 @@ impl Input {
         }
     }
 
-    /// Runs the stream-start BOM matcher (S-SSE-2) over the start of `chunk`. Returns how
+    // S-SSE-2.
+    /// Runs the stream-start BOM matcher over the start of `chunk`. Returns how
     /// many bytes of `chunk` belong to a complete BOM (to be dropped). While the question is
     /// open (`!self.bom_done`), the matched bytes are held back; when a byte breaks the match,
     /// the bytes held from *earlier* chunks are released as content before `chunk`, which is
@@ -669,7 +677,8 @@ impl EventState {
         self.event_retry = None;
     }
 
-    /// Interprets one non-empty line, `chunk[start..end]` (S-SSE-6 … S-SSE-11).
+    // S-SSE-6 … S-SSE-11.
+    /// Interprets one non-empty line, `chunk[start..end]`.
     #[inline(always)]
     fn process_line(
         &mut self,
@@ -747,7 +756,8 @@ impl EventState {
         Some(event)
     }
 
-    /// The general field path (S-SSE-7 … S-SSE-11): field name up to the first colon, or
+    // S-SSE-7 … S-SSE-11.
+    /// The general field path: field name up to the first colon, or
     /// the whole line; names are case-sensitive and unknown ones ignored.
     #[inline(never)]
     fn process_other_line(
@@ -773,14 +783,16 @@ impl EventState {
         Ok(())
     }
 
-    /// `event` (S-SSE-9): the event type buffer takes the value.
+    // S-SSE-9.
+    /// `event`: the event type buffer takes the value.
     #[inline]
     fn set_event(&mut self, value: &[u8]) {
         self.event_type.clear();
         push_lossy(&mut self.event_type, value);
     }
 
-    /// `id` (S-SSE-10): the last event ID buffer takes the value, unless it holds a NUL.
+    // S-SSE-10.
+    /// `id`: the last event ID buffer takes the value, unless it holds a NUL.
     #[inline]
     fn set_id(&mut self, value: &[u8]) {
         if !value.contains(&0) {
@@ -790,7 +802,8 @@ impl EventState {
         }
     }
 
-    /// `retry` (S-SSE-11): digits only, else ignored.
+    // S-SSE-11.
+    /// `retry`: digits only, else ignored.
     #[inline]
     fn set_retry(&mut self, value: &[u8]) {
         if let Some(ms) = parse_retry(value) {
@@ -800,7 +813,8 @@ impl EventState {
         }
     }
 
-    /// `data` (S-SSE-9): appends the value `chunk[start..end]` to the data buffer, keeping
+    // S-SSE-9.
+    /// `data`: appends the value `chunk[start..end]` to the data buffer, keeping
     /// the first line as a zero-copy slice.
     #[inline]
     fn push_data(
@@ -844,7 +858,9 @@ impl EventState {
         self.data_lines > 0
     }
 
-    /// S-SSE-12 step 1: the last event ID string takes the buffer's value, dispatch or not.
+    // S-SSE-12.
+    /// Step 1 of "dispatch the event": the last event ID string takes the buffer's value,
+    /// dispatch or not.
     #[inline(always)]
     fn commit_id(&mut self) {
         if self.id_dirty {
@@ -853,7 +869,8 @@ impl EventState {
         }
     }
 
-    /// The blank-line step (S-SSE-12) when the data buffer is empty (step 2): nothing fires.
+    // S-SSE-12.
+    /// The blank-line step when the data buffer is empty (step 2): nothing fires.
     #[inline(always)]
     fn dispatch_nothing(&mut self) {
         self.commit_id();
@@ -861,7 +878,8 @@ impl EventState {
         self.event_type.clear();
     }
 
-    /// The blank-line step (S-SSE-12) when the data buffer is not empty: the event.
+    // S-SSE-12.
+    /// The blank-line step when the data buffer is not empty: the event.
     #[inline(always)]
     fn dispatch(&mut self) -> SseEvent {
         debug_assert!(self.has_data());
@@ -896,14 +914,16 @@ impl EventState {
     }
 }
 
+// S-SSE-7.
 /// Where the value starts in `line` (at offset `start` of its chunk), given that the field
-/// name and colon take `after_colon` bytes: after one optional space (S-SSE-7).
+/// name and colon take `after_colon` bytes: after one optional space.
 #[inline(always)]
 fn value_start(line: &[u8], start: usize, after_colon: usize) -> usize {
     start + after_colon + usize::from(line.get(after_colon) == Some(&b' '))
 }
 
-/// Appends `value` to `out`, replacing invalid UTF-8 with U+FFFD (S-SSE-2).
+// S-SSE-2.
+/// Appends `value` to `out`, replacing invalid UTF-8 with U+FFFD.
 #[inline]
 fn push_lossy(out: &mut String, value: &[u8]) {
     match std::str::from_utf8(value) {
@@ -994,8 +1014,9 @@ fn eol_in_half(word: &[u8]) -> Option<usize> {
     }
 }
 
-/// S-SSE-11: a non-empty run of ASCII digits, base 10, in milliseconds. Anything else, and
-/// values that overflow `u64`, are ignored (`None`).
+// S-SSE-11.
+/// A valid `retry` value: a non-empty run of ASCII digits, base 10, in milliseconds. Anything else,
+/// and values that overflow `u64`, are ignored (`None`).
 fn parse_retry(value: &[u8]) -> Option<u64> {
     if value.is_empty() {
         return None;

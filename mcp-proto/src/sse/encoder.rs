@@ -1,3 +1,4 @@
+// S-SSE-17, S-SSE-12, S-SSE-18, S-SSE-6, S-SSE-16.
 //! The `text/event-stream` encoder.
 //!
 //! # Theory of operation
@@ -5,7 +6,7 @@
 //! Encoding is the easy direction: an event becomes one self-contained frame, a run of
 //! `field: value` lines closed by a blank line, returned as [`Bytes`] ready to be written as
 //! one HTTP body chunk. The encoder only has to keep the frame *parseable back into the same
-//! event* by any WHATWG decoder (S-SSE-17):
+//! event* by any WHATWG decoder:
 //!
 //! - values never contain CR or LF, so data is split on every CR, LF and CRLF into one
 //!   `data:` line per line (a decoder joins them again with LF, which means CR and CRLF in
@@ -18,10 +19,10 @@
 //!
 //! Lines are written in the order `id`, `event`, `retry`, `data`, which decoders do not
 //! care about. A frame without data (`data` left unset) carries only its other fields and
-//! dispatches no event on the receiving side (S-SSE-12), e.g. a lone `retry:`; a frame with
+//! dispatches no event on the receiving side, e.g. a lone `retry:`; a frame with
 //! empty data writes `data:` and *is* dispatched, with data `""`: the MCP priming event
-//! (S-SSE-18, [`encode_priming`]). Comments (`: text`, S-SSE-6) make keep-alive frames
-//! (S-SSE-16, [`encode_comment`]).
+//! ([`encode_priming`]). Comments (`: text`) make keep-alive frames
+//! ([`encode_comment`]).
 //!
 //! [`SseEncoder`] writes frames into one reusable [`BytesMut`] and splits each frame off it,
 //! so a long stream of frames costs no allocation per frame once the frames are released;
@@ -32,7 +33,8 @@ use std::time::Duration;
 use bytes::{BufMut, Bytes, BytesMut};
 use memchr::{memchr2, memchr3};
 
-/// A value the encoder refuses, because no decoder could read it back unchanged (S-SSE-17).
+// S-SSE-17.
+/// A value the encoder refuses, because no decoder could read it back unchanged.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, thiserror::Error)]
 #[non_exhaustive]
 pub enum SseEncodeError {
@@ -103,7 +105,8 @@ impl<'a> SseFrame<'a> {
         self
     }
 
-    /// Checks the S-SSE-17 constraints without encoding.
+    // S-SSE-17.
+    /// Checks that a decoder would read the frame back unchanged, without encoding.
     pub fn validate(&self) -> Result<(), SseEncodeError> {
         if let Some(id) = self.id
             && memchr3(b'\r', b'\n', 0, id.as_bytes()).is_some()
@@ -173,8 +176,9 @@ pub fn encode_event(frame: &SseFrame<'_>) -> Result<Bytes, SseEncodeError> {
     frame.encode()
 }
 
-/// Encodes a comment frame, `: text` plus a blank line: the keep-alive of S-SSE-16
-/// (decoders ignore it, S-SSE-6). Text containing line ends becomes several comment lines.
+// S-SSE-16, S-SSE-6.
+/// Encodes a comment frame, `: text` plus a blank line: a keep-alive frame (decoders ignore
+/// it). Text containing line ends becomes several comment lines.
 /// An empty text gives `:\n\n`.
 pub fn encode_comment(text: &str) -> Bytes {
     let mut out = BytesMut::with_capacity(text.len() + 4);
@@ -182,7 +186,8 @@ pub fn encode_comment(text: &str) -> Bytes {
     out.freeze()
 }
 
-/// Encodes the MCP priming event (S-SSE-18): `id: <id>`, an optional `retry:`, and an empty
+// S-SSE-18.
+/// Encodes the MCP priming event: `id: <id>`, an optional `retry:`, and an empty
 /// `data:`, which clients dispatch with data `""` and record the id of, for resumption.
 pub fn encode_priming(id: &str, retry: Option<Duration>) -> Result<Bytes, SseEncodeError> {
     SseFrame {
@@ -240,7 +245,8 @@ fn put_field(out: &mut BytesMut, name: &[u8], value: &[u8]) {
     out.put_u8(b'\n');
 }
 
-/// Writes one `data:` line per line of `data`, splitting on CR, LF and CRLF (S-SSE-17).
+// S-SSE-17.
+/// Writes one `data:` line per line of `data`, splitting on CR, LF and CRLF.
 fn put_data(out: &mut BytesMut, data: &[u8]) {
     let mut rest = data;
     loop {

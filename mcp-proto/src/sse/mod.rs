@@ -1,3 +1,4 @@
+// S-SSE-1 … S-SSE-18 (the index's §15): S-SSE-2, S-SSE-3, S-SSE-15 … S-SSE-18 below.
 //! The WHATWG `text/event-stream` codec: an incremental, bounded, linear-time decoder and a
 //! frame encoder.
 //!
@@ -6,8 +7,8 @@
 //! Server-Sent Events are the body format of every streamed MCP response (a POST answered
 //! with `Content-Type: text/event-stream`, and the GET listening stream). The wire format is
 //! defined by the WHATWG HTML Living Standard, "Parsing an event stream" and "Interpreting an
-//! event stream"; the project condenses it into the requirements S-SSE-1 … S-SSE-18 of
-//! `REQUIREMENTS.md` §15, which the doc comments and test names of this module cite.
+//! event stream"; where these docs say "step N", they mean that step of the standard's
+//! "dispatch the event" algorithm.
 //!
 //! The module is sans-IO, in the style of h11's `receive_data` / `next_event`:
 //!
@@ -17,12 +18,12 @@
 //!   end of body — and hands out complete [`SseEvent`]s from
 //!   [`next_event`](SseDecoder::next_event), `Ok(None)` meaning "need more data". Chunk
 //!   boundaries never change the result: a CR at the end of one chunk followed by an LF at
-//!   the start of the next is one line end (S-SSE-3), and a byte-order mark split over chunks
-//!   is still stripped (S-SSE-2).
+//!   the start of the next is one line end, and a byte-order mark split over chunks
+//!   is still stripped.
 //! - [`SseFrame`] / [`SseEncoder`] turn an event into one [`Bytes`] frame, with
-//!   multi-line data split into several `data:` lines (S-SSE-17); [`encode_comment`] makes the
-//!   keep-alive comment frames of S-SSE-16 and [`encode_priming`] the MCP priming event of
-//!   S-SSE-18.
+//!   multi-line data split into several `data:` lines; [`encode_comment`] makes the
+//!   keep-alive comment frames and [`encode_priming`] the priming event of MCP's
+//!   Streamable HTTP transport (2025-11-25).
 //!
 //! Memory is bounded by [`SseLimits`]: a line longer than
 //! [`max_line_bytes`](SseLimits::max_line_bytes) or an event whose data exceeds
@@ -33,9 +34,10 @@
 //!
 //! What the decoder does *not* do: it does not JSON-parse data (the session layer does), it
 //! does not reconnect (it only reports [`last_event_id`](SseDecoder::last_event_id) and
-//! [`retry`](SseDecoder::retry), the inputs of S-SSE-15), and it does not filter event
+//! [`retry`](SseDecoder::retry), the inputs of the standard's
+//! reconnection), and it does not filter event
 //! types: [`SseEvent::is_message`] and [`SseEvent::is_priming`] tell the caller which events
-//! MCP cares about (S-SSE-18).
+//! MCP cares about.
 //!
 //! ```
 //! use mcp_proto::sse::SseDecoder;
@@ -102,30 +104,34 @@ impl Default for SseLimits {
     }
 }
 
-/// One dispatched event (S-SSE-12).
+// S-SSE-12, S-SSE-14, S-SSE-18.
+/// One dispatched event.
 ///
 /// Only events with a non-empty data *buffer* are dispatched, which includes `data:` alone
-/// (data `""`, S-SSE-14, the MCP priming event of S-SSE-18). Blocks with no `data` field at
+/// (data `""`, as in MCP's priming event). Blocks with no `data` field at
 /// all (a lone `id:` or `retry:` followed by a blank line) are not events; their effect is
 /// visible through [`SseDecoder::last_event_id`] and [`SseDecoder::retry`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct SseEvent {
+    // S-SSE-12, S-SSE-2.
     /// The event type: the last `event` field of the event, or `None` when there was none or
-    /// it was empty (both mean `message`, S-SSE-12 step 4). Invalid UTF-8 is replaced with
-    /// U+FFFD (S-SSE-2).
+    /// it was empty (both mean `message`, step 4). Invalid UTF-8 is replaced with
+    /// U+FFFD.
     pub event: Option<Box<str>>,
+    // S-SSE-9, S-SSE-12.
     /// The data: every `data` value of the event, joined with LF, without the final LF
-    /// (S-SSE-9, S-SSE-12 step 3). Bytes are passed through unchanged, even invalid UTF-8.
+    /// (step 3). Bytes are passed through unchanged, even invalid UTF-8.
     /// A single-line event's data is a zero-copy slice of the input.
     pub data: Bytes,
+    // S-SSE-12, S-SSE-10, S-SSE-15.
     /// The last event ID at dispatch, i.e. the decoder's
     /// [`last_event_id`](SseDecoder::last_event_id) right after this event's blank line, or
     /// `None` when that is empty.
     ///
     /// This is *not* only an `id:` line inside this event: the last event ID carries over
-    /// from earlier events until an `id` field changes it (S-SSE-12 step 1), and an empty
-    /// `id:` resets it to `None` (S-SSE-10). So this is exactly the value a client would
-    /// send as `Last-Event-ID` if the stream broke right after this event (S-SSE-15).
+    /// from earlier events until an `id` field changes it (step 1), and an empty
+    /// `id:` resets it to `None`. So this is exactly the value a client would
+    /// send as `Last-Event-ID` if the stream broke right after this event.
     /// Invalid UTF-8 is replaced with U+FFFD.
     pub id: Option<Box<str>>,
     /// The reconnection time set by a valid `retry` field *within this event's lines* (since
@@ -135,14 +141,16 @@ pub struct SseEvent {
 }
 
 impl SseEvent {
-    /// Whether the data is empty: an MCP priming event (`id: X` + `data:`, S-SSE-18), or any
+    // S-SSE-18.
+    /// Whether the data is empty: an MCP priming event (`id: X` + `data:`), or any
     /// other empty-data event. Clients must not JSON-parse these.
     pub fn is_priming(&self) -> bool {
         self.data.is_empty()
     }
 
+    // S-SSE-18.
     /// Whether the event type is absent or `message`: the only events Streamable HTTP
-    /// defines (S-SSE-18). Events of other types should be ignored.
+    /// defines. Events of other types should be ignored.
     pub fn is_message(&self) -> bool {
         matches!(self.event.as_deref(), None | Some("message"))
     }

@@ -21,30 +21,25 @@
 //!
 //! Phases 1-2 are repeated `--reps` times and the median of each figure is reported. The
 //! table at the end has one row per metric, one column per server, the ratio of each of ours
-//! to rmcp and whether each target is met (CPU per call ≤ 0.5× rmcp for tokio, ≤ 0.6× for smol;
-//! ≤ 2 KB per idle session; single-session p50 ≤ rmcp). The exit status is 1 if any reply was
+//! to the floor (a server that parses each body and answers one SSE frame, keeping nothing:
+//! `mcp_bench::floor`) and to rmcp, and whether each target is met (CPU per call ≤ 0.5× rmcp
+//! for tokio, ≤ 0.6× for smol; ≤ 1 KB per idle session; single-session p50 ≤ rmcp; below the
+//! table, CPU per call ≤ 1.25× the floor for tokio, ≤ 2× for smol). The exit status is 1 if any reply was
 //! wrong.
 //!
 //! The server list is data ([`ServerKind::ALL`]): another server is one variant away.
 
 use std::fmt::Write as _;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, ChildStdin, Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http1::SendRequest;
-use hyper_util::rt::TokioIo;
-use serde_json::{Value, json};
-
-/// The protocol revision both servers negotiate (the newest with sessions in both).
-const PROTOCOL_VERSION: &str = "2025-11-25";
-/// `sysconf(_SC_CLK_TCK)`: the unit of `/proc/<pid>/stat` times, 100 on every Linux ABI
-/// (`USER_HZ`), read without `libc` because this package denies unsafe code.
-const CLOCK_TICKS_PER_SEC: u64 = 100;
+use mcp_bench::client::{Session, Target};
+use mcp_bench::echo;
+use mcp_bench::load::{LoadRun, median, open_many, open_sessions};
+use mcp_bench::pin_to;
+use mcp_bench::process::ServerProcess;
 
 // ------------------------------------------------------------------------------------------
 // The servers under test.
@@ -52,6 +47,9 @@ const CLOCK_TICKS_PER_SEC: u64 = 100;
 /// A server the benchmark knows how to start. Add a variant (and its arms) for another one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ServerKind {
+    /// The floor: hyper 1 + tokio parsing each body and answering one SSE frame, keeping and
+    /// checking nothing (`mcp_bench::floor`), the practical lower bound.
+    Floor,
     /// `mcp_tokio::serve` on `mcp_proto::service::Server`.
     Ours,
     /// `mcp_smol::serve` (smol + async-h1) on the same `Server`.
@@ -68,8 +66,14 @@ enum ServerKind {
 static BASELINE: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
 
 impl ServerKind {
-    const ALL: [ServerKind; 3] = [ServerKind::Ours, ServerKind::Smol, ServerKind::Rmcp];
-    const KNOWN: [ServerKind; 5] = [
+    const ALL: [ServerKind; 4] = [
+        ServerKind::Floor,
+        ServerKind::Ours,
+        ServerKind::Smol,
+        ServerKind::Rmcp,
+    ];
+    const KNOWN: [ServerKind; 6] = [
+        ServerKind::Floor,
         ServerKind::Ours,
         ServerKind::Smol,
         ServerKind::Rmcp,
@@ -79,6 +83,7 @@ impl ServerKind {
 
     fn name(self) -> &'static str {
         match self {
+            ServerKind::Floor => "floor",
             ServerKind::Ours => "ours",
             ServerKind::Smol => "smol",
             ServerKind::Rmcp => "rmcp",
@@ -91,7 +96,15 @@ impl ServerKind {
     fn cpu_target(self) -> f64 {
         match self {
             ServerKind::Smol | ServerKind::SmolBase => 0.6,
-            ServerKind::Ours | ServerKind::OursBase | ServerKind::Rmcp => 0.5,
+            ServerKind::Ours | ServerKind::OursBase | ServerKind::Rmcp | ServerKind::Floor => 0.5,
+        }
+    }
+
+    /// The CPU-per-call target as a multiple of the floor's (performance round 2).
+    fn floor_target(self) -> f64 {
+        match self {
+            ServerKind::Smol | ServerKind::SmolBase => 2.0,
+            _ => 1.25,
         }
     }
 
@@ -111,7 +124,8 @@ impl ServerKind {
     /// Serves until stdin closes (the parent ended or dropped it).
     async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
         match self {
-            ServerKind::Ours => ours::serve(listener).await,
+            ServerKind::Floor => mcp_bench::floor::serve(listener).await,
+            ServerKind::Ours => echo::serve_tokio(listener, echo::config()).await,
             // Served by its own runtime (see `main`), never through a tokio listener.
             ServerKind::Smol => Err(std::io::Error::other("the smol server runs on smol")),
             ServerKind::Rmcp => rmcp_server::serve(listener).await,
@@ -119,48 +133,6 @@ impl ServerKind {
                 "a baseline server runs in the baseline binary",
             )),
         }
-    }
-}
-
-mod ours {
-    use mcp_proto::server::ServerConfig;
-    use mcp_proto::service::{CallToolResult, Server, Tool, ToolArgs, required};
-
-    /// The echo server, the same for both of our adapters.
-    pub(crate) fn server() -> Server {
-        Server::new("bench-ours", env!("CARGO_PKG_VERSION")).tool(
-                Tool::new("echo")
-                    .description("Returns its text")
-                    .string("text", required().description("The text to return")),
-                |_ctx, args: ToolArgs| async move {
-                    Ok(CallToolResult::text(args.get_string("text", "")))
-                },
-            )
-    }
-
-    /// Room for the load, latency and idle sessions of every repetition.
-    pub(crate) fn config() -> ServerConfig {
-        ServerConfig::default().with_max_sessions(100_000)
-    }
-
-    pub(crate) async fn serve(listener: tokio::net::TcpListener) -> std::io::Result<()> {
-        let serving = mcp_tokio::serve(listener, server(), config())?;
-        println!("bench server on {}", serving.url());
-        super::wait_for_stdin_eof().await;
-        serving.shutdown_handle().shutdown();
-        Ok(())
-    }
-}
-
-mod smol_server {
-    /// `mcp_smol::serve` of the same echo server; runs inside `smol::block_on`.
-    pub(crate) async fn serve(bind: &str) -> std::io::Result<()> {
-        let listener = smol::net::TcpListener::bind(bind).await?;
-        let serving = mcp_smol::serve(listener, super::ours::server(), super::ours::config())?;
-        println!("bench server on {}", serving.url());
-        super::wait_for_stdin_eof().await;
-        serving.shutdown_handle().shutdown();
-        Ok(())
     }
 }
 
@@ -253,21 +225,10 @@ mod rmcp_server {
         };
         tokio::select! {
             () = accept => {}
-            () = super::wait_for_stdin_eof() => {}
+            () = mcp_bench::echo::wait_for_stdin_eof() => {}
         }
         Ok(())
     }
-}
-
-/// Resolves when stdin reaches its end (the parent closed it or exited).
-async fn wait_for_stdin_eof() {
-    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-    std::thread::spawn(move || {
-        let mut sink = Vec::new();
-        let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
-        let _ = tx.send(());
-    });
-    let _ = rx.await;
 }
 
 // ------------------------------------------------------------------------------------------
@@ -275,6 +236,7 @@ async fn wait_for_stdin_eof() {
 
 #[derive(Debug, Clone)]
 struct Plan {
+    quick: bool,
     sessions: usize,
     calls: u64,
     warmup_calls: u64,
@@ -286,6 +248,7 @@ struct Plan {
 impl Plan {
     fn full() -> Plan {
         Plan {
+            quick: false,
             sessions: 50,
             calls: 20_000,
             warmup_calls: 2_000,
@@ -297,6 +260,7 @@ impl Plan {
 
     fn quick() -> Plan {
         Plan {
+            quick: true,
             sessions: 5,
             calls: 500,
             warmup_calls: 50,
@@ -311,7 +275,7 @@ const USAGE: &str =
     "usage: bench-servers [--quick] [--servers ours,smol,rmcp] [--reps N] [--baseline PATH]
        bench-servers --serve NAME [--bind ADDR:PORT] [--core N]
   --quick    small counts (5 sessions, 500 calls, 200 idle sessions, 1 repetition): a smoke test
-  --servers  which servers to compare, in order (default: ours,smol,rmcp)
+  --servers  which servers to compare, in order (default: floor,ours,smol,rmcp)
   --reps     repetitions of the load and latency phases (medians are reported; default 3)
   --baseline the bench-servers binary of another build: its servers are ours@base and smol@base
              (e.g. --servers ours,ours@base,smol,smol@base), compared before/after in one run
@@ -390,13 +354,6 @@ fn parse_args() -> Result<Mode, String> {
     Ok(Mode::Bench { plan, servers })
 }
 
-/// Pins the calling thread (and so every thread it starts later) to `core`, if it exists.
-/// (Not looked up in `get_core_ids`, which lists only the cores of the current mask: a
-/// server child inherits the load generator's.)
-fn pin_to(core: usize) -> bool {
-    core_affinity::set_for_current(core_affinity::CoreId { id: core })
-}
-
 fn main() -> ExitCode {
     let mode = match parse_args() {
         Ok(m) => m,
@@ -412,15 +369,12 @@ fn main() -> ExitCode {
             }
             let result = if kind == ServerKind::Smol {
                 // smol's executor threads start after the pinning and inherit it.
-                smol::block_on(smol_server::serve(&bind))
+                echo::serve_smol_parked(&bind, echo::config())
             } else {
-                let rt = match tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                {
+                let rt = match mcp_bench::current_thread() {
                     Ok(rt) => rt,
                     Err(e) => {
-                        eprintln!("no runtime: {e}");
+                        eprintln!("{e}");
                         return ExitCode::FAILURE;
                     }
                 };
@@ -444,334 +398,34 @@ fn main() -> ExitCode {
 // ------------------------------------------------------------------------------------------
 // The child processes.
 
-struct ServerProcess {
-    child: Child,
-    /// Closing it (drop) tells the server to stop.
-    stdin: Option<ChildStdin>,
-    url: String,
-    authority: String,
-    path: String,
-}
-
-impl ServerProcess {
-    fn start(kind: ServerKind) -> Result<ServerProcess, String> {
-        let (exe, name) = match kind {
-            ServerKind::OursBase | ServerKind::SmolBase => {
-                let exe = BASELINE.get().ok_or("no --baseline binary")?.clone();
-                (
-                    exe,
-                    if kind == ServerKind::OursBase {
-                        "ours"
-                    } else {
-                        "smol"
-                    },
-                )
-            }
-            _ => (
-                std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?,
-                kind.name(),
-            ),
-        };
-        let mut child = Command::new(exe)
-            .args(["--serve", name, "--bind", "127.0.0.1:0", "--core", "0"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("cannot start the {} server: {e}", kind.name()))?;
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take().ok_or("no stdout")?;
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .map_err(|e| format!("reading the {} server's URL: {e}", kind.name()))?;
-        let Some(url) = line.trim().strip_prefix("bench server on ") else {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!("the {} server printed {line:?}", kind.name()));
-        };
-        let rest = url.strip_prefix("http://").ok_or("not an http URL")?;
-        let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-        Ok(ServerProcess {
-            url: url.to_owned(),
-            authority: authority.to_owned(),
-            path: if path.is_empty() { "/" } else { path }.to_owned(),
-            child,
-            stdin,
-        })
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// utime + stime of the whole process, in clock ticks.
-    fn cpu_ticks(&self) -> Result<u64, String> {
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid()))
-            .map_err(|e| format!("/proc/{}/stat: {e}", self.pid()))?;
-        // Fields after the `(comm)`, which may contain spaces: state is field 3, utime 14.
-        let after = stat.rsplit_once(')').map(|(_, r)| r).ok_or("bad stat")?;
-        let fields: Vec<&str> = after.split_whitespace().collect();
-        let num = |i: usize| -> Result<u64, String> {
-            fields
-                .get(i - 3)
-                .and_then(|f| f.parse().ok())
-                .ok_or(format!("bad stat field {i}"))
-        };
-        Ok(num(14)? + num(15)?)
-    }
-
-    /// VmRSS in bytes.
-    fn rss_bytes(&self) -> Result<u64, String> {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
-            .map_err(|e| format!("/proc/{}/status: {e}", self.pid()))?;
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().strip_suffix("kB"))
-            .and_then(|kb| kb.trim().parse::<u64>().ok())
-            .map(|kb| kb * 1024)
-            .ok_or_else(|| "no VmRSS".to_owned())
-    }
-
-    fn stop(mut self) {
-        drop(self.stdin.take());
-        for _ in 0..50 {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+/// Starts server `kind` in a child process (this binary, or the baseline's) on core 0.
+fn start_server(kind: ServerKind) -> Result<ServerProcess, String> {
+    let (exe, name) = match kind {
+        ServerKind::OursBase | ServerKind::SmolBase => {
+            let exe = BASELINE.get().ok_or("no --baseline binary")?.clone();
+            (
+                exe,
+                if kind == ServerKind::OursBase {
+                    "ours"
+                } else {
+                    "smol"
+                },
+            )
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Drop for ServerProcess {
-    fn drop(&mut self) {
-        if self.stdin.is_some() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
-}
-
-// ------------------------------------------------------------------------------------------
-// The neutral client: one hyper HTTP/1.1 keep-alive connection, identical requests.
-
-struct Conn {
-    send: SendRequest<Full<Bytes>>,
-    authority: Arc<str>,
-    path: Arc<str>,
-}
-
-/// What a reply was wrong about.
-type Wrong = String;
-
-impl Conn {
-    async fn open(target: &Target) -> Result<Conn, String> {
-        let tcp = tokio::net::TcpStream::connect(&*target.authority)
-            .await
-            .map_err(|e| format!("connect {}: {e}", target.authority))?;
-        tcp.set_nodelay(true).map_err(|e| e.to_string())?;
-        let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
-            .await
-            .map_err(|e| format!("handshake: {e}"))?;
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
-        Ok(Conn {
-            send,
-            authority: target.authority.clone(),
-            path: target.path.clone(),
-        })
-    }
-
-    /// POSTs `body`; returns the status, the session id header and the body.
-    async fn post(
-        &mut self,
-        session: Option<&str>,
-        body: Bytes,
-    ) -> Result<(u16, Option<String>, Option<String>, Bytes), Wrong> {
-        let mut req = http::Request::post(&*self.path)
-            .header(http::header::HOST, &*self.authority)
-            .header(http::header::CONTENT_TYPE, "application/json")
-            .header(http::header::ACCEPT, "application/json, text/event-stream")
-            .header("mcp-protocol-version", PROTOCOL_VERSION);
-        if let Some(s) = session {
-            req = req.header("mcp-session-id", s);
-        }
-        let req = req.body(Full::new(body)).map_err(|e| e.to_string())?;
-        self.send.ready().await.map_err(|e| format!("send: {e}"))?;
-        let resp = self
-            .send
-            .send_request(req)
-            .await
-            .map_err(|e| format!("request: {e}"))?;
-        let status = resp.status().as_u16();
-        let header = |name: &str| {
-            resp.headers()
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned)
-        };
-        let sid = header("mcp-session-id");
-        let ctype = header("content-type");
-        let body = resp
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| format!("body: {e}"))?
-            .to_bytes();
-        Ok((status, sid, ctype, body))
-    }
-
-    /// Sends one JSON-RPC request and returns its response message (from a JSON body or
-    /// the SSE event that carries it).
-    async fn rpc(
-        &mut self,
-        session: Option<&str>,
-        id: u64,
-        body: Bytes,
-    ) -> Result<(Option<String>, Value), Wrong> {
-        let (status, sid, ctype, body) = self.post(session, body).await?;
-        if status != 200 {
-            return Err(format!(
-                "status {status}: {}",
-                String::from_utf8_lossy(&body)
-            ));
-        }
-        let msg = match ctype.as_deref() {
-            Some(c) if c.starts_with("application/json") => {
-                serde_json::from_slice::<Value>(&body).map_err(|e| format!("JSON body: {e}"))?
-            }
-            Some(c) if c.starts_with("text/event-stream") => sse_response(&body, id)?,
-            other => return Err(format!("content type {other:?}")),
-        };
-        if msg.get("id") != Some(&json!(id)) {
-            return Err(format!("reply to another id: {msg}"));
-        }
-        Ok((sid, msg))
-    }
-}
-
-/// The JSON-RPC response with `id` among the `data:` payloads of an SSE body.
-fn sse_response(body: &[u8], id: u64) -> Result<Value, Wrong> {
-    let text = std::str::from_utf8(body).map_err(|e| format!("SSE body: {e}"))?;
-    let mut data = String::new();
-    let mut found = None;
-    // Events end at a blank line; their `data:` lines join with '\n'.
-    for line in text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)) {
-        if line.is_empty() {
-            if !data.is_empty() {
-                if let Ok(v) = serde_json::from_str::<Value>(&data)
-                    && v.get("id") == Some(&json!(id))
-                {
-                    found = Some(v);
-                }
-                data.clear();
-            }
-        } else if let Some(d) = line.strip_prefix("data:") {
-            if !data.is_empty() {
-                data.push('\n');
-            }
-            data.push_str(d.strip_prefix(' ').unwrap_or(d));
-        }
-    }
-    found.ok_or_else(|| format!("no response with id {id} in the SSE body {text:?}"))
-}
-
-#[derive(Clone)]
-struct Target {
-    authority: Arc<str>,
-    path: Arc<str>,
-}
-
-/// A session: its id, on its own connection.
-struct Session {
-    conn: Conn,
-    id: String,
-}
-
-async fn open_session(target: &Target, conn: Option<Conn>) -> Result<Session, Wrong> {
-    let mut conn = match conn {
-        Some(c) => c,
-        None => Conn::open(target).await?,
+        _ => (
+            std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?,
+            kind.name(),
+        ),
     };
-    let init = json!({
-        "jsonrpc": "2.0", "id": 0, "method": "initialize",
-        "params": {
-            "protocolVersion": PROTOCOL_VERSION,
-            "capabilities": {},
-            "clientInfo": {"name": "bench-servers", "version": "0"},
-        },
-    });
-    let (sid, msg) = conn.rpc(None, 0, Bytes::from(init.to_string())).await?;
-    if msg.pointer("/result/protocolVersion").is_none() {
-        return Err(format!("initialize failed: {msg}"));
-    }
-    let id = sid.ok_or("initialize: no session id")?;
-    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    let (status, _, _, body) = conn.post(Some(&id), Bytes::from(note.to_string())).await?;
-    if status != 202 {
-        return Err(format!(
-            "notifications/initialized: status {status}: {}",
-            String::from_utf8_lossy(&body)
-        ));
-    }
-    Ok(Session { conn, id })
-}
-
-fn echo_body(id: u64) -> (Bytes, String) {
-    let text = format!("bench {id}");
-    let body = json!({
-        "jsonrpc": "2.0", "id": id, "method": "tools/call",
-        "params": {"name": "echo", "arguments": {"text": text}},
-    });
-    (Bytes::from(body.to_string()), text)
-}
-
-async fn call_echo(session: &mut Session, id: u64) -> Result<(), Wrong> {
-    let (body, text) = echo_body(id);
-    let (_, msg) = session.conn.rpc(Some(&session.id), id, body).await?;
-    match msg
-        .pointer("/result/content/0/text")
-        .and_then(Value::as_str)
-    {
-        Some(t) if t == text && msg.pointer("/result/isError") != Some(&json!(true)) => Ok(()),
-        _ => Err(format!("not the echo of {text:?}: {msg}")),
-    }
+    ServerProcess::start(
+        &exe,
+        &["--serve", name, "--bind", "127.0.0.1:0", "--core", "0"],
+        kind.name(),
+    )
 }
 
 // ------------------------------------------------------------------------------------------
 // The phases.
-
-#[derive(Debug, Default, Clone)]
-struct LoadRun {
-    calls: u64,
-    errors: u64,
-    first_error: Option<String>,
-    elapsed: Duration,
-    latencies_us: Vec<u64>,
-    cpu_ticks: u64,
-}
-
-impl LoadRun {
-    fn rps(&self) -> f64 {
-        self.calls as f64 / self.elapsed.as_secs_f64()
-    }
-    fn cpu_us_per_call(&self) -> f64 {
-        (self.cpu_ticks as f64 * 1e6 / CLOCK_TICKS_PER_SEC as f64) / self.calls.max(1) as f64
-    }
-    fn percentile(&mut self, p: f64) -> f64 {
-        if self.latencies_us.is_empty() {
-            return f64::NAN;
-        }
-        self.latencies_us.sort_unstable();
-        let i = ((self.latencies_us.len() - 1) as f64 * p).round() as usize;
-        self.latencies_us[i] as f64
-    }
-}
 
 /// `calls` echo calls over `sessions` (one worker each), measuring the server's CPU.
 async fn load(
@@ -780,66 +434,10 @@ async fn load(
     calls: u64,
     next_id: &Arc<AtomicU64>,
 ) -> Result<(LoadRun, Vec<Session>), String> {
-    let left = Arc::new(AtomicU64::new(calls));
-    let errors = Arc::new(AtomicUsize::new(0));
     let cpu0 = server.cpu_ticks()?;
-    let t0 = Instant::now();
-    let mut workers = tokio::task::JoinSet::new();
-    for mut session in sessions {
-        let left = left.clone();
-        let next_id = next_id.clone();
-        workers.spawn(async move {
-            let mut lat = Vec::new();
-            let mut first_error = None;
-            let mut errors = 0;
-            let mut done = 0;
-            while left
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
-                .is_ok()
-            {
-                let id = next_id.fetch_add(1, Ordering::Relaxed);
-                let t = Instant::now();
-                match call_echo(&mut session, id).await {
-                    Ok(()) => lat.push(t.elapsed().as_micros() as u64),
-                    Err(e) => {
-                        errors += 1;
-                        first_error.get_or_insert(e);
-                    }
-                }
-                done += 1;
-            }
-            (session, lat, errors, first_error, done)
-        });
-    }
-    let mut run = LoadRun::default();
-    let mut back = Vec::new();
-    while let Some(joined) = workers.join_next().await {
-        let (session, lat, errs, first, done) = joined.map_err(|e| format!("worker: {e}"))?;
-        back.push(session);
-        run.latencies_us.extend(lat);
-        run.errors += errs;
-        run.calls += done;
-        if run.first_error.is_none() {
-            run.first_error = first;
-        }
-    }
-    run.elapsed = t0.elapsed();
+    let (mut run, back) = mcp_bench::load::load(sessions, calls, next_id).await?;
     run.cpu_ticks = server.cpu_ticks()?.saturating_sub(cpu0);
-    let _ = errors;
     Ok((run, back))
-}
-
-async fn open_sessions(target: &Target, n: usize) -> Result<Vec<Session>, String> {
-    let mut set = tokio::task::JoinSet::new();
-    for _ in 0..n {
-        let target = target.clone();
-        set.spawn(async move { open_session(&target, None).await });
-    }
-    let mut out = Vec::new();
-    while let Some(s) = set.join_next().await {
-        out.push(s.map_err(|e| e.to_string())??);
-    }
-    Ok(out)
 }
 
 /// Opens `n` sessions over a few connections (closed afterwards) and leaves them idle;
@@ -848,30 +446,7 @@ async fn idle(server: &ServerProcess, target: &Target, n: usize) -> Result<(f64,
     const CONNECTIONS: usize = 16;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let rss0 = server.rss_bytes()?;
-    let left = Arc::new(AtomicUsize::new(n));
-    let mut set = tokio::task::JoinSet::new();
-    for _ in 0..CONNECTIONS.min(n) {
-        let target = target.clone();
-        let left = left.clone();
-        set.spawn(async move {
-            let mut conn = Some(Conn::open(&target).await?);
-            let mut failures = 0u64;
-            while left
-                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
-                .is_ok()
-            {
-                match open_session(&target, conn.take()).await {
-                    Ok(s) => conn = Some(s.conn),
-                    Err(_) => failures += 1,
-                }
-            }
-            Ok::<u64, String>(failures)
-        });
-    }
-    let mut failures = 0;
-    while let Some(r) = set.join_next().await {
-        failures += r.map_err(|e| e.to_string())??;
-    }
+    let failures = open_many(target, n, CONNECTIONS).await?.failures;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let rss1 = server.rss_bytes()?;
     Ok((rss1.saturating_sub(rss0) as f64 / n as f64, failures))
@@ -890,18 +465,10 @@ struct Figures {
     first_error: Option<String>,
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
-}
-
 async fn measure(kind: ServerKind, plan: &Plan) -> Result<Figures, String> {
-    let server = ServerProcess::start(kind)?;
+    let server = start_server(kind)?;
     eprintln!("{}: pid {} at {}", kind.name(), server.pid(), server.url);
-    let target = Target {
-        authority: server.authority.clone().into(),
-        path: server.path.clone().into(),
-    };
+    let target = server.target();
     let next_id = Arc::new(AtomicU64::new(1));
     let mut fig = Figures::default();
     let note = |run: &LoadRun, fig: &mut Figures| {
@@ -979,6 +546,9 @@ struct Metric {
     /// The target, as text (`{f}` stands for the server's CPU factor), and whether a server
     /// meets it given `rmcp`'s figures.
     target: Option<(&'static str, Verdict)>,
+    /// Whether a ratio to the floor means anything (the floor keeps no session: not for
+    /// idle bytes).
+    vs_floor: bool,
 }
 
 const METRICS: &[Metric] = &[
@@ -987,18 +557,21 @@ const METRICS: &[Metric] = &[
         unit: "req/s",
         get: |f| f.rps,
         target: None,
+        vs_floor: true,
     },
     Metric {
         name: "load p50 latency",
         unit: "µs",
         get: |f| f.load_p50,
         target: None,
+        vs_floor: true,
     },
     Metric {
         name: "load p99 latency",
         unit: "µs",
         get: |f| f.load_p99,
         target: None,
+        vs_floor: true,
     },
     Metric {
         name: "server CPU per call",
@@ -1007,30 +580,35 @@ const METRICS: &[Metric] = &[
         target: Some(("≤ {f}× rmcp", |k, o, r| {
             o.cpu_us <= k.cpu_target() * r.cpu_us
         })),
+        vs_floor: true,
     },
     Metric {
         name: "single-session p50 latency",
         unit: "µs",
         get: |f| f.single_p50,
         target: Some(("≤ rmcp", |_, o, r| o.single_p50 <= r.single_p50)),
+        vs_floor: true,
     },
     Metric {
         name: "single-session p99 latency",
         unit: "µs",
         get: |f| f.single_p99,
         target: None,
+        vs_floor: true,
     },
     Metric {
         name: "RSS per idle session",
         unit: "bytes",
         get: |f| f.idle_bytes,
-        target: Some(("≤ 2048 bytes", |_, o, _| o.idle_bytes <= 2048.0)),
+        target: Some(("≤ 1024 bytes", |_, o, _| o.idle_bytes <= 1024.0)),
+        vs_floor: false,
     },
     Metric {
         name: "wrong replies",
         unit: "",
         get: |f| f.errors as f64,
         target: None,
+        vs_floor: false,
     },
 ];
 
@@ -1046,7 +624,16 @@ fn table(plan: &Plan, results: &[(ServerKind, Figures)]) -> String {
     let compared: Vec<&(ServerKind, Figures)> = match rmcp {
         Some(_) => results
             .iter()
-            .filter(|(k, _)| *k != ServerKind::Rmcp)
+            .filter(|(k, _)| !matches!(k, ServerKind::Rmcp | ServerKind::Floor))
+            .collect(),
+        None => Vec::new(),
+    };
+    // Every server but the floor and rmcp gets a ratio column against the floor.
+    let floor = results.iter().find(|(k, _)| *k == ServerKind::Floor);
+    let over_floor: Vec<&(ServerKind, Figures)> = match floor {
+        Some(_) => results
+            .iter()
+            .filter(|(k, _)| !matches!(k, ServerKind::Rmcp | ServerKind::Floor))
             .collect(),
         None => Vec::new(),
     };
@@ -1067,6 +654,10 @@ fn table(plan: &Plan, results: &[(ServerKind, Figures)]) -> String {
             Some((after, before))
         })
         .collect();
+    for (k, _) in &over_floor {
+        let _ = write!(header, " {}/floor |", k.name());
+        rule.push_str("---:|");
+    }
     for (k, _) in &compared {
         let _ = write!(header, " {}/rmcp |", k.name());
         rule.push_str("---:|");
@@ -1096,6 +687,16 @@ fn table(plan: &Plan, results: &[(ServerKind, Figures)]) -> String {
                 let _ = write!(row, " {:.2} |", a / b);
             } else {
                 row.push_str(" – |");
+            }
+        }
+        if let Some((_, fl)) = floor {
+            for (_, o) in &over_floor {
+                let (a, b) = ((m.get)(o), (m.get)(fl));
+                if b > 0.0 && m.vs_floor {
+                    let _ = write!(row, " {:.2} |", a / b);
+                } else {
+                    row.push_str(" – |");
+                }
             }
         }
         let Some((_, r)) = rmcp else {
@@ -1128,20 +729,51 @@ fn table(plan: &Plan, results: &[(ServerKind, Figures)]) -> String {
         }
         let _ = writeln!(out, "{row}");
     }
+    if let Some((_, fl)) = floor {
+        out.push('\n');
+        for (k, o) in &over_floor {
+            let ratio = o.cpu_us / fl.cpu_us;
+            let target = k.floor_target();
+            let verdict = if ratio <= target { "met" } else { "**missed**" };
+            let _ = writeln!(
+                out,
+                "{}: server CPU per call {ratio:.2}× the floor (target ≤ {target}×): {verdict}",
+                k.name()
+            );
+        }
+    }
     out
+}
+
+/// The chart of the figures that matter most: CPU per call and latency, per server.
+fn chart(path: &std::path::Path, results: &[(ServerKind, Figures)]) -> Result<(), String> {
+    let panel = |title: &str, get: fn(&Figures) -> f64| mcp_bench::chart::Panel {
+        title: title.to_owned(),
+        bars: results
+            .iter()
+            .map(|(k, f)| (k.name().to_owned(), get(f)))
+            .collect(),
+    };
+    mcp_bench::chart::write_svg(
+        path,
+        "bench-servers: tools/call echo, 50 sessions × 50 in flight (lower is better)",
+        &[
+            panel("server CPU per call (µs)", |f| f.cpu_us),
+            panel("load p50 latency (µs)", |f| f.load_p50),
+            panel("load p99 latency (µs)", |f| f.load_p99),
+            panel("single-session p50 latency (µs)", |f| f.single_p50),
+        ],
+    )
 }
 
 fn bench(plan: &Plan, servers: &[ServerKind]) -> ExitCode {
     if !pin_to(1) {
         eprintln!("bench-servers: could not pin the load generator to core 1 (fewer cores?)");
     }
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let rt = match mcp_bench::current_thread() {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("no runtime: {e}");
+            eprintln!("{e}");
             return ExitCode::FAILURE;
         }
     };
@@ -1156,6 +788,14 @@ fn bench(plan: &Plan, servers: &[ServerKind]) -> ExitCode {
         }
     }
     println!("{}", table(plan, &results));
+    let path = mcp_bench::chart_path("servers.svg", plan.quick);
+    match chart(&path, &results) {
+        Ok(()) => println!("chart: {}", path.display()),
+        Err(e) => {
+            eprintln!("bench-servers: chart: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
     let mut failed = false;
     for (k, f) in &results {
         if f.errors > 0 {

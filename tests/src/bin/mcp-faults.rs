@@ -9,6 +9,7 @@
 //! mcp-faults --soak     the full workload: 50 calls of 200 progress 5 ms apart, 20
 //!                       bursts of 200, server retry 3 s (tens of minutes)
 //! mcp-faults --seed N   another seed (default 1)
+//! mcp-faults --only S   only the rows whose workload name contains S (e.g. "early")
 //! mcp-faults peer <post|get> <tokio|smol> [--early] -- <command…>
 //!                       a peer SDK's client (the command, given the proxy URL, kind, rounds, n,
 //!                       interval_ms, timeout_ms; it prints READY once connected and RESULT
@@ -34,6 +35,12 @@ fn main() -> ExitCode {
     }
     let soak = args.iter().any(|a| a == "--soak");
     let seed = seed_of(&args);
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+        .unwrap_or_default();
     let (post, get) = if soak {
         let retry = Duration::from_secs(3);
         (
@@ -105,7 +112,7 @@ fn main() -> ExitCode {
     );
     println!("|---|---|---|---:|---:|---:|---:|---|");
     let mut failed = 0;
-    for (name, kind, faults, w) in rows {
+    for (name, kind, faults, w) in rows.into_iter().filter(|r| r.0.contains(&only)) {
         for (i, (server, client)) in pairs.into_iter().enumerate() {
             let faults = Faults {
                 seed: faults.seed * 10 + i as u64,
@@ -367,7 +374,7 @@ async fn run_peer(
     Ok(l)
 }
 
-/// Starts a peer's server (`program rest…`, which prints a line ending in "on <url>"), puts
+/// Starts a peer's server (`program rest…`, which prints a line ending in "on `<url>`"), puts
 /// the proxy in front of it and runs our client's ledger through it.
 async fn against_peer(
     program: &str,

@@ -2,7 +2,7 @@
 //! of `.ci/run` points it at the official TypeScript SDK's server (`tests/interop/ts-server.mjs`).
 //!
 //! ```text
-//! cargo run --bin mcp-interop-client -- [--runtime tokio|smol] [--era legacy|auto|modern] <url>
+//! cargo run --bin mcp-interop-client -- [--runtime tokio|smol] [--era legacy|auto|modern] [--everything] <url>
 //! ```
 //!
 //! `--era` is the client's era policy (`EraMode`; default legacy); with `auto` or `modern` the
@@ -11,7 +11,8 @@
 //!
 //! Checks initialize, tools/list, `echo`, a notification on the GET stream (the `notify` tool
 //! sends a log message not tied to its request) and a sampling round trip (the `sample` tool
-//! asks this client, which answers). One line per check; exits 1 if any fails. Every wait is
+//! asks this client, which answers); `--everything` calls our everything server's tools of the
+//! same behaviour instead (`test_notify_session`, `test_sampling`). One line per check; exits 1 if any fails. Every wait is
 //! bounded.
 
 use std::future::Future;
@@ -64,7 +65,7 @@ fn report(failures: &mut u32, name: &str, outcome: Result<String, String>) {
     }
 }
 
-async fn run(rt: Runtime, era: EraMode, url: &str) -> u32 {
+async fn run(rt: Runtime, era: EraMode, pick: Tools, url: &str) -> u32 {
     let mut failures = 0;
     let builder = ServiceClient::builder("mcp-interop-client", env!("CARGO_PKG_VERSION"))
         .sampling_handler(|params| async move {
@@ -130,7 +131,7 @@ async fn run(rt: Runtime, era: EraMode, url: &str) -> u32 {
     let outcome = async {
         let tools = bounded(rt, "tools/list", client.list_tools()).await?;
         let names: Vec<_> = tools.iter().map(|t| t.name.as_str()).collect();
-        for want in ["echo", "notify", "sample"] {
+        for want in ["echo", pick.notify, pick.sample] {
             if !names.contains(&want) {
                 return Err(format!("no tool {want} in {names:?}"));
             }
@@ -172,7 +173,7 @@ async fn run(rt: Runtime, era: EraMode, url: &str) -> u32 {
         // A notification sent before the GET stream is open is lost (the spec lets the server
         // drop it), so the tool is called again, at most three times, until one arrives.
         for attempt in 1..=3 {
-            let r = bounded(rt, "notify", client.call_tool("notify", json!({}))).await?;
+            let r = bounded(rt, "notify", client.call_tool(pick.notify, json!({}))).await?;
             if r.is_error == Some(true) {
                 return Err(format!("notify failed: {r:?}"));
             }
@@ -208,7 +209,7 @@ async fn run(rt: Runtime, era: EraMode, url: &str) -> u32 {
         let r = bounded(
             rt,
             "sample",
-            client.call_tool("sample", json!({"prompt": "ping"})),
+            client.call_tool(pick.sample, json!({"prompt": "ping"})),
         )
         .await?;
         let want = format!("LLM response: {ANSWER} to ping");
@@ -231,13 +232,24 @@ async fn run(rt: Runtime, era: EraMode, url: &str) -> u32 {
     failures
 }
 
-const USAGE: &str =
-    "usage: mcp-interop-client [--runtime tokio|smol] [--era legacy|auto|modern] <url>";
+const USAGE: &str = "usage: mcp-interop-client [--runtime tokio|smol] [--era legacy|auto|modern] [--everything] <url>";
 
-fn parse_args() -> Result<(Runtime, EraMode, String), String> {
+/// The names of the two tools the scenario calls: the peers' test servers' (`notify`,
+/// `sample`), or with `--everything` our everything server's.
+#[derive(Clone, Copy)]
+struct Tools {
+    notify: &'static str,
+    sample: &'static str,
+}
+
+fn parse_args() -> Result<(Runtime, EraMode, Tools, String), String> {
     let mut runtime = Runtime::Tokio;
     let mut era = EraMode::Legacy;
     let mut url = None;
+    let mut tools = Tools {
+        notify: "notify",
+        sample: "sample",
+    };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -250,22 +262,28 @@ fn parse_args() -> Result<(Runtime, EraMode, String), String> {
                     _ => return Err(USAGE.to_owned()),
                 }
             }
+            "--everything" => {
+                tools = Tools {
+                    notify: "test_notify_session",
+                    sample: "test_sampling",
+                }
+            }
             other if other.starts_with("--") || url.is_some() => return Err(USAGE.to_owned()),
             other => url = Some(other.to_owned()),
         }
     }
-    Ok((runtime, era, url.ok_or(USAGE)?))
+    Ok((runtime, era, tools, url.ok_or(USAGE)?))
 }
 
 fn main() -> ExitCode {
-    let (rt, era, url) = match parse_args() {
+    let (rt, era, tools, url) = match parse_args() {
         Ok(a) => a,
         Err(e) => {
             eprintln!("{e}");
             return ExitCode::from(2);
         }
     };
-    let failures = rt.block_on(run(rt, era, &url));
+    let failures = rt.block_on(run(rt, era, tools, &url));
     if failures == 0 {
         println!("mcp-interop-client: all checks passed");
         ExitCode::SUCCESS

@@ -31,6 +31,7 @@ impl ClientTransport for BoundTransport {
     }
 }
 
+// S-NEW-5, S-NEW-6.
 /// A [`Client`] on a [`ClientSession`]: calls become `send`, dropped calls `cancel`,
 /// outcomes complete the calls, and server requests come back as futures to spawn. See the
 /// [module docs](super).
@@ -40,8 +41,8 @@ impl ClientTransport for BoundTransport {
 /// answered by the session from `server/discover`; the input requests of an
 /// `InputRequiredResult` arrive as server requests, are answered by the builder's sampling /
 /// elicitation / roots handlers, and their answers are absorbed by the session, which retries
-/// the call (MRTR, S-NEW-5) — the call's future sees only the final result; a dropped call
-/// closes its stream (S-NEW-6) instead of sending `notifications/cancelled`.
+/// the call (MRTR) — the call's future sees only the final result; a dropped call
+/// closes its stream instead of sending `notifications/cancelled`.
 pub struct ClientBinding {
     client: Client,
     queue: Arc<Queue<Command>>,

@@ -25,6 +25,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 pub use client::ClientBinding;
+pub(crate) use server::Subject;
 pub use server::{ServerBinding, Sleep};
 
 use super::cancel::lock;

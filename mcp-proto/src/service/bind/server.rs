@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use super::{Queue, Routed, Wake};
@@ -13,7 +14,7 @@ use crate::server::{
     OutboundId, ParamHeaderSource, RequestHandle, Router, SendError, ServerOutput,
     ServerRequestError, SessionHandle, Target,
 };
-use crate::service::server::BoxFuture;
+use crate::service::server::{BoxFuture, ClusterVoice};
 use crate::service::{
     Peer, PeerError, PeerResult, PendingRequests, ResponseFuture, Server, ServerSession,
 };
@@ -32,9 +33,24 @@ enum Owner {
 
 enum Command {
     Notify(Owner, Option<RequestId>, Notification),
+    /// A change of the server's for a session: in a cluster, written only where the
+    /// session's GET stream is (`Router::holds_listen_stream`).
+    NotifyChange(Owner, Notification),
     Request(Owner, Option<RequestId>, String, Option<Box<RawValue>>, u64),
     CloseStream(Owner, RequestId),
     Respond(RequestHandle, Option<Outcome>),
+    /// A change of the server's for the other cluster instances' listen streams.
+    Notice(bytes::Bytes),
+}
+
+/// The binding as the server's voice in its cluster: a change goes to the queue, and from
+/// there to [`Router::broadcast_notice`].
+struct Voice(Arc<Queue<Command>>);
+
+impl ClusterVoice for Voice {
+    fn broadcast(&self, notice: bytes::Bytes) {
+        self.0.push(Command::Notice(notice));
+    }
 }
 
 struct BoundPeer {
@@ -49,6 +65,11 @@ impl Peer for BoundPeer {
     fn notify(&self, related: Option<&RequestId>, n: Notification) -> Result<(), PeerError> {
         self.queue
             .push(Command::Notify(self.owner, related.cloned(), n));
+        Ok(())
+    }
+
+    fn notify_change(&self, n: Notification) -> Result<(), PeerError> {
+        self.queue.push(Command::NotifyChange(self.owner, n));
         Ok(())
     }
 
@@ -109,6 +130,11 @@ pub struct ServerBinding {
     param_headers_installed: bool,
     /// In a cluster: each session's state as last handed to the router.
     exported: HashMap<SessionHandle, bytes::Bytes>,
+    /// Whether the first [`apply`](Self::apply) looked at the router yet.
+    router_seen: bool,
+    /// A clustered router's: the server's link to the other instances (its id with the
+    /// server; holding the voice keeps the link alive).
+    voice: Option<(u64, Arc<dyn ClusterVoice>)>,
 }
 
 impl std::fmt::Debug for ServerBinding {
@@ -141,10 +167,13 @@ impl ServerBinding {
             requests: HashMap::new(),
             param_headers_installed: false,
             exported: HashMap::new(),
+            router_seen: false,
+            voice: None,
         }
     }
 
-    /// The `x-mcp-header` declarations of the server's tools, for the router's S-NEW-8 check
+    // S-NEW-8.
+    /// The `x-mcp-header` declarations of the server's tools, for the router's check
     /// of `Mcp-Param-*` headers ([`ServerConfig::param_headers`]). [`apply`](Self::apply)
     /// installs it on a router that has none; put it in the config to cover the very first
     /// request too.
@@ -215,11 +244,24 @@ impl ServerBinding {
 
     /// Applies what the service queued, in order; then tells the client about server→client
     /// requests nobody waits for any more. Returns whether anything was applied.
+    ///
+    /// The first call also joins a clustered router to the server's cluster links: from then
+    /// on the server's changes (a list changed, a resource updated) reach the
+    /// `subscriptions/listen` streams of the other instances through this router, and theirs
+    /// the ones here ([`ServerOutput::ClusterNotice`]).
     pub fn apply(&mut self, router: &mut Router, now: Instant) -> bool {
         if !self.param_headers_installed {
             self.param_headers_installed = true;
             if router.config().param_headers.is_none() {
                 router.set_param_headers(self.param_header_source());
+            }
+        }
+        if !self.router_seen {
+            self.router_seen = true;
+            if router.is_clustered() {
+                let voice: Arc<dyn ClusterVoice> = Arc::new(Voice(self.queue.clone()));
+                let id = self.server.join_cluster(Arc::downgrade(&voice));
+                self.voice = Some((id, voice));
             }
         }
         let commands = self.queue.drain();
@@ -230,6 +272,14 @@ impl ServerBinding {
                     if let Some(target) = self.target(owner, related.as_ref()) {
                         // A closed session or cancelled request drops it; nothing to do.
                         let _ = router.notify(now, target, n);
+                    }
+                }
+                Command::NotifyChange(owner, n) => {
+                    // A request's own session has no GET stream: nothing to tell it.
+                    if let Some(Target::Session(s)) = self.target(owner, None)
+                        && (!router.is_clustered() || router.holds_listen_stream(s))
+                    {
+                        let _ = router.notify(now, Target::Session(s), n);
                     }
                 }
                 Command::Request(owner, related, method, params, key) => {
@@ -264,6 +314,9 @@ impl ServerBinding {
                         // Cancelled meanwhile: the router refuses, and nothing is sent.
                         let _ = router.respond(now, handle, outcome);
                     }
+                }
+                Command::Notice(notice) => {
+                    router.broadcast_notice(now, notice);
                 }
             }
         }
@@ -335,6 +388,13 @@ impl ServerBinding {
                 }
                 Routed::Transport(ServerOutput::SessionLoaded { session, state })
             }
+            ServerOutput::ClusterNotice { payload, .. } => {
+                // Another instance's change: for the listen streams held here.
+                if let Some((link, _)) = &self.voice {
+                    self.server.cluster_notice(*link, &payload);
+                }
+                Routed::Done
+            }
             ServerOutput::SessionUnloaded { session } => {
                 self.exported.remove(&session);
                 if let Some(s) = self.sessions.remove(&session) {
@@ -395,19 +455,87 @@ impl ServerBinding {
         // The router binds a session to the principal that created it, so the first request
         // names it for all of them.
         service_session.bind_principal(principal);
+        let subject = Subject::of_params(request.params.as_deref());
+        let span = tracing::debug_span!(
+            "rpc",
+            rpc.method = &*request.method,
+            tool = subject.as_deref(),
+            outcome = tracing::field::Empty,
+        );
+        let method = request.method.clone();
         let answer = service_session.handle_request(request);
         let mut guard = AnswerGuard {
             queue: self.queue.clone(),
             handle,
             answered: false,
         };
-        Box::pin(async move {
-            let response = answer.await;
+        let handler = async move {
+            let mut answer = std::pin::pin!(answer);
+            // A panic is caught here, to be logged (the panic hook still prints it); the guard
+            // then answers `-32603`.
+            let polled = std::future::poll_fn(|cx| {
+                let poll = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    answer.as_mut().poll(cx)
+                }));
+                match poll {
+                    Ok(Poll::Ready(response)) => Poll::Ready(Ok(response)),
+                    Ok(Poll::Pending) => Poll::Pending,
+                    Err(payload) => Poll::Ready(Err(payload)),
+                }
+            })
+            .await;
+            let response = match polled {
+                Ok(response) => response,
+                Err(payload) => {
+                    tracing::Span::current().record("outcome", "panic");
+                    tracing::error!(
+                        rpc.method = &*method,
+                        tool = subject.as_deref(),
+                        panic = panic_message(&*payload),
+                        "request handler panicked"
+                    );
+                    return;
+                }
+            };
+            let outcome = match &response {
+                Some(r) if matches!(r.outcome, Outcome::Error(_)) => "error",
+                Some(_) => "result",
+                None => "cancelled",
+            };
+            tracing::Span::current().record("outcome", outcome);
             guard.answered = true;
             guard
                 .queue
                 .push(Command::Respond(handle, response.map(|r| r.outcome)));
-        })
+        };
+        Box::pin(tracing::Instrument::instrument(handler, span))
+    }
+}
+
+/// What a panic said (its `&str` or `String` payload).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
+}
+
+/// The tool, resource or prompt a request is about, for logs: `params.name` (`tools/call`,
+/// `prompts/get`) or `params.uri` (`resources/read`).
+#[derive(serde::Deserialize)]
+pub(crate) struct Subject<'a> {
+    #[serde(borrow, default)]
+    name: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    uri: Option<std::borrow::Cow<'a, str>>,
+}
+
+impl Subject<'_> {
+    /// The subject of a request's params, if it names one.
+    pub(crate) fn of_params(params: Option<&RawValue>) -> Option<String> {
+        let s: Subject<'_> = serde_json::from_str(params?.get()).ok()?;
+        s.name.or(s.uri).map(std::borrow::Cow::into_owned)
     }
 }
 
@@ -436,7 +564,8 @@ impl Drop for AnswerGuard {
     }
 }
 
-/// The `x-mcp-header` declarations of a [`Server`]'s tools (S-NEW-8). A tool whose
+// S-NEW-8.
+/// The `x-mcp-header` declarations of a [`Server`]'s tools. A tool whose
 /// declarations are invalid has none checked (a conforming client drops such a tool).
 struct ToolParamHeaders(Server);
 

@@ -1,3 +1,4 @@
+// S-NEW-5.
 //! The client side of the service layer: [`Client`], typed methods for every request a
 //! client sends, handlers for the requests a server sends (sampling, elicitation, roots),
 //! per-request progress callbacks, and the stream of server notifications.
@@ -34,7 +35,7 @@
 //!   (`EraMode::Auto`), `initialize` works in both eras: against a modern server the session
 //!   answers it from `server/discover` with `protocolVersion` `2026-07-28`, and
 //!   `notifications/initialized` is absorbed.
-//! - **Multi round-trip requests** (2026-07-28, S-NEW-5): the session hands each input
+//! - **Multi round-trip requests** (2026-07-28): the session hands each input
 //!   request of an `InputRequiredResult` to the client as a server request, so the same
 //!   sampling / elicitation / roots handlers answer it; the session retries the call with
 //!   the answers. A call's future resolves only with the final result.
@@ -622,9 +623,9 @@ impl Client {
         )
     }
 
-    /// Feeds a transport event (the binding calls it for every [`ClientEvent`]
-    /// (crate::client::ClientEvent) the session reports): it goes to every [`events`]
-    /// (Self::events) stream.
+    /// Feeds a transport event (the binding calls it for every
+    /// [`ClientEvent`](crate::client::ClientEvent) the session reports): it goes to every
+    /// [`events`](Self::events) stream.
     pub fn handle_event(&self, event: &crate::client::ClientEvent) {
         if Self::opens_listening(event) {
             self.inner.listen_opened.store(true, Ordering::SeqCst);

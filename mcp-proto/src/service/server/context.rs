@@ -279,6 +279,7 @@ impl RequestContext {
         self.modern.is_some()
     }
 
+    // S-NEW-5.
     /// Sends a request of method `R` to the client, related to this request, and waits for
     /// its answer. A JSON-RPC error from the client becomes an [`Error`] that keeps its code
     /// (an application failure: in a tool, a tool error).
@@ -288,7 +289,7 @@ impl RequestContext {
     /// — the handler is parked here, the client gets an `InputRequiredResult`, and when it
     /// retries with `inputResponses` the handler runs again and this call resolves with the
     /// answer (see [`mrtr`](super::mrtr) for the re-run rule and its bound). A modern request
-    /// of another method cannot ask (S-NEW-5: no server→client requests).
+    /// of another method cannot ask (no server→client requests).
     pub async fn send_request<R: schema::Request>(
         &self,
         params: R::Params,

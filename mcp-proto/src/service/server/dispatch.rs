@@ -172,7 +172,8 @@ impl Server {
                 .unwrap_or((crate::schema::CacheScope::Private, 0));
             let method = request.method.clone();
             let response = server.dispatch(ctx, request).await;
-            if modern {
+            // `ping` (gone from 2026-07-28, still sent by SDKs) answers a bare `{}`.
+            if modern && &*method != methods::PING {
                 stamp_modern(modern_error_code(response), &method, cache_hint)
             } else {
                 response
@@ -385,11 +386,22 @@ impl Server {
                 )));
             }
         }
-        match (entry.handler)(ctx, ToolArgs::new(args)).await {
-            Ok(result) => Ok(result),
-            Err(e) if e.is_protocol() => Err(e),
-            Err(e) => Ok(CallToolResult::error(e.message())),
+        let result = match (entry.handler)(ctx, ToolArgs::new(args)).await {
+            Ok(result) => result,
+            Err(e) if e.is_protocol() => {
+                tracing::debug!(
+                    tool = p.name.as_str(),
+                    error = e.message(),
+                    "tool refused the call"
+                );
+                return Err(e);
+            }
+            Err(e) => CallToolResult::error(e.message()),
+        };
+        if result.is_error == Some(true) {
+            tracing::warn!(tool = p.name.as_str(), error = %tool_error_text(&result), "tool failed");
         }
+        Ok(result)
     }
 
     fn list_resources(&self, request: &Request) -> Result<ListResourcesResult, Error> {
@@ -441,26 +453,40 @@ impl Server {
         request: &Request,
     ) -> Result<ReadResourceResult, Error> {
         let p: ReadResourceRequestParams = params(request)?;
-        let (handler, params) = {
+        let (handler, params, mime) = {
             let registry = self.registry();
             if let Some(r) = registry.resources.iter().find(|r| r.resource.uri == p.uri) {
-                (Arc::clone(&r.handler), Default::default())
+                let mime = r.resource.mime_type.clone();
+                (Arc::clone(&r.handler), Default::default(), mime)
             } else if let Some((t, vars)) = registry
                 .templates
                 .iter()
                 .find_map(|t| t.parsed.matches(&p.uri).map(|vars| (t, vars)))
             {
-                (Arc::clone(&t.handler), vars)
+                (Arc::clone(&t.handler), vars, t.template.mime_type.clone())
             } else {
                 return Err(Error::resource_not_found(&p.uri));
             }
         };
+        let uri = p.uri.clone();
         let req = ResourceRequest { uri: p.uri, params };
         match handler(ctx, req).await {
-            Ok(contents) => Ok(ReadResourceResult {
-                contents,
-                ..ReadResourceResult::default()
-            }),
+            Ok(mut contents) => {
+                // The declared MIME type, on the contents of the URI read that name none.
+                for c in &mut contents {
+                    let (c_uri, c_mime) = match c {
+                        crate::schema::ResourceContents::Text(t) => (&t.uri, &mut t.mime_type),
+                        crate::schema::ResourceContents::Blob(b) => (&b.uri, &mut b.mime_type),
+                    };
+                    if *c_uri == uri && c_mime.is_none() {
+                        c_mime.clone_from(&mime);
+                    }
+                }
+                Ok(ReadResourceResult {
+                    contents,
+                    ..ReadResourceResult::default()
+                })
+            }
             Err(e) if e.is_protocol() => Err(e),
             Err(e) => Err(Error::internal(e.message())),
         }
@@ -567,6 +593,19 @@ impl Server {
             ..CompleteResult::default()
         })
     }
+}
+
+/// The text of a failed tool result, for the log: its text blocks, joined.
+fn tool_error_text(result: &CallToolResult) -> String {
+    let texts: Vec<&str> = result
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            crate::schema::ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect();
+    texts.join(" ")
 }
 
 /// Unregisters a listen stream when its handler ends or is dropped.

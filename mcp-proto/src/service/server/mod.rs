@@ -7,7 +7,11 @@
 //! A [`Server`] is a cheaply cloneable handle (an `Arc` inside) to its definition and
 //! registry. The definition can change at runtime ([`Server::add_tool`],
 //! [`Server::remove_tool`], …): each change sends the matching `list_changed` notification to
-//! every initialized session when the capability says so.
+//! every initialized session when the capability says so, and to every `subscriptions/listen`
+//! stream (2026-07-28) that asked for it. Bound to a clustered router, the server also tells
+//! the listen streams of the other instances: the change leaves as a notice on the cluster's
+//! bus, and the notices of the others come back to this server's listen streams (see the
+//! cluster module, `crate::server::ClusterConfig`).
 //!
 //! A transport driver binds it to a connection in four moves:
 //!
@@ -68,8 +72,9 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// What a tool handler returns: a result (with `isError` for failures the model should see),
 /// or an [`Error`] (an application failure becomes an `isError` result too; a protocol error
-/// a JSON-RPC error).
-pub type ToolResult = Result<CallToolResult, Error>;
+/// a JSON-RPC error). A typed tool's handler may return `ToolResult<Json<T>>` instead (see
+/// [`Server::typed_tool`] and [`ToolOutput`](super::ToolOutput)).
+pub type ToolResult<T = CallToolResult> = Result<T, Error>;
 
 /// What a resource handler returns: the contents of the resource.
 pub type ResourceResult = Result<Vec<ResourceContents>, Error>;
@@ -168,6 +173,77 @@ pub(crate) struct Inner {
     /// Open `subscriptions/listen` streams (2026-07-28).
     pub(crate) listeners: Mutex<Vec<Listener>>,
     pub(crate) next_listener: std::sync::atomic::AtomicU64,
+    /// The clustered routers this server is bound to (see [`ClusterVoice`]).
+    voices: Mutex<Voices>,
+}
+
+/// Where a [`Server`]'s changes leave for the other instances of its cluster: the binding of
+/// a clustered router (`service::bind::ServerBinding`), which broadcasts them through its
+/// router ([`Router::broadcast_notice`](crate::server::Router::broadcast_notice)).
+pub(crate) trait ClusterVoice: Send + Sync {
+    /// Queues `notice` for the bus.
+    fn broadcast(&self, notice: bytes::Bytes);
+}
+
+/// The clustered bindings of a server, weakly held, in the order they joined. The first
+/// live one is the server's voice *and* ear in the cluster: its changes are broadcast
+/// through that one binding only, and only the notices that binding's router receives are
+/// handed to the listeners (a server bound to several routers of one cluster, in one
+/// process, tells every listener of each of them itself, and hears each notice once).
+#[derive(Default)]
+struct Voices {
+    next: u64,
+    list: Vec<(u64, Weak<dyn ClusterVoice>)>,
+}
+
+/// What a listen stream can be told: the notice instances of a cluster exchange.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Change {
+    /// `notifications/{tools,prompts,resources}/list_changed`.
+    ListChanged(&'static str),
+    /// `notifications/resources/updated` for this URI.
+    ResourceUpdated(String),
+}
+
+/// A [`Change`] on the bus: `{"method": …, "uri": …}` (JSON).
+#[derive(serde::Serialize, serde::Deserialize)]
+struct WireNotice {
+    method: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    uri: Option<String>,
+}
+
+impl Change {
+    fn encode(&self) -> Option<bytes::Bytes> {
+        let wire = match self {
+            Change::ListChanged(method) => WireNotice {
+                method: (*method).to_owned(),
+                uri: None,
+            },
+            Change::ResourceUpdated(uri) => WireNotice {
+                method: methods::NOTIFICATION_RESOURCES_UPDATED.to_owned(),
+                uri: Some(uri.clone()),
+            },
+        };
+        serde_json::to_vec(&wire).ok().map(bytes::Bytes::from)
+    }
+
+    /// `None`: not a notice this version knows.
+    fn decode(payload: &[u8]) -> Option<Change> {
+        let wire: WireNotice = serde_json::from_slice(payload).ok()?;
+        let list = [
+            methods::NOTIFICATION_TOOLS_LIST_CHANGED,
+            methods::NOTIFICATION_PROMPTS_LIST_CHANGED,
+            methods::NOTIFICATION_RESOURCES_LIST_CHANGED,
+        ];
+        if let Some(method) = list.into_iter().find(|m| *m == wire.method) {
+            return wire.uri.is_none().then_some(Change::ListChanged(method));
+        }
+        if wire.method == methods::NOTIFICATION_RESOURCES_UPDATED {
+            return wire.uri.map(Change::ResourceUpdated);
+        }
+        None
+    }
 }
 
 /// One open `subscriptions/listen` request: what it was granted, and its context (its
@@ -229,7 +305,7 @@ where
 }
 
 impl Server {
-    /// A server called `name` at `version`, with nothing registered (the seed's
+    /// A server called `name` at `version`, with nothing registered (mcp-go's
     /// `NewMCPServer`).
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
         Server {
@@ -244,6 +320,7 @@ impl Server {
                 sessions: Mutex::new(SessionList::default()),
                 listeners: Mutex::new(Vec::new()),
                 next_listener: std::sync::atomic::AtomicU64::new(1),
+                voices: Mutex::new(Voices::default()),
             }),
         }
     }
@@ -295,20 +372,20 @@ impl Server {
         self
     }
 
-    /// Declares the `tools` capability even before a tool is registered (the seed's
+    /// Declares the `tools` capability even before a tool is registered (mcp-go's
     /// `WithToolCapabilities`), with `listChanged` as given.
     pub fn tool_capabilities(self, list_changed: bool) -> Self {
         self.config_mut().tools_list_changed = Some(list_changed);
         self
     }
 
-    /// Declares the `resources` capability (the seed's `WithResourceCapabilities`).
+    /// Declares the `resources` capability (mcp-go's `WithResourceCapabilities`).
     pub fn resource_capabilities(self, subscribe: bool, list_changed: bool) -> Self {
         self.config_mut().resources = Some((subscribe, list_changed));
         self
     }
 
-    /// Declares the `prompts` capability (the seed's `WithPromptCapabilities`).
+    /// Declares the `prompts` capability (mcp-go's `WithPromptCapabilities`).
     pub fn prompt_capabilities(self, list_changed: bool) -> Self {
         self.config_mut().prompts_list_changed = Some(list_changed);
         self
@@ -360,7 +437,7 @@ impl Server {
         self
     }
 
-    /// Registers a tool and its handler (the seed's `AddTool`). A tool of the same name is
+    /// Registers a tool and its handler (mcp-go's `AddTool`). A tool of the same name is
     /// replaced.
     pub fn tool<F, Fut>(self, tool: Tool, handler: F) -> Self
     where
@@ -371,7 +448,7 @@ impl Server {
         self
     }
 
-    /// Registers a static resource and its handler (the seed's `AddResource`).
+    /// Registers a static resource and its handler (mcp-go's `AddResource`).
     pub fn resource<F, Fut>(self, resource: Resource, handler: F) -> Self
     where
         F: Fn(RequestContext, ResourceRequest) -> Fut + Send + Sync + 'static,
@@ -381,7 +458,7 @@ impl Server {
         self
     }
 
-    /// Registers a resource template and its handler (the seed's `AddResourceTemplate`),
+    /// Registers a resource template and its handler (mcp-go's `AddResourceTemplate`),
     /// which serves every URI the template matches.
     ///
     /// # Panics
@@ -400,7 +477,7 @@ impl Server {
         self
     }
 
-    /// Registers a prompt and its handler (the seed's `AddPrompt`).
+    /// Registers a prompt and its handler (mcp-go's `AddPrompt`).
     pub fn prompt<F, Fut>(self, prompt: Prompt, handler: F) -> Self
     where
         F: Fn(RequestContext, PromptArgs) -> Fut + Send + Sync + 'static,
@@ -660,72 +737,173 @@ impl Server {
         self.live_sessions().len()
     }
 
+    /// A list changed: every initialized session is told, and every listen stream that
+    /// asked for it, here and (in a cluster) on the other instances.
     fn list_changed(&self, method: &'static str) {
+        if !self.announces(method) {
+            return;
+        }
+        let change = Change::ListChanged(method);
+        self.tell_sessions(&change);
+        self.tell_listeners(&change);
+        self.broadcast(&change);
+    }
+
+    /// Whether the capabilities announce the `list_changed` notification `method`.
+    fn announces(&self, method: &str) -> bool {
         let caps = self.server_capabilities();
         let on = match method {
             methods::NOTIFICATION_TOOLS_LIST_CHANGED => caps.tools.and_then(|c| c.list_changed),
             methods::NOTIFICATION_PROMPTS_LIST_CHANGED => caps.prompts.and_then(|c| c.list_changed),
             _ => caps.resources.and_then(|c| c.list_changed),
         };
-        if on != Some(true) {
-            return;
-        }
-        for session in self.live_sessions() {
-            if session.is_initialized() {
-                // A session whose transport is gone is dropped by its driver; nothing to do.
-                let _ = session.notify(Notification::new(method, None));
-            }
-        }
-        for l in lock(&self.inner.listeners).iter() {
-            let wanted = match method {
-                methods::NOTIFICATION_TOOLS_LIST_CHANGED => l.filter.tools_list_changed,
-                methods::NOTIFICATION_PROMPTS_LIST_CHANGED => l.filter.prompts_list_changed,
-                _ => l.filter.resources_list_changed,
-            };
-            if wanted == Some(true) {
-                let params = serde_json::json!({ "_meta": listener_meta(&l.ctx) });
-                if let Ok(raw) = to_raw(&params) {
-                    let _ = l.ctx.notify(Notification::new(method, Some(raw)));
-                }
-            }
-        }
+        on == Some(true)
     }
 
-    /// Tells every session subscribed to `uri` that the resource changed
-    /// (`notifications/resources/updated`). Returns how many sessions were told.
-    pub fn notify_resource_updated(&self, uri: &str) -> usize {
-        let params = ResourceUpdatedNotificationParams {
-            uri: uri.to_owned(),
-            ..ResourceUpdatedNotificationParams::default()
+    /// Tells the sessions (2025 revisions) of this instance about `change`: every
+    /// initialized one of a list change, every one subscribed to the URI of a resource
+    /// update. Each goes out as a change notification ([`ServerSession::notify_change`]):
+    /// in a cluster, only the instance holding a session's GET stream writes it, so that a
+    /// change told to every instance reaches each session once. Returns how many sessions
+    /// were handed one.
+    fn tell_sessions(&self, change: &Change) -> usize {
+        let n = match change {
+            Change::ListChanged(method) => Notification::new(*method, None),
+            Change::ResourceUpdated(uri) => {
+                let params = ResourceUpdatedNotificationParams {
+                    uri: uri.clone(),
+                    ..ResourceUpdatedNotificationParams::default()
+                };
+                let Ok(raw) = to_raw(&params) else { return 0 };
+                Notification::new(methods::NOTIFICATION_RESOURCES_UPDATED, Some(raw))
+            }
         };
-        let Ok(raw) = to_raw(&params) else { return 0 };
         let mut told = 0;
         for session in self.live_sessions() {
-            if session.is_subscribed(uri) {
-                let n =
-                    Notification::new(methods::NOTIFICATION_RESOURCES_UPDATED, Some(raw.clone()));
-                if session.notify(n).is_ok() {
-                    told += 1;
-                }
-            }
-        }
-        for l in lock(&self.inner.listeners).iter() {
-            let wanted = l
-                .filter
-                .resource_subscriptions
-                .as_ref()
-                .is_some_and(|uris| uris.iter().any(|u| u == uri));
-            if wanted {
-                let params = serde_json::json!({ "uri": uri, "_meta": listener_meta(&l.ctx) });
-                if let Ok(raw) = to_raw(&params) {
-                    let n = Notification::new(methods::NOTIFICATION_RESOURCES_UPDATED, Some(raw));
-                    if l.ctx.notify(n).is_ok() {
-                        told += 1;
-                    }
-                }
+            let wanted = match change {
+                Change::ListChanged(_) => session.is_initialized(),
+                Change::ResourceUpdated(uri) => session.is_subscribed(uri),
+            };
+            // A session whose transport is gone is dropped by its driver; nothing to do.
+            if wanted && session.notify_change(n.clone()).is_ok() {
+                told += 1;
             }
         }
         told
+    }
+
+    /// Tells every session subscribed to `uri` that the resource changed
+    /// (`notifications/resources/updated`), and every listen stream (2026-07-28) that asked
+    /// for `uri`. Returns how many sessions and listen streams of this instance were told.
+    ///
+    /// In a cluster, the listen streams held by the other instances are told too, through
+    /// the bus, each exactly once while the bus is up (see the cluster module's consistency
+    /// model), and so are the sessions of the 2025 revisions, on the instance that holds each
+    /// one's GET stream (once per session; not at all while it has none open).
+    pub fn notify_resource_updated(&self, uri: &str) -> usize {
+        let change = Change::ResourceUpdated(uri.to_owned());
+        let mut told = self.tell_sessions(&change);
+        told += self.tell_listeners(&change);
+        self.broadcast(&change);
+        told
+    }
+
+    /// Writes `change` on every listen stream of this instance whose filter asked for it,
+    /// with that stream's subscription id; how many were told.
+    fn tell_listeners(&self, change: &Change) -> usize {
+        let mut told = 0;
+        for l in lock(&self.inner.listeners).iter() {
+            let (method, params) = match change {
+                Change::ListChanged(method) => {
+                    let wanted = match *method {
+                        methods::NOTIFICATION_TOOLS_LIST_CHANGED => l.filter.tools_list_changed,
+                        methods::NOTIFICATION_PROMPTS_LIST_CHANGED => l.filter.prompts_list_changed,
+                        _ => l.filter.resources_list_changed,
+                    };
+                    if wanted != Some(true) {
+                        continue;
+                    }
+                    let params = serde_json::json!({ "_meta": listener_meta(&l.ctx) });
+                    (*method, params)
+                }
+                Change::ResourceUpdated(uri) => {
+                    let wanted = l
+                        .filter
+                        .resource_subscriptions
+                        .as_ref()
+                        .is_some_and(|uris| uris.iter().any(|u| u == uri));
+                    if !wanted {
+                        continue;
+                    }
+                    let params = serde_json::json!({ "uri": uri, "_meta": listener_meta(&l.ctx) });
+                    (methods::NOTIFICATION_RESOURCES_UPDATED, params)
+                }
+            };
+            if let Ok(raw) = to_raw(&params)
+                && l.ctx.notify(Notification::new(method, Some(raw))).is_ok()
+            {
+                told += 1;
+            }
+        }
+        told
+    }
+
+    /// In a cluster: hands `change` to the server's voice, for the other instances.
+    fn broadcast(&self, change: &Change) {
+        let Some((_, voice)) = self.voice() else {
+            return;
+        };
+        if let Some(notice) = change.encode() {
+            voice.broadcast(notice);
+        }
+    }
+
+    /// The first live clustered binding (dead ones are pruned).
+    fn voice(&self) -> Option<(u64, Arc<dyn ClusterVoice>)> {
+        let mut voices = lock(&self.inner.voices);
+        voices.list.retain(|(_, w)| w.strong_count() > 0);
+        voices
+            .list
+            .iter()
+            .find_map(|(id, w)| w.upgrade().map(|v| (*id, v)))
+    }
+
+    /// A clustered binding joins: the server's changes may leave through it from now on.
+    /// Returns the id it hears the cluster by ([`Server::cluster_notice`]).
+    pub(crate) fn join_cluster(&self, voice: Weak<dyn ClusterVoice>) -> u64 {
+        let mut voices = lock(&self.inner.voices);
+        voices.next += 1;
+        let id = voices.next;
+        voices.list.push((id, voice));
+        id
+    }
+
+    /// A notice another instance broadcast, as the router of binding `link` received it:
+    /// told to this instance's listen streams (once: only the server's voice hears; see
+    /// [`Voices`]). A notice this version does not know is logged and dropped. Returns how
+    /// many listen streams were told.
+    pub(crate) fn cluster_notice(&self, link: u64, payload: &[u8]) -> usize {
+        if self.voice().map(|(id, _)| id) != Some(link) {
+            return 0;
+        }
+        match Change::decode(payload) {
+            Some(change) => {
+                // The sessions whose GET stream is here (see `tell_sessions`), if this
+                // instance announces the change too.
+                let sessions = match &change {
+                    Change::ListChanged(method) if !self.announces(method) => 0,
+                    _ => self.tell_sessions(&change),
+                };
+                sessions + self.tell_listeners(&change)
+            }
+            None => {
+                tracing::warn!(
+                    len = payload.len(),
+                    "a cluster notice this version does not know is ignored"
+                );
+                0
+            }
+        }
     }
 
     /// How many `subscriptions/listen` streams are open.
@@ -739,4 +917,33 @@ pub(crate) fn listener_meta(ctx: &RequestContext) -> serde_json::Value {
     serde_json::json!({
         crate::schema::meta_keys::SUBSCRIPTION_ID: ctx.request_id()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Change, methods};
+
+    #[test]
+    fn cluster_notices_round_trip_and_unknown_ones_are_refused() {
+        for change in [
+            Change::ListChanged(methods::NOTIFICATION_TOOLS_LIST_CHANGED),
+            Change::ListChanged(methods::NOTIFICATION_PROMPTS_LIST_CHANGED),
+            Change::ListChanged(methods::NOTIFICATION_RESOURCES_LIST_CHANGED),
+            Change::ResourceUpdated("x://1".into()),
+        ] {
+            let wire = change.encode().expect("encodes");
+            assert_eq!(Change::decode(&wire), Some(change));
+        }
+        for garbage in [
+            &b""[..],
+            b"\xff\x00",
+            b"[]",
+            br#"{"method":"notifications/message"}"#,
+            br#"{"method":"notifications/resources/updated"}"#,
+            br#"{"method":"notifications/tools/list_changed","uri":"x://1"}"#,
+            br#"{"method":7}"#,
+        ] {
+            assert_eq!(Change::decode(garbage), None, "{garbage:?}");
+        }
+    }
 }

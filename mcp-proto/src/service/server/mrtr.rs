@@ -303,11 +303,18 @@ impl Mrtr {
         let state = self
             .keys
             .seal(&serde_json::to_vec(&state).unwrap_or_default());
-        serde_json::json!({
+        let mut result = serde_json::json!({
             "resultType": "input_required",
             "inputRequests": *lock(&self.needed),
             "requestState": state,
-        })
+        });
+        // An empty `content` on a `tools/call` round (the schema allows members beyond its
+        // own): clients that read every tool result as a `CallToolResult`, as mcp-go's
+        // does, require it.
+        if self.method == methods::TOOLS_CALL {
+            result["content"] = Value::Array(Vec::new());
+        }
+        result
     }
 }
 

@@ -52,6 +52,14 @@ pub trait Peer: Send + Sync + 'static {
         params: Option<Box<RawValue>>,
     ) -> ResponseFuture;
 
+    /// Sends a notification of a change of the server's (a list changed, a resource
+    /// updated), not tied to a request. The server tells every instance of a cluster about
+    /// such a change, so a clustered transport writes it only where the session's GET stream
+    /// is held (once per session); the default sends it as [`notify`](Self::notify) does.
+    fn notify_change(&self, notification: Notification) -> Result<(), PeerError> {
+        self.notify(None, notification)
+    }
+
     /// Closes the stream of the request `related` without answering it, so that the client
     /// reconnects and gets the answer on the resumed stream (SEP-1699 polling, 2025-11-25).
     /// The default refuses: not every transport can.
@@ -422,6 +430,14 @@ impl ServerSession {
             return Err(PeerError::Closed);
         }
         self.shared.peer.notify(None, notification)
+    }
+
+    /// Sends the notification of a change of the server's (see [`Peer::notify_change`]).
+    pub fn notify_change(&self, notification: Notification) -> Result<(), PeerError> {
+        if self.is_closed() {
+            return Err(PeerError::Closed);
+        }
+        self.shared.peer.notify_change(notification)
     }
 
     /// Sends a log message not tied to a request, if the session's level lets it through.

@@ -1,7 +1,7 @@
 //! A command-line MCP client over smol + async-h1.
 //!
 //! ```text
-//! cargo run --release -p mcp-smol --example client -- <url> [<tool> [<json args>]] [--listen]
+//! cargo run --release -p mcp-smol --example smol_client -- <url> [<tool> [<json args>]] [--listen]
 //!     [--token <bearer token> | --oauth]
 //! ```
 //!
@@ -117,14 +117,7 @@ async fn ctrl_c() -> std::io::Result<()> {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    mcp_demo::logging::init();
     let args = match Args::parse(std::env::args().skip(1)) {
         Ok(a) => a,
         Err(e) => {

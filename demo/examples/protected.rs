@@ -2,7 +2,7 @@
 //! JWKS in the server's asynchronous authentication step (`mcp_demo::protected`).
 //!
 //! ```text
-//! cargo run --release -p mcp-tokio --example protected -- [--bind ADDR:PORT]
+//! cargo run --release -p mcp-demo --features protected --example protected -- [--bind ADDR:PORT]
 //!     [--resource URL] [--scope SCOPE] [--issuer URL --jwks FILE]
 //! ```
 //!
@@ -132,14 +132,7 @@ fn validator(args: &Args, resource: &str) -> Result<(JwtValidator, Vec<String>),
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    mcp_demo::logging::init();
     let args = match parse() {
         Ok(a) => a,
         Err(e) => {

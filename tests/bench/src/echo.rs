@@ -1,0 +1,84 @@
+//! Our echo server, the same for both adapters, served until stdin closes.
+
+use mcp_proto::server::ServerConfig;
+use mcp_proto::service::{CallToolResult, Server, Tool, ToolArgs, required};
+
+use crate::process::URL_LINE;
+
+/// `echo(text) -> text`.
+pub fn server() -> Server {
+    Server::new("bench-ours", env!("CARGO_PKG_VERSION")).tool(
+        Tool::new("echo")
+            .description("Returns its text")
+            .string("text", required().description("The text to return")),
+        |_ctx, args: ToolArgs| async move { Ok(CallToolResult::text(args.get_string("text", ""))) },
+    )
+}
+
+/// The default configuration with room for every session a benchmark opens.
+pub fn config() -> ServerConfig {
+    ServerConfig::default().with_max_sessions(100_000)
+}
+
+/// `mcp_tokio::serve` of [`server`] on `listener` with `config`; prints its URL and serves
+/// until stdin closes.
+///
+/// # Errors
+///
+/// When it cannot serve.
+pub async fn serve_tokio(
+    listener: tokio::net::TcpListener,
+    config: ServerConfig,
+) -> std::io::Result<()> {
+    let serving = mcp_tokio::serve(listener, server(), config)?;
+    println!("{URL_LINE}{}", serving.url());
+    wait_for_stdin_eof().await;
+    serving.shutdown_handle().shutdown();
+    Ok(())
+}
+
+/// `mcp_smol::serve` of [`server`] on `bind` with `config` (inside `smol::block_on`); prints
+/// its URL and serves until stdin closes.
+///
+/// # Errors
+///
+/// When it cannot bind or serve.
+pub async fn serve_smol(bind: &str, config: ServerConfig) -> std::io::Result<()> {
+    let listener = smol::net::TcpListener::bind(bind).await?;
+    let serving = mcp_smol::serve(listener, server(), config)?;
+    println!("{URL_LINE}{}", serving.url());
+    wait_for_stdin_eof().await;
+    serving.shutdown_handle().shutdown();
+    Ok(())
+}
+
+/// [`serve_smol`] with the calling thread parked off the reactor until stdin closes: it
+/// waits in a plain blocking read, not in `smol::block_on`, so that smol's executor thread is
+/// the one polling the reactor and runs the tasks it wakes itself. (A thread parked in
+/// `block_on` competes for the reactor: when it holds it, every I/O event is handed to the
+/// executor's thread, a cross-thread wake-up and context switch per event.)
+///
+/// # Errors
+///
+/// When it cannot bind or serve.
+pub fn serve_smol_parked(bind: &str, config: ServerConfig) -> std::io::Result<()> {
+    let listener = smol::block_on(smol::net::TcpListener::bind(bind))?;
+    let serving = mcp_smol::serve(listener, server(), config)?;
+    println!("{URL_LINE}{}", serving.url());
+    let mut sink = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
+    serving.shutdown_handle().shutdown();
+    Ok(())
+}
+
+/// Resolves when stdin reaches its end (the parent closed it or exited). Runtime-neutral
+/// (a thread and tokio's oneshot channel, which needs no tokio runtime).
+pub async fn wait_for_stdin_eof() {
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        let mut sink = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
+        let _ = tx.send(());
+    });
+    let _ = rx.await;
+}

@@ -1,0 +1,257 @@
+//! Three `mcp-everything` processes on one Redis behind nginx (round robin, not sticky), on
+//! both server runtimes, with our client on both runtimes:
+//!
+//! - the interop scenario (`mcp-interop-client`: initialize, tools/list, a tool call, a
+//!   notification on the GET stream, a sampling request answered through another instance,
+//!   DELETE) through the load balancer;
+//! - a `notifications/cancelled` posted to one instance stops the call running on another,
+//!   and a `DELETE` on one ends the session on all (raw HTTP to each instance);
+//! - the fault-injection ledgers with instances killed by `SIGKILL` mid-run and restarted:
+//!   the instance running a streaming call (found by the PID in its progress messages), and
+//!   every instance in turn (a rolling restart) under GET-stream bursts. 0 lost, 0
+//!   duplicated, 0 hung; a call a kill fell into ends with the error that says its instance
+//!   stopped, after everything it had committed.
+
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp_tests::cluster_procs::{ProcessCluster, get_kill_ledger, post_kill_ledger};
+use mcp_tests::faults::Workload;
+use mcp_tests::runtime::Runtime;
+
+const EVERYTHING: &str = env!("CARGO_BIN_EXE_mcp-everything");
+const INTEROP_CLIENT: &str = env!("CARGO_BIN_EXE_mcp-interop-client");
+
+fn tokio_rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+fn cluster(server: Runtime) -> Option<ProcessCluster> {
+    match ProcessCluster::start(EVERYTHING.as_ref(), server, 3, &["--retry-ms", "300"]) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            mcp_tests::services::unavailable(&e);
+            None
+        }
+    }
+}
+
+fn interop_scenario(server: Runtime) {
+    let Some(cluster) = cluster(server) else {
+        return;
+    };
+    for client in [Runtime::Tokio, Runtime::Smol] {
+        let out = Command::new(INTEROP_CLIENT)
+            .args(["--runtime", client.name(), "--everything", &cluster.url()])
+            .output()
+            .expect("run mcp-interop-client");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{client} client → 3 {server} instances: {}\n{stdout}\n{}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr),
+            cluster.logs()
+        );
+        assert!(stdout.contains("sampling"), "{stdout}");
+    }
+}
+
+#[test]
+fn the_interop_scenario_runs_across_three_tokio_processes() {
+    interop_scenario(Runtime::Tokio);
+}
+
+#[test]
+fn the_interop_scenario_runs_across_three_smol_processes() {
+    interop_scenario(Runtime::Smol);
+}
+
+const POST: Workload = Workload {
+    rounds: 8,
+    n: 100,
+    interval_ms: 3,
+    retry: Duration::from_millis(300),
+    timeout: Duration::from_secs(30),
+};
+
+const GET: Workload = Workload {
+    rounds: 6,
+    n: 40,
+    interval_ms: 5,
+    retry: Duration::from_millis(300),
+    timeout: Duration::from_secs(30),
+};
+
+fn kill_ledgers(server: Runtime, client: Runtime) {
+    let Some(cluster) = cluster(server) else {
+        return;
+    };
+    let cluster = Arc::new(Mutex::new(cluster));
+    let logs = || cluster.lock().map(|c| c.logs()).unwrap_or_default();
+    let rt = tokio_rt();
+    let post = rt
+        .block_on(post_kill_ledger(
+            client,
+            cluster.clone(),
+            POST,
+            2,
+            Duration::from_millis(500),
+        ))
+        .unwrap_or_else(|e| panic!("{server} ← {client}: {e}\n{}", logs()));
+    println!("request streams, the running instance killed ({server} ← {client}): {post}");
+    assert!(
+        post.died + post.ledger.interrupted == 1,
+        "the killed call must end with its instance: {post}"
+    );
+    if let Err(e) = post.check(1) {
+        panic!("{server} ← {client}: {e}\n{post}\n{}", logs());
+    }
+    let get = rt
+        .block_on(get_kill_ledger(
+            client,
+            cluster.clone(),
+            GET,
+            Duration::from_millis(400),
+            Duration::from_millis(300),
+        ))
+        .unwrap_or_else(|e| panic!("{server} ← {client}: {e}\n{}", logs()));
+    println!("GET stream, rolling restart ({server} ← {client}): {get}");
+    if let Err(e) = get.check(3) {
+        panic!("{server} ← {client}: {e}\n{get}\n{}", logs());
+    }
+}
+
+#[test]
+fn killed_instances_cost_no_message_tokio_servers_tokio_client() {
+    kill_ledgers(Runtime::Tokio, Runtime::Tokio);
+}
+
+#[test]
+fn killed_instances_cost_no_message_tokio_servers_smol_client() {
+    kill_ledgers(Runtime::Tokio, Runtime::Smol);
+}
+
+#[test]
+fn killed_instances_cost_no_message_smol_servers_tokio_client() {
+    kill_ledgers(Runtime::Smol, Runtime::Tokio);
+}
+
+#[test]
+fn killed_instances_cost_no_message_smol_servers_smol_client() {
+    kill_ledgers(Runtime::Smol, Runtime::Smol);
+}
+
+// ---- cancellation and deletion across processes (raw HTTP to each instance) -------------
+
+use bytes::Bytes;
+use http::{Method, Request, StatusCode, header};
+use http_body_util::{BodyExt, Full};
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(10);
+
+async fn send(
+    addr: std::net::SocketAddr,
+    method: Method,
+    session: Option<&str>,
+    body: Option<Value>,
+) -> http::Response<hyper::body::Incoming> {
+    let mut req = Request::builder()
+        .method(method)
+        .uri("/mcp")
+        .header(header::HOST, addr.to_string())
+        .header(header::ACCEPT, "application/json, text/event-stream")
+        .header(header::CONTENT_TYPE, "application/json")
+        .header("MCP-Protocol-Version", "2025-11-25");
+    if let Some(id) = session {
+        req = req.header("Mcp-Session-Id", id);
+    }
+    let body = body.map(|b| b.to_string()).unwrap_or_default();
+    let req = req.body(Full::new(Bytes::from(body))).expect("request");
+    mcp_tests::raw::exchange(addr, req).await
+}
+
+/// Reads `body` until `needle` appears (`true`) or the body ends (`false`), within `WAIT`.
+async fn read_until(body: &mut hyper::body::Incoming, needle: &str, seen: &mut String) -> bool {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !seen.contains(needle) {
+        match tokio::time::timeout_at(deadline, body.frame()).await {
+            Err(_) => panic!("neither {needle:?} nor the end within {WAIT:?}: {seen}"),
+            Ok(Some(Ok(f))) => {
+                if let Some(d) = f.data_ref() {
+                    seen.push_str(&String::from_utf8_lossy(d));
+                }
+            }
+            Ok(_) => return false,
+        }
+    }
+    true
+}
+
+fn cancel_and_delete_across_processes(server: Runtime) {
+    let Some(cluster) = cluster(server) else {
+        return;
+    };
+    let [a, b, c] = [0, 1, 2].map(|i| cluster.instance_addr(i));
+    tokio_rt().block_on(async {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "cluster-processes", "version": "1"}}});
+        let resp = send(a, Method::POST, None, Some(init)).await;
+        assert_eq!(resp.status(), StatusCode::OK, "{server}");
+        let id = resp.headers()["mcp-session-id"]
+            .to_str()
+            .expect("session id")
+            .to_owned();
+        let _ = resp.into_body().collect().await;
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let resp = send(b, Method::POST, Some(&id), Some(note)).await;
+        assert_eq!(resp.status(), StatusCode::ACCEPTED, "{server}");
+        // A long call on B (10 s of progress), cancelled through C.
+        let long = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+            "name": "ledger_count", "arguments": {"n": 500, "interval_ms": 20},
+            "_meta": {"progressToken": "long"}}});
+        let resp = send(b, Method::POST, Some(&id), Some(long)).await;
+        assert_eq!(resp.status(), StatusCode::OK, "{server}");
+        let mut stream = resp.into_body();
+        let mut seen = String::new();
+        assert!(read_until(&mut stream, "notifications/progress", &mut seen).await);
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+            "params": {"requestId": 7, "reason": "the user gave up"}});
+        let resp = send(c, Method::POST, Some(&id), Some(cancel)).await;
+        assert_eq!(resp.status(), StatusCode::ACCEPTED, "{server}");
+        // The handler on B stops: its stream ends long before its 10 s, with no result.
+        let ended = !read_until(&mut stream, "counted 500", &mut seen).await;
+        assert!(ended, "{server}: the cancelled call answered: {seen}");
+        let progress = seen.matches("notifications/progress").count();
+        assert!(
+            progress < 400,
+            "{server}: {progress} progress events: not stopped"
+        );
+        // DELETE through C: gone on A and B at once.
+        let resp = send(c, Method::DELETE, Some(&id), None).await;
+        assert_eq!(resp.status(), StatusCode::OK, "{server}");
+        for addr in [a, b, c] {
+            let echo = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                "params": {"name": "echo", "arguments": {"text": "x"}}});
+            let resp = send(addr, Method::POST, Some(&id), Some(echo)).await;
+            assert_eq!(resp.status(), StatusCode::NOT_FOUND, "{server}: {addr}");
+        }
+    });
+}
+
+#[test]
+fn a_cancellation_and_a_delete_cross_tokio_processes() {
+    cancel_and_delete_across_processes(Runtime::Tokio);
+}
+
+#[test]
+fn a_cancellation_and_a_delete_cross_smol_processes() {
+    cancel_and_delete_across_processes(Runtime::Smol);
+}
