@@ -319,7 +319,9 @@ async fn exchange(st: Arc<State>, req: Request<Incoming>) -> io::Result<Response
         "{} {} {}",
         parts.method,
         rpc.as_deref().unwrap_or("-"),
-        rpc_id.as_ref().map_or_else(|| "-".to_owned(), Value::to_string)
+        rpc_id
+            .as_ref()
+            .map_or_else(|| "-".to_owned(), Value::to_string)
     ));
     let cut_at = st.decide(&mut generator);
     let index = {
