@@ -249,6 +249,16 @@ fn peer(args: &[String], against: bool) -> ExitCode {
             if l.unsent > 0 {
                 peer_notes += &format!(" + {} never sent by the peer after it", l.unsent);
             }
+            if l.re_requested > 0 {
+                peer_notes += &format!(
+                    " + {} duplicates the peer asked for again from a stale Last-Event-ID",
+                    l.re_requested
+                );
+            }
+            if l.peer_silent > 0 {
+                peer_notes +=
+                    &format!(" + {} hung on a resume the peer left silent", l.peer_silent);
+            }
             if l.priming_ignored > 0 {
                 peer_notes += &format!(
                     " + {} cut after the priming id, which the peer ignores",
@@ -360,6 +370,7 @@ async fn run_peer(
         })
         .unwrap_or_default();
     if kind == Kind::Post {
+        l.excuse_stale_resumes(proxy);
         let left = l.excuse_unresumable(&failed, proxy);
         if !left.is_empty() {
             l.errors.push(format!(
@@ -416,8 +427,11 @@ async fn against_peer(
     let proxy = Proxy::start(upstream, faults)
         .await
         .map_err(|e| format!("proxy: {e}"))?;
-    let ledger = mcp_tests::faults::run_client(client, kind, &proxy, w).await;
+    let mut ledger = mcp_tests::faults::run_client(client, kind, &proxy, w).await;
     let _ = child.kill().await;
+    if let Ok(l) = &mut ledger {
+        l.excuse_silent_resumes();
+    }
     ledger
 }
 
