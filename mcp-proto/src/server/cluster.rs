@@ -705,6 +705,22 @@ pub(crate) struct SessionShare {
     pub(crate) active: Option<Instant>,
 }
 
+static NO_SHARE: SessionShare = SessionShare {
+    stored: false,
+    state: None,
+    unsaved: 0,
+    resave: false,
+    held: Vec::new(),
+    touched: None,
+    active: None,
+};
+
+impl super::session::Empty for SessionShare {
+    fn empty() -> &'static Self {
+        &NO_SHARE
+    }
+}
+
 impl Router {
     /// Whether this router is a cluster member.
     pub fn is_clustered(&self) -> bool {
@@ -1684,7 +1700,7 @@ impl Router {
         ls.last_seq = seq;
         self.streams.insert(lsid, ls);
         if let Some(s) = self.sessions.get_mut(&session) {
-            s.streams.push(lsid);
+            s.work.streams.push(lsid);
             s.open_connections += 1;
         }
         self.exchanges.insert(
@@ -1948,7 +1964,7 @@ impl Router {
         let Some(handle) = self
             .sessions
             .get(&session)
-            .and_then(|s| s.inflight.get(id).copied())
+            .and_then(|s| s.work.inflight.get(id).copied())
         else {
             return false;
         };

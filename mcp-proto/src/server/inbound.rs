@@ -913,7 +913,7 @@ impl Router {
                     let dup = batch_ids.contains(&r.id)
                         || session
                             .and_then(|s| self.sessions.get(&s))
-                            .is_some_and(|s| s.inflight.contains_key(&r.id));
+                            .is_some_and(|s| s.work.inflight.contains_key(&r.id));
                     if dup {
                         self.out
                             .push_back(ServerOutput::Event(ServerEvent::DuplicateRequestId {
@@ -929,7 +929,7 @@ impl Router {
                     batch_ids.push(r.id.clone());
                     let handle = RequestHandle(self.next());
                     if let Some(s) = session.and_then(|s| self.sessions.get_mut(&s)) {
-                        s.inflight.insert(r.id.clone(), handle);
+                        s.work.inflight.insert(r.id.clone(), handle);
                     }
                     self.inflight.insert(
                         handle,
@@ -1002,7 +1002,7 @@ impl Router {
         }
         let resumable = session.is_some() && self.config.resumability;
         if let Some(s) = session.and_then(|s| self.sessions.get_mut(&s)) {
-            s.streams.push(lsid);
+            s.work.streams.push(lsid);
             s.open_connections += 1;
         }
         self.streams.insert(

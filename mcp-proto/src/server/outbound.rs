@@ -71,7 +71,7 @@ impl Router {
             _ => None,
         };
         if let Some(s) = inflight.session.and_then(|s| self.sessions.get_mut(&s)) {
-            s.inflight.remove(&inflight.client_id);
+            s.work.inflight.remove(&inflight.client_id);
         }
         if let (Outcome::Error(e), Some(ls)) = (&outcome, self.streams.get_mut(&inflight.stream))
             && ls.modern
@@ -194,7 +194,7 @@ impl Router {
             .set(&mut deadline, Timer::RequestDeadline(id), at);
         self.outbound.insert(id, Outbound { session, deadline });
         if let Some(s) = self.sessions.get_mut(&session) {
-            s.outbound.push(id);
+            s.work.outbound.push(id);
         }
         Ok(id)
     }
@@ -463,12 +463,12 @@ impl Router {
                 return Ok(delivery);
             }
         }
-        if s.queue.len() >= self.config.listen_queue_capacity {
+        if s.work.queue.len() >= self.config.listen_queue_capacity {
             match self.config.overflow_policy {
                 OverflowPolicy::DropOldestNotification => {
-                    match s.queue.iter().position(|q| q.request.is_none()) {
+                    match s.work.queue.iter().position(|q| q.request.is_none()) {
                         Some(i) => {
-                            s.queue.remove(i);
+                            s.work.queue.remove(i);
                             self.out
                                 .push_back(ServerOutput::Event(ServerEvent::QueueOverflow {
                                     session,
@@ -484,7 +484,7 @@ impl Router {
             .sessions
             .get_mut(&session)
             .ok_or(SendError::UnknownSession)?;
-        s.queue.push_back(Queued { payload, request });
+        s.work.queue.push_back(Queued { payload, request });
         Ok(Delivery::Queued)
     }
 
@@ -841,7 +841,7 @@ impl Router {
                 self.streams.insert(l, ls);
                 if let Some(s) = self.sessions.get_mut(&session) {
                     s.listen = Some(l);
-                    s.streams.push(l);
+                    s.work.streams.push(l);
                 }
                 l
             }
@@ -989,7 +989,11 @@ impl Router {
             return;
         };
         let Some(lsid) = s.listen else { return };
-        let queue = std::mem::take(&mut s.queue);
+        if s.work.queue.is_empty() {
+            return;
+        }
+        let queue = std::mem::take(&mut s.work.queue);
+        s.shrink();
         for q in queue {
             self.write_event(lsid, q.payload);
         }
@@ -1023,7 +1027,7 @@ impl Router {
             self.end_exchange(conn);
         }
         if let Some(s) = ls.session.and_then(|s| self.sessions.get_mut(&s)) {
-            s.streams.retain(|x| *x != lsid);
+            s.work.streams.retain(|x| *x != lsid);
             if s.listen == Some(lsid) {
                 s.listen = None;
             }
@@ -1052,7 +1056,7 @@ impl Router {
             return;
         };
         if let Some(s) = f.session.and_then(|s| self.sessions.get_mut(&s)) {
-            s.inflight.remove(&f.client_id);
+            s.work.inflight.remove(&f.client_id);
         }
         self.out
             .push_back(ServerOutput::Cancelled { handle, reason });
@@ -1093,7 +1097,7 @@ impl Router {
             self.timers
                 .clear(&mut o.deadline, Timer::RequestDeadline(id));
             if let Some(s) = self.sessions.get_mut(&o.session) {
-                s.outbound.retain(|x| *x != id);
+                s.work.outbound.retain(|x| *x != id);
                 s.shrink();
             }
         }
@@ -1110,9 +1114,12 @@ impl Router {
         let Some(s) = self.sessions.get_mut(&session) else {
             return;
         };
-        let before = s.queue.len();
-        s.queue.retain(|q| q.request != Some(id));
-        if s.queue.len() != before {
+        let before = s.work.queue.len();
+        if before > 0 {
+            s.work.queue.retain(|q| q.request != Some(id));
+        }
+        if s.work.queue.len() != before {
+            s.shrink();
             return;
         }
         let Some(wire_id) = self.outbound_wire_id(id.0) else {
@@ -1142,7 +1149,8 @@ impl Router {
         self.by_id.remove(&s.id);
         self.timers
             .clear(&mut s.idle_deadline, Timer::SessionIdle(handle));
-        for (_, h) in s.inflight.drain() {
+        let work = s.work.take();
+        for (_, h) in work.inflight {
             if self.inflight.remove(&h).is_some() {
                 self.out.push_back(ServerOutput::Cancelled {
                     handle: h,
@@ -1150,7 +1158,7 @@ impl Router {
                 });
             }
         }
-        for id in s.outbound.drain(..) {
+        for id in work.outbound {
             if let Some(mut o) = self.outbound.remove(&id) {
                 self.timers
                     .clear(&mut o.deadline, Timer::RequestDeadline(id));
@@ -1160,7 +1168,7 @@ impl Router {
                 });
             }
         }
-        for lsid in s.streams.drain(..) {
+        for lsid in work.streams {
             if let Some(mut ls) = self.streams.remove(&lsid) {
                 if let Some(follow) = ls.follow.take() {
                     self.forget_follow(follow);

@@ -53,23 +53,30 @@ impl ClusterVoice for Voice {
     }
 }
 
-struct BoundPeer {
+/// What every peer of a binding shares (one allocation for all, so that a session's peer is
+/// its owner and one pointer).
+struct PeerLink {
     queue: Arc<Queue<Command>>,
     outbound: Arc<PendingRequests<u64>>,
-    keys: Arc<AtomicU64>,
-    owner: Owner,
+    keys: AtomicU64,
     sleep: Sleep,
+}
+
+struct BoundPeer {
+    link: Arc<PeerLink>,
+    owner: Owner,
 }
 
 impl Peer for BoundPeer {
     fn notify(&self, related: Option<&RequestId>, n: Notification) -> Result<(), PeerError> {
-        self.queue
+        self.link
+            .queue
             .push(Command::Notify(self.owner, related.cloned(), n));
         Ok(())
     }
 
     fn notify_change(&self, n: Notification) -> Result<(), PeerError> {
-        self.queue.push(Command::NotifyChange(self.owner, n));
+        self.link.queue.push(Command::NotifyChange(self.owner, n));
         Ok(())
     }
 
@@ -79,9 +86,9 @@ impl Peer for BoundPeer {
         method: &str,
         params: Option<Box<RawValue>>,
     ) -> ResponseFuture {
-        let key = self.keys.fetch_add(1, Ordering::Relaxed);
-        let answer = self.outbound.register(key);
-        self.queue.push(Command::Request(
+        let key = self.link.keys.fetch_add(1, Ordering::Relaxed);
+        let answer = self.link.outbound.register(key);
+        self.link.queue.push(Command::Request(
             self.owner,
             related.cloned(),
             method.to_owned(),
@@ -92,13 +99,14 @@ impl Peer for BoundPeer {
     }
 
     fn close_stream(&self, related: &RequestId) -> Result<(), PeerError> {
-        self.queue
+        self.link
+            .queue
             .push(Command::CloseStream(self.owner, related.clone()));
         Ok(())
     }
 
     fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
-        (self.sleep)(duration)
+        (self.link.sleep)(duration)
     }
 }
 
@@ -118,8 +126,7 @@ pub struct ServerBinding {
     server: Server,
     queue: Arc<Queue<Command>>,
     outbound: Arc<PendingRequests<u64>>,
-    keys: Arc<AtomicU64>,
-    sleep: Sleep,
+    link: Arc<PeerLink>,
     key_to_oid: HashMap<u64, OutboundId>,
     oid_to_key: HashMap<OutboundId, u64>,
     handles: HashMap<RequestHandle, (Option<SessionHandle>, RequestId)>,
@@ -153,12 +160,19 @@ impl ServerBinding {
     ///
     /// [`RequestContext::sleep`]: crate::service::RequestContext::sleep
     pub fn new(server: Server, sleep: Sleep, wake: Wake) -> Self {
+        let queue = Arc::new(Queue::new(wake));
+        let outbound = Arc::new(PendingRequests::new());
+        let link = Arc::new(PeerLink {
+            queue: queue.clone(),
+            outbound: outbound.clone(),
+            keys: AtomicU64::new(1),
+            sleep,
+        });
         ServerBinding {
             server,
-            queue: Arc::new(Queue::new(wake)),
-            outbound: Arc::new(PendingRequests::new()),
-            keys: Arc::new(AtomicU64::new(1)),
-            sleep,
+            queue,
+            outbound,
+            link,
             key_to_oid: HashMap::new(),
             oid_to_key: HashMap::new(),
             handles: HashMap::new(),
@@ -202,11 +216,8 @@ impl ServerBinding {
 
     fn peer(&self, owner: Owner) -> Arc<BoundPeer> {
         Arc::new(BoundPeer {
-            queue: self.queue.clone(),
-            outbound: self.outbound.clone(),
-            keys: self.keys.clone(),
+            link: self.link.clone(),
             owner,
-            sleep: self.sleep.clone(),
         })
     }
 

@@ -154,7 +154,7 @@ impl RequestContext {
         self.modern
             .as_ref()
             .and_then(|m| m.client_info.clone())
-            .or_else(|| lock(&self.session.state).client_info.clone())
+            .or_else(|| lock(&self.session.state).client_info())
     }
 
     /// What the client supports: from the request's `_meta` (2026-07-28), else from

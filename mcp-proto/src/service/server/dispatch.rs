@@ -241,7 +241,7 @@ impl Server {
             let session = ctx.session();
             let mut state = lock(&session.shared.state);
             state.protocol_version = Some(version);
-            state.client_info = Some(p.client_info);
+            state.set_client_info(&p.client_info);
             state.set_client_capabilities(&p.capabilities);
         }
         // Capabilities first: they read the configuration lock themselves.
