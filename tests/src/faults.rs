@@ -534,10 +534,10 @@ async fn pump(
             if tx.send(Ok(piece)).await.is_err() {
                 return;
             }
-            if whole > 0 {
-                if let Some(e) = lock(&st.log).get_mut(index) {
-                    e.messages += whole;
-                }
+            if whole > 0
+                && let Some(e) = lock(&st.log).get_mut(index)
+            {
+                e.messages += whole;
             }
             if pause {
                 tokio::time::sleep(Duration::from_millis(1)).await;
@@ -749,8 +749,7 @@ impl Ledger {
     /// Exactly those messages — what a cut resume forwarded, when a later GET asks again
     /// from the same id — move from `duplicated` to `re_requested`; any other duplicate
     /// stays a failure.
-    pub fn excuse_stale_resumes(&mut self, proxy: &Proxy) {
-        let log = proxy.log();
+    pub fn excuse_stale_resumes(&mut self, log: &[Logged]) {
         let mut again = 0u64;
         for (i, g) in log.iter().enumerate() {
             let (Some(id), Some(_)) = (&g.last_event_id, g.cut_at) else {
@@ -1159,7 +1158,86 @@ pub async fn run_client(
 
 #[cfg(test)]
 mod tests {
-    use super::MessageCount;
+    use super::{Ledger, Logged, MessageCount, silent_resume};
+    use std::time::Duration;
+
+    fn get(last_event_id: &str, cut_at: Option<usize>, messages: usize) -> Logged {
+        Logged {
+            at: Duration::ZERO,
+            method: "GET".into(),
+            last_event_id: Some(last_event_id.into()),
+            rpc: None,
+            rpc_id: None,
+            status: Some(200),
+            cut_at,
+            first_event_end: Some(100),
+            first_message_end: Some(100),
+            messages,
+        }
+    }
+
+    fn post(cut_at: Option<usize>, messages: usize) -> Logged {
+        Logged {
+            method: "POST".into(),
+            last_event_id: None,
+            rpc: Some("tools/call".into()),
+            ..get("", cut_at, messages)
+        }
+    }
+
+    fn duplicated(n: u64) -> Ledger {
+        Ledger {
+            duplicated: n,
+            ..Ledger::default()
+        }
+    }
+
+    #[test]
+    fn only_what_a_cut_resume_carried_before_a_stale_resume_is_excused() {
+        // POST cut after 48 messages, resumed from 1-48, that resume cut after 74, resumed
+        // again from 1-48: the 74 come twice because the peer asked for them twice.
+        let log = [
+            post(Some(9000), 48),
+            get("1-48", Some(11_000), 74),
+            get("1-48", None, 152),
+        ];
+        let mut l = duplicated(74);
+        l.excuse_stale_resumes(&log);
+        assert_eq!((l.duplicated, l.re_requested), (0, 74));
+        // One more duplicate than that is the server's.
+        let mut l = duplicated(75);
+        l.excuse_stale_resumes(&log);
+        assert_eq!((l.duplicated, l.re_requested), (1, 74));
+        // Resuming from the last id received (what a correct client does) excuses nothing.
+        let log = [
+            post(Some(9000), 48),
+            get("1-48", Some(11_000), 74),
+            get("1-122", None, 78),
+        ];
+        let mut l = duplicated(3);
+        l.excuse_stale_resumes(&log);
+        assert_eq!((l.duplicated, l.re_requested), (3, 0));
+    }
+
+    #[test]
+    fn a_silent_resume_is_one_that_delivered_everything_it_got() {
+        let seen: Vec<u64> = (1..=182).collect();
+        let log = [post(Some(377), 1), get("1-1", None, 181)];
+        assert!(silent_resume(&log, &seen));
+        // The client lost one the proxy forwarded: not the peer's silence.
+        assert!(!silent_resume(&log, &seen[1..]));
+        // The resume was cut: the client had to resume again.
+        assert!(!silent_resume(
+            &[post(Some(377), 1), get("1-1", Some(900), 181)],
+            &seen
+        ));
+        // The client saw one twice.
+        let mut twice = seen.clone();
+        twice[181] = 181;
+        assert!(!silent_resume(&log, &twice));
+        // No resume at all.
+        assert!(!silent_resume(&[post(None, 182)], &seen));
+    }
 
     /// A priming event (an id, no data), two messages (one of two lines), a comment, and the
     /// start of a third message without its blank line.

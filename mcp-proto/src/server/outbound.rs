@@ -70,8 +70,12 @@ impl Router {
             (Outcome::Error(_), true) => Some(false),
             _ => None,
         };
-        if let Some(s) = inflight.session.and_then(|s| self.sessions.get_mut(&s)) {
-            s.work.inflight.remove(&inflight.client_id);
+        if let Some(w) = inflight
+            .session
+            .and_then(|s| self.sessions.get_mut(&s))
+            .and_then(|s| s.work.get_mut())
+        {
+            w.inflight.remove(&inflight.client_id);
         }
         if let (Outcome::Error(e), Some(ls)) = (&outcome, self.streams.get_mut(&inflight.stream))
             && ls.modern
@@ -1027,7 +1031,9 @@ impl Router {
             self.end_exchange(conn);
         }
         if let Some(s) = ls.session.and_then(|s| self.sessions.get_mut(&s)) {
-            s.work.streams.retain(|x| *x != lsid);
+            if let Some(w) = s.work.get_mut() {
+                w.streams.retain(|x| *x != lsid);
+            }
             if s.listen == Some(lsid) {
                 s.listen = None;
             }
@@ -1056,7 +1062,10 @@ impl Router {
             return;
         };
         if let Some(s) = f.session.and_then(|s| self.sessions.get_mut(&s)) {
-            s.work.inflight.remove(&f.client_id);
+            if let Some(w) = s.work.get_mut() {
+                w.inflight.remove(&f.client_id);
+            }
+            s.shrink();
         }
         self.out
             .push_back(ServerOutput::Cancelled { handle, reason });
@@ -1097,7 +1106,9 @@ impl Router {
             self.timers
                 .clear(&mut o.deadline, Timer::RequestDeadline(id));
             if let Some(s) = self.sessions.get_mut(&o.session) {
-                s.work.outbound.retain(|x| *x != id);
+                if let Some(w) = s.work.get_mut() {
+                    w.outbound.retain(|x| *x != id);
+                }
                 s.shrink();
             }
         }
@@ -1115,8 +1126,8 @@ impl Router {
             return;
         };
         let before = s.work.queue.len();
-        if before > 0 {
-            s.work.queue.retain(|q| q.request != Some(id));
+        if let Some(w) = s.work.get_mut() {
+            w.queue.retain(|q| q.request != Some(id));
         }
         if s.work.queue.len() != before {
             s.shrink();

@@ -235,6 +235,11 @@ pub(crate) trait Empty: Default + 'static {
 pub(crate) struct Lazy<T>(Option<Box<T>>);
 
 impl<T: Empty> Lazy<T> {
+    /// The part, if allocated: for removals, which must not allocate one to remove from.
+    pub(crate) fn get_mut(&mut self) -> Option<&mut T> {
+        self.0.as_deref_mut()
+    }
+
     /// Takes the part out, leaving nothing allocated (no allocation when there is none).
     pub(crate) fn take(&mut self) -> T {
         self.0.take().map(|b| *b).unwrap_or_default()

@@ -370,7 +370,7 @@ async fn run_peer(
         })
         .unwrap_or_default();
     if kind == Kind::Post {
-        l.excuse_stale_resumes(proxy);
+        l.excuse_stale_resumes(&proxy.log());
         let left = l.excuse_unresumable(&failed, proxy);
         if !left.is_empty() {
             l.errors.push(format!(

@@ -57,7 +57,7 @@ impl ClusterVoice for Voice {
 /// its owner and one pointer).
 struct PeerLink {
     queue: Arc<Queue<Command>>,
-    outbound: Arc<PendingRequests<u64>>,
+    outbound: PendingRequests<u64>,
     keys: AtomicU64,
     sleep: Sleep,
 }
@@ -124,8 +124,7 @@ fn peer_error(e: SendError) -> PeerError {
 /// send applied to the router in order. See the [module docs](super).
 pub struct ServerBinding {
     server: Server,
-    queue: Arc<Queue<Command>>,
-    outbound: Arc<PendingRequests<u64>>,
+    /// The command queue, the pending server→client requests and the peers' key counter.
     link: Arc<PeerLink>,
     key_to_oid: HashMap<u64, OutboundId>,
     oid_to_key: HashMap<OutboundId, u64>,
@@ -160,18 +159,14 @@ impl ServerBinding {
     ///
     /// [`RequestContext::sleep`]: crate::service::RequestContext::sleep
     pub fn new(server: Server, sleep: Sleep, wake: Wake) -> Self {
-        let queue = Arc::new(Queue::new(wake));
-        let outbound = Arc::new(PendingRequests::new());
         let link = Arc::new(PeerLink {
-            queue: queue.clone(),
-            outbound: outbound.clone(),
+            queue: Arc::new(Queue::new(wake)),
+            outbound: PendingRequests::new(),
             keys: AtomicU64::new(1),
             sleep,
         });
         ServerBinding {
             server,
-            queue,
-            outbound,
             link,
             key_to_oid: HashMap::new(),
             oid_to_key: HashMap::new(),
@@ -270,12 +265,12 @@ impl ServerBinding {
         if !self.router_seen {
             self.router_seen = true;
             if router.is_clustered() {
-                let voice: Arc<dyn ClusterVoice> = Arc::new(Voice(self.queue.clone()));
+                let voice: Arc<dyn ClusterVoice> = Arc::new(Voice(self.link.queue.clone()));
                 let id = self.server.join_cluster(Arc::downgrade(&voice));
                 self.voice = Some((id, voice));
             }
         }
-        let commands = self.queue.drain();
+        let commands = self.link.queue.drain();
         let any = !commands.is_empty();
         for command in commands {
             match command {
@@ -304,7 +299,7 @@ impl ServerBinding {
                             self.oid_to_key.insert(oid, key);
                         }
                         Err(e) => {
-                            self.outbound.complete(&key, Err(peer_error(e)));
+                            self.link.outbound.complete(&key, Err(peer_error(e)));
                         }
                     }
                 }
@@ -331,7 +326,7 @@ impl ServerBinding {
                 }
             }
         }
-        for key in self.outbound.abandoned() {
+        for key in self.link.outbound.abandoned() {
             if let Some(oid) = self.key_to_oid.remove(&key) {
                 self.oid_to_key.remove(&oid);
                 let _ = router.cancel_request(now, oid);
@@ -440,7 +435,7 @@ impl ServerBinding {
     fn complete(&mut self, oid: OutboundId, result: PeerResult) {
         if let Some(key) = self.oid_to_key.remove(&oid) {
             self.key_to_oid.remove(&key);
-            self.outbound.complete(&key, result);
+            self.link.outbound.complete(&key, result);
         }
     }
 
@@ -476,7 +471,7 @@ impl ServerBinding {
         let method = request.method.clone();
         let answer = service_session.handle_request(request);
         let mut guard = AnswerGuard {
-            queue: self.queue.clone(),
+            queue: self.link.queue.clone(),
             handle,
             answered: false,
         };

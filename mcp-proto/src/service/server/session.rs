@@ -97,15 +97,16 @@ pub struct SessionState {
 }
 
 /// What a session keeps of its [`SessionState`]: the same, except that the client's
-/// identity and capabilities are kept as their compact JSON text and parsed when asked for.
+/// identity and capabilities are kept as their compact JSON text (written by us, so never
+/// validated again: the cluster store's bytes embed it as is) and parsed when asked for.
 /// The parsed forms are 216 and 720 bytes inline (mostly `None`s) plus a string per field,
 /// while most clients send `{"name":…,"version":…}` and `{}`: kept parsed, they made up half
 /// of an idle session's memory.
 #[derive(Debug, Default)]
 pub(crate) struct StoredState {
     pub(crate) protocol_version: Option<ProtocolVersion>,
-    client_info: Option<Box<str>>,
-    client_capabilities: Option<Box<str>>,
+    client_info: Option<Box<RawValue>>,
+    client_capabilities: Option<Box<RawValue>>,
     pub(crate) log_level: Option<LoggingLevel>,
     pub(crate) subscriptions: BTreeSet<String>,
     pub(crate) initialized: bool,
@@ -116,53 +117,35 @@ impl StoredState {
     pub(crate) fn set_client_capabilities(&mut self, caps: &ClientCapabilities) {
         // Serializing a schema type cannot fail (string keys only); if it ever did, the
         // capabilities read as absent, the conservative answer.
-        // `{}`, what most clients send, is kept as the empty string: no allocation.
-        self.client_capabilities = serde_json::to_string(caps).ok().map(|json| {
-            if json == "{}" {
-                Box::default()
-            } else {
-                json.into_boxed_str()
-            }
-        });
-    }
-
-    /// The capabilities' JSON text (see [`set_client_capabilities`](Self::set_client_capabilities)).
-    fn capabilities_json(&self) -> Option<&str> {
-        self.client_capabilities
-            .as_deref()
-            .map(|json| if json.is_empty() { "{}" } else { json })
+        self.client_capabilities = serde_json::value::to_raw_value(caps).ok();
     }
 
     /// Keeps the client's identity from `initialize`.
     pub(crate) fn set_client_info(&mut self, info: &Implementation) {
         // As for the capabilities: cannot fail, and would read as absent.
-        self.client_info = serde_json::to_string(info).ok().map(String::into_boxed_str);
+        self.client_info = serde_json::value::to_raw_value(info).ok();
     }
 
     /// The client's identity from `initialize`, if any.
     pub(crate) fn client_info(&self) -> Option<Implementation> {
         self.client_info
             .as_deref()
-            .and_then(|json| serde_json::from_str(json).ok())
+            .and_then(|json| serde_json::from_str(json.get()).ok())
     }
 
     /// The capabilities from `initialize`, if any.
     pub(crate) fn client_capabilities(&self) -> Option<ClientCapabilities> {
-        self.capabilities_json()
-            .and_then(|json| serde_json::from_str(json).ok())
+        self.client_capabilities
+            .as_deref()
+            .and_then(|json| serde_json::from_str(json.get()).ok())
     }
 
     /// The state as bytes a cluster store keeps (compact JSON).
     pub(crate) fn to_bytes(&self) -> bytes::Bytes {
         let wire = WireState {
             protocol_version: self.protocol_version.map(|v| v.as_str()),
-            client_info: self
-                .client_info
-                .as_deref()
-                .and_then(|c| RawValue::from_string(c.to_owned()).ok()),
-            client_capabilities: self
-                .capabilities_json()
-                .and_then(|c| RawValue::from_string(c.to_owned()).ok()),
+            client_info: self.client_info.as_deref(),
+            client_capabilities: self.client_capabilities.as_deref(),
             log_level: self.log_level,
             subscriptions: &self.subscriptions,
             initialized: self.initialized,
@@ -180,11 +163,8 @@ impl StoredState {
                 .protocol_version
                 .as_deref()
                 .and_then(ProtocolVersion::parse),
-            client_info: wire.client_info.map(|c| c.get().into()),
-            client_capabilities: wire.client_capabilities.map(|c| match c.get() {
-                "{}" => Box::default(),
-                json => json.into(),
-            }),
+            client_info: wire.client_info,
+            client_capabilities: wire.client_capabilities,
             log_level: wire.log_level,
             subscriptions: wire.subscriptions,
             initialized: wire.initialized,
@@ -210,9 +190,9 @@ struct WireState<'a> {
     #[serde(rename = "v", skip_serializing_if = "Option::is_none")]
     protocol_version: Option<&'static str>,
     #[serde(rename = "info", skip_serializing_if = "Option::is_none")]
-    client_info: Option<Box<RawValue>>,
+    client_info: Option<&'a RawValue>,
     #[serde(rename = "caps", skip_serializing_if = "Option::is_none")]
-    client_capabilities: Option<Box<RawValue>>,
+    client_capabilities: Option<&'a RawValue>,
     #[serde(rename = "log", skip_serializing_if = "Option::is_none")]
     log_level: Option<LoggingLevel>,
     #[serde(rename = "subs", skip_serializing_if = "BTreeSet::is_empty")]
@@ -520,8 +500,10 @@ mod tests {
     #[test]
     fn identity_and_capabilities_kept_as_text_read_back_the_same() {
         let empty = ClientCapabilities::default();
-        let mut rich = ClientCapabilities::default();
-        rich.experimental = Some(BTreeMap::from([("x".to_owned(), Default::default())]));
+        let rich = ClientCapabilities {
+            experimental: Some(BTreeMap::from([("x".to_owned(), Default::default())])),
+            ..ClientCapabilities::default()
+        };
         for caps in [empty, rich] {
             let s = stored(caps.clone());
             let snap = s.snapshot();
@@ -533,9 +515,12 @@ mod tests {
             let back = StoredState::from_bytes(&s.to_bytes()).expect("reads what it wrote");
             assert_eq!(back.snapshot(), snap);
         }
-        // `{}` costs no allocation, and still reads as present.
+        // `{}` is kept, and written as is.
         let s = stored(ClientCapabilities::default());
-        assert_eq!(s.client_capabilities.as_deref(), Some(""));
+        assert_eq!(
+            s.client_capabilities.as_deref().map(RawValue::get),
+            Some("{}")
+        );
         assert!(String::from_utf8_lossy(&s.to_bytes()).contains(r#""caps":{}"#));
     }
 }
