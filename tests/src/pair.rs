@@ -152,9 +152,9 @@ impl MemoryPair {
             .collect()
     }
 
-    /// Forgets the trace so far.
+    /// Forgets the trace so far (and frees its buffer).
     pub fn clear_trace(&mut self) {
-        lock(&self.trace).clear();
+        *lock(&self.trace) = Vec::new();
     }
 
     /// The server sessions the router has.

@@ -40,6 +40,7 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
@@ -136,11 +137,46 @@ fn locate(binary: &'static str, package: &'static str) -> Result<PathBuf, Servic
     find_binary(binary).ok_or(ServiceError::NotInstalled { binary, package })
 }
 
-/// A loopback port that was free a moment ago (the kernel's pick for port 0).
+/// A loopback port that was free a moment ago, for a service started next (a child process
+/// binds it; a cluster's instances keep theirs across restarts).
+///
+/// Not the kernel's pick for port 0: that comes from the ephemeral range, where every
+/// outgoing connection of every test running at the same time also takes its local port, so
+/// a port free a moment ago could be taken before the child binds it (which failed a run:
+/// "Address already in use"). These ports come from the [`RESERVED_SPAN`] ports just below
+/// the ephemeral range (`/proc/sys/net/ipv4/ip_local_port_range`), which nothing takes
+/// implicitly, each handed out once per process (a counter, starting at an offset drawn from
+/// the PID so that concurrent test processes start apart) and checked free by binding it.
 pub fn free_loopback_port() -> io::Result<u16> {
+    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32_768);
+    let base = ephemeral_low.saturating_sub(RESERVED_SPAN).max(1024);
+    let span = ephemeral_low.saturating_sub(base).max(1);
+    let _ = NEXT.compare_exchange(
+        u32::MAX,
+        std::process::id().wrapping_mul(7_919) % span,
+        Ordering::Relaxed,
+        Ordering::Relaxed,
+    );
+    for _ in 0..span {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let Ok(port) = u16::try_from(base + n % span) else {
+            continue;
+        };
+        if TcpListener::bind((Ipv4Addr::LOCALHOST, port)).is_ok() {
+            return Ok(port);
+        }
+    }
+    // Every reserved port is taken: the kernel's pick, as a last resort.
     let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?;
     Ok(listener.local_addr()?.port())
 }
+
+/// How many ports below the ephemeral range [`free_loopback_port`] draws from.
+pub const RESERVED_SPAN: u32 = 8_000;
 
 fn failed(what: impl fmt::Display) -> ServiceError {
     ServiceError::Failed(what.to_string())
@@ -781,6 +817,20 @@ fn http_get_body(addr: SocketAddr, path: &str) -> io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn free_ports_are_never_handed_out_twice_and_never_ephemeral() {
+        let low: u16 = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse().ok())
+            .unwrap_or(32_768);
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..200 {
+            let port = free_loopback_port().unwrap();
+            assert!(port < low, "{port} is in the ephemeral range (from {low})");
+            assert!(seen.insert(port), "{port} handed out twice");
+        }
+    }
 
     #[test]
     fn a_missing_binary_is_not_installed_with_the_package_to_install() {

@@ -44,6 +44,16 @@ pub(super) struct Requests {
 }
 
 impl Requests {
+    /// Drops the map's node when no request is left (see [`ClientSession::shrink_idle`]).
+    ///
+    /// [`ClientSession::shrink_idle`]: super::ClientSession::shrink_idle
+    pub(super) fn shrink_if_empty(&mut self) {
+        if self.map.is_empty() {
+            self.map = BTreeMap::new();
+            self.timers = BTreeSet::new();
+        }
+    }
+
     pub(super) fn insert(&mut self, id: RequestId, req: Req) {
         self.remove(&id);
         if let Some(deadline) = req.deadline {

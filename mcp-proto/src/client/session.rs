@@ -108,7 +108,7 @@ impl ClientSession {
         if self.auth_retries.is_some() {
             p.sent = Some((original, rpc_method, 0));
         }
-        self.posts.insert(stream, p);
+        self.posts.insert(stream, Box::new(p));
         stream
     }
 

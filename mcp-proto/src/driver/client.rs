@@ -264,7 +264,8 @@ pub struct ClientDriver<X> {
     binding: ClientBinding,
     exchanges: HashMap<StreamId, X>,
     tap: Option<Tap>,
-    auth: Option<super::oauth::AuthPart<X>>,
+    /// Boxed: most clients have no OAuth flow, and the part is large.
+    auth: Option<Box<super::oauth::AuthPart<X>>>,
 }
 
 /// Sees every session output before the driver acts on it ([`ClientDriver::with_tap`]).
@@ -361,7 +362,7 @@ impl<X> ClientDriver<X> {
         start: &mut dyn FnMut(HttpRequest) -> X,
         spawn: &mut dyn FnMut(BoxFuture<'static, ()>),
     ) -> bool {
-        super::until_still(|| {
+        let moved = super::until_still(|| {
             let applied = self.binding.apply(&mut self.session, now);
             let mut moved = false;
             while let Some(out) = self.session.poll_output() {
@@ -397,7 +398,13 @@ impl<X> ClientDriver<X> {
                 }
             }
             applied || moved
-        })
+        });
+        // Nothing left to do this turn: an idle session keeps no empty buffers.
+        self.session.shrink_idle();
+        if self.exchanges.is_empty() && self.exchanges.capacity() > 0 {
+            self.exchanges = HashMap::new();
+        }
+        moved
     }
 
     /// Drains the OAuth machine, if there is one: its intents go to `start`, the
@@ -896,7 +903,7 @@ impl<E: Engine> Connect<E> {
             if let Some(token) = auth.machine.access_token() {
                 let _ = driver.session.set_bearer_token(Some(token));
             }
-            driver.auth = Some(auth);
+            driver.auth = Some(Box::new(auth));
         }
         let client = driver.client().clone();
         let ready = driver.session.is_ready();
@@ -906,10 +913,21 @@ impl<E: Engine> Connect<E> {
         let runtime = rt.clone();
         let dial = DialError::default();
         let net = dial.clone();
-        rt.spawn(Box::pin(async move {
-            let _on_stop = on_stop;
-            run(runtime, engine, driver, close_rx, redirect_rx, wakeup, net).await;
-        }));
+        // `run` itself, not an `async` block around it: a wrapper would hold run's arguments
+        // twice (as its captures and inside run's future).
+        let fut = run(
+            runtime,
+            engine,
+            Box::new(driver),
+            Inputs {
+                close: close_rx,
+                redirects: redirect_rx,
+                wakeup,
+                dial: net,
+                on_stop,
+            },
+        );
+        rt.spawn(Box::pin(fut));
         let client = Client {
             client,
             close: Some(close),
@@ -984,16 +1002,32 @@ impl<E: Engine> AuthEngines<E> {
     }
 }
 
-/// The run loop: until the session is closed.
+/// What the run loop listens to besides the network, and what it sets when it stops.
+struct Inputs {
+    close: oneshot::Receiver<()>,
+    redirects: mpsc::UnboundedReceiver<super::oauth::Redirected>,
+    wakeup: Arc<Wakeup>,
+    dial: DialError,
+    /// Dropped when the loop ends: the [`Client`]'s stop latch is set.
+    on_stop: super::signal::SetOnDrop,
+}
+
+/// The run loop: until the session is closed. The driver comes boxed: the loop's future
+/// (one per client session, on the heap) then holds a pointer, not the driver's ≈ 1.3 KB
+/// again at each await point.
 async fn run<E: Engine>(
     rt: E::Runtime,
     mut engine: E,
-    mut driver: ClientDriver<E::Exchange>,
-    close: oneshot::Receiver<()>,
-    mut redirects: mpsc::UnboundedReceiver<super::oauth::Redirected>,
-    wakeup: Arc<Wakeup>,
-    dial: DialError,
+    mut driver: Box<ClientDriver<E::Exchange>>,
+    inputs: Inputs,
 ) {
+    let Inputs {
+        close,
+        mut redirects,
+        wakeup,
+        dial,
+        on_stop: _on_stop,
+    } = inputs;
     let (net_tx, mut net_rx) = mpsc::unbounded();
     let mut close = Some(close);
     let mut auth_engines = AuthEngines::<E>(HashMap::new());

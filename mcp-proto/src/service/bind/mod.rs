@@ -76,7 +76,9 @@ impl<C> Queue<C> {
         (self.wake)();
     }
 
-    pub(crate) fn drain(&self) -> Vec<C> {
-        lock(&self.commands).drain(..).collect()
+    /// Everything queued, in order. The queue is taken whole (an empty one without a buffer
+    /// is left): no copy, and an idle binding holds no buffer.
+    pub(crate) fn drain(&self) -> VecDeque<C> {
+        std::mem::take(&mut *lock(&self.commands))
     }
 }

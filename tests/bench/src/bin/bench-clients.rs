@@ -3,7 +3,7 @@
 //! client's):
 //!
 //! ```text
-//! cargo run --release -p mcp-bench --bin bench-clients [-- --quick] [--clients tokio,smol,smol-idle4,rmcp,rmcp-pooled] [--reps N]
+//! cargo run --release -p mcp-bench --bin bench-clients [-- --quick] [--clients tokio,tokio-shared,smol,smol-idle4,rmcp,rmcp-pooled] [--reps N] [--heap-detail]
 //! ```
 //!
 //! The floor runs in a child process (this binary re-executed with `--serve-floor`) pinned to
@@ -15,14 +15,16 @@
 //! 3. connect: `connects` × (connect + initialize + one call + close), the median time to
 //!    the first call's answer (which also waits for `notifications/initialized`'s);
 //! 4. memory: `sessions` client sessions opened and held: the heap bytes they hold (a
-//!    counting allocator: live bytes after minus before, per session).
+//!    counting allocator: live bytes after minus before, per session); `--heap-detail`
+//!    also prints them by allocation size class (what a session's bytes are made of).
 //!
 //! CPU per call is this process's on-CPU time (the sum over its threads of
 //! `/proc/self/task/*/schedstat`) over the phase, divided by the calls; the floor's own CPU
 //! per call is reported beside it (a client that opens connections it need not open costs
 //! the server too). Every reply is checked (the echoed text); a wrong one fails the run.
 //!
-//! The clients: `tokio` (`mcp_tokio::Client`, hyper's pool), `smol` (`mcp_smol::Client`,
+//! The clients: `tokio` (`mcp_tokio::Client`, hyper's pool; `tokio-shared` with the
+//! sessions of a phase sharing one hyper-util client, `HttpOptions::http_client`), `smol` (`mcp_smol::Client`,
 //! async-h1 and its own pool; `smol-idle4` with at most 4 idle connections, as its pool was
 //! before it sized itself to the requests in flight), `rmcp` (rmcp 3.11's streamable HTTP client with its defaults:
 //! reqwest with pooling off, 16 concurrent POSTs at most) and `rmcp-pooled` (the same with a
@@ -32,9 +34,12 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::fmt::Write as _;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicIsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 use std::time::{Duration, Instant};
 
+use hyper_util::client::legacy::Client as HyperClient;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 use mcp_bench::load::median;
 use mcp_bench::pin_to;
 use mcp_bench::process::{ServerProcess, cpu_ns};
@@ -48,6 +53,34 @@ struct Counting;
 
 static LIVE: AtomicIsize = AtomicIsize::new(0);
 
+/// Live allocations and bytes by size class (class `k` holds sizes in `(2^(k-1), 2^k]`), for
+/// `--heap-detail`: which sizes a client session holds.
+static CLASS_COUNT: [AtomicIsize; 40] = [const { AtomicIsize::new(0) }; 40];
+static CLASS_BYTES: [AtomicIsize; 40] = [const { AtomicIsize::new(0) }; 40];
+
+fn class_of(size: usize) -> usize {
+    (usize::BITS - size.saturating_sub(1).leading_zeros()).min(39) as usize
+}
+
+#[allow(clippy::cast_possible_wrap)]
+fn count(size: usize, sign: isize) {
+    let k = class_of(size);
+    CLASS_COUNT[k].fetch_add(sign, Ordering::Relaxed);
+    CLASS_BYTES[k].fetch_add(sign * size as isize, Ordering::Relaxed);
+}
+
+/// The per-class live counts and bytes now.
+fn classes() -> Vec<(isize, isize)> {
+    (0..40)
+        .map(|k| {
+            (
+                CLASS_COUNT[k].load(Ordering::Relaxed),
+                CLASS_BYTES[k].load(Ordering::Relaxed),
+            )
+        })
+        .collect()
+}
+
 // SAFETY: every method forwards to `System` unchanged and only adds bookkeeping.
 #[allow(clippy::cast_possible_wrap)]
 unsafe impl GlobalAlloc for Counting {
@@ -56,6 +89,7 @@ unsafe impl GlobalAlloc for Counting {
         let p = unsafe { System.alloc(layout) };
         if !p.is_null() {
             LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+            count(layout.size(), 1);
         }
         p
     }
@@ -64,6 +98,7 @@ unsafe impl GlobalAlloc for Counting {
         // SAFETY: `ptr` came from `alloc` with this layout.
         unsafe { System.dealloc(ptr, layout) };
         LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        count(layout.size(), -1);
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
@@ -74,6 +109,8 @@ unsafe impl GlobalAlloc for Counting {
                 new_size as isize - layout.size() as isize,
                 Ordering::Relaxed,
             );
+            count(layout.size(), -1);
+            count(new_size, 1);
         }
         p
     }
@@ -92,6 +129,9 @@ fn live_bytes() -> isize {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ClientKind {
     Tokio,
+    /// `tokio` sessions sharing one hyper-util client (one pool), created per phase: what a
+    /// gateway holding many sessions to one server would do (`HttpOptions::http_client`).
+    TokioShared,
     Smol,
     /// `smol` keeping at most 4 idle connections (the pool before it sized itself to the
     /// requests in flight): before/after in one run.
@@ -101,8 +141,9 @@ enum ClientKind {
 }
 
 impl ClientKind {
-    const ALL: [ClientKind; 5] = [
+    const ALL: [ClientKind; 6] = [
         ClientKind::Tokio,
+        ClientKind::TokioShared,
         ClientKind::Smol,
         ClientKind::SmolIdle4,
         ClientKind::Rmcp,
@@ -112,6 +153,7 @@ impl ClientKind {
     fn name(self) -> &'static str {
         match self {
             ClientKind::Tokio => "tokio",
+            ClientKind::TokioShared => "tokio-shared",
             ClientKind::Smol => "smol",
             ClientKind::SmolIdle4 => "smol-idle4",
             ClientKind::Rmcp => "rmcp",
@@ -182,6 +224,25 @@ impl Conn {
                 .await
                 .map(Conn::Tokio)
                 .map_err(|e| e.to_string()),
+            ClientKind::TokioShared => {
+                let shared = SHARED.with(|c| {
+                    c.borrow_mut()
+                        .get_or_insert_with(|| {
+                            let mut tcp = HttpConnector::new();
+                            tcp.set_nodelay(true);
+                            HyperClient::builder(TokioExecutor::new())
+                                .pool_timer(TokioTimer::new())
+                                .build(tcp)
+                        })
+                        .clone()
+                });
+                mcp_tokio::Client::builder(url)
+                    .http(|h| h.http_client(shared))
+                    .connect()
+                    .await
+                    .map(Conn::Tokio)
+                    .map_err(|e| e.to_string())
+            }
             ClientKind::Smol => mcp_smol::Client::connect(url)
                 .await
                 .map(Conn::Smol)
@@ -241,7 +302,18 @@ fn on_runtime<T>(kind: ClientKind, f: impl Future<Output = T>) -> Result<T, Stri
         return Ok(smol::block_on(f));
     }
     let rt = mcp_bench::current_thread()?;
-    Ok(rt.block_on(f))
+    // A shared pool lives as long as the runtime whose tasks hold its connections.
+    SHARED.with(|c| c.borrow_mut().take());
+    let out = rt.block_on(f);
+    SHARED.with(|c| c.borrow_mut().take());
+    Ok(out)
+}
+
+type SharedClient = HyperClient<HttpConnector, http_body_util::Full<bytes::Bytes>>;
+
+thread_local! {
+    /// `tokio-shared`'s one hyper-util client for the phase running on this thread.
+    static SHARED: std::cell::RefCell<Option<SharedClient>> = const { std::cell::RefCell::new(None) };
 }
 
 /// Spawns `f` on the runtime `block_on` is running (tokio's or smol's).
@@ -325,6 +397,7 @@ fn connect_phase(kind: ClientKind, url: &str, n: usize) -> Result<f64, String> {
 fn memory_phase(kind: ClientKind, url: &str, n: usize) -> Result<f64, String> {
     on_runtime(kind, async {
         let before = live_bytes();
+        let classes_before = classes();
         let mut conns = Vec::with_capacity(n);
         for i in 0..n {
             let conn = Conn::open(kind, url).await?;
@@ -334,12 +407,41 @@ fn memory_phase(kind: ClientKind, url: &str, n: usize) -> Result<f64, String> {
         // Let the tasks settle (replies read, buffers released).
         std::thread::sleep(Duration::from_millis(200));
         let held = live_bytes() - before;
+        if HEAP_DETAIL.load(Ordering::Relaxed) {
+            heap_detail(kind, &classes_before, &classes(), n);
+        }
         for conn in conns {
             conn.close().await;
         }
         #[allow(clippy::cast_precision_loss)]
         Ok(held as f64 / n as f64)
     })?
+}
+
+/// `--heap-detail`: print what a client session holds, by allocation size class.
+static HEAP_DETAIL: AtomicBool = AtomicBool::new(false);
+
+#[allow(clippy::cast_precision_loss)]
+fn heap_detail(kind: ClientKind, before: &[(isize, isize)], after: &[(isize, isize)], n: usize) {
+    let mut out = format!(
+        "{}: heap held per session by allocation size (live allocations, bytes)\n",
+        kind.name()
+    );
+    for (k, (b, a)) in before.iter().zip(after).enumerate() {
+        let (count, bytes) = (a.0 - b.0, a.1 - b.1);
+        if bytes.unsigned_abs() * 20 < n {
+            continue;
+        }
+        let lo = if k == 0 { 0 } else { (1usize << (k - 1)) + 1 };
+        let _ = writeln!(
+            out,
+            "  {lo:>7}..={:<7} {:>7.1} allocations {:>9.0} bytes",
+            1usize << k,
+            count as f64 / n as f64,
+            bytes as f64 / n as f64
+        );
+    }
+    eprint!("{out}");
 }
 
 // ------------------------------------------------------------------------------------------
@@ -354,11 +456,12 @@ struct Plan {
 }
 
 const USAGE: &str =
-    "usage: bench-clients [--quick] [--clients tokio,smol,smol-idle4,rmcp,rmcp-pooled] [--reps N]
+    "usage: bench-clients [--quick] [--clients tokio,tokio-shared,smol,smol-idle4,rmcp,rmcp-pooled] [--reps N] [--heap-detail]
        bench-clients --serve-floor [--bind ADDR:PORT] [--core N]
   --quick    small counts (200 calls, 10 connects, 10 sessions, 1 repetition): a smoke test
-  --clients  which clients to compare, in order (default: all five)
-  --reps     repetitions, clients interleaved (medians are reported; default 5)";
+  --clients  which clients to compare, in order (default: all six)
+  --reps     repetitions, clients interleaved (medians are reported; default 5)
+  --heap-detail  also print, per client, the heap a session holds by allocation size";
 
 #[derive(Default, Clone, Copy)]
 struct Figures {
@@ -419,7 +522,10 @@ fn table(plan: &Plan, results: &[(ClientKind, Vec<Figures>)]) -> String {
         let bytes = med(runs, |f| f.bytes);
         let par = med(runs, |f| f.par_cpu);
         let mut verdicts = Vec::new();
-        if matches!(k, ClientKind::Tokio | ClientKind::Smol) {
+        if matches!(
+            k,
+            ClientKind::Tokio | ClientKind::TokioShared | ClientKind::Smol
+        ) {
             let met = if bytes <= 10_240.0 {
                 "met"
             } else {
@@ -428,7 +534,9 @@ fn table(plan: &Plan, results: &[(ClientKind, Vec<Figures>)]) -> String {
             verdicts.push(format!("≤ 10 KB per session: {met}"));
             if let Some(p) = pooled {
                 let (target, text) = match k {
-                    ClientKind::Tokio => (0.5, "≤ 0.5× rmcp-pooled at 64 in flight"),
+                    ClientKind::Tokio | ClientKind::TokioShared => {
+                        (0.5, "≤ 0.5× rmcp-pooled at 64 in flight")
+                    }
                     _ => (1.0, "≤ rmcp-pooled at 64 in flight"),
                 };
                 let ratio = par / p;
@@ -524,6 +632,7 @@ fn main() -> ExitCode {
                         .map(|n| ClientKind::parse(n).ok_or(format!("unknown client {n:?}")))
                         .collect::<Result<_, _>>()?;
                 }
+                "--heap-detail" => HEAP_DETAIL.store(true, Ordering::Relaxed),
                 "--serve-floor" => serve = true,
                 "--bind" => bind = args.next().ok_or("--bind needs an address")?,
                 "--core" => {
