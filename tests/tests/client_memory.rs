@@ -2,13 +2,11 @@
 //! frees the buffers of the session's empty tables and queues (`ClientSession::shrink_idle`,
 //! called at the end of every `ClientDriver::pump`); without that, an idle session kept
 //! ≈ 2.5 KB of empty buffers (the request table's node, the post table's, the output
-//! queue's): 7.7 KB per pair instead of 5.2 KB here, the bound 6.5 KB. Measured on the in-memory pair (the production drivers, no
-//! sockets), with a counting allocator: the heap a pair holds after `initialize` and 20
-//! calls, idle, over what it held before `initialize`, for 200 pairs.
-#![allow(unsafe_code)] // The counting allocator below, in this test binary only.
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
+//! queue's): 7.7 KB per pair instead of 5.2 KB here, the bound 6.5 KB. Measured on the
+//! in-memory pair (the production drivers, no sockets), with a counting allocator: the heap
+//! a pair (client and server session) holds after `initialize` and 20 calls, idle, over
+//! what it held before `initialize`, for 200 pairs.
+#![allow(unsafe_code)] // The counting allocator (`counting`), in this test binary only.
 
 use mcp_proto::client::ClientConfig;
 use mcp_proto::schema::CallToolResult;
@@ -17,34 +15,10 @@ use mcp_proto::service::client::Client;
 use mcp_proto::service::{Server, Tool, ToolArgs};
 use mcp_tests::pair::MemoryPair;
 
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: every method forwards to `System` unchanged and only adds bookkeeping.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+mod counting;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: counting::Counting = counting::Counting;
 
 const PAIRS: usize = 200;
 
@@ -68,7 +42,7 @@ fn an_idle_client_session_keeps_no_empty_buffers() {
             )
         })
         .collect();
-    let before = LIVE.load(Ordering::Relaxed);
+    let before = counting::live();
     for pair in &mut pairs {
         let client = pair.client.clone();
         pair.block_on(async move {
@@ -80,7 +54,7 @@ fn an_idle_client_session_keeps_no_empty_buffers() {
         // The pair's record of what the transport did is the test's, not the sessions'.
         pair.clear_trace();
     }
-    let after = LIVE.load(Ordering::Relaxed);
+    let after = counting::live();
     #[allow(clippy::cast_precision_loss)]
     let per_pair = (after - before) as f64 / PAIRS as f64;
     println!("heap an idle pair holds after initialize and 20 calls: {per_pair:.0} bytes");

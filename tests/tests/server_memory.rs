@@ -2,10 +2,8 @@
 //! 52.8 KB, the TypeScript SDK 50.8 KB, Python 37.8 KB per idle session, whole servers).
 //! Opens 10,000 sessions through the full handshake with a counting allocator and prints the
 //! bytes per session.
-#![allow(unsafe_code)] // The counting allocator below, in this test binary only.
+#![allow(unsafe_code)] // The counting allocator (`counting`), in this test binary only.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicIsize, Ordering};
 use std::time::Instant;
 
 use http::{HeaderMap, HeaderValue, Method, Uri};
@@ -13,34 +11,10 @@ use mcp_proto::jsonrpc::Outcome;
 use mcp_proto::server::{RequestHead, Router, ServerConfig, ServerOutput};
 use serde_json::value::RawValue;
 
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-// SAFETY: every method forwards to `System` unchanged and only adds bookkeeping.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+mod counting;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: counting::Counting = counting::Counting;
 
 const SESSIONS: usize = 10_000;
 const V: &str = "2025-11-25";
@@ -118,12 +92,12 @@ fn idle_session_costs_at_most_512_bytes_in_the_router() {
         id
     };
     ids.push(open(&mut router));
-    let before = LIVE.load(Ordering::Relaxed);
+    let before = counting::live();
     for _ in 0..SESSIONS {
         let id = open(&mut router);
         ids.push(id);
     }
-    let after = LIVE.load(Ordering::Relaxed);
+    let after = counting::live();
     // The test's own list of ids is not the router's: subtract what it holds.
     let own: isize = ids[1..].iter().map(|s| s.capacity() as isize).sum();
     let per_session = (after - before - own) as f64 / SESSIONS as f64;
@@ -142,7 +116,7 @@ fn idle_session_costs_at_most_512_bytes_in_the_router() {
         drain(&mut router);
     }
     assert_eq!(router.session_count(), 0);
-    let residue = LIVE.load(Ordering::Relaxed) - before;
+    let residue = counting::live() - before;
     println!("router heap left after evicting them all: {residue} bytes");
     assert!(residue < 64 * 1024, "{residue} bytes left after eviction");
 }
