@@ -116,24 +116,13 @@ impl Conn {
         session: Option<&str>,
         body: Bytes,
     ) -> Result<(u16, Option<String>, Option<String>, Bytes), Wrong> {
-        if self.closing || self.send.ready().await.is_err() {
-            self.reopen().await?;
-        }
         let mut req = http::Request::post(&*self.target.path)
-            .header(http::header::HOST, &*self.target.authority)
             .header(http::header::CONTENT_TYPE, "application/json")
-            .header(http::header::ACCEPT, "application/json, text/event-stream")
-            .header("mcp-protocol-version", PROTOCOL_VERSION);
+            .header(http::header::ACCEPT, "application/json, text/event-stream");
         if let Some(s) = session {
             req = req.header("mcp-session-id", s);
         }
-        let req = req.body(Full::new(body)).map_err(|e| e.to_string())?;
-        self.send.ready().await.map_err(|e| format!("send: {e}"))?;
-        let resp = self
-            .send
-            .send_request(req)
-            .await
-            .map_err(|e| format!("request: {e}"))?;
+        let resp = self.exchange(req, body).await?;
         let status = resp.status().as_u16();
         let header = |name: &str| {
             resp.headers()
@@ -151,6 +140,53 @@ impl Conn {
             .map_err(|e| format!("body: {e}"))?
             .to_bytes();
         Ok((status, sid, ctype, body))
+    }
+
+    /// Sends `req` (with `Host` and the protocol version added) and returns the response
+    /// head with its body unread, on a connection opened again first if the peer closed it.
+    async fn exchange(
+        &mut self,
+        req: http::request::Builder,
+        body: Bytes,
+    ) -> Result<hyper::Response<hyper::body::Incoming>, Wrong> {
+        if self.closing || self.send.ready().await.is_err() {
+            self.reopen().await?;
+        }
+        let req = req
+            .header(http::header::HOST, &*self.target.authority)
+            .header("mcp-protocol-version", PROTOCOL_VERSION)
+            .body(Full::new(body))
+            .map_err(|e| e.to_string())?;
+        self.send.ready().await.map_err(|e| format!("send: {e}"))?;
+        self.send
+            .send_request(req)
+            .await
+            .map_err(|e| format!("request: {e}"))
+    }
+
+    /// Opens `session`'s GET stream (`Accept: text/event-stream`) and returns its body, to
+    /// be read as it arrives.
+    ///
+    /// # Errors
+    ///
+    /// A failed exchange, a status other than 200 or a content type other than
+    /// `text/event-stream`.
+    pub async fn get_stream(&mut self, session: &str) -> Result<hyper::body::Incoming, Wrong> {
+        let req = http::Request::get(&*self.target.path)
+            .header(http::header::ACCEPT, "text/event-stream")
+            .header("mcp-session-id", session);
+        let resp = self.exchange(req, Bytes::new()).await?;
+        let ctype = resp
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok());
+        if resp.status() != 200 || !ctype.is_some_and(|c| c.starts_with("text/event-stream")) {
+            return Err(format!(
+                "GET stream: status {}, content type {ctype:?}",
+                resp.status()
+            ));
+        }
+        Ok(resp.into_body())
     }
 
     /// Sends one JSON-RPC request and returns its response message (from a JSON body or
@@ -191,17 +227,29 @@ impl Conn {
 
 /// The JSON-RPC response with `id` among the `data:` payloads of an SSE body.
 fn sse_response(body: &[u8], id: u64) -> Result<Value, Wrong> {
+    sse_messages(body)?
+        .into_iter()
+        .find(|v| v.get("id") == Some(&json!(id)))
+        .ok_or_else(|| {
+            format!(
+                "no response with id {id} in the SSE body {:?}",
+                String::from_utf8_lossy(body)
+            )
+        })
+}
+
+/// The JSON messages of an SSE body's events, in order (events whose data is not JSON,
+/// such as a priming event's empty data, left out).
+fn sse_messages(body: &[u8]) -> Result<Vec<Value>, Wrong> {
     let text = std::str::from_utf8(body).map_err(|e| format!("SSE body: {e}"))?;
     let mut data = String::new();
-    let mut found = None;
+    let mut out = Vec::new();
     // Events end at a blank line; their `data:` lines join with '\n'.
     for line in text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)) {
         if line.is_empty() {
             if !data.is_empty() {
-                if let Ok(v) = serde_json::from_str::<Value>(&data)
-                    && v.get("id") == Some(&json!(id))
-                {
-                    found = Some(v);
+                if let Ok(v) = serde_json::from_str::<Value>(&data) {
+                    out.push(v);
                 }
                 data.clear();
             }
@@ -212,7 +260,7 @@ fn sse_response(body: &[u8], id: u64) -> Result<Value, Wrong> {
             data.push_str(d.strip_prefix(' ').unwrap_or(d));
         }
     }
-    found.ok_or_else(|| format!("no response with id {id} in the SSE body {text:?}"))
+    Ok(out)
 }
 
 /// A session: its id, on its own connection.
@@ -291,5 +339,65 @@ pub async fn call_echo(session: &mut Session, id: u64) -> Result<(), Wrong> {
     {
         Some(t) if t == text && msg.pointer("/result/isError") != Some(&json!(true)) => Ok(()),
         _ => Err(format!("not the echo of {text:?}: {msg}")),
+    }
+}
+
+/// `tools/call stream` (see `echo::streaming_server`) with progress token `id`, on `conn`
+/// in `session`: checks the reply is an SSE stream of exactly `steps` progress
+/// notifications for that token, numbered 1..=`steps` in order, then the text.
+///
+/// # Errors
+///
+/// A failed exchange or a wrong reply.
+pub async fn call_stream(
+    conn: &mut Conn,
+    session: &str,
+    id: u64,
+    steps: u64,
+    delay_ms: u64,
+) -> Result<(), Wrong> {
+    let text = format!("stream {id}");
+    let body = json!({
+        "jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {
+            "name": "stream",
+            "arguments": {"text": text, "steps": steps, "delay_ms": delay_ms},
+            "_meta": {"progressToken": id},
+        },
+    });
+    let (status, _, ctype, body) = conn
+        .post(Some(session), Bytes::from(body.to_string()))
+        .await?;
+    if status != 200
+        || !ctype
+            .as_deref()
+            .is_some_and(|c| c.starts_with("text/event-stream"))
+    {
+        return Err(format!(
+            "stream call: status {status}, content type {ctype:?}"
+        ));
+    }
+    let messages = sse_messages(&body)?;
+    let (last, progress) = messages
+        .split_last()
+        .ok_or("stream call: an empty SSE body")?;
+    let numbered: Vec<Option<u64>> = progress
+        .iter()
+        .map(|m| {
+            (m.get("method") == Some(&json!("notifications/progress"))
+                && m.pointer("/params/progressToken") == Some(&json!(id)))
+            .then(|| m.pointer("/params/progress").and_then(Value::as_u64))
+            .flatten()
+        })
+        .collect();
+    let want: Vec<Option<u64>> = (1..=steps).map(Some).collect();
+    if numbered != want {
+        return Err(format!(
+            "stream call {id}: progress {numbered:?}, not 1..={steps}"
+        ));
+    }
+    match (last.get("id"), last.pointer("/result/content/0/text")) {
+        (Some(i), Some(t)) if *i == json!(id) && *t == json!(text) => Ok(()),
+        _ => Err(format!("stream call {id}: not the result {text:?}: {last}")),
     }
 }

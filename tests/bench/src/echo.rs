@@ -1,5 +1,7 @@
 //! Our echo server, the same for both adapters, served until stdin closes.
 
+use std::time::Duration;
+
 use mcp_proto::server::ServerConfig;
 use mcp_proto::service::{CallToolResult, Server, Tool, ToolArgs, required};
 
@@ -15,12 +17,41 @@ pub fn server() -> Server {
     )
 }
 
+/// [`server`] with `stream(text, steps, delay_ms) -> text` as well: `steps` progress
+/// notifications (when the call has a progress token), `delay_ms` apart on the transport's
+/// clock, then the text. `steps` at most 1,000 and `delay_ms` at most 10 s (a benchmark's
+/// bounds, not a protocol's).
+pub fn streaming_server() -> Server {
+    server().tool(
+        Tool::new("stream")
+            .description("Reports progress `steps` times, `delay_ms` apart, then returns its text")
+            .string("text", required().description("The text to return"))
+            .integer(
+                "steps",
+                required().description("Progress notifications to send"),
+            )
+            .integer(
+                "delay_ms",
+                required().description("Milliseconds before each one"),
+            ),
+        |ctx, args: ToolArgs| async move {
+            let steps = args.get_int("steps", 0).clamp(0, 1_000) as u64;
+            let delay = Duration::from_millis(args.get_int("delay_ms", 0).clamp(0, 10_000) as u64);
+            for step in 1..=steps {
+                ctx.sleep(delay).await;
+                ctx.progress(step, Some(steps));
+            }
+            Ok(CallToolResult::text(args.get_string("text", "")))
+        },
+    )
+}
+
 /// The default configuration with room for every session a benchmark opens.
 pub fn config() -> ServerConfig {
     ServerConfig::default().with_max_sessions(100_000)
 }
 
-/// `mcp_tokio::serve` of [`server`] on `listener` with `config`; prints its URL and serves
+/// `mcp_tokio::serve` of `server` on `listener` with `config`; prints its URL and serves
 /// until stdin closes.
 ///
 /// # Errors
@@ -28,31 +59,18 @@ pub fn config() -> ServerConfig {
 /// When it cannot serve.
 pub async fn serve_tokio(
     listener: tokio::net::TcpListener,
+    server: Server,
     config: ServerConfig,
 ) -> std::io::Result<()> {
-    let serving = mcp_tokio::serve(listener, server(), config)?;
+    let serving = mcp_tokio::serve(listener, server, config)?;
     println!("{URL_LINE}{}", serving.url());
     wait_for_stdin_eof().await;
     serving.shutdown_handle().shutdown();
     Ok(())
 }
 
-/// `mcp_smol::serve` of [`server`] on `bind` with `config` (inside `smol::block_on`); prints
-/// its URL and serves until stdin closes.
-///
-/// # Errors
-///
-/// When it cannot bind or serve.
-pub async fn serve_smol(bind: &str, config: ServerConfig) -> std::io::Result<()> {
-    let listener = smol::net::TcpListener::bind(bind).await?;
-    let serving = mcp_smol::serve(listener, server(), config)?;
-    println!("{URL_LINE}{}", serving.url());
-    wait_for_stdin_eof().await;
-    serving.shutdown_handle().shutdown();
-    Ok(())
-}
-
-/// [`serve_smol`] with the calling thread parked off the reactor until stdin closes: it
+/// `mcp_smol::serve` of `server` on `bind` with `config`; prints its URL and serves until
+/// stdin closes, with the calling thread parked off the reactor: it
 /// waits in a plain blocking read, not in `smol::block_on`, so that smol's executor thread is
 /// the one polling the reactor and runs the tasks it wakes itself. (A thread parked in
 /// `block_on` competes for the reactor: when it holds it, every I/O event is handed to the
@@ -61,9 +79,9 @@ pub async fn serve_smol(bind: &str, config: ServerConfig) -> std::io::Result<()>
 /// # Errors
 ///
 /// When it cannot bind or serve.
-pub fn serve_smol_parked(bind: &str, config: ServerConfig) -> std::io::Result<()> {
+pub fn serve_smol_parked(bind: &str, server: Server, config: ServerConfig) -> std::io::Result<()> {
     let listener = smol::block_on(smol::net::TcpListener::bind(bind))?;
-    let serving = mcp_smol::serve(listener, server(), config)?;
+    let serving = mcp_smol::serve(listener, server, config)?;
     println!("{URL_LINE}{}", serving.url());
     let mut sink = Vec::new();
     let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);

@@ -8,6 +8,8 @@
 //!   URL) and the CPU time and RSS of a process from `/proc`;
 //! - [`echo`]: our `echo(text) -> text` server on either adapter, served until stdin closes;
 //! - [`chart`]: the SVG charts written next to the tables;
+//! - [`instance`]: one of our instances as a child (adapter, memory or Redis store), and
+//!   the services beside it on core 0;
 //! - [`floor`]: the floor server (hyper + tokio, body parsed, one SSE frame, nothing kept),
 //!   the lower bound ours are measured against.
 
@@ -15,6 +17,7 @@ pub mod chart;
 pub mod client;
 pub mod echo;
 pub mod floor;
+pub mod instance;
 pub mod load;
 pub mod process;
 

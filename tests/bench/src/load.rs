@@ -141,16 +141,24 @@ pub struct Opened {
     pub first_error: Option<Wrong>,
     /// The wall time.
     pub elapsed: Duration,
+    /// The sessions' ids, when asked for.
+    pub ids: Vec<String>,
 }
 
 /// Opens `n` sessions (initialize + notifications/initialized) over `connections`
 /// keep-alive connections, sequentially on each (so `connections` in flight), and leaves
-/// them open; the connections are closed at the end.
+/// them open; the connections are closed at the end. With `keep_ids`, their ids are
+/// returned.
 ///
 /// # Errors
 ///
 /// When a connection cannot be opened.
-pub async fn open_many(target: &Target, n: usize, connections: usize) -> Result<Opened, String> {
+pub async fn open_many(
+    target: &Target,
+    n: usize,
+    connections: usize,
+    keep_ids: bool,
+) -> Result<Opened, String> {
     let left = Arc::new(AtomicUsize::new(n));
     let t0 = Instant::now();
     let mut set = tokio::task::JoinSet::new();
@@ -167,6 +175,9 @@ pub async fn open_many(target: &Target, n: usize, connections: usize) -> Result<
                 match open_session(&target, conn.take()).await {
                     Ok(s) => {
                         done.opened += 1;
+                        if keep_ids {
+                            done.ids.push(s.id);
+                        }
                         conn = Some(s.conn);
                     }
                     Err(e) => {
@@ -183,6 +194,7 @@ pub async fn open_many(target: &Target, n: usize, connections: usize) -> Result<
         let done = r.map_err(|e| e.to_string())??;
         all.opened += done.opened;
         all.failures += done.failures;
+        all.ids.extend(done.ids);
         if all.first_error.is_none() {
             all.first_error = done.first_error;
         }

@@ -125,7 +125,7 @@ impl ServerKind {
     async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
         match self {
             ServerKind::Floor => mcp_bench::floor::serve(listener).await,
-            ServerKind::Ours => echo::serve_tokio(listener, echo::config()).await,
+            ServerKind::Ours => echo::serve_tokio(listener, echo::server(), echo::config()).await,
             // Served by its own runtime (see `main`), never through a tokio listener.
             ServerKind::Smol => Err(std::io::Error::other("the smol server runs on smol")),
             ServerKind::Rmcp => rmcp_server::serve(listener).await,
@@ -369,7 +369,7 @@ fn main() -> ExitCode {
             }
             let result = if kind == ServerKind::Smol {
                 // smol's executor threads start after the pinning and inherit it.
-                echo::serve_smol_parked(&bind, echo::config())
+                echo::serve_smol_parked(&bind, echo::server(), echo::config())
             } else {
                 let rt = match mcp_bench::current_thread() {
                     Ok(rt) => rt,
@@ -446,7 +446,7 @@ async fn idle(server: &ServerProcess, target: &Target, n: usize) -> Result<(f64,
     const CONNECTIONS: usize = 16;
     tokio::time::sleep(Duration::from_millis(300)).await;
     let rss0 = server.rss_bytes()?;
-    let failures = open_many(target, n, CONNECTIONS).await?.failures;
+    let failures = open_many(target, n, CONNECTIONS, false).await?.failures;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let rss1 = server.rss_bytes()?;
     Ok((rss1.saturating_sub(rss0) as f64 / n as f64, failures))

@@ -61,14 +61,12 @@ use std::time::Instant;
 
 use mcp_bench::client::{Conn, Session, Target, call_echo, open_session};
 use mcp_bench::echo;
+use mcp_bench::instance::{self, KEY_PREFIX, Rt, on_core_0};
 use mcp_bench::load::{LoadRun, median, open_many, open_sessions, percentile};
 use mcp_bench::pin_to;
 use mcp_bench::process::{ServerProcess, cpu_ns};
-use mcp_proto::server::{ClusterConfig, ServerConfig};
 use mcp_tests::services::{Nginx, Redis, Resp, RespValue};
 
-/// The prefix of the instances' Redis keys (`RedisConfig::default`).
-const KEY_PREFIX: &str = "mcp";
 /// Sessions opened concurrently in the sessions phase.
 const OPEN_IN_FLIGHT: usize = 4;
 /// The slow log's length: far more than any counted window logs (checked).
@@ -76,27 +74,6 @@ const SLOWLOG_LEN: usize = 1_000_000;
 
 // ------------------------------------------------------------------------------------------
 // What is measured.
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Rt {
-    Tokio,
-    Smol,
-}
-
-impl Rt {
-    const ALL: [Rt; 2] = [Rt::Tokio, Rt::Smol];
-
-    fn name(self) -> &'static str {
-        match self {
-            Rt::Tokio => "tokio",
-            Rt::Smol => "smol",
-        }
-    }
-
-    fn parse(name: &str) -> Option<Rt> {
-        Rt::ALL.into_iter().find(|r| r.name() == name)
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Layout {
@@ -287,48 +264,16 @@ fn main() -> ExitCode {
 // ------------------------------------------------------------------------------------------
 // One instance (a child process).
 
-/// The echo server's configuration, as cluster instance `name` on the Redis at `url`.
-fn server_config(rt: Rt, redis: Option<&(String, String)>) -> std::io::Result<ServerConfig> {
-    let config = echo::config();
-    let Some((url, name)) = redis else {
-        return Ok(config);
-    };
-    let settings = mcp_tokio::RedisConfig::default().with_prefix(KEY_PREFIX);
-    let backend = match rt {
-        Rt::Tokio => mcp_tokio::redis_backend(url, settings),
-        Rt::Smol => mcp_smol::redis_backend(url, settings),
-    }
-    .map_err(std::io::Error::other)?;
-    let cluster = ClusterConfig::new(name.as_str())
-        .map_err(|e| std::io::Error::other(format!("instance name {name:?}: {e:?}")))?
-        .with_backend(backend);
-    Ok(config.with_cluster(cluster))
-}
-
 fn serve(rt: Rt, bind: &str, core: usize, redis: Option<&(String, String)>) -> ExitCode {
-    if !pin_to(core) {
-        eprintln!("bench-cluster server: could not pin to core {core}");
-    }
-    let result = match rt {
-        // smol's executor threads start after the pinning and inherit it.
-        Rt::Smol => {
-            smol::block_on(async { echo::serve_smol(bind, server_config(rt, redis)?).await })
-        }
-        Rt::Tokio => match mcp_bench::current_thread() {
-            Ok(runtime) => runtime.block_on(async {
-                let listener = tokio::net::TcpListener::bind(bind).await?;
-                echo::serve_tokio(listener, server_config(rt, redis)?).await
-            }),
-            Err(e) => Err(std::io::Error::other(e)),
-        },
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("bench-cluster server {}: {e}", rt.name());
-            ExitCode::FAILURE
-        }
-    }
+    instance::serve(
+        rt,
+        bind,
+        core,
+        echo::server(),
+        echo::config(),
+        redis,
+        "bench-cluster",
+    )
 }
 
 // ------------------------------------------------------------------------------------------
@@ -467,18 +412,6 @@ fn expect_ok(reply: std::io::Result<RespValue>, args: &[&str]) -> Result<(), Str
         Ok(RespValue::Simple(ok)) if ok == "OK" => Ok(()),
         other => Err(format!("redis {args:?}: {other:?}")),
     }
-}
-
-/// Runs `start` on a thread pinned to core 0, so that the process it spawns runs there.
-fn on_core_0<T: Send + 'static>(start: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
-    std::thread::spawn(move || {
-        if !pin_to(0) {
-            eprintln!("bench-cluster: could not pin a service to core 0");
-        }
-        start()
-    })
-    .join()
-    .map_err(|_| "the thread starting a service panicked".to_owned())
 }
 
 // ------------------------------------------------------------------------------------------
@@ -733,7 +666,7 @@ impl Setup {
             s.logging(false)?;
         }
         let cpu0 = self.cpu()?;
-        let opened = open_many(&self.target, plan.open, OPEN_IN_FLIGHT).await?;
+        let opened = open_many(&self.target, plan.open, OPEN_IN_FLIGHT, false).await?;
         let cpu = self.cpu()?.since(cpu0);
         if let Some(s) = &mut self.store {
             s.logging(true)?;
@@ -743,7 +676,7 @@ impl Setup {
         out.server_cpu_per_session = us(cpu.servers) / opened.opened.max(1) as f64;
         out.all_cpu_per_session = us(cpu.all()) / opened.opened.max(1) as f64;
         self.reset_count()?;
-        let counted = open_many(&self.target, plan.counted, 1).await?;
+        let counted = open_many(&self.target, plan.counted, 1, false).await?;
         self.wrong(counted.failures, counted.first_error.as_ref());
         if let Some(c) = self.count("sessions opened")? {
             let n = counted.opened.max(1) as f64;
