@@ -55,6 +55,23 @@ impl Rt {
     }
 }
 
+/// The store a `--serve` child was given: `--redis URL` and `--instance NAME` together, or
+/// neither (memory).
+///
+/// # Errors
+///
+/// When only one of them is given.
+pub fn store_args(
+    redis: Option<String>,
+    instance: Option<String>,
+) -> Result<Option<(String, String)>, String> {
+    match (redis, instance) {
+        (Some(url), Some(name)) => Ok(Some((url, name))),
+        (None, None) => Ok(None),
+        _ => Err("--redis and --instance go together".into()),
+    }
+}
+
 /// `config`, as cluster instance `name` on the Redis at `url` when `redis` is given.
 ///
 /// # Errors

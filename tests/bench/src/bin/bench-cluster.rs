@@ -224,11 +224,7 @@ fn parse_args() -> Result<Mode, String> {
         }
     }
     if let Some(rt) = serve {
-        let redis = match (redis, instance) {
-            (Some(url), Some(name)) => Some((url, name)),
-            (None, None) => None,
-            _ => return Err(format!("--redis and --instance go together\n{USAGE}")),
-        };
+        let redis = instance::store_args(redis, instance).map_err(|e| format!("{e}\n{USAGE}"))?;
         return Ok(Mode::Serve {
             rt,
             bind,

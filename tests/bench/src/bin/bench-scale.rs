@@ -222,11 +222,7 @@ fn parse_args() -> Result<Mode, String> {
         }
     }
     if let Some(rt) = serve {
-        let redis = match (redis, instance) {
-            (Some(url), Some(name)) => Some((url, name)),
-            (None, None) => None,
-            _ => return Err(format!("--redis and --instance go together\n{USAGE}")),
-        };
+        let redis = instance::store_args(redis, instance).map_err(|e| format!("{e}\n{USAGE}"))?;
         return Ok(Mode::Serve {
             rt,
             max_sessions: max_sessions.ok_or("--serve needs --max-sessions")?,
@@ -792,6 +788,14 @@ fn bench(plan: &Plan, runtimes: &[Rt], stores: &[Store], quick: bool) -> ExitCod
     }
 }
 
+/// A Redis column's figure (`decimals` places), or "–" on the memory store.
+fn redis_only(store: Store, v: f64, decimals: usize) -> String {
+    match store {
+        Store::Redis => format!("{v:.decimals$}"),
+        Store::Memory => "–".into(),
+    }
+}
+
 fn short(n: usize) -> String {
     if n >= 1_000 && n.is_multiple_of(1_000) {
         format!("{}k", n / 1_000)
@@ -860,22 +864,13 @@ fn report(plan: &Plan, rows: &mut [Row], quick: bool) -> String {
                     to: 0,
                     per_session: Delta::default(),
                 });
-                let redis = r.store == Store::Redis;
                 let _ = writeln!(
                     out,
                     " {flat} | {:.0} | {:.1} | {} | {} |",
                     l.rate(),
                     l.per_session.cpu_us,
-                    if redis {
-                        format!("{:.0}", l.per_session.store_bytes)
-                    } else {
-                        "–".into()
-                    },
-                    if redis {
-                        format!("{:.1}", l.per_session.store_cpu_us)
-                    } else {
-                        "–".into()
-                    },
+                    redis_only(r.store, l.per_session.store_bytes, 0),
+                    redis_only(r.store, l.per_session.store_cpu_us, 1),
                 );
             }
             Err(e) => {
@@ -910,11 +905,7 @@ fn report(plan: &Plan, rows: &mut [Row], quick: bool) -> String {
                     s.fewest,
                     s.window.cpu_us / rounds,
                     s.window.cpu_us / s.heartbeats.max(1) as f64,
-                    if r.store == Store::Redis {
-                        format!("{:.0}", s.window.store_cpu_us / rounds)
-                    } else {
-                        "–".into()
-                    },
+                    redis_only(r.store, s.window.store_cpu_us / rounds, 0),
                 );
             }
             Err(e) => {
@@ -952,11 +943,7 @@ fn report(plan: &Plan, rows: &mut [Row], quick: bool) -> String {
                     c.calls as f64 / c.per_call.secs.max(1e-9),
                     c.per_call.cpu_us,
                     c.peak_per_call,
-                    if r.store == Store::Redis {
-                        format!("{:.1}", c.per_call.store_cpu_us)
-                    } else {
-                        "–".into()
-                    },
+                    redis_only(r.store, c.per_call.store_cpu_us, 1),
                 );
                 if let Some(w) = &c.first_wrong {
                     let _ = writeln!(out, "\nfirst wrong reply ({label}): {w}");
