@@ -43,8 +43,14 @@ use mcp_bench::pin_to;
 use mcp_bench::process::{ServerProcess, cpu_ns, rss_bytes};
 use mcp_tests::services::{Redis, Resp, RespValue};
 
-/// The phases' names on the command line.
+/// The phases' names on the command line, in the order they run (an index into
+/// `Plan::phases`).
 const PHASES: [&str; 3] = ["idle", "streams", "calls"];
+/// What a phase `--phases` left out reports (not a failure).
+const NOT_RUN: &str = "not run (--phases)";
+const IDLE: usize = 0;
+const STREAMS: usize = 1;
+const CALLS: usize = 2;
 
 /// Keep-alive connections the idle-session phase opens sessions over.
 const OPEN_CONNECTIONS: usize = 16;
@@ -489,7 +495,7 @@ async fn get_streams(setup: &mut Setup, plan: &Plan) -> Result<Streams, String> 
     }
     let ids = Arc::new(opened.ids);
     let counts: Arc<Vec<AtomicU64>> = Arc::new((0..n).map(|_| AtomicU64::new(0)).collect());
-    let ended = Arc::new(AtomicBool::new(false));
+    // Why the first stream that ended did (none may end).
     let first_end: Arc<std::sync::Mutex<Option<String>>> = Arc::default();
     let before = setup.sample()?;
     // Openers: CONNECT_IN_FLIGHT at once, each stream then read by a task of its own.
@@ -522,7 +528,7 @@ async fn get_streams(setup: &mut Setup, plan: &Plan) -> Result<Streams, String> 
             got = reader_rx.recv() => {
                 let Some((i, conn, mut body)) = got else { break };
                 started += 1;
-                let (counts, ended, first_end) = (counts.clone(), ended.clone(), first_end.clone());
+                let (counts, first_end) = (counts.clone(), first_end.clone());
                 readers.spawn(async move {
                     let _conn: Conn = conn; // the connection lives as long as its stream
                     let mut counter = Counter { tail: Vec::new() };
@@ -537,8 +543,9 @@ async fn get_streams(setup: &mut Setup, plan: &Plan) -> Result<Streams, String> 
                             None => break format!("stream {i} ended"),
                         }
                     };
-                    ended.store(true, Ordering::Relaxed);
-                    first_end.lock().map(|mut f| f.get_or_insert(why).clone()).ok();
+                    if let Ok(mut first) = first_end.lock() {
+                        first.get_or_insert(why);
+                    }
                 });
             }
             Some(done) = openers.join_next() => {
@@ -565,12 +572,11 @@ async fn get_streams(setup: &mut Setup, plan: &Plan) -> Result<Streams, String> 
     let c1 = total(&counts);
     let got: Vec<u64> = c1.iter().zip(&c0).map(|(a, b)| a - b).collect();
     let heartbeats: u64 = got.iter().sum();
-    if ended.load(Ordering::Relaxed) {
-        let why = first_end
-            .lock()
-            .ok()
-            .and_then(|f| f.clone())
-            .unwrap_or_default();
+    let ended = match first_end.lock() {
+        Ok(first) => first.clone(),
+        Err(_) => Some("a stream reader panicked".into()),
+    };
+    if let Some(why) = ended {
         return Err(format!("a GET stream ended during the run: {why}"));
     }
     let fewest = got.iter().copied().min().unwrap_or(0);
@@ -705,19 +711,20 @@ struct Row {
     calls: Result<Calls, String>,
 }
 
-/// Runs `phase` on a fresh setup of `rt` on `store`.
+/// Runs `phase` (number `index` of [`PHASES`]) on a fresh setup of `rt` on `store`, unless
+/// `--phases` left it out.
 fn phase<T>(
     runtime: &tokio::runtime::Runtime,
     rt: Rt,
     store: Store,
     plan: &Plan,
-    name: &str,
+    index: usize,
     phase: impl AsyncFnOnce(&mut Setup, &Plan) -> Result<T, String>,
 ) -> Result<T, String> {
-    let index = PHASES.iter().position(|p| name.starts_with(p)).unwrap_or(0);
     if !plan.phases[index] {
-        return Err("not run (--phases)".into());
+        return Err(NOT_RUN.into());
     }
+    let name = PHASES[index];
     eprintln!("bench-scale: {} on {}: {name}", rt.name(), store.name());
     let mut setup = Setup::start(rt, store, plan)?;
     let out = runtime.block_on(phase(&mut setup, plan));
@@ -749,36 +756,18 @@ fn bench(plan: &Plan, runtimes: &[Rt], stores: &[Store], quick: bool) -> ExitCod
             rows.push(Row {
                 rt,
                 store,
-                idle: phase(
-                    &runtime,
-                    rt,
-                    store,
-                    plan,
-                    "idle: idle sessions",
-                    idle_sessions,
-                ),
-                streams: phase(
-                    &runtime,
-                    rt,
-                    store,
-                    plan,
-                    "streams: GET streams",
-                    get_streams,
-                ),
-                calls: phase(
-                    &runtime,
-                    rt,
-                    store,
-                    plan,
-                    "streaming calls",
-                    streaming_calls,
-                ),
+                idle: phase(&runtime, rt, store, plan, IDLE, idle_sessions),
+                streams: phase(&runtime, rt, store, plan, STREAMS, get_streams),
+                calls: phase(&runtime, rt, store, plan, CALLS, streaming_calls),
             });
         }
     }
     print!("{}", report(plan, &mut rows, quick));
+    let failed_phase = |e: &String| e != NOT_RUN;
     let failed = rows.iter().any(|r| {
-        r.idle.is_err() || r.streams.is_err() || r.calls.as_ref().map_or(true, |c| c.wrong > 0)
+        r.idle.as_ref().err().is_some_and(failed_phase)
+            || r.streams.as_ref().err().is_some_and(failed_phase)
+            || r.calls.as_ref().map_or_else(failed_phase, |c| c.wrong > 0)
     });
     if failed {
         eprintln!("bench-scale: a phase failed or a reply was wrong (see above)");
@@ -955,4 +944,27 @@ fn report(plan: &Plan, rows: &mut [Row], quick: bool) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Counter;
+
+    /// Two heartbeats and some data, fed whole, byte by byte, and split at every offset:
+    /// always counted twice (occurrences straddling chunks included).
+    #[test]
+    fn heartbeats_are_counted_however_the_stream_is_cut() {
+        let stream = b"id: 1\ndata: {}\n\n: keepalive\n\n: keepalive\n\ndata: x\n\n";
+        let count = |chunks: &[&[u8]]| {
+            let mut c = Counter { tail: Vec::new() };
+            chunks.iter().map(|ch| c.feed(ch)).sum::<u64>()
+        };
+        assert_eq!(count(&[stream]), 2);
+        let bytes: Vec<&[u8]> = stream.chunks(1).collect();
+        assert_eq!(count(&bytes), 2);
+        for at in 0..=stream.len() {
+            let (a, b) = stream.split_at(at);
+            assert_eq!(count(&[a, b]), 2, "split at {at}");
+        }
+    }
 }
