@@ -142,6 +142,18 @@ pub struct Logged {
     pub messages: usize,
 }
 
+impl Logged {
+    /// Whether the proxy cut this response before its first SSE event ended: the client then
+    /// held no event id, and nothing could be resumed.
+    pub fn unresumable_cut(&self) -> bool {
+        match (self.cut_at, self.first_event_end) {
+            (Some(cut), Some(first)) => cut < first,
+            (Some(_), None) => true,
+            (None, _) => false,
+        }
+    }
+}
+
 struct State {
     upstream: SocketAddr,
     faults: Faults,
@@ -392,58 +404,59 @@ async fn exchange(st: Arc<State>, req: Request<Incoming>) -> io::Result<Response
     Ok(Response::from_parts(rparts, CutBody { rx }))
 }
 
-/// Where the first SSE event, and the first one carrying data, end in `start` (the first
-/// bytes of a body), if they are complete there.
-fn first_events(start: &[u8]) -> (Option<usize>, Option<usize>) {
-    let mut first = None;
-    let mut at = 0;
-    while let Some(len) = start[at..].windows(2).position(|w| w == b"\n\n") {
-        let block = &start[at..at + len];
-        at += len + 2;
-        first.get_or_insert(at);
-        let has_data = block.split(|b| *b == b'\n').any(|line| {
-            line.strip_prefix(b"data:")
-                .is_some_and(|v| !v.strip_prefix(b" ").unwrap_or(v).is_empty())
-        });
-        if has_data {
-            return (first, Some(at));
-        }
-    }
-    (first, None)
-}
-
-/// Counts the whole SSE events carrying data in a body fed piece by piece (events end with a
-/// blank line; the servers under test write `\n` line ends).
+/// The SSE events of a body fed piece by piece: where each ends and whether it carries data.
+/// Lines end as the SSE spec says, with CRLF, LF or a lone CR (the Python SDK's server writes
+/// CRLF, ours LF); a blank line ends the event its lines began. Kept apart from the core's
+/// decoder on purpose: the proxy's counts judge what the core's peers and the core delivered.
 #[derive(Default)]
-struct MessageCount {
-    /// Whether the last byte fed ended a line (so a `\n` now ends the event).
-    after_newline: bool,
-    /// The start of the current line (enough to recognise `data:` with a value).
+struct EventScan {
+    /// Bytes fed so far.
+    fed: usize,
+    /// The last byte fed was a CR: an LF right after it is the same line end.
+    after_cr: bool,
+    /// The first bytes of the current line (enough to recognise `data:` with a value).
     line: Vec<u8>,
-    /// Whether the current event has a `data` line with a value.
+    /// Whether the current line has any byte.
+    line_open: bool,
+    /// Whether the current event has a line, and a `data` line with a value.
+    event_open: bool,
     has_data: bool,
 }
 
-impl MessageCount {
-    /// Feeds `bytes`; returns how many events carrying data they completed.
-    fn feed(&mut self, bytes: &[u8]) -> usize {
-        let mut whole = 0;
-        for &b in bytes {
-            if b != b'\n' {
-                self.after_newline = false;
+impl EventScan {
+    /// Feeds `bytes`; calls `ended(end, has_data)` for each event they complete, `end` in
+    /// bytes from the body's start (just past the line end of its blank line's first byte).
+    fn feed(&mut self, bytes: &[u8], mut ended: impl FnMut(usize, bool)) {
+        for (i, &b) in bytes.iter().enumerate() {
+            let after_cr = std::mem::take(&mut self.after_cr);
+            if b == b'\n' && after_cr {
+                continue;
+            }
+            if b != b'\r' && b != b'\n' {
+                self.line_open = true;
                 if self.line.len() < 8 {
                     self.line.push(b);
                 }
-            } else if self.after_newline {
-                whole += usize::from(std::mem::take(&mut self.has_data));
-            } else {
+                continue;
+            }
+            self.after_cr = b == b'\r';
+            if std::mem::take(&mut self.line_open) {
                 if let Some(v) = self.line.strip_prefix(b"data:") {
                     self.has_data |= !v.strip_prefix(b" ").unwrap_or(v).is_empty();
                 }
                 self.line.clear();
-                self.after_newline = true;
+                self.event_open = true;
+            } else if std::mem::take(&mut self.event_open) {
+                ended(self.fed + i + 1, std::mem::take(&mut self.has_data));
             }
         }
+        self.fed += bytes.len();
+    }
+
+    /// Feeds `bytes`; returns how many events carrying data (messages) they completed.
+    fn messages(&mut self, bytes: &[u8]) -> usize {
+        let mut whole = 0;
+        self.feed(bytes, |_, has_data| whole += usize::from(has_data));
         whole
     }
 }
@@ -474,10 +487,11 @@ async fn pump(
     // A long-lived stream gets a new chance to be cut every `cut_within` bytes it carries.
     let mut position = budget.map_or(0, |(left, at)| at - left);
     let mut since_roll = 0usize;
-    // The start of the body, until the first blank line (the end of the first SSE event).
-    let mut start: Vec<u8> = Vec::new();
+    // The body as the server sent it, until its first message (where a cut before it falls),
+    // and the body as forwarded (the messages the client got).
+    let mut sent = EventScan::default();
     let mut first_seen = false;
-    let mut messages = MessageCount::default();
+    let mut messages = EventScan::default();
     loop {
         if st.faults.reroll && budget.is_none() && since_roll >= st.faults.cut_within {
             since_roll = 0;
@@ -499,13 +513,18 @@ async fn pump(
             },
         };
         if !first_seen {
-            start.extend_from_slice(&data[..data.len().min(8192)]);
-            let (first, message) = first_events(&start);
+            let (mut first, mut message) = (None, None);
+            sent.feed(&data, |end, has_data| {
+                first.get_or_insert(head + end);
+                if has_data {
+                    message.get_or_insert(head + end);
+                }
+            });
             if let Some(e) = lock(&st.log).get_mut(index) {
-                e.first_event_end = first.map(|end| head + end);
-                e.first_message_end = message.map(|end| head + end);
+                e.first_event_end = e.first_event_end.or(first);
+                e.first_message_end = e.first_message_end.or(message);
             }
-            first_seen = message.is_some() || start.len() > 8192;
+            first_seen = message.is_some();
         }
         position += data.len();
         since_roll += data.len();
@@ -530,7 +549,7 @@ async fn pump(
                 (data.len(), false)
             };
             let piece = data.split_to(len.min(data.len()));
-            let whole = messages.feed(&piece);
+            let whole = messages.messages(&piece);
             if tx.send(Ok(piece)).await.is_err() {
                 return;
             }
@@ -708,11 +727,6 @@ impl Ledger {
             .filter(|l| l.rpc.as_deref() == Some("tools/call"))
             .collect();
         let mut not_excused = Vec::new();
-        let unresumable = |p: &Logged| match (p.cut_at, p.first_event_end) {
-            (Some(cut), Some(first)) => cut < first,
-            (Some(_), None) => true,
-            _ => false,
-        };
         // A named peer bug (the TypeScript SDK's client): it ignores the id of the priming
         // event (an event without data), so a cut after it but before the first message
         // leaves it with nothing to resume from, although our server sent the id.
@@ -725,10 +739,10 @@ impl Ledger {
             };
         // The peer stopped sending after an unresumable cut: the calls it never sent are its
         // own failure (our server never saw them).
-        let gave_up = posts.last().is_some_and(|p| unresumable(p));
+        let gave_up = posts.last().is_some_and(|p| p.unresumable_cut());
         for &i in failed_calls {
             match posts.get(i) {
-                Some(p) if unresumable(p) => self.interrupted += 1,
+                Some(p) if p.unresumable_cut() => self.interrupted += 1,
                 Some(p) if after_priming_only(p) => self.priming_ignored += 1,
                 None if gave_up => self.unsent += 1,
                 _ => not_excused.push(i),
@@ -917,7 +931,10 @@ pub async fn post_ledger(
                 }
             }
             Some(Err(RequestError::Transport(PeerError::Interrupted(why)))) => {
-                // Allowed only for a cut before any event id: then it fails at once.
+                // Allowed only for a cut before any event id: then it fails at once. The
+                // proxy's log cannot say more: a cut resets the connection, and a reset
+                // discards what the client's socket had not read yet, so an event the proxy
+                // forwarded before the cut may never have reached the client.
                 if cuts == 0 {
                     ledger
                         .errors
@@ -972,7 +989,19 @@ fn hang_report(
     waits: &[Duration],
     log: &[Logged],
 ) -> String {
-    let exchanges: Vec<String> = log
+    format!(
+        "call {call} hung: {} of {} progress seen (last {:?}), reconnect waits announced {:?}, exchanges [{}]",
+        seen.len(),
+        w.n,
+        seen.last(),
+        waits,
+        exchanges(log)
+    )
+}
+
+/// The proxy's log of a call's exchanges, in one line.
+fn exchanges(log: &[Logged]) -> String {
+    let each: Vec<String> = log
         .iter()
         .map(|l| {
             format!(
@@ -988,14 +1017,7 @@ fn hang_report(
             )
         })
         .collect();
-    format!(
-        "call {call} hung: {} of {} progress seen (last {:?}), reconnect waits announced {:?}, exchanges [{}]",
-        seen.len(),
-        w.n,
-        seen.last(),
-        waits,
-        exchanges.join(" | ")
-    )
+    each.join(" | ")
 }
 
 /// The GET-stream ledger: `rounds` bursts of `n` log messages not tied to a request (so on
@@ -1158,7 +1180,7 @@ pub async fn run_client(
 
 #[cfg(test)]
 mod tests {
-    use super::{Ledger, Logged, MessageCount, silent_resume};
+    use super::{EventScan, Ledger, Logged, silent_resume};
     use std::time::Duration;
 
     fn get(last_event_id: &str, cut_at: Option<usize>, messages: usize) -> Logged {
@@ -1243,18 +1265,57 @@ mod tests {
     /// start of a third message without its blank line.
     const BODY: &[u8] = b"id: 1-0\nretry: 300\ndata:\n\nid: 1-1\ndata: {\"a\":1}\n\n: keep-alive\n\nevent: message\ndata: x\ndata: y\n\nid: 1-3\ndata: {";
 
+    /// `BODY` with each LF made `eol` (the SSE spec's other line ends).
+    fn with_line_end(eol: &[u8]) -> Vec<u8> {
+        BODY.iter()
+            .flat_map(|&b| if b == b'\n' { eol.to_vec() } else { vec![b] })
+            .collect()
+    }
+
+    /// Every event end in `body` fed split at `at`: (end, has_data).
+    fn ends(body: &[u8], at: usize) -> Vec<(usize, bool)> {
+        let mut scan = EventScan::default();
+        let mut ends = Vec::new();
+        let (a, b) = body.split_at(at);
+        scan.feed(a, |end, data| ends.push((end, data)));
+        scan.feed(b, |end, data| ends.push((end, data)));
+        ends
+    }
+
     #[test]
-    fn messages_are_counted_whole_byte_by_byte_and_split_anywhere() {
-        let mut whole = MessageCount::default();
-        assert_eq!(whole.feed(BODY), 2);
-        let mut bytes = MessageCount::default();
-        assert_eq!(BODY.iter().map(|b| bytes.feed(&[*b])).sum::<usize>(), 2);
-        for at in 0..=BODY.len() {
-            let mut split = MessageCount::default();
-            let (a, b) = BODY.split_at(at);
-            assert_eq!(split.feed(a) + split.feed(b), 2, "split at {at}");
+    fn messages_are_counted_whole_byte_by_byte_and_split_anywhere_with_any_line_end() {
+        for eol in [&b"\n"[..], b"\r\n", b"\r"] {
+            let body = with_line_end(eol);
+            let mut whole = EventScan::default();
+            assert_eq!(whole.messages(&body), 2, "{eol:?}");
+            let mut bytes = EventScan::default();
+            assert_eq!(body.iter().map(|b| bytes.messages(&[*b])).sum::<usize>(), 2);
+            for at in 0..=body.len() {
+                let mut split = EventScan::default();
+                let (a, b) = body.split_at(at);
+                assert_eq!(split.messages(a) + split.messages(b), 2, "{eol:?} at {at}");
+            }
+            // The blank line that ends the third message.
+            let end: Vec<u8> = [&b"}"[..], eol, eol].concat();
+            assert_eq!(whole.messages(&end), 1, "{eol:?}");
         }
-        // The blank line that ends the third message.
-        assert_eq!(whole.feed(b"}\n\n"), 1);
+    }
+
+    #[test]
+    fn event_ends_fall_at_the_blank_line_whatever_the_line_end_and_split() {
+        // The priming event, the first message, the comment, the second message; with CRLF
+        // each ends one byte past its blank line's CR (a client has the event there).
+        let lf = [(26, false), (49, true), (63, false), (95, true)];
+        let crlf: Vec<(usize, bool)> = [(29, false), (55, true), (71, false), (107, true)].into();
+        for at in 0..=BODY.len() {
+            assert_eq!(ends(BODY, at), lf, "LF, split at {at}");
+        }
+        let body = with_line_end(b"\r\n");
+        for at in 0..=body.len() {
+            assert_eq!(ends(&body, at), crlf, "CRLF, split at {at}");
+        }
+        // Where the Python SDK's server starts a stream: a message, CRLF line ends.
+        let python = b"event: message\r\nid: 205\r\ndata: {\"jsonrpc\":\"2.0\"}\r\n\r\n";
+        assert_eq!(ends(python, 0), [(python.len() - 1, true)]);
     }
 }
