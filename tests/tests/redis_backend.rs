@@ -46,6 +46,19 @@ fn normalize(d: ClusterDelivery) -> ClusterDelivery {
     }
 }
 
+/// A member's deliveries in the order the seam promises, and only that: each ticket's answers
+/// in order (a follow's continue one another), the bus messages in order, and the rest in any
+/// order ("answers may come back in any order": the Redis link pipelines the operations of
+/// different sessions, and a follow's wake-up can overtake the answer to the publish that
+/// caused it). A stable sort by ticket, bus messages after the answers.
+fn canonical(mut deliveries: Vec<ClusterDelivery>) -> Vec<ClusterDelivery> {
+    deliveries.sort_by_key(|d| match d {
+        ClusterDelivery::Reply(t, _) => (0, t.as_u64()),
+        ClusterDelivery::Bus(_) | ClusterDelivery::BusLost => (1, 0),
+    });
+    deliveries
+}
+
 /// Both stores, three members each.
 struct Twin {
     memory: MemoryCluster,
@@ -131,7 +144,8 @@ impl Twin {
                 got.push(normalize(d));
             }
             assert_eq!(
-                &got, want,
+                canonical(got),
+                canonical(want.clone()),
                 "step {} ({what}): member {i} received differently (left: Redis, right: MemoryCluster)",
                 self.step
             );
@@ -886,4 +900,186 @@ async fn a_list_change_reaches_legacy_sessions_across_tokio_instances_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_list_change_reaches_legacy_sessions_across_smol_instances_once() {
     a_list_change_reaches_legacy_sessions_on_other_instances_once(Runtime::Smol).await;
+}
+
+/// What a [`Gated`] connection lets through: while `held`, reads wait (Redis's replies stay
+/// in the socket); every byte written is kept.
+#[derive(Default)]
+struct Gate {
+    held: bool,
+    waker: Option<std::task::Waker>,
+    written: Vec<u8>,
+}
+
+/// A TCP connection to Redis whose replies the test can hold back.
+struct Gated {
+    tcp: tokio::net::TcpStream,
+    gate: std::sync::Arc<std::sync::Mutex<Gate>>,
+}
+
+impl tokio::io::AsyncRead for Gated {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        {
+            let mut gate = this.gate.lock().unwrap();
+            if gate.held {
+                gate.waker = Some(cx.waker().clone());
+                return std::task::Poll::Pending;
+            }
+        }
+        std::pin::Pin::new(&mut this.tcp).poll_read(cx, buf)
+    }
+}
+
+impl tokio::io::AsyncWrite for Gated {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        let out = std::pin::Pin::new(&mut this.tcp).poll_write(cx, buf);
+        if let std::task::Poll::Ready(Ok(n)) = out {
+            this.gate
+                .lock()
+                .unwrap()
+                .written
+                .extend_from_slice(&buf[..n]);
+        }
+        out
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().tcp).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().tcp).poll_shutdown(cx)
+    }
+}
+
+/// The next reply `inbox` receives within [`WAIT`].
+fn reply(inbox: &mpsc::Receiver<ClusterDelivery>) -> (Ticket, StoreReply) {
+    loop {
+        match inbox.recv_timeout(WAIT).expect("a reply within the bound") {
+            ClusterDelivery::Reply(t, r) => return (t, r),
+            _ => continue,
+        }
+    }
+}
+
+/// The Redis link sends the operations of different sessions without waiting for each
+/// other's answers (pipelined on its one connection), and one session's operations one after
+/// the other's answer, in submission order. Held replies show it: while Redis's answers are
+/// held back, the link has written the first operation of every session and not the second
+/// of any.
+#[test]
+fn the_redis_link_pipelines_sessions_and_keeps_each_sessions_order() {
+    use std::sync::{Arc, Mutex};
+    let redis = require_service!(Redis::start());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let gate = Arc::new(Mutex::new(Gate::default()));
+    let dial_gate = gate.clone();
+    let backend = {
+        let _guard = rt.enter();
+        mcp_proto::driver::redis::backend(
+            mcp_tokio::Tokio,
+            &redis.url(),
+            redis_config("pipe"),
+            move |host, port| {
+                let gate = dial_gate.clone();
+                async move {
+                    let tcp = tokio::net::TcpStream::connect((&*host, port)).await?;
+                    tcp.set_nodelay(true)?;
+                    Ok(Box::new(Gated { tcp, gate }) as Box<dyn mcp_proto::driver::redis::RedisIo>)
+                }
+            },
+        )
+        .unwrap()
+    };
+    let _guard = rt.enter();
+    let (tx, rx) = mpsc::channel();
+    let mut link = backend.connect("a", ClusterInbox::new(move |d| tx.send(d).is_ok()));
+    let now = Instant::now();
+    for (i, session) in ["warm", "x", "y", "z"].into_iter().enumerate() {
+        let create = StoreOp::Create {
+            record: record(session, None),
+            max_sessions: 100,
+            ttl: Some(Duration::from_secs(60)),
+        };
+        let ticket = Ticket::from_u64(100 + i as u64);
+        link.submit(now, ticket, create);
+        assert_eq!(reply(&rx), (ticket, StoreReply::Created));
+    }
+    // Connected, subscribed, the publish script loaded: the held phase sends only EVALSHAs.
+    link.submit(now, Ticket::from_u64(1), publish("warm", 1, 8));
+    assert_eq!(
+        reply(&rx),
+        (Ticket::from_u64(1), StoreReply::Published { seq: 1 })
+    );
+    {
+        let mut g = gate.lock().unwrap();
+        g.held = true;
+        g.written.clear();
+    }
+    // Session x: two operations; y and z: one each.
+    let ops = [("x", 7101), ("x", 7102), ("y", 7201), ("z", 7301)];
+    for (i, (session, n)) in ops.iter().enumerate() {
+        link.submit(now, Ticket::from_u64(2 + i as u64), publish(session, *n, 8));
+    }
+    let written = |n: u64| {
+        let needle = format!("{{\"m\":{n}}}");
+        let g = gate.lock().unwrap();
+        g.written
+            .windows(needle.len())
+            .any(|w| w == needle.as_bytes())
+    };
+    let deadline = Instant::now() + WAIT;
+    while !(written(7101) && written(7201) && written(7301)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(
+        written(7101) && written(7201) && written(7301),
+        "with replies held, the first operation of every session is sent (pipelined)"
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(
+        !written(7102),
+        "x's second operation waits for the answer to its first"
+    );
+    {
+        let mut g = gate.lock().unwrap();
+        g.held = false;
+        if let Some(w) = g.waker.take() {
+            w.wake();
+        }
+    }
+    let mut got: Vec<(Ticket, StoreReply)> = (0..ops.len()).map(|_| reply(&rx)).collect();
+    got.sort_by_key(|(t, _)| *t);
+    let published = |seq| StoreReply::Published { seq };
+    assert_eq!(
+        got,
+        [
+            (Ticket::from_u64(2), published(1)),
+            (Ticket::from_u64(3), published(2)),
+            (Ticket::from_u64(4), published(1)),
+            (Ticket::from_u64(5), published(1)),
+        ],
+        "x's operations applied in submission order"
+    );
+    drop(link);
 }

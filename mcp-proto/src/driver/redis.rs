@@ -7,11 +7,26 @@
 //! # One link, one worker
 //!
 //! Each connected router ([`ClusterBackend::connect`]) gets one worker task and one
-//! multiplexed RESP3 connection, used for commands *and* publish/subscribe. The worker
-//! executes the link's operations **one at a time, in submission order**: that is the simplest
-//! way to keep the per-session order of the seam (one instance's operations of a session are
-//! applied in order), at the price of one round trip at a time per instance. Wake-ups and bus
-//! messages (RESP3 pushes) are handled by the same worker, between operations.
+//! multiplexed RESP3 connection, used for commands *and* publish/subscribe. The seam asks
+//! that one session's operations be applied in submission order, and nothing more; so the
+//! worker puts each operation in its session's **lane** (the service notices, which name no
+//! session, share one lane: one instance's notices stay in order) and runs
+//!
+//! - one operation at a time per lane, in submission order, its retries included (the next
+//!   one of the lane starts after its answer);
+//! - the lanes side by side: an operation that needs none of the worker's state (one
+//!   command, its answer from the reply alone: every one but the follows, `Unfollow` and
+//!   `Delete`) goes *in flight* as its own future on the multiplexed connection, so commands
+//!   of different sessions are pipelined, at most [`RedisConfig::max_in_flight`] at once (a
+//!   lane waiting for a place queues for it in order);
+//! - the others here, in their lane's turn, to their end (as are the retries, the dials, the
+//!   wake-ups, the bus messages (RESP3 pushes) and the beats, between the other inputs).
+//!
+//! An `Unfollow` whose follow still waits in its lane queues behind it. What a failed
+//! command in flight says of the connection (broken, timing out) is acted on when its answer
+//! comes back, and only if it ran on the current connection.
+//! [`RedisConfig::max_queued`] bounds what is submitted and not done (queued, in a lane or in
+//! flight).
 //!
 //! # Key layout (prefix `p`, default `mcp`; session `s`)
 //!
@@ -60,7 +75,7 @@
 //! resumed within [`RedisConfig::follow_grace`] are answered `Failed`. A value in Redis that
 //! does not decode is answered `Failed`, never a panic.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -71,6 +86,7 @@ use base64::Engine as _;
 use bytes::Bytes;
 use futures_channel::mpsc;
 use futures_core::Stream;
+use futures_util::stream::FuturesUnordered;
 use redis::aio::MultiplexedConnection;
 use redis::{
     AsyncConnectionConfig, ConnectionAddr, IntoConnectionInfo, ProtocolVersion, PushInfo, PushKind,
@@ -148,9 +164,13 @@ pub struct RedisConfig {
     /// How long follows survive a lost connection before they are answered `Failed`.
     /// Default 5 s.
     pub follow_grace: Duration,
-    /// Operations queued on one link at most; beyond, an operation is answered `Failed` at
-    /// once. Default 10,000.
+    /// Operations submitted on one link and not yet done, at most; beyond, an operation is
+    /// answered `Failed` at once. Default 10,000.
     pub max_queued: usize,
+    /// Operations of different sessions in flight on the link's connection at once
+    /// (pipelined; each session's own still run one at a time, in order). 1 runs every
+    /// operation after the previous one's answer. Default 256, at least 1.
+    pub max_in_flight: usize,
     /// Log events read by one `XRANGE` (a longer backlog is answered in several answers).
     /// Default 256.
     pub read_batch: usize,
@@ -175,6 +195,7 @@ impl Default for RedisConfig {
             reconnect_backoff_max: Duration::from_secs(2),
             follow_grace: Duration::from_secs(5),
             max_queued: 10_000,
+            max_in_flight: 256,
             read_batch: 256,
             liveness_ttl: Duration::from_secs(5),
         }
@@ -209,6 +230,18 @@ impl RedisConfig {
     /// Sets [`liveness_ttl`](Self::liveness_ttl) (at least 30 ms).
     pub fn with_liveness_ttl(mut self, ttl: Duration) -> Self {
         self.liveness_ttl = ttl.max(Duration::from_millis(30));
+        self
+    }
+
+    /// Sets [`max_in_flight`](Self::max_in_flight) (at least 1).
+    pub fn with_max_in_flight(mut self, max: usize) -> Self {
+        self.max_in_flight = max.max(1);
+        self
+    }
+
+    /// Sets [`max_queued`](Self::max_queued).
+    pub fn with_max_queued(mut self, max: usize) -> Self {
+        self.max_queued = max;
         self
     }
 
@@ -293,6 +326,10 @@ impl<R: Runtime> ClusterBackend for RedisBackend<R> {
             keys: Arc::new(Keys::new(&self.config.prefix)),
             scripts: Arc::new(Scripts::new()),
             conn: None,
+            lanes: HashMap::new(),
+            waiting: VecDeque::new(),
+            in_flight: FuturesUnordered::new(),
+            queued_follows: HashMap::new(),
             generation: 0,
             push_tx,
             ever_connected: false,
@@ -302,7 +339,7 @@ impl<R: Runtime> ClusterBackend for RedisBackend<R> {
             timeouts: 0,
             follows: HashMap::new(),
             stream_follows: HashMap::new(),
-            owner: format!("{instance}:{}", incarnation()),
+            owner: format!("{instance}:{}", incarnation()).into(),
             next_beat: now,
             queued: queued.clone(),
         };
@@ -791,6 +828,19 @@ struct Fail {
     /// The command may have reached Redis.
     sent: bool,
     why: String,
+    /// What the failure says of the connection.
+    link: LinkTrouble,
+}
+
+/// What a failed command says of its connection (the worker acts on it: [`Worker::note`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LinkTrouble {
+    /// Nothing (Redis answered an error, or its reply did not decode).
+    None,
+    /// The connection broke.
+    Dropped,
+    /// No answer within the command timeout.
+    TimedOut,
 }
 
 impl Fail {
@@ -798,18 +848,112 @@ impl Fail {
         Fail {
             sent: false,
             why: why.into(),
+            link: LinkTrouble::None,
         }
     }
     fn sent(why: impl Into<String>) -> Fail {
         Fail {
             sent: true,
             why: why.into(),
+            link: LinkTrouble::None,
         }
     }
 }
 
+/// The lane of an operation: one session's operations, or the service notices (which carry
+/// no session). A lane runs one operation at a time, in submission order, its retries
+/// included; different lanes run side by side.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Lane {
+    Session(Box<str>),
+    Notices,
+}
+
+impl Lane {
+    /// The lane of `op`; `None` for an `Unfollow`, whose lane is its follow's.
+    fn of(op: &StoreOp) -> Option<Lane> {
+        let session = match op {
+            StoreOp::Load { session }
+            | StoreOp::Touch { session, .. }
+            | StoreOp::Delete { session }
+            | StoreOp::Publish { session, .. }
+            | StoreOp::Follow { session, .. }
+            | StoreOp::Delivered { session, .. }
+            | StoreOp::OpenStream { session, .. }
+            | StoreOp::Append { session, .. }
+            | StoreOp::EndStream { session, .. }
+            | StoreOp::FollowStream { session, .. } => session,
+            StoreOp::Create { record, .. } | StoreOp::Save { record, .. } => &record.id,
+            StoreOp::Broadcast { message } => match message {
+                BusMessage::SessionDeleted { session }
+                | BusMessage::SessionSaved { session }
+                | BusMessage::Cancel { session, .. }
+                | BusMessage::ClientResponse { session, .. }
+                | BusMessage::StreamResumed { session, .. }
+                | BusMessage::ListenTaken { session, .. } => session,
+                BusMessage::Notice { .. } => return Some(Lane::Notices),
+            },
+            StoreOp::Unfollow { .. } => return None,
+        };
+        Some(Lane::Session(session.clone()))
+    }
+}
+
+/// A lane's operations: the one running (in flight or here) or waiting for a place in
+/// flight is out of `queue`.
+#[derive(Default)]
+struct LaneState {
+    /// An operation of the lane runs.
+    busy: bool,
+    /// The lane's next operation waits for a place in flight (the lane is in
+    /// [`Worker::waiting`]).
+    waiting: bool,
+    queue: VecDeque<(Ticket, StoreOp)>,
+}
+
+/// Whether `op` needs none of the worker's state (follows, subscriptions): one command,
+/// its answer from the reply alone. Those run pipelined.
+fn is_stateless(op: &StoreOp) -> bool {
+    !matches!(
+        op,
+        StoreOp::Follow { .. }
+            | StoreOp::FollowStream { .. }
+            | StoreOp::Unfollow { .. }
+            | StoreOp::Delete { .. }
+    )
+}
+
+/// Whether `op` may be repeated once it may have reached Redis.
+fn is_idempotent(op: &StoreOp) -> bool {
+    !matches!(
+        op,
+        StoreOp::Create { .. } | StoreOp::Publish { .. } | StoreOp::Broadcast { .. }
+    )
+}
+
+/// A pipelined operation's end.
+struct Done {
+    lane: Lane,
+    ticket: Ticket,
+    op: StoreOp,
+    /// The connection it ran on (a failure of an older one says nothing of the current).
+    generation: u64,
+    result: Result<StoreReply, Fail>,
+}
+
+/// What a stateless operation needs: cloned into its future when it runs in flight.
+struct Stateless<R: Runtime> {
+    rt: R,
+    cfg: Arc<RedisConfig>,
+    keys: Arc<Keys>,
+    scripts: Arc<Scripts>,
+    instance: Arc<str>,
+    owner: Arc<str>,
+}
+
 enum Input {
     Op(Ticket, StoreOp),
+    Done(Done),
     Push(u64, PushInfo),
     Timer,
     Closed,
@@ -820,11 +964,20 @@ struct Worker<R: Runtime> {
     cfg: Arc<RedisConfig>,
     info: RedisConnectionInfo,
     dial: Dial,
-    instance: Box<str>,
+    instance: Arc<str>,
     inbox: ClusterInbox,
     keys: Arc<Keys>,
     scripts: Arc<Scripts>,
     conn: Option<MultiplexedConnection>,
+    /// Operations by lane: one at a time per lane, in submission order.
+    lanes: HashMap<Lane, LaneState>,
+    /// Lanes whose next operation waits for a place in flight, in the order they asked.
+    waiting: VecDeque<Lane>,
+    /// Stateless operations in flight on the connection, at most
+    /// [`RedisConfig::max_in_flight`].
+    in_flight: FuturesUnordered<BoxFuture<'static, Done>>,
+    /// Follows still queued in their lane: an `Unfollow` of one queues behind it.
+    queued_follows: HashMap<Ticket, Lane>,
     /// Which dial the current connection is (pushes of older ones are ignored).
     generation: u64,
     push_tx: mpsc::UnboundedSender<(u64, PushInfo)>,
@@ -841,9 +994,11 @@ struct Worker<R: Runtime> {
     stream_follows: HashMap<Ticket, StreamFollow>,
     /// This link's owner name in request streams, `<instance>:<incarnation>`: its liveness
     /// key is `p:inst:<owner>` (a restarted instance of the same name is another owner).
-    owner: String,
+    owner: Arc<str>,
     /// When the liveness key is renewed and the stream follows are checked next.
     next_beat: Instant,
+    /// Operations submitted and not yet done (the link refuses more than
+    /// [`RedisConfig::max_queued`]).
     queued: Arc<AtomicUsize>,
 }
 
@@ -890,10 +1045,8 @@ impl<R: Runtime> Worker<R> {
                 Some(_) => self.next_beat,
             };
             match self.next_input(&mut ops, &mut pushes, Some(timer)).await {
-                Input::Op(ticket, op) => {
-                    self.queued.fetch_sub(1, Ordering::Relaxed);
-                    self.execute(ticket, op).await;
-                }
+                Input::Op(ticket, op) => self.submit(ticket, op).await,
+                Input::Done(done) => self.finish(done).await,
                 Input::Push(generation, push) => self.on_push(generation, push).await,
                 Input::Timer => {
                     if self.conn.is_none() && self.rt.now() >= self.next_dial {
@@ -916,7 +1069,126 @@ impl<R: Runtime> Worker<R> {
     }
 
     fn liveness_key(&self) -> String {
-        format!("{}{}", self.keys.instances(), self.owner)
+        liveness_key(&self.keys, &self.owner)
+    }
+
+    fn stateless(&self) -> Stateless<R> {
+        Stateless {
+            rt: self.rt.clone(),
+            cfg: self.cfg.clone(),
+            keys: self.keys.clone(),
+            scripts: self.scripts.clone(),
+            instance: self.instance.clone(),
+            owner: self.owner.clone(),
+        }
+    }
+
+    /// Queues `op` in its lane and starts what the lane can start.
+    async fn submit(&mut self, ticket: Ticket, op: StoreOp) {
+        let lane = match Lane::of(&op) {
+            Some(lane) => lane,
+            None => match &op {
+                StoreOp::Unfollow { follow } if self.queued_follows.contains_key(follow) => {
+                    self.queued_follows[follow].clone()
+                }
+                _ => {
+                    // Its follow ran already (or never was): nothing waits for it.
+                    self.execute(ticket, op).await;
+                    self.queued.fetch_sub(1, Ordering::Relaxed);
+                    return;
+                }
+            },
+        };
+        if matches!(op, StoreOp::Follow { .. } | StoreOp::FollowStream { .. }) {
+            self.queued_follows.insert(ticket, lane.clone());
+        }
+        self.lanes
+            .entry(lane.clone())
+            .or_default()
+            .queue
+            .push_back((ticket, op));
+        self.run_lane(lane).await;
+    }
+
+    /// Runs `lane`'s next operations while it is free: a stateless one goes in flight (or
+    /// waits for a place), any other runs here to its end. With no connection every
+    /// operation runs here (its attempts dial).
+    async fn run_lane(&mut self, lane: Lane) {
+        loop {
+            let Some(state) = self.lanes.get_mut(&lane) else {
+                return;
+            };
+            if state.busy || state.waiting {
+                return;
+            }
+            let Some((ticket, op)) = state.queue.pop_front() else {
+                self.lanes.remove(&lane);
+                return;
+            };
+            let pipelined = self.conn.is_some() && is_stateless(&op);
+            if pipelined && self.in_flight.len() >= self.cfg.max_in_flight.max(1) {
+                state.queue.push_front((ticket, op));
+                state.waiting = true;
+                self.waiting.push_back(lane);
+                return;
+            }
+            if pipelined && let Some(con) = self.conn.clone() {
+                state.busy = true;
+                let s = self.stateless();
+                let (generation, lane) = (self.generation, lane.clone());
+                self.in_flight.push(Box::pin(async move {
+                    let result = s.once(con, &op).await;
+                    Done {
+                        lane,
+                        ticket,
+                        op,
+                        generation,
+                        result,
+                    }
+                }));
+                return;
+            }
+            if matches!(op, StoreOp::Follow { .. } | StoreOp::FollowStream { .. }) {
+                self.queued_follows.remove(&ticket);
+            }
+            self.execute(ticket, op).await;
+            self.queued.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// A pipelined operation ended: its answer (or its retries, here), then its lane's next
+    /// operation, then the lanes that waited for a place in flight.
+    async fn finish(&mut self, done: Done) {
+        let Done {
+            lane,
+            ticket,
+            op,
+            generation,
+            result,
+        } = done;
+        if generation == self.generation {
+            self.note(result.as_ref().map(|_| ()));
+        }
+        match result {
+            Ok(reply) => {
+                let _ = self.inbox.reply(ticket, reply);
+            }
+            Err(f) if f.sent && !is_idempotent(&op) => self.give_up(ticket, &f.why),
+            Err(f) => self.attempts(ticket, &op, 1, f.why).await,
+        }
+        self.queued.fetch_sub(1, Ordering::Relaxed);
+        if let Some(state) = self.lanes.get_mut(&lane) {
+            state.busy = false;
+        }
+        self.run_lane(lane).await;
+        while self.in_flight.len() < self.cfg.max_in_flight.max(1)
+            && let Some(next) = self.waiting.pop_front()
+        {
+            if let Some(state) = self.lanes.get_mut(&next) {
+                state.waiting = false;
+            }
+            self.run_lane(next).await;
+        }
     }
 
     fn beat_every(&self) -> Duration {
@@ -953,15 +1225,21 @@ impl<R: Runtime> Worker<R> {
     }
 
     async fn next_input(
-        &self,
+        &mut self,
         ops: &mut mpsc::UnboundedReceiver<(Ticket, StoreOp)>,
         pushes: &mut mpsc::UnboundedReceiver<(u64, PushInfo)>,
         timer: Option<Instant>,
     ) -> Input {
         let mut sleep = std::pin::pin!(timer.map(|t| self.rt.sleep_until(t)));
+        let in_flight = &mut self.in_flight;
         std::future::poll_fn(|cx| {
             if let Poll::Ready(Some((g, p))) = Pin::new(&mut *pushes).poll_next(cx) {
                 return Poll::Ready(Input::Push(g, p));
+            }
+            if !in_flight.is_empty()
+                && let Poll::Ready(Some(done)) = Pin::new(&mut *in_flight).poll_next(cx)
+            {
+                return Poll::Ready(Input::Done(done));
             }
             match Pin::new(&mut *ops).poll_next(cx) {
                 Poll::Ready(Some((t, op))) => return Poll::Ready(Input::Op(t, op)),
@@ -976,42 +1254,30 @@ impl<R: Runtime> Worker<R> {
         .await
     }
 
-    /// `fut` under the command timeout.
+    /// `fut` under the command timeout, noted ([`note`](Self::note)).
     async fn timed<T>(
         &mut self,
         fut: impl std::future::Future<Output = redis::RedisResult<T>>,
     ) -> Result<T, Fail> {
-        let sleep = self
-            .rt
-            .sleep_until(self.rt.now() + self.cfg.command_timeout);
-        let mut sleep = std::pin::pin!(sleep);
-        let mut fut = std::pin::pin!(fut);
-        let out = std::future::poll_fn(|cx| {
-            if let Poll::Ready(r) = fut.as_mut().poll(cx) {
-                return Poll::Ready(Some(r));
-            }
-            sleep.as_mut().poll(cx).map(|_| None)
-        })
-        .await;
-        match out {
-            Some(Ok(v)) => {
-                self.timeouts = 0;
-                Ok(v)
-            }
-            Some(Err(e)) => {
-                if e.is_connection_dropped() || e.is_io_error() || e.is_unrecoverable_error() {
-                    self.lost();
-                }
-                Err(Fail::sent(e.to_string()))
-            }
-            None => {
+        let out = timed_on(&self.rt, self.cfg.command_timeout, fut).await;
+        self.note(out.as_ref().map(|_| ()));
+        out
+    }
+
+    /// What a command's outcome on the current connection says of it: an answer clears
+    /// the timeouts in a row; a broken connection is lost; timing out again and again (more
+    /// than the retries), the connection is likely dead silently.
+    fn note(&mut self, outcome: Result<(), &Fail>) {
+        match outcome.map_err(|f| f.link) {
+            Ok(()) => self.timeouts = 0,
+            Err(LinkTrouble::Dropped) => self.lost(),
+            Err(LinkTrouble::TimedOut) => {
                 self.timeouts += 1;
                 if self.timeouts > self.cfg.retries {
-                    // Timing out again and again: the connection is likely dead silently.
                     self.lost();
                 }
-                Err(Fail::sent("timed out"))
             }
+            Err(LinkTrouble::None) => {}
         }
     }
 
@@ -1254,12 +1520,13 @@ impl<R: Runtime> Worker<R> {
             self.unfollow(follow).await;
             return;
         }
-        let idempotent = !matches!(
-            op,
-            StoreOp::Create { .. } | StoreOp::Publish { .. } | StoreOp::Broadcast { .. }
-        );
-        let mut why = String::new();
-        for attempt in 0..=self.cfg.retries {
+        self.attempts(ticket, &op, 0, String::new()).await;
+    }
+
+    /// Attempts `op` from attempt `first` (the later ones after a doubling pause) until one
+    /// answers, or gives up with the last failure's reason (`why` before any attempt here).
+    async fn attempts(&mut self, ticket: Ticket, op: &StoreOp, first: u32, mut why: String) {
+        for attempt in first..=self.cfg.retries {
             if attempt > 0 {
                 let pause = self
                     .cfg
@@ -1267,7 +1534,7 @@ impl<R: Runtime> Worker<R> {
                     .saturating_mul(1 << (attempt - 1).min(16));
                 self.rt.sleep_until(self.rt.now() + pause).await;
             }
-            match self.once(ticket, &op).await {
+            match self.once(ticket, op).await {
                 Ok(Some(reply)) => {
                     let _ = self.inbox.reply(ticket, reply);
                     return;
@@ -1275,12 +1542,17 @@ impl<R: Runtime> Worker<R> {
                 Ok(None) => return, // a follow, answered by `once`
                 Err(f) => {
                     why = f.why;
-                    if f.sent && !idempotent {
+                    if f.sent && !is_idempotent(op) {
                         break;
                     }
                 }
             }
         }
+        self.give_up(ticket, &why);
+    }
+
+    /// Answers `ticket` `Failed` for `why` (a follow it named ends).
+    fn give_up(&mut self, ticket: Ticket, why: &str) {
         self.follows.remove(&ticket);
         self.stream_follows.remove(&ticket);
         let e = StoreError(format!("Redis: {why}").into());
@@ -1404,60 +1676,14 @@ impl<R: Runtime> Worker<R> {
     /// One attempt at `op`: its answer, `None` for a follow (answered here).
     async fn once(&mut self, ticket: Ticket, op: &StoreOp) -> Result<Option<StoreReply>, Fail> {
         let mut con = self.connection().await?;
+        if is_stateless(op) {
+            let out = self.stateless().once(con, op).await;
+            self.note(out.as_ref().map(|_| ()));
+            return out.map(Some);
+        }
         let k = self.keys.clone();
         let scripts = self.scripts.clone();
         let reply = match op {
-            StoreOp::Load { session } => {
-                let got: Option<Vec<u8>> = self
-                    .timed(
-                        redis::cmd("GET")
-                            .arg(self.keys.record(session))
-                            .to_owned()
-                            .query_async(&mut con),
-                    )
-                    .await?;
-                match got {
-                    None => StoreReply::Session(None),
-                    Some(b) => StoreReply::Session(Some(
-                        decode_record(session, &b)
-                            .ok_or_else(|| Fail::sent("a malformed record"))?,
-                    )),
-                }
-            }
-            StoreOp::Create {
-                record,
-                max_sessions,
-                ttl,
-            } => {
-                let mut inv = invocation(&scripts.create, &k, &record.id, ttl_ms(*ttl));
-                inv.arg(encode_record(record));
-                inv.arg(u64::try_from(*max_sessions).unwrap_or(u64::MAX));
-                match self.timed(inv.invoke_async::<i64>(&mut con)).await? {
-                    1 => StoreReply::Created,
-                    0 => StoreReply::AtCapacity,
-                    _ => StoreReply::Failed(StoreError("the session id is taken".into())),
-                }
-            }
-            StoreOp::Save { record, ttl } => {
-                let message = BusMessage::SessionSaved {
-                    session: record.id.clone(),
-                };
-                let wire = encode_bus(&self.instance, &message)
-                    .ok_or_else(|| Fail::unsent("the bus message cannot be encoded"))?;
-                let mut inv = invocation(&scripts.save, &k, &record.id, ttl_ms(*ttl));
-                inv.arg(encode_record(record));
-                inv.arg(k.bus());
-                inv.arg(wire);
-                match self.timed(inv.invoke_async::<i64>(&mut con)).await? {
-                    1 => StoreReply::Done,
-                    _ => StoreReply::Session(None),
-                }
-            }
-            StoreOp::Touch { session, ttl } => {
-                let inv = invocation(&scripts.touch, &k, session, ttl_ms(*ttl));
-                self.timed(inv.invoke_async::<i64>(&mut con)).await?;
-                StoreReply::Done
-            }
             StoreOp::Delete { session } => {
                 let message = BusMessage::SessionDeleted {
                     session: session.clone(),
@@ -1471,20 +1697,6 @@ impl<R: Runtime> Worker<R> {
                 self.follows.retain(|_, (s, _)| *s != *session);
                 self.stream_follows.retain(|_, f| f.session != *session);
                 StoreReply::Done
-            }
-            StoreOp::Publish {
-                session,
-                payload,
-                capacity,
-            } => {
-                let mut inv = invocation(&scripts.publish, &k, session, 0);
-                inv.arg(payload.as_ref());
-                inv.arg(u64::try_from((*capacity).max(1)).unwrap_or(u64::MAX));
-                inv.arg(k.wake(session));
-                let seq = self.timed(inv.invoke_async::<i64>(&mut con)).await?;
-                StoreReply::Published {
-                    seq: u64::try_from(seq).unwrap_or(0),
-                }
             }
             StoreOp::Follow { session, from } => {
                 // Subscribe first: a wake-up after the read is never missed.
@@ -1517,72 +1729,6 @@ impl<R: Runtime> Worker<R> {
                     tracing::debug!(why = f.why, "a follow read failed (retried later)");
                 }
                 return Ok(None);
-            }
-            StoreOp::Delivered { session, seq } => {
-                let mut inv = invocation(&scripts.delivered, &k, session, 0);
-                inv.arg(*seq);
-                self.timed(inv.invoke_async::<i64>(&mut con)).await?;
-                StoreReply::Done
-            }
-            StoreOp::Broadcast { message } => {
-                let wire = encode_bus(&self.instance, message)
-                    .ok_or_else(|| Fail::unsent("the bus message cannot be encoded"))?;
-                let cmd = redis::cmd("PUBLISH").arg(k.bus()).arg(wire).to_owned();
-                self.timed(cmd.query_async::<i64>(&mut con)).await?;
-                StoreReply::Done
-            }
-            StoreOp::OpenStream {
-                session,
-                stream,
-                requests,
-            } => {
-                let requests = serde_json::to_string(requests)
-                    .map_err(|_| Fail::unsent("the requests cannot be encoded"))?;
-                let mut inv = invocation(&scripts.open_stream, &k, session, 0);
-                inv.key(k.stream_log(session, stream))
-                    .key(k.stream_meta(session, stream))
-                    .key(self.liveness_key())
-                    .arg(&**stream)
-                    .arg(&self.owner)
-                    .arg(requests)
-                    .arg(ttl_ms(Some(self.cfg.liveness_ttl)));
-                self.timed(inv.invoke_async::<i64>(&mut con)).await?;
-                StoreReply::Done
-            }
-            StoreOp::Append {
-                session,
-                stream,
-                seq,
-                payload,
-                answers,
-            } => {
-                let answered = match answers {
-                    None => String::new(),
-                    Some(id) => answered_field(id)
-                        .ok_or_else(|| Fail::unsent("the request id cannot be encoded"))?,
-                };
-                let mut inv = invocation(&scripts.append, &k, session, 0);
-                inv.key(k.stream_log(session, stream))
-                    .key(k.stream_meta(session, stream))
-                    .arg(*seq)
-                    .arg(payload.as_ref())
-                    .arg(answered)
-                    .arg(k.stream_wake(session, stream));
-                self.timed(inv.invoke_async::<i64>(&mut con)).await?;
-                StoreReply::Done
-            }
-            StoreOp::EndStream {
-                session,
-                stream,
-                retain,
-            } => {
-                let mut inv = invocation(&scripts.end_stream, &k, session, 0);
-                inv.key(k.stream_log(session, stream))
-                    .key(k.stream_meta(session, stream))
-                    .arg(ttl_ms(Some(*retain)))
-                    .arg(k.stream_wake(session, stream));
-                self.timed(inv.invoke_async::<i64>(&mut con)).await?;
-                StoreReply::Done
             }
             StoreOp::FollowStream {
                 session,
@@ -1631,8 +1777,195 @@ impl<R: Runtime> Worker<R> {
                 return Ok(None);
             }
             StoreOp::Unfollow { .. } => return Ok(None),
+            _ => return Err(Fail::unsent("a stateless operation")),
         };
         Ok(Some(reply))
+    }
+}
+
+impl<R: Runtime> Stateless<R> {
+    /// `fut` under the command timeout (its failure is noted by the worker).
+    async fn timed<T>(
+        &self,
+        fut: impl std::future::Future<Output = redis::RedisResult<T>>,
+    ) -> Result<T, Fail> {
+        timed_on(&self.rt, self.cfg.command_timeout, fut).await
+    }
+
+    /// One attempt at stateless operation `op` ([`is_stateless`]) on `con`.
+    async fn once(&self, mut con: MultiplexedConnection, op: &StoreOp) -> Result<StoreReply, Fail> {
+        let k = self.keys.clone();
+        let scripts = self.scripts.clone();
+        let reply = match op {
+            StoreOp::Load { session } => {
+                let got: Option<Vec<u8>> = self
+                    .timed(
+                        redis::cmd("GET")
+                            .arg(k.record(session))
+                            .to_owned()
+                            .query_async(&mut con),
+                    )
+                    .await?;
+                match got {
+                    None => StoreReply::Session(None),
+                    Some(b) => StoreReply::Session(Some(
+                        decode_record(session, &b)
+                            .ok_or_else(|| Fail::sent("a malformed record"))?,
+                    )),
+                }
+            }
+            StoreOp::Create {
+                record,
+                max_sessions,
+                ttl,
+            } => {
+                let mut inv = invocation(&scripts.create, &k, &record.id, ttl_ms(*ttl));
+                inv.arg(encode_record(record));
+                inv.arg(u64::try_from(*max_sessions).unwrap_or(u64::MAX));
+                match self.timed(inv.invoke_async::<i64>(&mut con)).await? {
+                    1 => StoreReply::Created,
+                    0 => StoreReply::AtCapacity,
+                    _ => StoreReply::Failed(StoreError("the session id is taken".into())),
+                }
+            }
+            StoreOp::Save { record, ttl } => {
+                let message = BusMessage::SessionSaved {
+                    session: record.id.clone(),
+                };
+                let wire = encode_bus(&self.instance, &message)
+                    .ok_or_else(|| Fail::unsent("the bus message cannot be encoded"))?;
+                let mut inv = invocation(&scripts.save, &k, &record.id, ttl_ms(*ttl));
+                inv.arg(encode_record(record));
+                inv.arg(k.bus());
+                inv.arg(wire);
+                match self.timed(inv.invoke_async::<i64>(&mut con)).await? {
+                    1 => StoreReply::Done,
+                    _ => StoreReply::Session(None),
+                }
+            }
+            StoreOp::Touch { session, ttl } => {
+                let inv = invocation(&scripts.touch, &k, session, ttl_ms(*ttl));
+                self.timed(inv.invoke_async::<i64>(&mut con)).await?;
+                StoreReply::Done
+            }
+            StoreOp::Publish {
+                session,
+                payload,
+                capacity,
+            } => {
+                let mut inv = invocation(&scripts.publish, &k, session, 0);
+                inv.arg(payload.as_ref());
+                inv.arg(u64::try_from((*capacity).max(1)).unwrap_or(u64::MAX));
+                inv.arg(k.wake(session));
+                let seq = self.timed(inv.invoke_async::<i64>(&mut con)).await?;
+                StoreReply::Published {
+                    seq: u64::try_from(seq).unwrap_or(0),
+                }
+            }
+            StoreOp::Delivered { session, seq } => {
+                let mut inv = invocation(&scripts.delivered, &k, session, 0);
+                inv.arg(*seq);
+                self.timed(inv.invoke_async::<i64>(&mut con)).await?;
+                StoreReply::Done
+            }
+            StoreOp::Broadcast { message } => {
+                let wire = encode_bus(&self.instance, message)
+                    .ok_or_else(|| Fail::unsent("the bus message cannot be encoded"))?;
+                let cmd = redis::cmd("PUBLISH").arg(k.bus()).arg(wire).to_owned();
+                self.timed(cmd.query_async::<i64>(&mut con)).await?;
+                StoreReply::Done
+            }
+            StoreOp::OpenStream {
+                session,
+                stream,
+                requests,
+            } => {
+                let requests = serde_json::to_string(requests)
+                    .map_err(|_| Fail::unsent("the requests cannot be encoded"))?;
+                let mut inv = invocation(&scripts.open_stream, &k, session, 0);
+                inv.key(k.stream_log(session, stream))
+                    .key(k.stream_meta(session, stream))
+                    .key(liveness_key(&k, &self.owner))
+                    .arg(&**stream)
+                    .arg(&*self.owner)
+                    .arg(requests)
+                    .arg(ttl_ms(Some(self.cfg.liveness_ttl)));
+                self.timed(inv.invoke_async::<i64>(&mut con)).await?;
+                StoreReply::Done
+            }
+            StoreOp::Append {
+                session,
+                stream,
+                seq,
+                payload,
+                answers,
+            } => {
+                let answered = match answers {
+                    None => String::new(),
+                    Some(id) => answered_field(id)
+                        .ok_or_else(|| Fail::unsent("the request id cannot be encoded"))?,
+                };
+                let mut inv = invocation(&scripts.append, &k, session, 0);
+                inv.key(k.stream_log(session, stream))
+                    .key(k.stream_meta(session, stream))
+                    .arg(*seq)
+                    .arg(payload.as_ref())
+                    .arg(answered)
+                    .arg(k.stream_wake(session, stream));
+                self.timed(inv.invoke_async::<i64>(&mut con)).await?;
+                StoreReply::Done
+            }
+            StoreOp::EndStream {
+                session,
+                stream,
+                retain,
+            } => {
+                let mut inv = invocation(&scripts.end_stream, &k, session, 0);
+                inv.key(k.stream_log(session, stream))
+                    .key(k.stream_meta(session, stream))
+                    .arg(ttl_ms(Some(*retain)))
+                    .arg(k.stream_wake(session, stream));
+                self.timed(inv.invoke_async::<i64>(&mut con)).await?;
+                StoreReply::Done
+            }
+            _ => return Err(Fail::unsent("not a stateless operation")),
+        };
+        Ok(reply)
+    }
+}
+
+/// The liveness key of link `owner`.
+fn liveness_key(keys: &Keys, owner: &str) -> String {
+    format!("{}{}", keys.instances(), owner)
+}
+
+/// `fut` under `timeout`: a failure says what it means for the connection; nothing is done
+/// about it here ([`Worker::note`] does).
+async fn timed_on<R: Runtime, T>(
+    rt: &R,
+    timeout: Duration,
+    fut: impl std::future::Future<Output = redis::RedisResult<T>>,
+) -> Result<T, Fail> {
+    match race(rt, rt.now() + timeout, fut).await {
+        Some(Ok(v)) => Ok(v),
+        Some(Err(e)) => {
+            let dropped =
+                e.is_connection_dropped() || e.is_io_error() || e.is_unrecoverable_error();
+            Err(Fail {
+                sent: true,
+                why: e.to_string(),
+                link: if dropped {
+                    LinkTrouble::Dropped
+                } else {
+                    LinkTrouble::None
+                },
+            })
+        }
+        None => Err(Fail {
+            sent: true,
+            why: "timed out".into(),
+            link: LinkTrouble::TimedOut,
+        }),
     }
 }
 
