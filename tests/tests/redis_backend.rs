@@ -979,10 +979,10 @@ fn reply(inbox: &mpsc::Receiver<ClusterDelivery>) -> (Ticket, StoreReply) {
 }
 
 /// The Redis link sends the operations of different sessions without waiting for each
-/// other's answers (pipelined on its one connection), and one session's operations one after
-/// the other's answer, in submission order. Held replies show it: while Redis's answers are
-/// held back, the link has written the first operation of every session and not the second
-/// of any.
+/// other's answers (pipelined on its one connection), and one session's next operations only
+/// after the answers to its previous ones, in submission order. Held replies show it: while
+/// Redis's answers are held back, the link has written the first operation of every session
+/// and none that a session submitted after its first.
 #[test]
 fn the_redis_link_pipelines_sessions_and_keeps_each_sessions_order() {
     use std::sync::{Arc, Mutex};
@@ -999,7 +999,8 @@ fn the_redis_link_pipelines_sessions_and_keeps_each_sessions_order() {
         mcp_proto::driver::redis::backend(
             mcp_tokio::Tokio,
             &redis.url(),
-            redis_config("pipe"),
+            // Longer than any hold here: a held answer is never an attempt timing out.
+            redis_config("pipe").with_command_timeout(Duration::from_secs(30)),
             move |host, port| {
                 let gate = dial_gate.clone();
                 async move {
@@ -1036,30 +1037,35 @@ fn the_redis_link_pipelines_sessions_and_keeps_each_sessions_order() {
         g.held = true;
         g.written.clear();
     }
-    // Session x: two operations; y and z: one each.
-    let ops = [("x", 7101), ("x", 7102), ("y", 7201), ("z", 7301)];
-    for (i, (session, n)) in ops.iter().enumerate() {
-        link.submit(now, Ticket::from_u64(2 + i as u64), publish(session, *n, 8));
-    }
-    let written = |n: u64| {
+    let submit = |link: &mut Box<dyn StoreLink>, i: u64, session: &str, n: u64| {
+        link.submit(now, Ticket::from_u64(i), publish(session, n, 8));
+    };
+    let at = |n: u64| {
         let needle = format!("{{\"m\":{n}}}");
         let g = gate.lock().unwrap();
         g.written
             .windows(needle.len())
-            .any(|w| w == needle.as_bytes())
+            .position(|w| w == needle.as_bytes())
     };
+    // One operation each on x, y and z: all three are sent while no answer has come.
+    submit(&mut link, 2, "x", 7101);
+    submit(&mut link, 3, "y", 7201);
+    submit(&mut link, 4, "z", 7301);
     let deadline = Instant::now() + WAIT;
-    while !(written(7101) && written(7201) && written(7301)) && Instant::now() < deadline {
+    while [7101, 7201, 7301].iter().any(|n| at(*n).is_none()) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(5));
     }
     assert!(
-        written(7101) && written(7201) && written(7301),
+        [7101, 7201, 7301].iter().all(|n| at(*n).is_some()),
         "with replies held, the first operation of every session is sent (pipelined)"
     );
+    // Two more on x while its first is unanswered: they wait for that answer.
+    submit(&mut link, 5, "x", 7102);
+    submit(&mut link, 6, "x", 7103);
     std::thread::sleep(Duration::from_millis(200));
     assert!(
-        !written(7102),
-        "x's second operation waits for the answer to its first"
+        at(7102).is_none() && at(7103).is_none(),
+        "x's later operations wait for the answer to its first"
     );
     {
         let mut g = gate.lock().unwrap();
@@ -1068,18 +1074,20 @@ fn the_redis_link_pipelines_sessions_and_keeps_each_sessions_order() {
             w.wake();
         }
     }
-    let mut got: Vec<(Ticket, StoreReply)> = (0..ops.len()).map(|_| reply(&rx)).collect();
+    let mut got: Vec<(Ticket, StoreReply)> = (0..5).map(|_| reply(&rx)).collect();
     got.sort_by_key(|(t, _)| *t);
     let published = |seq| StoreReply::Published { seq };
     assert_eq!(
         got,
         [
             (Ticket::from_u64(2), published(1)),
-            (Ticket::from_u64(3), published(2)),
+            (Ticket::from_u64(3), published(1)),
             (Ticket::from_u64(4), published(1)),
-            (Ticket::from_u64(5), published(1)),
+            (Ticket::from_u64(5), published(2)),
+            (Ticket::from_u64(6), published(3)),
         ],
         "x's operations applied in submission order"
     );
+    assert!(at(7102) < at(7103), "and sent in it");
     drop(link);
 }

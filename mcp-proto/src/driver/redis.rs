@@ -12,19 +12,26 @@
 //! worker puts each operation in its session's **lane** (the service notices, which name no
 //! session, share one lane: one instance's notices stay in order) and runs
 //!
-//! - one operation at a time per lane, in submission order, its retries included (the next
-//!   one of the lane starts after its answer);
-//! - the lanes side by side: an operation that needs none of the worker's state (one
-//!   command, its answer from the reply alone: every one but the follows, `Unfollow` and
-//!   `Delete`) goes *in flight* as its own future on the multiplexed connection, so commands
-//!   of different sessions are pipelined, at most [`RedisConfig::max_in_flight`] at once (a
-//!   lane waiting for a place queues for it in order);
-//! - the others here, in their lane's turn, to their end (as are the retries, the dials, the
-//!   wake-ups, the bus messages (RESP3 pushes) and the beats, between the other inputs).
+//! - one *batch* at a time per lane: the stateless operations at the lane's head (those that
+//!   need none of the worker's state, one command each, answered from its reply alone: all
+//!   but the follows, `Unfollow` and `Delete`), at most 64, sent together in submission order
+//!   (each polled first in order: the multiplexed connection queues commands first come,
+//!   first served, and Redis runs one connection's commands in order); the lane's next batch
+//!   starts after the answers to this one;
+//! - the lanes' batches side by side, as futures in flight on the multiplexed connection,
+//!   at most [`RedisConfig::max_in_flight`] operations at once (a lane waiting for a place
+//!   queues for it in order);
+//! - every other operation here, in its lane's turn, to its end (as are the retries, the
+//!   dials, the wake-ups, the bus messages (RESP3 pushes) and the beats, between the other
+//!   inputs).
 //!
-//! An `Unfollow` whose follow still waits in its lane queues behind it. What a failed
-//! command in flight says of the connection (broken, timing out) is acted on when its answer
-//! comes back, and only if it ran on the current connection.
+//! A failed operation of a batch is attempted again, in order, only if no later one of its
+//! batch was applied (a retry would overtake that one: it is answered `Failed` instead); the
+//! scripts are loaded on every (re)connection before any operation runs, so an operation
+//! never falls back to loading its script and being sent again behind the later ones. An
+//! `Unfollow` whose follow still waits in its lane queues behind it. What a failed batch
+//! says of the connection (broken, timing out) is acted on when its answers come back, and
+//! only if it ran on the current connection.
 //! [`RedisConfig::max_queued`] bounds what is submitted and not done (queued, in a lane or in
 //! flight).
 //!
@@ -167,9 +174,10 @@ pub struct RedisConfig {
     /// Operations submitted on one link and not yet done, at most; beyond, an operation is
     /// answered `Failed` at once. Default 10,000.
     pub max_queued: usize,
-    /// Operations of different sessions in flight on the link's connection at once
-    /// (pipelined; each session's own still run one at a time, in order). 1 runs every
-    /// operation after the previous one's answer. Default 256, at least 1.
+    /// Operations in flight on the link's connection at once (pipelined: each session's
+    /// sent in submission order, its next ones after the answers to these; different
+    /// sessions' side by side). 1 runs every operation after the previous one's answer.
+    /// Default 256, at least 1.
     pub max_in_flight: usize,
     /// Log events read by one `XRANGE` (a longer backlog is answered in several answers).
     /// Default 256.
@@ -329,6 +337,7 @@ impl<R: Runtime> ClusterBackend for RedisBackend<R> {
             lanes: HashMap::new(),
             waiting: VecDeque::new(),
             in_flight: FuturesUnordered::new(),
+            in_flight_ops: 0,
             queued_follows: HashMap::new(),
             generation: 0,
             push_tx,
@@ -644,6 +653,21 @@ impl Scripts {
             stream_read: s(STREAM_READ),
         }
     }
+
+    fn all(&self) -> [&redis::Script; 10] {
+        [
+            &self.create,
+            &self.save,
+            &self.touch,
+            &self.delete,
+            &self.publish,
+            &self.delivered,
+            &self.open_stream,
+            &self.append,
+            &self.end_stream,
+            &self.stream_read,
+        ]
+    }
 }
 
 /// A record as stored (JSON; the state in base64).
@@ -931,14 +955,41 @@ fn is_idempotent(op: &StoreOp) -> bool {
     )
 }
 
-/// A pipelined operation's end.
+/// Operations of one lane sent together at most (a batch in flight).
+const MAX_BATCH: usize = 64;
+
+/// A batch in flight ended: a lane's operations, in order, each with its outcome.
 struct Done {
     lane: Lane,
-    ticket: Ticket,
-    op: StoreOp,
     /// The connection it ran on (a failure of an older one says nothing of the current).
     generation: u64,
-    result: Result<StoreReply, Fail>,
+    ops: Vec<(Ticket, StoreOp, Result<StoreReply, Fail>)>,
+}
+
+/// Runs `futs` side by side, each polled first in order (so that their commands enter the
+/// connection in order: the multiplexed connection queues them first come, first served);
+/// their outputs in the same order.
+async fn in_order<F: std::future::Future>(futs: Vec<F>) -> Vec<F::Output> {
+    let mut futs: Vec<Pin<Box<F>>> = futs.into_iter().map(Box::pin).collect();
+    let mut outs: Vec<Option<F::Output>> = futs.iter().map(|_| None).collect();
+    std::future::poll_fn(|cx| {
+        let mut pending = false;
+        for (f, out) in futs.iter_mut().zip(outs.iter_mut()) {
+            if out.is_none() {
+                match f.as_mut().poll(cx) {
+                    Poll::Ready(v) => *out = Some(v),
+                    Poll::Pending => pending = true,
+                }
+            }
+        }
+        if pending {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
+    outs.into_iter().flatten().collect()
 }
 
 /// What a stateless operation needs: cloned into its future when it runs in flight.
@@ -973,9 +1024,10 @@ struct Worker<R: Runtime> {
     lanes: HashMap<Lane, LaneState>,
     /// Lanes whose next operation waits for a place in flight, in the order they asked.
     waiting: VecDeque<Lane>,
-    /// Stateless operations in flight on the connection, at most
-    /// [`RedisConfig::max_in_flight`].
+    /// Batches of stateless operations in flight on the connection.
     in_flight: FuturesUnordered<BoxFuture<'static, Done>>,
+    /// The operations in them, at most [`RedisConfig::max_in_flight`].
+    in_flight_ops: usize,
     /// Follows still queued in their lane: an `Unfollow` of one queues behind it.
     queued_follows: HashMap<Ticket, Lane>,
     /// Which dial the current connection is (pushes of older ones are ignored).
@@ -1110,10 +1162,12 @@ impl<R: Runtime> Worker<R> {
         self.run_lane(lane).await;
     }
 
-    /// Runs `lane`'s next operations while it is free: a stateless one goes in flight (or
-    /// waits for a place), any other runs here to its end. With no connection every
-    /// operation runs here (its attempts dial).
+    /// Runs `lane`'s next operations while it is free: the stateless ones at its head go
+    /// in flight together, in order (a batch of at most [`MAX_BATCH`] and of the places left
+    /// in flight, or they wait for a place); any other runs here to its end. With no
+    /// connection every operation runs here (its attempts dial).
     async fn run_lane(&mut self, lane: Lane) {
+        let max = self.cfg.max_in_flight.max(1);
         loop {
             let Some(state) = self.lanes.get_mut(&lane) else {
                 return;
@@ -1121,33 +1175,47 @@ impl<R: Runtime> Worker<R> {
             if state.busy || state.waiting {
                 return;
             }
-            let Some((ticket, op)) = state.queue.pop_front() else {
+            let Some((_, op)) = state.queue.front() else {
                 self.lanes.remove(&lane);
                 return;
             };
-            let pipelined = self.conn.is_some() && is_stateless(&op);
-            if pipelined && self.in_flight.len() >= self.cfg.max_in_flight.max(1) {
-                state.queue.push_front((ticket, op));
-                state.waiting = true;
-                self.waiting.push_back(lane);
-                return;
-            }
-            if pipelined && let Some(con) = self.conn.clone() {
+            if let (Some(con), true) = (&self.conn, is_stateless(op)) {
+                let room = max.saturating_sub(self.in_flight_ops).min(MAX_BATCH);
+                if room == 0 {
+                    state.waiting = true;
+                    self.waiting.push_back(lane);
+                    return;
+                }
+                let take = state
+                    .queue
+                    .iter()
+                    .take(room)
+                    .take_while(|(_, op)| is_stateless(op))
+                    .count();
+                let batch: Vec<(Ticket, StoreOp)> = state.queue.drain(..take).collect();
                 state.busy = true;
-                let s = self.stateless();
+                self.in_flight_ops += batch.len();
+                let (s, con) = (self.stateless(), con.clone());
                 let (generation, lane) = (self.generation, lane.clone());
                 self.in_flight.push(Box::pin(async move {
-                    let result = s.once(con, &op).await;
+                    let attempts = batch.iter().map(|(_, op)| s.once(con.clone(), op));
+                    let results = in_order(attempts.collect()).await;
+                    let ops = batch
+                        .into_iter()
+                        .zip(results)
+                        .map(|((ticket, op), result)| (ticket, op, result))
+                        .collect();
                     Done {
                         lane,
-                        ticket,
-                        op,
                         generation,
-                        result,
+                        ops,
                     }
                 }));
                 return;
             }
+            let Some((ticket, op)) = state.queue.pop_front() else {
+                return;
+            };
             if matches!(op, StoreOp::Follow { .. } | StoreOp::FollowStream { .. }) {
                 self.queued_follows.remove(&ticket);
             }
@@ -1156,32 +1224,49 @@ impl<R: Runtime> Worker<R> {
         }
     }
 
-    /// A pipelined operation ended: its answer (or its retries, here), then its lane's next
-    /// operation, then the lanes that waited for a place in flight.
+    /// A batch in flight ended: the answers, in order. A failed operation is attempted
+    /// again (here, in order) only when no later one of the batch was applied (a retry would
+    /// overtake it: then it is answered `Failed`). Then the lane's next operations, then
+    /// the lanes that waited for a place in flight.
     async fn finish(&mut self, done: Done) {
         let Done {
             lane,
-            ticket,
-            op,
             generation,
-            result,
+            ops,
         } = done;
-        if generation == self.generation {
-            self.note(result.as_ref().map(|_| ()));
-        }
-        match result {
-            Ok(reply) => {
-                let _ = self.inbox.reply(ticket, reply);
+        self.in_flight_ops = self.in_flight_ops.saturating_sub(ops.len());
+        let last_applied = ops.iter().rposition(|(_, _, r)| r.is_ok());
+        let mut noted_failure = false;
+        let mut again = Vec::new();
+        for (i, (ticket, op, result)) in ops.into_iter().enumerate() {
+            // What the batch says of the connection: each answer, and its first failure
+            // (the rest of a broken or silent batch fail with it).
+            if generation == self.generation && (result.is_ok() || !noted_failure) {
+                noted_failure |= result.is_err();
+                self.note(result.as_ref().map(|_| ()));
             }
-            Err(f) if f.sent && !is_idempotent(&op) => self.give_up(ticket, &f.why),
-            Err(f) => self.attempts(ticket, &op, 1, f.why).await,
+            match result {
+                Ok(reply) => {
+                    let _ = self.inbox.reply(ticket, reply);
+                }
+                Err(f) if last_applied.is_some_and(|l| l > i) => self.give_up(ticket, &f.why),
+                Err(f) if f.sent && !is_idempotent(&op) => self.give_up(ticket, &f.why),
+                Err(f) => {
+                    again.push((ticket, op, f.why));
+                    continue;
+                }
+            }
+            self.queued.fetch_sub(1, Ordering::Relaxed);
         }
-        self.queued.fetch_sub(1, Ordering::Relaxed);
+        for (ticket, op, why) in again {
+            self.attempts(ticket, &op, 1, why).await;
+            self.queued.fetch_sub(1, Ordering::Relaxed);
+        }
         if let Some(state) = self.lanes.get_mut(&lane) {
             state.busy = false;
         }
         self.run_lane(lane).await;
-        while self.in_flight.len() < self.cfg.max_in_flight.max(1)
+        while self.in_flight_ops < self.cfg.max_in_flight.max(1)
             && let Some(next) = self.waiting.pop_front()
         {
             if let Some(state) = self.lanes.get_mut(&next) {
@@ -1355,6 +1440,12 @@ impl<R: Runtime> Worker<R> {
         self.timed(con.subscribe(channels)).await?;
         if self.conn.is_none() {
             return Err(Fail::unsent("the connection was lost while subscribing"));
+        }
+        // Every script loaded before any operation runs: an operation in a batch never falls
+        // back to loading its script (which would send it again after the later ones).
+        let scripts = self.scripts.clone();
+        for script in scripts.all() {
+            self.timed(script.load_async(&mut con)).await?;
         }
         self.dial_backoff = self.cfg.retry_backoff;
         self.lost_since = None;

@@ -55,19 +55,37 @@ impl Rt {
     }
 }
 
+/// A `--serve` child's Redis store.
+#[derive(Debug, Clone)]
+pub struct RedisStore {
+    /// The Redis URL.
+    pub url: String,
+    /// The cluster instance name.
+    pub instance: String,
+    /// `RedisConfig::max_in_flight` (its default when `None`; 1 runs the link's operations
+    /// one after the other's answer).
+    pub in_flight: Option<usize>,
+}
+
 /// The store a `--serve` child was given: `--redis URL` and `--instance NAME` together, or
-/// neither (memory).
+/// neither (memory); `in_flight` only with them.
 ///
 /// # Errors
 ///
-/// When only one of them is given.
+/// When only one of them is given, or `in_flight` without them.
 pub fn store_args(
     redis: Option<String>,
     instance: Option<String>,
-) -> Result<Option<(String, String)>, String> {
+    in_flight: Option<usize>,
+) -> Result<Option<RedisStore>, String> {
     match (redis, instance) {
-        (Some(url), Some(name)) => Ok(Some((url, name))),
-        (None, None) => Ok(None),
+        (Some(url), Some(instance)) => Ok(Some(RedisStore {
+            url,
+            instance,
+            in_flight,
+        })),
+        (None, None) if in_flight.is_none() => Ok(None),
+        (None, None) => Err("--redis-in-flight needs --redis".into()),
         _ => Err("--redis and --instance go together".into()),
     }
 }
@@ -80,12 +98,20 @@ pub fn store_args(
 pub fn with_store(
     rt: Rt,
     config: ServerConfig,
-    redis: Option<&(String, String)>,
+    redis: Option<&RedisStore>,
 ) -> std::io::Result<ServerConfig> {
-    let Some((url, name)) = redis else {
+    let Some(RedisStore {
+        url,
+        instance: name,
+        in_flight,
+    }) = redis
+    else {
         return Ok(config);
     };
-    let settings = mcp_tokio::RedisConfig::default().with_prefix(KEY_PREFIX);
+    let mut settings = mcp_tokio::RedisConfig::default().with_prefix(KEY_PREFIX);
+    if let Some(n) = in_flight {
+        settings = settings.with_max_in_flight(*n);
+    }
     let backend = match rt {
         Rt::Tokio => mcp_tokio::redis_backend(url, settings),
         Rt::Smol => mcp_smol::redis_backend(url, settings),
@@ -105,7 +131,7 @@ pub fn serve(
     core: usize,
     server: Server,
     config: ServerConfig,
-    redis: Option<&(String, String)>,
+    redis: Option<&RedisStore>,
     label: &str,
 ) -> ExitCode {
     if !pin_to(core) {

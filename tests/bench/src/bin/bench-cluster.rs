@@ -39,8 +39,9 @@
 //! **Round trips** are counted by Redis itself: its slow log at a threshold of 0 µs logs
 //! every command with the client that sent it, and a command a Lua script runs is logged with
 //! the script's pseudo-client `?:0`. So *round trips* = commands the instances sent (each
-//! store operation of the worker is one command, `GET` or `EVALSHA` of a script, one at a time
-//! per instance, so commands sent = round trips) and *commands* = those plus what their
+//! store operation of the worker is one command, `GET` or `EVALSHA` of a script, and one
+//! session's operations go one after the other's answer; the counted sessions are opened one
+//! at a time, so commands sent = round trips) and *commands* = those plus what their
 //! scripts ran (what `INFO commandstats` and `total_commands_processed` count, which is why
 //! they are not used for round trips). Not counted: the benchmark's own `SLOWLOG`/`CONFIG`,
 //! and the instances' liveness renewals (`SET <prefix>:inst:*`, every third of the liveness
@@ -177,7 +178,7 @@ enum Mode {
         rt: Rt,
         bind: String,
         core: usize,
-        redis: Option<(String, String)>,
+        redis: Option<instance::RedisStore>,
     },
 }
 
@@ -224,7 +225,8 @@ fn parse_args() -> Result<Mode, String> {
         }
     }
     if let Some(rt) = serve {
-        let redis = instance::store_args(redis, instance).map_err(|e| format!("{e}\n{USAGE}"))?;
+        let redis =
+            instance::store_args(redis, instance, None).map_err(|e| format!("{e}\n{USAGE}"))?;
         return Ok(Mode::Serve {
             rt,
             bind,
@@ -260,7 +262,7 @@ fn main() -> ExitCode {
 // ------------------------------------------------------------------------------------------
 // One instance (a child process).
 
-fn serve(rt: Rt, bind: &str, core: usize, redis: Option<&(String, String)>) -> ExitCode {
+fn serve(rt: Rt, bind: &str, core: usize, redis: Option<&instance::RedisStore>) -> ExitCode {
     instance::serve(
         rt,
         bind,

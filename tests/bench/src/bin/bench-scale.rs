@@ -66,16 +66,27 @@ const RSS_SAMPLE: Duration = Duration::from_millis(20);
 enum Store {
     Memory,
     Redis,
+    /// Redis with the link's operations one after the other's answer
+    /// (`RedisConfig::max_in_flight` 1): what the link did before it pipelined.
+    RedisSerial,
 }
 
 impl Store {
+    /// What `--stores` may name.
+    const NAMED: [Store; 3] = [Store::Memory, Store::Redis, Store::RedisSerial];
+    /// The default.
     const ALL: [Store; 2] = [Store::Memory, Store::Redis];
 
     fn name(self) -> &'static str {
         match self {
             Store::Memory => "memory",
             Store::Redis => "redis",
+            Store::RedisSerial => "redis-serial",
         }
+    }
+
+    fn redis(self) -> bool {
+        !matches!(self, Store::Memory)
     }
 }
 
@@ -138,11 +149,12 @@ impl Plan {
 // ------------------------------------------------------------------------------------------
 // Arguments.
 
-const USAGE: &str = "usage: bench-scale [--quick] [--runtimes tokio,smol] [--stores memory,redis]
-       bench-scale --serve tokio|smol --max-sessions N --heartbeat-ms MS [--redis URL --instance NAME]
+const USAGE: &str = "usage: bench-scale [--quick] [--runtimes tokio,smol] [--stores memory,redis,redis-serial]
+       bench-scale --serve tokio|smol --max-sessions N --heartbeat-ms MS [--redis URL --instance NAME [--redis-in-flight N]]
   --quick     small sizes: a smoke test (exit status 1 on any wrong reply)
   --runtimes  which of our adapters to measure (default: tokio,smol)
-  --stores    which session stores (default: memory,redis)
+  --stores    which session stores (default: memory,redis; redis-serial: Redis with one
+              store operation at a time, as the link ran before it pipelined)
   --phases    which phases (default: idle,streams,calls)
   --streams   GET streams in the streams phase (default 10000)
   --serve     run one instance (what the benchmark starts in a child process)";
@@ -158,7 +170,7 @@ enum Mode {
         rt: Rt,
         max_sessions: usize,
         heartbeat: Duration,
-        redis: Option<(String, String)>,
+        redis: Option<instance::RedisStore>,
     },
 }
 
@@ -172,6 +184,7 @@ fn parse_args() -> Result<Mode, String> {
     let mut heartbeat = None;
     let mut redis = None;
     let mut instance = None;
+    let mut in_flight = None;
     let mut phases = None;
     let mut streams = None;
     let mut args = std::env::args().skip(1);
@@ -193,7 +206,7 @@ fn parse_args() -> Result<Mode, String> {
                 stores = list
                     .split(',')
                     .map(|n| {
-                        Store::ALL
+                        Store::NAMED
                             .into_iter()
                             .find(|s| s.name() == n)
                             .ok_or(format!("unknown store {n:?}"))
@@ -223,12 +236,14 @@ fn parse_args() -> Result<Mode, String> {
             }
             "--redis" => redis = Some(args.next().ok_or("--redis needs a URL")?),
             "--instance" => instance = Some(args.next().ok_or("--instance needs a name")?),
+            "--redis-in-flight" => in_flight = Some(number(&arg, args.next())? as usize),
             "-h" | "--help" => return Err(USAGE.to_owned()),
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
         }
     }
     if let Some(rt) = serve {
-        let redis = instance::store_args(redis, instance).map_err(|e| format!("{e}\n{USAGE}"))?;
+        let redis = instance::store_args(redis, instance, in_flight)
+            .map_err(|e| format!("{e}\n{USAGE}"))?;
         return Ok(Mode::Serve {
             rt,
             max_sessions: max_sessions.ok_or("--serve needs --max-sessions")?,
@@ -298,15 +313,14 @@ struct Setup {
 
 impl Setup {
     fn start(rt: Rt, store: Store, plan: &Plan) -> Result<Setup, String> {
-        let redis = match store {
-            Store::Memory => None,
-            Store::Redis => {
-                let server = on_core_0(Redis::start)?.map_err(|e| format!("redis-server: {e}"))?;
-                let conn = server
-                    .connect()
-                    .map_err(|e| format!("connecting to redis-server: {e}"))?;
-                Some((server, conn))
-            }
+        let redis = if store.redis() {
+            let server = on_core_0(Redis::start)?.map_err(|e| format!("redis-server: {e}"))?;
+            let conn = server
+                .connect()
+                .map_err(|e| format!("connecting to redis-server: {e}"))?;
+            Some((server, conn))
+        } else {
+            None
         };
         let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let max = plan.max_sessions().to_string();
@@ -322,6 +336,9 @@ impl Setup {
         let url = redis.as_ref().map(|(r, _)| r.url());
         if let Some(url) = &url {
             args.extend(["--redis", url, "--instance", "scale1"]);
+        }
+        if store == Store::RedisSerial {
+            args.extend(["--redis-in-flight", "1"]);
         }
         let server = ServerProcess::start(&exe, &args, rt.name())?;
         Ok(Setup { server, redis })
@@ -779,9 +796,10 @@ fn bench(plan: &Plan, runtimes: &[Rt], stores: &[Store], quick: bool) -> ExitCod
 
 /// A Redis column's figure (`decimals` places), or "–" on the memory store.
 fn redis_only(store: Store, v: f64, decimals: usize) -> String {
-    match store {
-        Store::Redis => format!("{v:.decimals$}"),
-        Store::Memory => "–".into(),
+    if store.redis() {
+        format!("{v:.decimals$}")
+    } else {
+        "–".into()
     }
 }
 
