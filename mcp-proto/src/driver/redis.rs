@@ -171,8 +171,10 @@ pub struct RedisConfig {
     /// How long follows survive a lost connection before they are answered `Failed`.
     /// Default 5 s.
     pub follow_grace: Duration,
-    /// Operations submitted on one link and not yet done, at most; beyond, an operation is
-    /// answered `Failed` at once. Default 10,000.
+    /// Operations submitted on one link and not yet done (queued, waiting in their session's
+    /// lane, or in flight), at most; beyond, an operation is answered `Failed` at once: a
+    /// burst the store cannot absorb is refused at once rather than queued past the router's
+    /// store timeout. Default 10,000.
     pub max_queued: usize,
     /// Operations in flight on the link's connection at once (pipelined: each session's
     /// sent in submission order, its next ones after the answers to these; different

@@ -134,6 +134,10 @@ pub fn serve(
     redis: Option<&RedisStore>,
     label: &str,
 ) -> ExitCode {
+    let _ = tracing_subscriber::fmt()
+        .with_max_level(tracing_subscriber::filter::LevelFilter::WARN)
+        .with_writer(std::io::stderr)
+        .try_init();
     if !pin_to(core) {
         eprintln!("{label} server: could not pin to core {core}");
     }
