@@ -1091,3 +1091,121 @@ fn the_redis_link_pipelines_sessions_and_keeps_each_sessions_order() {
     assert!(at(7102) < at(7103), "and sent in it");
     drop(link);
 }
+
+/// A follow that starts in flight is registered when its first read's answer comes back; a
+/// wake-up of its session in between (an event published after that read) is not lost: the
+/// follow reads again once registered. Held replies make the window: the second follow of a
+/// session (its channel already subscribed) sends its read, Redis runs it, the answer is held;
+/// another instance publishes; the wake-up comes in right behind the held answer.
+#[test]
+fn an_event_published_while_a_follow_starts_reaches_it() {
+    use std::sync::{Arc, Mutex};
+    let redis = require_service!(Redis::start());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let gate = Arc::new(Mutex::new(Gate::default()));
+    let dial_gate = gate.clone();
+    let config = || redis_config("window").with_command_timeout(Duration::from_secs(30));
+    let (backend, publisher) = {
+        let _guard = rt.enter();
+        let gated = mcp_proto::driver::redis::backend(
+            mcp_tokio::Tokio,
+            &redis.url(),
+            config(),
+            move |host, port| {
+                let gate = dial_gate.clone();
+                async move {
+                    let tcp = tokio::net::TcpStream::connect((&*host, port)).await?;
+                    tcp.set_nodelay(true)?;
+                    Ok(Box::new(Gated { tcp, gate }) as Box<dyn mcp_proto::driver::redis::RedisIo>)
+                }
+            },
+        )
+        .unwrap();
+        (
+            gated,
+            mcp_tokio::redis_backend(&redis.url(), config()).unwrap(),
+        )
+    };
+    let _guard = rt.enter();
+    let (tx, rx) = mpsc::channel();
+    let mut link = backend.connect("a", ClusterInbox::new(move |d| tx.send(d).is_ok()));
+    let (ptx, prx) = mpsc::channel();
+    let mut other = publisher.connect("b", ClusterInbox::new(move |d| ptx.send(d).is_ok()));
+    let now = Instant::now();
+    let create = StoreOp::Create {
+        record: record("x", None),
+        max_sessions: 100,
+        ttl: Some(Duration::from_secs(60)),
+    };
+    link.submit(now, Ticket::from_u64(1), create);
+    assert_eq!(reply(&rx), (Ticket::from_u64(1), StoreReply::Created));
+    let follow = |after| StoreOp::Follow {
+        session: "x".into(),
+        from: FollowFrom::After(after),
+    };
+    let no_events = |t| {
+        (
+            Ticket::from_u64(t),
+            StoreReply::Events {
+                events: vec![],
+                gap: false,
+                after: 0,
+            },
+        )
+    };
+    // The first follow subscribes x's wake-up channel.
+    link.submit(now, Ticket::from_u64(2), follow(0));
+    assert_eq!(reply(&rx), no_events(2));
+    let reads = || {
+        let g = gate.lock().unwrap();
+        g.written.windows(6).filter(|w| w == b"XRANGE").count()
+    };
+    let before = reads();
+    gate.lock().unwrap().held = true;
+    link.submit(now, Ticket::from_u64(3), follow(0));
+    let deadline = Instant::now() + WAIT;
+    while reads() == before && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(reads() > before, "the second follow's read is sent");
+    // Redis ran that read (one connection: in order) before this publish.
+    std::thread::sleep(Duration::from_millis(100));
+    other.submit(now, Ticket::from_u64(10), publish("x", 1, 8));
+    let published = loop {
+        match prx.recv_timeout(WAIT).expect("the publish is answered") {
+            ClusterDelivery::Reply(_, r) => break r,
+            _ => continue,
+        }
+    };
+    assert_eq!(published, StoreReply::Published { seq: 1 });
+    std::thread::sleep(Duration::from_millis(100));
+    {
+        let mut g = gate.lock().unwrap();
+        g.held = false;
+        if let Some(w) = g.waker.take() {
+            w.wake();
+        }
+    }
+    // Both follows get the event: the first on the wake-up, the second although the wake-up
+    // came before it was registered.
+    let deadline = Instant::now() + WAIT;
+    let mut got = std::collections::BTreeSet::new();
+    while got.len() < 2 && Instant::now() < deadline {
+        if let Ok(ClusterDelivery::Reply(t, StoreReply::Events { events, .. })) =
+            rx.recv_timeout(Duration::from_millis(50))
+            && events.iter().any(|e| e.seq == 1)
+        {
+            got.insert(t);
+        }
+    }
+    assert_eq!(
+        got,
+        [Ticket::from_u64(2), Ticket::from_u64(3)].into(),
+        "every follow gets the event published while the second one started"
+    );
+    drop((link, other));
+}

@@ -21,6 +21,9 @@
 //! - the lanes' batches side by side, as futures in flight on the multiplexed connection,
 //!   at most [`RedisConfig::max_in_flight`] operations at once (a lane waiting for a place
 //!   queues for it in order);
+//! - a listen-log follow's start (subscribe, cursor, first read) in flight too, alone in its
+//!   lane's turn; the worker registers it when it comes back, and reads again if its
+//!   session was woken in between (an event published after that read is not missed);
 //! - every other operation here, in its lane's turn, to its end (as are the retries, the
 //!   dials, the wake-ups, the bus messages (RESP3 pushes) and the beats, between the other
 //!   inputs).
@@ -341,6 +344,8 @@ impl<R: Runtime> ClusterBackend for RedisBackend<R> {
             in_flight: FuturesUnordered::new(),
             in_flight_ops: 0,
             queued_follows: HashMap::new(),
+            starting: HashSet::new(),
+            woken: HashSet::new(),
             generation: 0,
             push_tx,
             ever_connected: false,
@@ -968,6 +973,23 @@ struct Done {
     ops: Vec<(Ticket, StoreOp, Result<StoreReply, Fail>)>,
 }
 
+/// A follow's start in flight ended: where it starts, and the first events read.
+struct FollowDone {
+    lane: Lane,
+    generation: u64,
+    ticket: Ticket,
+    /// The operation (attempted again here if it failed).
+    op: StoreOp,
+    session: Box<str>,
+    result: Result<(u64, Vec<LogEvent>), Fail>,
+}
+
+/// What comes back from flight.
+enum Landed {
+    Batch(Done),
+    Follow(Box<FollowDone>),
+}
+
 /// Runs `futs` side by side, each polled first in order (so that their commands enter the
 /// connection in order: the multiplexed connection queues them first come, first served);
 /// their outputs in the same order.
@@ -1006,7 +1028,7 @@ struct Stateless<R: Runtime> {
 
 enum Input {
     Op(Ticket, StoreOp),
-    Done(Done),
+    Done(Landed),
     Push(u64, PushInfo),
     Timer,
     Closed,
@@ -1027,11 +1049,16 @@ struct Worker<R: Runtime> {
     /// Lanes whose next operation waits for a place in flight, in the order they asked.
     waiting: VecDeque<Lane>,
     /// Batches of stateless operations in flight on the connection.
-    in_flight: FuturesUnordered<BoxFuture<'static, Done>>,
+    in_flight: FuturesUnordered<BoxFuture<'static, Landed>>,
     /// The operations in them, at most [`RedisConfig::max_in_flight`].
     in_flight_ops: usize,
-    /// Follows still queued in their lane: an `Unfollow` of one queues behind it.
+    /// Follows not yet registered (queued in their lane, or starting in flight): an
+    /// `Unfollow` of one queues behind it.
     queued_follows: HashMap<Ticket, Lane>,
+    /// Sessions whose follow is starting in flight (subscribed, or subscribing, to their
+    /// wake-up channel), and those of them woken meanwhile (read again once registered).
+    starting: HashSet<Box<str>>,
+    woken: HashSet<Box<str>>,
     /// Which dial the current connection is (pushes of older ones are ignored).
     generation: u64,
     push_tx: mpsc::UnboundedSender<(u64, PushInfo)>,
@@ -1100,7 +1127,8 @@ impl<R: Runtime> Worker<R> {
             };
             match self.next_input(&mut ops, &mut pushes, Some(timer)).await {
                 Input::Op(ticket, op) => self.submit(ticket, op).await,
-                Input::Done(done) => self.finish(done).await,
+                Input::Done(Landed::Batch(done)) => self.finish(done).await,
+                Input::Done(Landed::Follow(done)) => self.follow_landed(done).await,
                 Input::Push(generation, push) => self.on_push(generation, push).await,
                 Input::Timer => {
                     if self.conn.is_none() && self.rt.now() >= self.next_dial {
@@ -1207,11 +1235,40 @@ impl<R: Runtime> Worker<R> {
                         .zip(results)
                         .map(|((ticket, op), result)| (ticket, op, result))
                         .collect();
-                    Done {
+                    Landed::Batch(Done {
                         lane,
                         generation,
                         ops,
-                    }
+                    })
+                }));
+                return;
+            }
+            if let (Some(con), StoreOp::Follow { session, from }) = (&self.conn, op) {
+                let (session, from, con) = (session.clone(), *from, con.clone());
+                if self.in_flight_ops >= max {
+                    state.waiting = true;
+                    self.waiting.push_back(lane);
+                    return;
+                }
+                let Some((ticket, op)) = state.queue.pop_front() else {
+                    return;
+                };
+                state.busy = true;
+                self.in_flight_ops += 1;
+                let subscribe = !self.is_followed(&session);
+                self.starting.insert(session.clone());
+                let s = self.stateless();
+                let (generation, lane) = (self.generation, lane.clone());
+                self.in_flight.push(Box::pin(async move {
+                    let result = s.follow_start(con, &session, from, subscribe).await;
+                    Landed::Follow(Box::new(FollowDone {
+                        lane,
+                        generation,
+                        ticket,
+                        op,
+                        session,
+                        result,
+                    }))
                 }));
                 return;
             }
@@ -1223,6 +1280,79 @@ impl<R: Runtime> Worker<R> {
             }
             self.execute(ticket, op).await;
             self.queued.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether `session` has a follow registered or starting (its wake-up channel is
+    /// subscribed, or being subscribed).
+    fn is_followed(&self, session: &str) -> bool {
+        self.starting.contains(session) || self.follows.values().any(|(s, _)| **s == *session)
+    }
+
+    /// Registers follow `ticket` of `session` from `after` and answers it with `events`; reads
+    /// again when that was a full batch, or when a wake-up came before it was registered
+    /// (`woken`: what it announced may be past the first read).
+    async fn follow_started(
+        &mut self,
+        ticket: Ticket,
+        session: &str,
+        after: u64,
+        events: Vec<LogEvent>,
+        woken: bool,
+    ) {
+        let full = events.len() >= self.cfg.read_batch.max(1);
+        self.follows.insert(ticket, (session.into(), after));
+        self.answer(ticket, after, events);
+        if (full || woken)
+            && let Some(con) = self.conn.clone()
+            && let Err(f) = self.advance_on(con, ticket).await
+        {
+            tracing::debug!(why = f.why, "a follow read failed (retried later)");
+        }
+    }
+
+    /// A follow's start in flight ended: registered and answered (or attempted again here),
+    /// then its lane goes on. Without a connection now, the reconnection reads it again.
+    async fn follow_landed(&mut self, done: Box<FollowDone>) {
+        let FollowDone {
+            lane,
+            generation,
+            ticket,
+            op,
+            session,
+            result,
+        } = *done;
+        self.in_flight_ops = self.in_flight_ops.saturating_sub(1);
+        self.starting.remove(&session);
+        let woken = self.woken.remove(&session);
+        if generation == self.generation {
+            self.note(result.as_ref().map(|_| ()));
+        }
+        match result {
+            Ok((after, events)) => {
+                self.follow_started(ticket, &session, after, events, woken)
+                    .await;
+            }
+            Err(f) => self.attempts(ticket, &op, 1, f.why).await,
+        }
+        self.queued_follows.remove(&ticket);
+        self.queued.fetch_sub(1, Ordering::Relaxed);
+        if let Some(state) = self.lanes.get_mut(&lane) {
+            state.busy = false;
+        }
+        self.run_lane(lane).await;
+        self.fill_places().await;
+    }
+
+    /// Lets the lanes that waited for a place in flight go, in order, while places are free.
+    async fn fill_places(&mut self) {
+        while self.in_flight_ops < self.cfg.max_in_flight.max(1)
+            && let Some(next) = self.waiting.pop_front()
+        {
+            if let Some(state) = self.lanes.get_mut(&next) {
+                state.waiting = false;
+            }
+            self.run_lane(next).await;
         }
     }
 
@@ -1268,14 +1398,7 @@ impl<R: Runtime> Worker<R> {
             state.busy = false;
         }
         self.run_lane(lane).await;
-        while self.in_flight_ops < self.cfg.max_in_flight.max(1)
-            && let Some(next) = self.waiting.pop_front()
-        {
-            if let Some(state) = self.lanes.get_mut(&next) {
-                state.waiting = false;
-            }
-            self.run_lane(next).await;
-        }
+        self.fill_places().await;
     }
 
     fn beat_every(&self) -> Duration {
@@ -1536,6 +1659,9 @@ impl<R: Runtime> Worker<R> {
                         None => tracing::warn!("a malformed bus message is ignored"),
                     }
                 } else if let Some(session) = self.keys.wake_session(channel) {
+                    if self.starting.contains(session) {
+                        self.woken.insert(session.into());
+                    }
                     let tickets: Vec<Ticket> = self
                         .follows
                         .iter()
@@ -1556,19 +1682,13 @@ impl<R: Runtime> Worker<R> {
     /// Reads a log after `after`, at most one batch.
     async fn read_log(
         &mut self,
-        mut con: MultiplexedConnection,
+        con: MultiplexedConnection,
         session: &str,
         after: u64,
     ) -> Result<Vec<LogEvent>, Fail> {
-        let cmd = redis::cmd("XRANGE")
-            .arg(self.keys.log(session))
-            .arg(format!("({after}-0"))
-            .arg("+")
-            .arg("COUNT")
-            .arg(self.cfg.read_batch.max(1))
-            .to_owned();
-        let reply: Value = self.timed(cmd.query_async(&mut con)).await?;
-        parse_entries(&reply).ok_or_else(|| Fail::sent("a malformed listen log"))
+        let out = self.stateless().read_log(con, session, after).await;
+        self.note(out.as_ref().map(|_| ()));
+        out
     }
 
     /// Answers follow `ticket` with what its log holds after its last answer (nothing when
@@ -1660,7 +1780,7 @@ impl<R: Runtime> Worker<R> {
         let Some((session, _)) = self.follows.remove(&ticket) else {
             return;
         };
-        if self.follows.values().any(|(s, _)| *s == session) {
+        if self.is_followed(&session) {
             return;
         }
         if let Some(mut con) = self.conn.clone() {
@@ -1792,35 +1912,15 @@ impl<R: Runtime> Worker<R> {
                 StoreReply::Done
             }
             StoreOp::Follow { session, from } => {
-                // Subscribe first: a wake-up after the read is never missed.
-                if !self.follows.values().any(|(s, _)| *s == *session) {
-                    self.timed(con.subscribe(k.wake(session))).await?;
-                }
-                let after = match from {
-                    FollowFrom::After(n) => *n,
-                    FollowFrom::Cursor => {
-                        let cur: Option<String> = self
-                            .timed(
-                                redis::cmd("HGET")
-                                    .arg(self.keys.meta(session))
-                                    .arg("cursor")
-                                    .to_owned()
-                                    .query_async(&mut con),
-                            )
-                            .await?;
-                        match cur {
-                            None => 0,
-                            Some(c) => c.parse().map_err(|_| Fail::sent("a malformed cursor"))?,
-                        }
-                    }
-                };
-                let events = self.read_log(con.clone(), session, after).await?;
-                let full = events.len() >= self.cfg.read_batch.max(1);
-                self.follows.insert(ticket, (session.clone(), after));
-                self.answer(ticket, after, events);
-                if full && let Err(f) = self.advance_on(con, ticket).await {
-                    tracing::debug!(why = f.why, "a follow read failed (retried later)");
-                }
+                let subscribe = !self.is_followed(session);
+                let out = self
+                    .stateless()
+                    .follow_start(con, session, *from, subscribe)
+                    .await;
+                self.note(out.as_ref().map(|_| ()));
+                let (after, events) = out?;
+                self.follow_started(ticket, session, after, events, false)
+                    .await;
                 return Ok(None);
             }
             StoreOp::FollowStream {
@@ -1883,6 +1983,59 @@ impl<R: Runtime> Stateless<R> {
         fut: impl std::future::Future<Output = redis::RedisResult<T>>,
     ) -> Result<T, Fail> {
         timed_on(&self.rt, self.cfg.command_timeout, fut).await
+    }
+
+    /// Reads a log after `after`, at most one batch.
+    async fn read_log(
+        &self,
+        mut con: MultiplexedConnection,
+        session: &str,
+        after: u64,
+    ) -> Result<Vec<LogEvent>, Fail> {
+        let cmd = redis::cmd("XRANGE")
+            .arg(self.keys.log(session))
+            .arg(format!("({after}-0"))
+            .arg("+")
+            .arg("COUNT")
+            .arg(self.cfg.read_batch.max(1))
+            .to_owned();
+        let reply: Value = self.timed(cmd.query_async(&mut con)).await?;
+        parse_entries(&reply).ok_or_else(|| Fail::sent("a malformed listen log"))
+    }
+
+    /// The start of a follow of `session`: its wake-up channel subscribed first (when
+    /// `subscribe`: no other follow of the session has it), so that a wake-up after the read
+    /// is never missed; where it starts; the first events after it.
+    async fn follow_start(
+        &self,
+        mut con: MultiplexedConnection,
+        session: &str,
+        from: FollowFrom,
+        subscribe: bool,
+    ) -> Result<(u64, Vec<LogEvent>), Fail> {
+        if subscribe {
+            self.timed(con.subscribe(self.keys.wake(session))).await?;
+        }
+        let after = match from {
+            FollowFrom::After(n) => n,
+            FollowFrom::Cursor => {
+                let cur: Option<String> = self
+                    .timed(
+                        redis::cmd("HGET")
+                            .arg(self.keys.meta(session))
+                            .arg("cursor")
+                            .to_owned()
+                            .query_async(&mut con),
+                    )
+                    .await?;
+                match cur {
+                    None => 0,
+                    Some(c) => c.parse().map_err(|_| Fail::sent("a malformed cursor"))?,
+                }
+            }
+        };
+        let events = self.read_log(con, session, after).await?;
+        Ok((after, events))
     }
 
     /// One attempt at stateless operation `op` ([`is_stateless`]) on `con`.
