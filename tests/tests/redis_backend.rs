@@ -968,6 +968,24 @@ impl tokio::io::AsyncWrite for Gated {
     }
 }
 
+/// A Redis backend (on tokio, with `config`) whose connections are [`Gated`] by `gate`.
+fn gated_backend(
+    url: &str,
+    config: mcp_proto::driver::redis::RedisConfig,
+    gate: &std::sync::Arc<std::sync::Mutex<Gate>>,
+) -> std::sync::Arc<dyn ClusterBackend> {
+    let gate = gate.clone();
+    mcp_proto::driver::redis::backend(mcp_tokio::Tokio, url, config, move |host, port| {
+        let gate = gate.clone();
+        async move {
+            let tcp = tokio::net::TcpStream::connect((&*host, port)).await?;
+            tcp.set_nodelay(true)?;
+            Ok(Box::new(Gated { tcp, gate }) as Box<dyn mcp_proto::driver::redis::RedisIo>)
+        }
+    })
+    .unwrap()
+}
+
 /// The next reply `inbox` receives within [`WAIT`].
 fn reply(inbox: &mpsc::Receiver<ClusterDelivery>) -> (Ticket, StoreReply) {
     loop {
@@ -993,24 +1011,11 @@ fn the_redis_link_pipelines_sessions_and_keeps_each_sessions_order() {
         .build()
         .unwrap();
     let gate = Arc::new(Mutex::new(Gate::default()));
-    let dial_gate = gate.clone();
     let backend = {
         let _guard = rt.enter();
-        mcp_proto::driver::redis::backend(
-            mcp_tokio::Tokio,
-            &redis.url(),
-            // Longer than any hold here: a held answer is never an attempt timing out.
-            redis_config("pipe").with_command_timeout(Duration::from_secs(30)),
-            move |host, port| {
-                let gate = dial_gate.clone();
-                async move {
-                    let tcp = tokio::net::TcpStream::connect((&*host, port)).await?;
-                    tcp.set_nodelay(true)?;
-                    Ok(Box::new(Gated { tcp, gate }) as Box<dyn mcp_proto::driver::redis::RedisIo>)
-                }
-            },
-        )
-        .unwrap()
+        // Longer than any hold here: a held answer is never an attempt timing out.
+        let config = redis_config("pipe").with_command_timeout(Duration::from_secs(30));
+        gated_backend(&redis.url(), config, &gate)
     };
     let _guard = rt.enter();
     let (tx, rx) = mpsc::channel();
@@ -1107,24 +1112,10 @@ fn an_event_published_while_a_follow_starts_reaches_it() {
         .build()
         .unwrap();
     let gate = Arc::new(Mutex::new(Gate::default()));
-    let dial_gate = gate.clone();
     let config = || redis_config("window").with_command_timeout(Duration::from_secs(30));
     let (backend, publisher) = {
         let _guard = rt.enter();
-        let gated = mcp_proto::driver::redis::backend(
-            mcp_tokio::Tokio,
-            &redis.url(),
-            config(),
-            move |host, port| {
-                let gate = dial_gate.clone();
-                async move {
-                    let tcp = tokio::net::TcpStream::connect((&*host, port)).await?;
-                    tcp.set_nodelay(true)?;
-                    Ok(Box::new(Gated { tcp, gate }) as Box<dyn mcp_proto::driver::redis::RedisIo>)
-                }
-            },
-        )
-        .unwrap();
+        let gated = gated_backend(&redis.url(), config(), &gate);
         (
             gated,
             mcp_tokio::redis_backend(&redis.url(), config()).unwrap(),
