@@ -30,6 +30,20 @@ pub mod header {
     pub const X_ACCEL_BUFFERING: &str = "x-accel-buffering";
 }
 
+/// The names of [`header`] as [`http::HeaderName`]s: a lookup by one hashes the name as it
+/// is, where a lookup by a `&str` first parses and validates it.
+pub mod header_name {
+    use http::HeaderName;
+
+    /// [`super::header::MCP_SESSION_ID`].
+    pub static MCP_SESSION_ID: HeaderName = HeaderName::from_static(super::header::MCP_SESSION_ID);
+    /// [`super::header::MCP_PROTOCOL_VERSION`].
+    pub static MCP_PROTOCOL_VERSION: HeaderName =
+        HeaderName::from_static(super::header::MCP_PROTOCOL_VERSION);
+    /// [`super::header::LAST_EVENT_ID`].
+    pub static LAST_EVENT_ID: HeaderName = HeaderName::from_static(super::header::LAST_EVENT_ID);
+}
+
 /// Media types of the transport.
 pub mod mime {
     /// `application/json`: one JSON-RPC message (or a 2025-03-26 batch).
@@ -68,32 +82,26 @@ pub fn accepts(headers: &HeaderMap, wanted: &str) -> bool {
     if values.peek().is_none() {
         return true;
     }
-    let (want_type, _) = wanted.split_once('/').unwrap_or((wanted, ""));
-    for value in values {
-        let Ok(s) = value.to_str() else { continue };
-        for range in s.split(',') {
+    let want_type = wanted.split_once('/').map_or(wanted, |(t, _)| t);
+    let q_zero = |param: &str| {
+        let p = param.trim();
+        p.len() >= 2
+            && p.as_bytes()[..2].eq_ignore_ascii_case(b"q=")
+            && p[2..].trim().parse::<f32>().is_ok_and(|q| q <= 0.0)
+    };
+    values
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|s| s.split(','))
+        .any(|range| {
             let mut parts = range.split(';');
-            let media = parts.next().unwrap_or("").trim().to_ascii_lowercase();
-            let q_zero = parts.any(|p| {
-                let p = p.trim();
-                p.len() >= 2
-                    && p[..2].eq_ignore_ascii_case("q=")
-                    && p[2..].trim().parse::<f32>().is_ok_and(|q| q <= 0.0)
-            });
-            if q_zero {
-                continue;
-            }
-            let matches = media == wanted
+            let media = parts.next().unwrap_or("").trim();
+            let matches = media.eq_ignore_ascii_case(wanted)
                 || media == "*/*"
                 || media
                     .strip_suffix("/*")
                     .is_some_and(|t| t.eq_ignore_ascii_case(want_type));
-            if matches {
-                return true;
-            }
-        }
-    }
-    false
+            matches && !parts.any(q_zero)
+        })
 }
 
 // S-AUTH-10, S-AUTH-12.

@@ -72,3 +72,9 @@ pub mod service;
 pub mod fuzzing;
 
 pub use version::{Era, ProtocolVersion};
+
+/// A map keyed by the handles and counters this crate mints (session handles, stream ids,
+/// request handles, tickets), never by what a peer chose: a fast seeded hash (foldhash)
+/// instead of SipHash, whose resistance to chosen keys only peer-chosen keys need (session
+/// ids and request ids keep `std`'s). A call crosses a few dozen such lookups.
+pub(crate) type HandleMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;

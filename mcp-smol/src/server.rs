@@ -30,21 +30,19 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use async_h1::server::ConnectionStatus;
-use bytes::{Buf, Bytes};
-use mcp_proto::driver::{
-    Disconnector, Latch, Limits, ResponseStream, Runtime, ServerHandle, Serving, accept_loop,
-};
+use bytes::Bytes;
+use mcp_proto::driver::{Disconnector, Latch, Limits, Runtime, ServerHandle, Serving, accept_loop};
 use mcp_proto::server::ServerConfig;
 use mcp_proto::service::Server;
 use mcp_proto::service::server::BoxFuture;
 use smol::future::FutureExt;
-use smol::io::{AsyncBufRead, AsyncRead};
+use smol::io::AsyncBufRead;
 use smol::net::TcpStream;
 use smol::stream::Stream;
 
 #[cfg(feature = "tls")]
 use crate::ServerTls;
-use mcp_proto::driver::conn::{Acceptor, KeepAlive};
+use mcp_proto::driver::conn::{Acceptor, Corked, KeepAlive, ResponseReader};
 use mcp_proto::driver::h1 as convert;
 
 /// smol as the driver's [`Runtime`]: its global executor and its timer.
@@ -161,6 +159,7 @@ async fn connection(tcp: TcpStream, peer: SocketAddr, handle: ServerHandle, tls:
     let Some(io) = tls.secure(&Smol, &handle, peer, tcp.clone()).await else {
         return;
     };
+    let io = Corked::new(io);
     let busy = Arc::new(AtomicBool::new(false));
     let endpoint = {
         let (busy, tcp, handle) = (busy.clone(), tcp.clone(), handle.clone());
@@ -169,7 +168,7 @@ async fn connection(tcp: TcpStream, peer: SocketAddr, handle: ServerHandle, tls:
             exchange(handle.clone(), tcp.clone(), req)
         }
     };
-    let mut server = async_h1::server::Server::new(io, endpoint);
+    let mut server = async_h1::server::Server::new(io.clone(), endpoint);
     let (limits, gate) = (handle.limits(), tls.is_plain());
     let mut first = Some(smol::Timer::after(limits.first_request_timeout));
     // async-h1 bounds each request head with a timer of its own on async-io 1.x, a second
@@ -183,27 +182,34 @@ async fn connection(tcp: TcpStream, peer: SocketAddr, handle: ServerHandle, tls:
             break;
         }
         let silent = first.take();
-        let next = async { Some(server.accept_one().await) }
-            .or(async {
-                // The first request's head must come in time; once it came, never fires.
-                match silent {
-                    Some(timer) => drop(timer.await),
-                    None => std::future::pending().await,
-                }
-                if busy.load(Ordering::SeqCst) {
-                    std::future::pending::<()>().await;
-                }
-                None
-            })
-            .or(async {
-                handle.stopped().await;
-                if busy.load(Ordering::SeqCst) {
-                    // Let the response in progress finish (the driver has stopped, so it ends).
-                    std::future::pending::<()>().await;
-                }
-                None
-            })
-            .await;
+        // Each poll of async-h1 sends what it wrote in one go (a JSON answer: one send).
+        let next = async {
+            Some(
+                io.during(server.accept_one())
+                    .await
+                    .unwrap_or_else(|e| Err(e.into())),
+            )
+        }
+        .or(async {
+            // The first request's head must come in time; once it came, never fires.
+            match silent {
+                Some(timer) => drop(timer.await),
+                None => std::future::pending().await,
+            }
+            if busy.load(Ordering::SeqCst) {
+                std::future::pending::<()>().await;
+            }
+            None
+        })
+        .or(async {
+            handle.stopped().await;
+            if busy.load(Ordering::SeqCst) {
+                // Let the response in progress finish (the driver has stopped, so it ends).
+                std::future::pending::<()>().await;
+            }
+            None
+        })
+        .await;
         match next {
             Some(Ok(ConnectionStatus::KeepAlive)) if !handle.is_stopped() => {}
             Some(Ok(_)) | None => break,
@@ -258,11 +264,11 @@ async fn exchange(
         || status == http_types::StatusCode::NoContent
         || status == http_types::StatusCode::NotModified)
     {
-        let body = Reader {
-            stream: head.body,
-            buf: Bytes::new(),
-        };
-        res.set_body(http_types::Body::from_reader(body, None));
+        // A body the driver gave whole (a JSON answer) goes with a `Content-Length`; a
+        // stream in chunks (async-h1's encoder makes each read one chunk).
+        let body = ResponseReader::new(head.body);
+        let len = body.exact_len();
+        res.set_body(http_types::Body::from_reader(body, len));
         // `set_body` adds the body's default content type; the router's headers are the only
         // ones.
         res.remove_header("content-type");
@@ -290,55 +296,5 @@ impl Stream for Chunks {
             Poll::Ready(Err(e)) => Poll::Ready(Some(Err(e))),
             Poll::Pending => Poll::Pending,
         }
-    }
-}
-
-/// A response body for async-h1: the driver's stream as an `AsyncBufRead` (async-h1's
-/// chunked encoder turns each read into one chunk). A cut response fails the read, so the
-/// terminating chunk is never written.
-struct Reader {
-    stream: ResponseStream,
-    buf: Bytes,
-}
-
-impl AsyncBufRead for Reader {
-    fn poll_fill_buf(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<&[u8]>> {
-        let this = self.get_mut();
-        while this.buf.is_empty() {
-            match Pin::new(&mut this.stream).poll_next(cx) {
-                Poll::Ready(Some(Ok(chunk))) => this.buf = chunk,
-                Poll::Ready(Some(Err(e))) => {
-                    return Poll::Ready(Err(io::Error::new(io::ErrorKind::ConnectionAborted, e)));
-                }
-                Poll::Ready(None) => break,
-                Poll::Pending => return Poll::Pending,
-            }
-        }
-        Poll::Ready(Ok(&this.buf))
-    }
-
-    fn consume(self: Pin<&mut Self>, amt: usize) {
-        let this = self.get_mut();
-        this.buf.advance(amt.min(this.buf.len()));
-    }
-}
-
-impl AsyncRead for Reader {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        out: &mut [u8],
-    ) -> Poll<io::Result<usize>> {
-        let n = match self.as_mut().poll_fill_buf(cx) {
-            Poll::Ready(Ok(buf)) => {
-                let n = buf.len().min(out.len());
-                out[..n].copy_from_slice(&buf[..n]);
-                n
-            }
-            Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-            Poll::Pending => return Poll::Pending,
-        };
-        self.consume(n);
-        Poll::Ready(Ok(n))
     }
 }

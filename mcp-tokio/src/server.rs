@@ -397,7 +397,11 @@ impl Body for ResponseBody {
 
     fn size_hint(&self) -> SizeHint {
         match &self.0 {
-            Inner::Driver(_) => SizeHint::default(),
+            // A body the driver gave whole by the time the head is written (a JSON answer)
+            // goes with a `Content-Length`; a stream in chunks.
+            Inner::Driver(stream) => stream
+                .exact_len()
+                .map_or_else(SizeHint::default, SizeHint::with_exact),
             Inner::Fixed(body) => SizeHint::with_exact(body.as_ref().map_or(0, |b| b.len() as u64)),
         }
     }

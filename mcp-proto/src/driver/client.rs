@@ -17,6 +17,7 @@
 //! | running | `End`, `Failed` | gone (fed, then dropped) |
 //! | running | the session's `Abort`, or the driver stopped | gone (dropped: the engine aborts it) |
 
+use crate::HandleMap;
 use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::pin::Pin;
@@ -262,7 +263,7 @@ fn io_error_in(cause: &(dyn std::error::Error + 'static)) -> std::io::Error {
 pub struct ClientDriver<X> {
     session: ClientSession,
     binding: ClientBinding,
-    exchanges: HashMap<StreamId, X>,
+    exchanges: HandleMap<StreamId, X>,
     tap: Option<Tap>,
     /// Boxed: most clients have no OAuth flow, and the part is large.
     auth: Option<Box<super::oauth::AuthPart<X>>>,
@@ -285,7 +286,7 @@ impl<X> ClientDriver<X> {
         ClientDriver {
             session: ClientSession::new(config, now),
             binding: ClientBinding::new(definition, wake),
-            exchanges: HashMap::new(),
+            exchanges: HandleMap::default(),
             tap: None,
             auth: None,
         }
@@ -402,7 +403,7 @@ impl<X> ClientDriver<X> {
         // Nothing left to do this turn: an idle session keeps no empty buffers.
         self.session.shrink_idle();
         if self.exchanges.is_empty() && self.exchanges.capacity() > 0 {
-            self.exchanges = HashMap::new();
+            self.exchanges = HandleMap::default();
         }
         moved
     }

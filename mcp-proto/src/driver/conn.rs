@@ -169,6 +169,248 @@ impl Acceptor {
     }
 }
 
+/// A server connection's stream whose writes made while its task polls the HTTP library go
+/// out together: one send per poll, not one per piece.
+///
+/// async-h1 writes a response as it encodes it, one write per piece: the head, each body
+/// chunk, the chunked terminator. On TCP each write is a segment of its own, so a JSON answer
+/// (head, body, terminator) cost three sends, each a full trip through the kernel's TCP stack
+/// (on loopback, with the peer's receive path too). The connection's task instead polls the
+/// library inside [`Corked::during`]: while it polls, writes gather in a buffer (the cork is
+/// in), and when the poll returns the buffer goes out in one write (the cork is out). A
+/// response complete in one poll is one send; an SSE stream's event goes out as soon as the
+/// poll that wrote it returns, so nothing waits on a later event.
+///
+/// Writes made while the task is not polling (async-h1 answers `Expect: 100-continue` from
+/// a task of its own) go straight through, after whatever the buffer still holds. The buffer
+/// holds at most [`Corked::LIMIT`] bytes: a larger write first sends what it holds, and a
+/// write larger than the limit goes through as it is.
+///
+/// | cork | event | next |
+/// |---|---|---|
+/// | out | `during` polls the library | in |
+/// | in | a write | buffered (or sent, past the limit) |
+/// | in | the poll returns | out, the buffer sent (what the socket did not take waits for the next write, flush or poll) |
+/// | out | a write, flush or close | the buffer sent first, then the write |
+#[derive(Clone)]
+pub struct Corked {
+    io: Shared,
+    cork: std::sync::Arc<std::sync::Mutex<Cork>>,
+}
+
+#[derive(Default)]
+struct Cork {
+    /// Whether writes are gathered (the connection's task is polling the library).
+    gathering: bool,
+    /// Written and not yet sent.
+    buf: Vec<u8>,
+}
+
+impl std::fmt::Debug for Corked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let cork = crate::service::cancel::lock(&self.cork);
+        f.debug_struct("Corked")
+            .field("gathering", &cork.gathering)
+            .field("held", &cork.buf.len())
+            .finish()
+    }
+}
+
+impl Corked {
+    /// What the buffer holds at most: 64 KiB.
+    pub const LIMIT: usize = 64 * 1024;
+
+    /// `io`, corked while its task polls through [`during`](Corked::during).
+    pub fn new(io: Shared) -> Corked {
+        Corked {
+            io,
+            cork: std::sync::Arc::default(),
+        }
+    }
+
+    /// Runs `f` (the HTTP library's work on this connection) with the cork in during each of
+    /// its polls; after each poll what was gathered is sent. A failed send ends it with the
+    /// error (the connection is then of no use).
+    pub async fn during<F: Future>(&self, f: F) -> std::io::Result<F::Output> {
+        let mut f = std::pin::pin!(f);
+        std::future::poll_fn(|cx| {
+            crate::service::cancel::lock(&self.cork).gathering = true;
+            let polled = f.as_mut().poll(cx);
+            let mut cork = crate::service::cancel::lock(&self.cork);
+            cork.gathering = false;
+            // What the socket does not take now waits, with this task woken when it can.
+            if let std::task::Poll::Ready(Err(e)) = send_held(&mut cork.buf, &self.io, cx) {
+                return std::task::Poll::Ready(Err(e));
+            }
+            polled.map(Ok)
+        })
+        .await
+    }
+}
+
+/// Sends what `buf` holds; ready once it is all sent.
+fn send_held(
+    buf: &mut Vec<u8>,
+    io: &Shared,
+    cx: &mut std::task::Context<'_>,
+) -> std::task::Poll<std::io::Result<()>> {
+    use std::task::Poll;
+    let mut sent = 0;
+    let mut io = io.clone();
+    let result = loop {
+        if sent == buf.len() {
+            break Poll::Ready(Ok(()));
+        }
+        match std::pin::Pin::new(&mut io).poll_write(cx, &buf[sent..]) {
+            Poll::Ready(Ok(0)) => break Poll::Ready(Err(std::io::ErrorKind::WriteZero.into())),
+            Poll::Ready(Ok(n)) => sent += n,
+            Poll::Ready(Err(e)) => break Poll::Ready(Err(e)),
+            Poll::Pending => break Poll::Pending,
+        }
+    };
+    buf.drain(..sent);
+    if buf.is_empty() && buf.capacity() > Corked::LIMIT {
+        // A write past the limit grew it once: an idle connection keeps no large buffer.
+        *buf = Vec::new();
+    }
+    result
+}
+
+impl AsyncRead for Corked {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        out: &mut [u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.get_mut().io).poll_read(cx, out)
+    }
+}
+
+impl AsyncWrite for Corked {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        data: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        use std::task::Poll;
+        let this = self.get_mut();
+        let mut cork = crate::service::cancel::lock(&this.cork);
+        if cork.gathering && cork.buf.len() + data.len() <= Corked::LIMIT {
+            cork.buf.extend_from_slice(data);
+            return Poll::Ready(Ok(data.len()));
+        }
+        // Out, or past the limit: what is held goes first.
+        match send_held(&mut cork.buf, &this.io, cx) {
+            Poll::Ready(Ok(())) => {}
+            Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+            Poll::Pending => return Poll::Pending,
+        }
+        if cork.gathering && data.len() <= Corked::LIMIT {
+            cork.buf.extend_from_slice(data);
+            return Poll::Ready(Ok(data.len()));
+        }
+        std::pin::Pin::new(&mut this.io).poll_write(cx, data)
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let held = send_held(
+            &mut crate::service::cancel::lock(&this.cork).buf,
+            &this.io,
+            cx,
+        );
+        std::task::ready!(held)?;
+        std::pin::Pin::new(&mut this.io).poll_flush(cx)
+    }
+
+    fn poll_close(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let held = send_held(
+            &mut crate::service::cancel::lock(&this.cork).buf,
+            &this.io,
+            cx,
+        );
+        std::task::ready!(held)?;
+        std::pin::Pin::new(&mut this.io).poll_close(cx)
+    }
+}
+
+/// A response body fed by the driver ([`ResponseStream`](super::ResponseStream)) as a
+/// futures-io `AsyncBufRead`, for HTTP libraries that read bodies (async-h1's chunked
+/// encoder makes each read one chunk). A cut response fails the read
+/// (`ConnectionAborted`), so a chunked body never gets its terminating chunk.
+#[derive(Debug)]
+pub struct ResponseReader {
+    stream: super::ResponseStream,
+    buf: bytes::Bytes,
+}
+
+impl ResponseReader {
+    /// Reads `stream`.
+    pub fn new(stream: super::ResponseStream) -> ResponseReader {
+        ResponseReader {
+            stream,
+            buf: bytes::Bytes::new(),
+        }
+    }
+
+    /// The body's whole length, when the driver has given all of it
+    /// ([`ResponseStream::exact_len`](super::ResponseStream::exact_len)).
+    pub fn exact_len(&self) -> Option<usize> {
+        let rest = self.stream.exact_len()?;
+        usize::try_from(rest).ok()?.checked_add(self.buf.len())
+    }
+}
+
+impl futures_io::AsyncBufRead for ResponseReader {
+    fn poll_fill_buf(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<&[u8]>> {
+        use std::task::Poll;
+        let this = self.get_mut();
+        while this.buf.is_empty() {
+            match futures_core::Stream::poll_next(std::pin::Pin::new(&mut this.stream), cx) {
+                Poll::Ready(Some(Ok(chunk))) => this.buf = chunk,
+                Poll::Ready(Some(Err(e))) => {
+                    let e = std::io::Error::new(std::io::ErrorKind::ConnectionAborted, e);
+                    return Poll::Ready(Err(e));
+                }
+                Poll::Ready(None) => break,
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+        Poll::Ready(Ok(&this.buf))
+    }
+
+    fn consume(self: std::pin::Pin<&mut Self>, amt: usize) {
+        let this = self.get_mut();
+        let amt = amt.min(this.buf.len());
+        bytes::Buf::advance(&mut this.buf, amt);
+    }
+}
+
+impl AsyncRead for ResponseReader {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        out: &mut [u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        use futures_io::AsyncBufRead;
+        let buf = std::task::ready!(self.as_mut().poll_fill_buf(cx))?;
+        let n = buf.len().min(out.len());
+        out[..n].copy_from_slice(&buf[..n]);
+        self.consume(n);
+        std::task::Poll::Ready(Ok(n))
+    }
+}
+
 /// The quiet bound of a kept-alive HTTP/1.1 connection between two requests, kept with one
 /// timer per connection that is re-armed only when it fires: a timer per request would cost
 /// a reactor registration (and, on a busy core, a reactor thread's wake-up) per request.
@@ -403,6 +645,155 @@ mod tests {
             Poll::Ready(t) => t,
             Poll::Pending => panic!("the future waited"),
         }
+    }
+
+    /// A socket that records each write it takes as one segment, and takes none while
+    /// `blocked` (its writer is then woken by the test, as a reactor would).
+    #[derive(Clone, Default)]
+    struct Segments {
+        sent: Arc<Mutex<Vec<Vec<u8>>>>,
+        blocked: Arc<std::sync::atomic::AtomicBool>,
+    }
+
+    impl Segments {
+        fn sent(&self) -> Vec<String> {
+            let sent = self.sent.lock().unwrap();
+            sent.iter()
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .collect()
+        }
+    }
+
+    impl AsyncRead for Segments {
+        fn poll_read(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            _: &mut [u8],
+        ) -> Poll<io::Result<usize>> {
+            Poll::Pending
+        }
+    }
+
+    impl AsyncWrite for Segments {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<io::Result<usize>> {
+            if self.blocked.load(std::sync::atomic::Ordering::SeqCst) {
+                return Poll::Pending;
+            }
+            self.sent.lock().unwrap().push(buf.to_vec());
+            Poll::Ready(Ok(buf.len()))
+        }
+
+        fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn poll_close(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    /// What an HTTP library does in one poll: writes `pieces`, then waits (`wait`) or is done.
+    fn writes(io: &Corked, pieces: &[&str], wait: bool) -> impl Future<Output = ()> {
+        let (mut io, pieces) = (io.clone(), pieces.iter().map(|p| p.as_bytes().to_vec()));
+        let pieces: Vec<Vec<u8>> = pieces.collect();
+        let mut done = false;
+        std::future::poll_fn(move |cx| {
+            if !done {
+                done = true;
+                for piece in &pieces {
+                    let wrote = Pin::new(&mut io).poll_write(cx, piece);
+                    assert!(matches!(wrote, Poll::Ready(Ok(n)) if n == piece.len()));
+                }
+                if wait {
+                    return Poll::Pending;
+                }
+            }
+            Poll::Ready(())
+        })
+    }
+
+    #[test]
+    fn what_one_poll_writes_goes_out_in_one_send() {
+        let socket = Segments::default();
+        let io = Corked::new(shared(socket.clone()));
+        ready(io.during(writes(
+            &io,
+            &["HTTP/1.1 200 OK\r\n\r\n", "2\r\n{}\r\n", "0\r\n\r\n"],
+            false,
+        )))
+        .expect("sent");
+        assert_eq!(
+            socket.sent(),
+            ["HTTP/1.1 200 OK\r\n\r\n2\r\n{}\r\n0\r\n\r\n"]
+        );
+    }
+
+    #[test]
+    fn a_poll_that_waits_sends_what_it_wrote_before_waiting() {
+        let socket = Segments::default();
+        let io = Corked::new(shared(socket.clone()));
+        let during = io.during(writes(&io, &["head", "data: 1\n\n"], true));
+        let mut during = std::pin::pin!(during);
+        assert!(poll_once(&mut during).is_pending());
+        assert_eq!(
+            socket.sent(),
+            ["headdata: 1\n\n"],
+            "an SSE event waits for nothing"
+        );
+    }
+
+    #[test]
+    fn writes_outside_a_poll_go_straight_through() {
+        let socket = Segments::default();
+        let mut io = Corked::new(shared(socket.clone()));
+        let mut cx = Context::from_waker(Waker::noop());
+        for piece in [&b"HTTP/1.1 100 Continue\r\n\r\n"[..], b"x"] {
+            assert!(Pin::new(&mut io).poll_write(&mut cx, piece).is_ready());
+        }
+        assert_eq!(socket.sent().len(), 2);
+    }
+
+    #[test]
+    fn what_a_full_socket_refused_goes_first_once_it_takes_again() {
+        let socket = Segments::default();
+        socket
+            .blocked
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        let io = Corked::new(shared(socket.clone()));
+        let during = io.during(writes(&io, &["one", "two"], true));
+        let mut during = std::pin::pin!(during);
+        assert!(poll_once(&mut during).is_pending());
+        assert!(socket.sent().is_empty());
+        // The socket takes again; a write from outside comes after what was held.
+        socket
+            .blocked
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        let mut writer = io.clone();
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(
+            Pin::new(&mut writer)
+                .poll_write(&mut cx, b"three")
+                .is_ready()
+        );
+        assert_eq!(socket.sent(), ["onetwo", "three"]);
+    }
+
+    #[test]
+    fn a_write_past_the_limit_first_sends_what_is_held() {
+        let socket = Segments::default();
+        let io = Corked::new(shared(socket.clone()));
+        let big = "x".repeat(Corked::LIMIT);
+        ready(io.during(writes(&io, &["head", &big, "tail"], false))).expect("sent");
+        let sent = socket.sent();
+        assert_eq!(sent.len(), 3, "held, then the big write, then the rest");
+        assert_eq!(
+            (sent[0].as_str(), sent[1].len(), sent[2].as_str()),
+            ("head", Corked::LIMIT, "tail")
+        );
     }
 
     /// A plain connection is the socket itself, and every clone of the shared stream writes

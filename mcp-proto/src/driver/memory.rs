@@ -165,11 +165,10 @@ impl MemoryLink {
                     parts,
                     verdict: None,
                     exchange,
+                    body: Some(req.body),
+                    end: true,
                 },
             );
-            let chunk = req.body;
-            server.input(now, ToDriver::Body { key, chunk });
-            server.input(now, ToDriver::End { key });
         }
         moved
     }

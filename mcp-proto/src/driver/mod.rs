@@ -53,6 +53,7 @@ pub mod conn;
 pub mod h1;
 mod memory;
 mod oauth;
+mod outbox;
 #[cfg(feature = "redis")]
 pub mod redis;
 mod server;
@@ -69,8 +70,9 @@ pub use client::{
 pub use cluster::SharedMemoryCluster;
 pub use memory::{MemoryExchange, MemoryLink, MemorySink};
 pub use oauth::{AuthorizeHandler, OAuth, SharedTokenStore};
+pub use outbox::Exchange;
 pub use server::{
-    Disconnector, DriverGone, Exchange, ExchangeSink, Limits, RandomSessionIds, Reply, Response,
+    Disconnector, DriverGone, ExchangeSink, Limits, RandomSessionIds, Reply, Response,
     ResponseAborted, ResponseStream, ServerDriver, ServerHandle, Serving, ShutdownHandle, ToDriver,
     accept_loop,
 };

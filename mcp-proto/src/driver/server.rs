@@ -27,9 +27,9 @@
 //! | mapped | `ResponseEnd` / `ResponseAbort` output | gone (the reply channel drops: the body ends, or fails) |
 //! | mapped | `Disconnect`, or the reply side is gone | gone (`Router::handle_disconnect`) |
 
-use std::collections::HashMap;
+use crate::HandleMap;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -39,6 +39,7 @@ use futures_channel::{mpsc, oneshot};
 use futures_core::Stream;
 use http::{HeaderMap, StatusCode};
 
+use super::outbox::Exchange;
 use super::short_id;
 use super::signal::{Latch, Wakeup};
 use super::{Runtime, Woke, binding_sleep};
@@ -71,6 +72,14 @@ pub struct Limits {
     /// mcp-smol applies it on plain connections (with TLS, async-h1's own 60 s bound on a
     /// request head applies); hyper bounds the wait with its own header read timeout (30 s).
     pub keep_alive_timeout: Duration,
+    /// Whether every request handler starts in a task of its own. Default `false`: the
+    /// driver polls a new handler once itself, so one that answers without waiting (most
+    /// do: a lookup, a computation) costs no task and its answer goes out in the same turn;
+    /// one that waits is spawned then. The price: what a handler does before its first
+    /// `.await` runs on the driver's task, so a handler that blocks there (synchronous I/O, a
+    /// long computation) holds up every other request meanwhile. Set this for such handlers
+    /// (or move the work off the executor: `spawn_blocking`).
+    pub spawn_handlers: bool,
 }
 
 impl Default for Limits {
@@ -79,6 +88,7 @@ impl Default for Limits {
             inbound: 1024,
             first_request_timeout: Self::DEFAULT_FIRST_REQUEST_TIMEOUT,
             keep_alive_timeout: Self::DEFAULT_KEEP_ALIVE_TIMEOUT,
+            spawn_handlers: false,
         }
     }
 }
@@ -105,6 +115,12 @@ impl Limits {
     /// Sets [`Limits::keep_alive_timeout`].
     pub fn with_keep_alive_timeout(mut self, timeout: Duration) -> Self {
         self.keep_alive_timeout = timeout;
+        self
+    }
+
+    /// Sets [`Limits::spawn_handlers`].
+    pub fn with_spawn_handlers(mut self, spawn: bool) -> Self {
+        self.spawn_handlers = spawn;
         self
     }
 }
@@ -173,23 +189,6 @@ pub trait ExchangeSink: Send + 'static {
     fn abort(self);
 }
 
-/// The standard [`ExchangeSink`]: the channel a [`ResponseStream`] reads.
-#[derive(Debug)]
-pub struct Exchange {
-    reply: mpsc::UnboundedSender<Reply>,
-    aborted: Arc<AtomicBool>,
-}
-
-impl ExchangeSink for Exchange {
-    fn send(&mut self, reply: Reply) -> bool {
-        self.reply.unbounded_send(reply).is_ok()
-    }
-
-    fn abort(self) {
-        self.aborted.store(true, Ordering::Release);
-    }
-}
-
 /// A message from a connection to the driver, about the exchange `key`.
 #[derive(Debug)]
 pub enum ToDriver<X> {
@@ -203,6 +202,11 @@ pub enum ToDriver<X> {
         verdict: Option<AuthDecision>,
         /// Where its response goes.
         exchange: X,
+        /// The start of its body, when the HTTP library had it at hand with the head (one
+        /// chunk at most): a small POST then costs one message.
+        body: Option<Bytes>,
+        /// Whether the body had ended (after `body`, or empty) when the head was sent.
+        end: bool,
     },
     /// A chunk of its body.
     Body {
@@ -235,12 +239,12 @@ pub enum ToDriver<X> {
 pub struct ServerDriver<X> {
     router: Router,
     binding: ServerBinding,
-    by_key: HashMap<u64, StreamId>,
-    exchanges: HashMap<StreamId, (u64, X)>,
+    by_key: HandleMap<u64, StreamId>,
+    exchanges: HandleMap<StreamId, (u64, X)>,
     /// The log of each exchange (its span, what it was, how it went).
-    traces: HashMap<StreamId, Trace>,
+    traces: HandleMap<StreamId, Trace>,
     /// Each session's span and short id.
-    sessions: HashMap<SessionHandle, (tracing::Span, String)>,
+    sessions: HandleMap<SessionHandle, (tracing::Span, String)>,
     tap: Option<Tap>,
     /// A clustered router's link to its store (`ClusterConfig::backend`).
     store: Option<Box<dyn StoreLink>>,
@@ -270,10 +274,10 @@ impl<X: ExchangeSink> ServerDriver<X> {
         ServerDriver {
             router: Router::new(config, now),
             binding: ServerBinding::new(server, sleep, wake),
-            by_key: HashMap::new(),
-            exchanges: HashMap::new(),
-            traces: HashMap::new(),
-            sessions: HashMap::new(),
+            by_key: HandleMap::default(),
+            exchanges: HandleMap::default(),
+            traces: HandleMap::default(),
+            sessions: HandleMap::default(),
             tap: None,
             store: None,
         }
@@ -325,6 +329,8 @@ impl<X: ExchangeSink> ServerDriver<X> {
                 parts,
                 verdict,
                 exchange,
+                body,
+                end,
             } => {
                 let head = RequestHead::from_parts(&parts).with_verdict(verdict.as_ref());
                 let stream = self.router.handle_request(now, head);
@@ -334,6 +340,12 @@ impl<X: ExchangeSink> ServerDriver<X> {
                 }
                 self.by_key.insert(key, stream);
                 self.exchanges.insert(stream, (key, exchange));
+                if let Some(chunk) = body {
+                    self.router.handle_body(now, stream, &chunk);
+                }
+                if end {
+                    self.router.handle_body_end(now, stream);
+                }
             }
             ToDriver::Body { key, chunk } => {
                 if let Some(&stream) = self.by_key.get(&key) {
@@ -815,7 +827,16 @@ impl ServerHandle {
         let runtime = rt.clone();
         rt.spawn(Box::pin(async move {
             let _on_stop = on_stop;
-            run(runtime, driver, rx, cluster_rx, drain_rx, wakeup).await;
+            run(
+                runtime,
+                driver,
+                rx,
+                cluster_rx,
+                drain_rx,
+                wakeup,
+                limits.spawn_handlers,
+            )
+            .await;
         }));
         ServerHandle {
             shared: Arc::new(Shared {
@@ -893,46 +914,53 @@ impl ServerHandle {
         K: Send + Sync + 'static,
     {
         let key = self.shared.keys.fetch_add(1, Ordering::Relaxed);
-        let mut tx = self.shared.tx.clone();
-        let (reply, mut replies) = mpsc::unbounded();
-        let aborted = Arc::new(AtomicBool::new(false));
+        let (exchange, mut replies) = super::outbox::exchange();
+        // One sender for the exchange: its messages, then its disconnect if it is dropped.
         let mut guard = Guard {
             key,
-            tx: tx.clone(),
+            tx: self.shared.tx.clone(),
             armed: true,
         };
         let verdict = match &self.shared.auth {
             Some(step) => step.judge(&parts).await,
             None => None,
         };
+        let mut body = Some(body);
+        let mut next: Option<ToDriver<Exchange>> = None;
+        // What of the body the HTTP library has at hand goes with the head.
+        let (first, end) =
+            std::future::poll_fn(|cx| Poll::Ready(prefetch(cx, key, &mut body, &mut next))).await;
         let head = ToDriver::Head {
             key,
             parts: Box::new(parts),
             verdict,
-            exchange: Exchange {
-                reply,
-                aborted: aborted.clone(),
-            },
+            exchange,
+            body: first,
+            end,
         };
-        send(&mut tx, head).await?;
-        let mut body = Some(body);
-        let mut next: Option<ToDriver<Exchange>> = None;
+        send(&mut guard.tx, head).await?;
         let mut watch = Some(watch);
         let mut keep: Option<Box<dyn std::any::Any + Send + Sync>> = None;
+        let disconnector = || Disconnector {
+            key,
+            shared: self.shared.clone(),
+        };
+        if end && let Some(watch) = watch.take() {
+            keep = Some(Box::new(watch(disconnector())));
+        }
         let head = std::future::poll_fn(|cx| {
-            if let Poll::Ready(reply) = Pin::new(&mut replies).poll_next(cx) {
-                return Poll::Ready(reply);
+            if let Poll::Ready(head) = replies.poll_head(cx) {
+                return Poll::Ready(head);
             }
-            if pump_body(cx, key, &mut body, &mut next, &mut tx)
+            if pump_body(cx, key, &mut body, &mut next, &mut guard.tx)
                 && let Some(watch) = watch.take()
             {
-                let tx = tx.clone();
-                keep = Some(Box::new(watch(Disconnector { key, tx })));
+                keep = Some(Box::new(watch(disconnector())));
             }
             Poll::Pending
         })
         .await;
-        let Some(Reply::Head(status, headers)) = head else {
+        let Some((status, headers)) = head else {
             // The router always starts with the head; anything else means it is gone.
             guard.armed = false;
             return Err(DriverGone);
@@ -942,13 +970,58 @@ impl ServerHandle {
             headers,
             body: ResponseStream {
                 replies,
-                aborted,
                 guard: Some(guard),
                 report_every: self.shared.report_every,
                 taken: 0,
                 _keep: keep,
             },
         })
+    }
+}
+
+/// Takes what of `body` is at hand without waiting: one chunk at most, and whether the body
+/// ended. A second chunk, or a failure, is left in `next` for [`pump_body`]; the body is
+/// `None` once it ended or failed.
+fn prefetch<B, E>(
+    cx: &mut Context<'_>,
+    key: u64,
+    body: &mut Option<B>,
+    next: &mut Option<ToDriver<Exchange>>,
+) -> (Option<Bytes>, bool)
+where
+    B: Stream<Item = Result<Bytes, E>> + Unpin,
+{
+    let Some(stream) = body.as_mut() else {
+        return (None, false);
+    };
+    let first = match Pin::new(&mut *stream).poll_next(cx) {
+        Poll::Ready(Some(Ok(chunk))) => chunk,
+        Poll::Ready(None) => {
+            *body = None;
+            return (None, true);
+        }
+        Poll::Ready(Some(Err(_))) => {
+            *body = None;
+            *next = Some(ToDriver::Disconnect { key });
+            return (None, false);
+        }
+        Poll::Pending => return (None, false),
+    };
+    match Pin::new(stream).poll_next(cx) {
+        Poll::Ready(None) => {
+            *body = None;
+            (Some(first), true)
+        }
+        Poll::Ready(Some(Ok(chunk))) => {
+            *next = Some(ToDriver::Body { key, chunk });
+            (Some(first), false)
+        }
+        Poll::Ready(Some(Err(_))) => {
+            *body = None;
+            *next = Some(ToDriver::Disconnect { key });
+            (Some(first), false)
+        }
+        Poll::Pending => (Some(first), false),
     }
 }
 
@@ -972,8 +1045,11 @@ fn pump_body<B, E>(
 where
     B: Stream<Item = Result<Bytes, E>> + Unpin,
 {
-    while let Some(stream) = body.as_mut() {
+    loop {
         if next.is_none() {
+            let Some(stream) = body.as_mut() else {
+                return false;
+            };
             *next = match Pin::new(stream).poll_next(cx) {
                 Poll::Ready(Some(Ok(chunk))) => Some(ToDriver::Body { key, chunk }),
                 Poll::Ready(None) => Some(ToDriver::End { key }),
@@ -983,7 +1059,10 @@ where
         }
         match tx.poll_ready(cx) {
             Poll::Ready(Ok(())) => {}
-            Poll::Ready(Err(_)) => *body = None,
+            Poll::Ready(Err(_)) => {
+                (*body, *next) = (None, None);
+                return false;
+            }
             Poll::Pending => return false,
         }
         if let Some(msg) = next.take() {
@@ -996,7 +1075,6 @@ where
             }
         }
     }
-    false
 }
 
 /// Reports a disconnect when the exchange is dropped before the driver ended it.
@@ -1032,8 +1110,7 @@ impl Drop for Guard {
 /// HTTP library took (the core paces by it); dropping it before its end tells the router the
 /// client went away.
 pub struct ResponseStream {
-    replies: mpsc::UnboundedReceiver<Reply>,
-    aborted: Arc<AtomicBool>,
+    replies: super::outbox::Replies,
     guard: Option<Guard>,
     /// Report taken bytes to the driver once this many are unreported.
     report_every: usize,
@@ -1057,6 +1134,16 @@ impl ResponseStream {
         self.guard.is_none()
     }
 
+    /// The length of the rest of the body when the driver has given all of it (a JSON
+    /// answer, by the time its head is read): an HTTP library can then send it with a
+    /// `Content-Length`. `None` while more may come.
+    pub fn exact_len(&self) -> Option<u64> {
+        if self.guard.is_none() {
+            return Some(0);
+        }
+        self.replies.exact_rest()
+    }
+
     fn report(&mut self) {
         let Some(guard) = &mut self.guard else { return };
         if self.taken > 0 {
@@ -1074,31 +1161,24 @@ impl Stream for ResponseStream {
         if self.guard.is_none() {
             return Poll::Ready(None);
         }
-        loop {
-            match Pin::new(&mut self.replies).poll_next(cx) {
-                Poll::Ready(Some(Reply::Body(chunk))) => {
-                    self.taken += chunk.len();
-                    if self.taken >= self.report_every {
-                        self.report();
-                    }
-                    return Poll::Ready(Some(Ok(chunk)));
-                }
-                // A second head cannot happen; skip it rather than corrupt the body.
-                Poll::Ready(Some(Reply::Head(..))) => continue,
-                Poll::Ready(None) => {
-                    if let Some(mut guard) = self.guard.take() {
-                        guard.armed = false;
-                    }
-                    if self.aborted.load(Ordering::Acquire) {
-                        return Poll::Ready(Some(Err(ResponseAborted)));
-                    }
-                    return Poll::Ready(None);
-                }
-                Poll::Pending => {
-                    // Everything given so far was taken: let the core send more.
+        match self.replies.poll_chunk(cx) {
+            Poll::Ready(Some(Ok(chunk))) => {
+                self.taken += chunk.len();
+                if self.taken >= self.report_every {
                     self.report();
-                    return Poll::Pending;
                 }
+                Poll::Ready(Some(Ok(chunk)))
+            }
+            Poll::Ready(end) => {
+                if let Some(mut guard) = self.guard.take() {
+                    guard.armed = false;
+                }
+                Poll::Ready(end)
+            }
+            Poll::Pending => {
+                // Everything given so far was taken: let the core send more.
+                self.report();
+                Poll::Pending
             }
         }
     }
@@ -1109,14 +1189,25 @@ impl Stream for ResponseStream {
 #[derive(Debug)]
 pub struct Disconnector {
     key: u64,
-    tx: Inbound,
+    /// A sender is cloned only when the client left: most exchanges end without that.
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared").finish_non_exhaustive()
+    }
 }
 
 impl Disconnector {
     /// The client left.
-    pub fn disconnect(mut self) {
+    pub fn disconnect(self) {
         let key = self.key;
-        let _ = self.tx.try_send(ToDriver::Disconnect { key });
+        let _ = self
+            .shared
+            .tx
+            .clone()
+            .try_send(ToDriver::Disconnect { key });
     }
 }
 
@@ -1135,9 +1226,17 @@ async fn run<R: Runtime>(
     mut cluster: mpsc::UnboundedReceiver<ClusterDelivery>,
     drain: oneshot::Receiver<Duration>,
     wakeup: Arc<Wakeup>,
+    spawn_handlers: bool,
 ) {
     let mut drain = Some(drain);
-    let mut spawn = |task| rt.spawn(task);
+    // See `Limits::spawn_handlers`. A handler polled once here and spawned is polled again
+    // by the runtime at once, with the task's waker: nothing it registered is lost.
+    let mut spawn = |mut task: BoxFuture<'static, ()>| {
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        if spawn_handlers || task.as_mut().poll(&mut cx).is_pending() {
+            rt.spawn(task);
+        }
+    };
     loop {
         driver.pump(rt.now(), &mut spawn);
         if driver.router.is_drained() {

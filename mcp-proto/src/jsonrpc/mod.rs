@@ -79,6 +79,17 @@ pub use self::message::{
 /// versions.
 pub use serde_json::value::RawValue;
 
+/// Whether the JSON text `raw` may hold a member named `key` (at any depth): it holds
+/// `"key"` as written, or an escape (a key may be spelled with escapes). `false` is certain,
+/// so a reader that parses only to find `key` can skip the parse: `params._meta` is
+/// looked for in every request and present in few.
+pub(crate) fn may_have_member(raw: &str, key: &str) -> bool {
+    let bytes = raw.as_bytes();
+    memchr::memchr(b'\\', bytes).is_some()
+        || memchr::memmem::find_iter(bytes, key.as_bytes())
+            .any(|at| at > 0 && bytes[at - 1] == b'"' && bytes.get(at + key.len()) == Some(&b'"'))
+}
+
 /// The `_meta` keys the 2026-07-28 revision reserves.
 pub mod meta_keys {
     /// The protocol version of this request (request `_meta`; required in 2026-07-28).

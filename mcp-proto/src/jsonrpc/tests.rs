@@ -1029,3 +1029,30 @@ fn error_object_envelope_drops_unknown_members_and_serde_keeps_them() {
     other.data = Some(raw("[1,2]"));
     assert_ne!(other, e);
 }
+
+#[test]
+fn a_member_that_may_be_there_is_never_missed() {
+    let no = |s: &str| assert!(!may_have_member(s, "_meta"), "{s}");
+    let maybe = |s: &str| assert!(may_have_member(s, "_meta"), "{s}");
+    no(r#"{"name":"echo","arguments":{"text":"hi"}}"#);
+    no(r#"{"text":"x_metay","_metax":1}"#);
+    maybe(r#"{"_meta":{}}"#);
+    maybe(r#"{"a":{"b":[{"_meta":1}]}}"#);
+    // A key spelled with an escape: only a parse can tell.
+    maybe(r#"{"\u005fmeta":{"progressToken":1}}"#);
+}
+
+proptest::proptest! {
+    /// Whatever the keys (escapes included, as serde writes them), an object whose parse has
+    /// `_meta` is never said to lack it.
+    #[test]
+    fn may_have_member_agrees_with_a_parse(
+        keys in proptest::collection::vec("(_meta|_met|meta|\"|\\\\|a|\n|_){0,6}", 0..5),
+    ) {
+        let object: serde_json::Map<String, serde_json::Value> =
+            keys.into_iter().map(|k| (k, serde_json::Value::Null)).collect();
+        let text = serde_json::to_string(&object).unwrap();
+        let has = object.contains_key("_meta");
+        proptest::prop_assert!(!has || may_have_member(&text, "_meta"), "{}", text);
+    }
+}

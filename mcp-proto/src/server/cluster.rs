@@ -119,6 +119,7 @@
 //!  Loading  Disconnect             gone     forgotten
 //! ```
 
+use crate::HandleMap;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -677,8 +678,8 @@ pub(crate) enum Call {
 #[derive(Debug, Default)]
 pub(crate) struct ClusterState {
     next_ticket: u64,
-    pub(crate) calls: HashMap<Ticket, (Call, Option<Instant>)>,
-    pub(crate) parked: HashMap<StreamId, Parked>,
+    pub(crate) calls: HandleMap<Ticket, (Call, Option<Instant>)>,
+    pub(crate) parked: HandleMap<StreamId, Parked>,
     /// Parked requests by session id, and the ticket of the load they wait on.
     pub(crate) loading: HashMap<Box<str>, (Ticket, Vec<StreamId>)>,
     /// A parked request re-running after its session turned out missing (it must not park
@@ -970,7 +971,7 @@ impl Router {
         }
         let Some(id) = head
             .headers
-            .get(crate::http::header::MCP_SESSION_ID)
+            .get(&crate::http::header_name::MCP_SESSION_ID)
             .and_then(|v| v.to_str().ok())
             .map(str::trim)
             .filter(|id| super::is_valid_session_id(id))

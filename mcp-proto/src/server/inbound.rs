@@ -24,7 +24,7 @@ use super::{
     FollowFrom, InFlight, RequestHandle, RequestHead, Router, ServerEvent, ServerOutput,
     SessionHandle, StreamId,
 };
-use crate::http::{accepts, content_type_is, header as mcp_header, mime};
+use crate::http::{accepts, content_type_is, header as mcp_header, header_name, mime};
 use crate::jsonrpc::{
     BatchItem, Body, ErrorObject, Message, Outcome, Response, error_codes, parse_body,
 };
@@ -303,12 +303,11 @@ impl Router {
         }
         debug_assert!(self.config.needs_authentication(head));
         let principal = self.authenticate(head)?;
-        if !self.is_modern(head.headers)
-            && self.park_unloaded(stream, head, principal.as_deref(), origin)
-        {
+        let modern = self.is_modern(head.headers);
+        if !modern && self.park_unloaded(stream, head, principal.as_deref(), origin) {
             return Ok(());
         }
-        if self.is_modern(head.headers) && matches!(*head.method, Method::GET | Method::DELETE) {
+        if modern && matches!(*head.method, Method::GET | Method::DELETE) {
             // S-NEW-1: no GET stream and no session to delete in 2026-07-28.
             let mut allow = HeaderMap::new();
             allow.insert(header::ALLOW, self.allow(Some(head.headers)));
@@ -457,7 +456,7 @@ impl Router {
         headers: &HeaderMap,
         principal: Option<&str>,
     ) -> Result<Option<SessionHandle>, ProtocolError> {
-        let Some(value) = headers.get(mcp_header::MCP_SESSION_ID) else {
+        let Some(value) = headers.get(&header_name::MCP_SESSION_ID) else {
             return Ok(None);
         };
         let id = value
@@ -481,7 +480,7 @@ impl Router {
 
     /// `MCP-Protocol-Version`: `Ok(None)` when absent, `Err` when unsupported.
     fn header_version(&self, headers: &HeaderMap) -> Result<Option<ProtocolVersion>, ()> {
-        let Some(v) = headers.get(mcp_header::MCP_PROTOCOL_VERSION) else {
+        let Some(v) = headers.get(&header_name::MCP_PROTOCOL_VERSION) else {
             return Ok(None);
         };
         let v = v.to_str().map_err(|_| ())?;
@@ -495,8 +494,12 @@ impl Router {
     /// Whether the request speaks the modern era: modern revisions are enabled and its
     /// `MCP-Protocol-Version` names one (the header selects the era).
     pub(crate) fn is_modern(&self, headers: &HeaderMap) -> bool {
-        self.config.modern_enabled()
-            && matches!(self.header_version(headers), Ok(Some(v)) if v.era() == Era::Modern)
+        self.is_modern_version(self.header_version(headers))
+    }
+
+    /// [`is_modern`](Self::is_modern) of a header version already read.
+    fn is_modern_version(&self, version: Result<Option<ProtocolVersion>, ()>) -> bool {
+        self.config.modern_enabled() && matches!(version, Ok(Some(v)) if v.era() == Era::Modern)
     }
 
     // S-NEW-7, S-VER-4, G-11.
@@ -592,13 +595,13 @@ impl Router {
             return Err(ProtocolError::PayloadTooLarge(self.config.max_body_bytes));
         }
         // S-NEW-2: a modern request has no session; its `Mcp-Session-Id` is ignored.
-        let modern = self.is_modern(head.headers);
+        let header_version = self.header_version(head.headers);
+        let modern = self.is_modern_version(header_version);
         let session = if self.config.stateless || modern {
             None
         } else {
             self.lookup_session(head.headers, principal.as_deref())?
         };
-        let header_version = self.header_version(head.headers);
         if let Some(s) = session {
             header_version.map_err(|()| self.unsupported_version(raw_version(head.headers)))?;
             self.session_step(s, SessionEvent::Activity);
@@ -638,7 +641,7 @@ impl Router {
         }
         let session = self.require_session(head, principal.as_deref())?;
         let origin = origin_of(head.headers);
-        let last_event_id = head.headers.get(mcp_header::LAST_EVENT_ID);
+        let last_event_id = head.headers.get(&header_name::LAST_EVENT_ID);
         match last_event_id {
             Some(v) => {
                 let named = v
@@ -1283,7 +1286,7 @@ pub(crate) fn join_array(parts: &[Bytes]) -> Bytes {
 /// The raw `MCP-Protocol-Version` text, if readable.
 fn raw_version(headers: &HeaderMap) -> Option<&str> {
     headers
-        .get(mcp_header::MCP_PROTOCOL_VERSION)
+        .get(&header_name::MCP_PROTOCOL_VERSION)
         .and_then(|v| v.to_str().ok())
         .map(str::trim)
 }
@@ -1313,7 +1316,11 @@ fn meta_protocol_version(params: Option<&RawValue>) -> Option<String> {
         #[serde(rename = "_meta")]
         meta: Option<serde_json::Map<String, serde_json::Value>>,
     }
-    let p: P = serde_json::from_str(params?.get()).ok()?;
+    let params = params?.get();
+    if !crate::jsonrpc::may_have_member(params, "_meta") {
+        return None;
+    }
+    let p: P = serde_json::from_str(params).ok()?;
     let v = p
         .meta?
         .get(crate::mirror::META_PROTOCOL_VERSION)?

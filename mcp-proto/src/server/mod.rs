@@ -95,6 +95,7 @@ mod store;
 mod stream;
 mod timer;
 
+use crate::HandleMap;
 use std::collections::{HashMap, VecDeque};
 use std::time::Instant;
 
@@ -522,12 +523,12 @@ pub struct Router {
     config: ServerConfig,
     now: Instant,
     next_id: u64,
-    sessions: HashMap<SessionHandle, Session>,
+    sessions: HandleMap<SessionHandle, Session>,
     by_id: HashMap<Box<str>, SessionHandle>,
-    exchanges: HashMap<StreamId, Exchange>,
-    streams: HashMap<u64, LogicalStream>,
-    inflight: HashMap<RequestHandle, InFlight>,
-    outbound: HashMap<OutboundId, Outbound>,
+    exchanges: HandleMap<StreamId, Exchange>,
+    streams: HandleMap<u64, LogicalStream>,
+    inflight: HandleMap<RequestHandle, InFlight>,
+    outbound: HandleMap<OutboundId, Outbound>,
     timers: TimerQueue,
     out: VecDeque<ServerOutput>,
     /// Modern request streams alive (bounded by `max_modern_in_flight`).
@@ -559,12 +560,12 @@ impl Router {
             config,
             now,
             next_id: 0,
-            sessions: HashMap::new(),
+            sessions: HandleMap::default(),
             by_id: HashMap::new(),
-            exchanges: HashMap::new(),
-            streams: HashMap::new(),
-            inflight: HashMap::new(),
-            outbound: HashMap::new(),
+            exchanges: HandleMap::default(),
+            streams: HandleMap::default(),
+            inflight: HandleMap::default(),
+            outbound: HandleMap::default(),
             timers: TimerQueue::default(),
             out: VecDeque::new(),
             modern_streams: 0,

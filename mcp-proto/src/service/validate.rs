@@ -35,7 +35,7 @@ pub(crate) fn apply_defaults(schema: &JsonObject, args: &mut JsonObject) {
 /// Checks `args` against `schema`; the error lists every violation, one per `; `.
 pub(crate) fn validate(schema: &JsonObject, args: &JsonObject) -> Result<(), String> {
     let mut errors = Vec::new();
-    check_object(schema, args, "", &mut errors);
+    check_object(schema, args, &Path::Root, &mut errors);
     if errors.is_empty() {
         Ok(())
     } else {
@@ -43,19 +43,52 @@ pub(crate) fn validate(schema: &JsonObject, args: &JsonObject) -> Result<(), Str
     }
 }
 
-fn at(path: &str, name: &str) -> String {
-    if path.is_empty() {
-        format!("`{name}`")
-    } else {
-        format!("{}.{name}`", path.trim_end_matches('`'))
+/// Where a value sits in the arguments (`` `address.zip` ``, `` `tags[0]` ``), written out
+/// only when a violation names it: a valid call formats nothing.
+#[derive(Clone, Copy)]
+enum Path<'a> {
+    Root,
+    Field(&'a Path<'a>, &'a str),
+    Item(&'a Path<'a>, usize),
+}
+
+impl Path<'_> {
+    fn write_inside(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Path::Root => Ok(()),
+            Path::Field(parent, name) => {
+                parent.write_inside(f)?;
+                if !matches!(parent, Path::Root) {
+                    f.write_str(".")?;
+                }
+                f.write_str(name)
+            }
+            Path::Item(parent, i) => {
+                parent.write_inside(f)?;
+                write!(f, "[{i}]")
+            }
+        }
     }
 }
 
-fn check_object(schema: &JsonObject, object: &JsonObject, path: &str, errors: &mut Vec<String>) {
+impl std::fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("`")?;
+        self.write_inside(f)?;
+        f.write_str("`")
+    }
+}
+
+fn check_object(
+    schema: &JsonObject,
+    object: &JsonObject,
+    path: &Path<'_>,
+    errors: &mut Vec<String>,
+) {
     if let Some(Value::Array(required)) = schema.get("required") {
         for name in required.iter().filter_map(Value::as_str) {
             if !object.contains_key(name) {
-                errors.push(format!("{} is required", at(path, name)));
+                errors.push(format!("{} is required", Path::Field(path, name)));
             }
         }
     }
@@ -65,11 +98,14 @@ fn check_object(schema: &JsonObject, object: &JsonObject, path: &str, errors: &m
     };
     for (name, value) in object {
         match properties.and_then(|p| p.get(name)) {
-            Some(Value::Object(sub)) => check_value(sub, value, &at(path, name), errors),
+            Some(Value::Object(sub)) => check_value(sub, value, &Path::Field(path, name), errors),
             Some(_) => {}
             None => {
                 if schema.get("additionalProperties") == Some(&Value::Bool(false)) {
-                    errors.push(format!("{} is not an accepted argument", at(path, name)));
+                    errors.push(format!(
+                        "{} is not an accepted argument",
+                        Path::Field(path, name)
+                    ));
                 }
             }
         }
@@ -97,14 +133,21 @@ fn has_type(value: &Value, ty: &str) -> bool {
     }
 }
 
-fn check_value(schema: &JsonObject, value: &Value, path: &str, errors: &mut Vec<String>) {
+fn check_value(schema: &JsonObject, value: &Value, path: &Path<'_>, errors: &mut Vec<String>) {
     if schema.contains_key("$ref") {
         return;
     }
-    let types: Vec<&str> = match schema.get("type") {
-        Some(Value::String(t)) => vec![t.as_str()],
-        Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).collect(),
-        _ => Vec::new(),
+    let (one, many): ([&str; 1], Vec<&str>);
+    let types: &[&str] = match schema.get("type") {
+        Some(Value::String(t)) => {
+            one = [t.as_str()];
+            &one
+        }
+        Some(Value::Array(list)) => {
+            many = list.iter().filter_map(Value::as_str).collect();
+            &many
+        }
+        _ => &[],
     };
     if !types.is_empty() && !types.iter().any(|t| has_type(value, t)) {
         errors.push(format!(
@@ -182,8 +225,7 @@ fn check_value(schema: &JsonObject, value: &Value, path: &str, errors: &mut Vec<
             }
             if let Some(Value::Object(item_schema)) = schema.get("items") {
                 for (i, item) in items.iter().enumerate() {
-                    let item_path = format!("{}[{i}]`", path.trim_end_matches('`'));
-                    check_value(item_schema, item, &item_path, errors);
+                    check_value(item_schema, item, &Path::Item(path, i), errors);
                 }
             }
         }

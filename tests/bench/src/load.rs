@@ -19,8 +19,8 @@ pub struct LoadRun {
     pub elapsed: Duration,
     /// The latency of each right reply, µs.
     pub latencies_us: Vec<u64>,
-    /// Server CPU over the phase, in clock ticks (filled in by the caller).
-    pub cpu_ticks: u64,
+    /// Server CPU over the phase, in nanoseconds (filled in by the caller).
+    pub cpu_ns: u64,
 }
 
 impl LoadRun {
@@ -29,9 +29,9 @@ impl LoadRun {
         self.calls as f64 / self.elapsed.as_secs_f64()
     }
 
-    /// [`cpu_ticks`](Self::cpu_ticks) per call, µs.
+    /// [`cpu_ns`](Self::cpu_ns) per call, µs.
     pub fn cpu_us_per_call(&self) -> f64 {
-        crate::process::ticks_to_us(self.cpu_ticks) / self.calls.max(1) as f64
+        self.cpu_ns as f64 / 1e3 / self.calls.max(1) as f64
     }
 
     /// The `p` quantile (0..=1) of the latencies, µs (NaN without any).

@@ -14,12 +14,15 @@
 //!
 //! 1. load: `sessions` initialized sessions, as many concurrent workers (worker `i` uses
 //!    session `i` on its own connection), `calls` `tools/call echo` in total: req/s, p50/p99
-//!    latency, and server CPU per call (utime+stime from `/proc/<pid>/stat` over the phase);
+//!    latency, and server CPU per call (the sum of its threads' `/proc/<pid>/task/*/schedstat` over the phase);
 //! 2. latency: 1 session at concurrency 1: p50/p99;
 //! 3. idle: `idle` sessions opened (initialize + notifications/initialized) and left idle:
 //!    the server's VmRSS delta (`/proc/<pid>/status`) per session.
 //!
-//! Phases 1-2 are repeated `--reps` times and the median of each figure is reported. The
+//! Phases 1-2 are repeated `--reps` times, interleaved: every server is started and warmed
+//! up first, then each repetition runs every server in turn, so that a busy spell of the
+//! machine touches all of them alike. The median of each figure is reported; the CPU ratio
+//! to the floor is the median of each repetition's own ratio. The
 //! table at the end has one row per metric, one column per server, the ratio of each of ours
 //! to the floor (a server that parses each body and answers one SSE frame, keeping nothing:
 //! `mcp_bench::floor`) and to rmcp, and whether each target is met (CPU per call ≤ 0.5× rmcp
@@ -272,11 +275,12 @@ impl Plan {
 }
 
 const USAGE: &str =
-    "usage: bench-servers [--quick] [--servers ours,smol,rmcp] [--reps N] [--baseline PATH]
+    "usage: bench-servers [--quick] [--servers ours,smol,rmcp] [--reps N] [--calls N] [--baseline PATH]
        bench-servers --serve NAME [--bind ADDR:PORT] [--core N]
   --quick    small counts (5 sessions, 500 calls, 200 idle sessions, 1 repetition): a smoke test
   --servers  which servers to compare, in order (default: floor,ours,smol,rmcp)
   --reps     repetitions of the load and latency phases (medians are reported; default 3)
+  --calls    calls in each load phase (default 20000; --quick 500)
   --baseline the bench-servers binary of another build: its servers are ours@base and smol@base
              (e.g. --servers ours,ours@base,smol,smol@base), compared before/after in one run
   --serve    run one server (what the benchmark starts in a child process)";
@@ -296,6 +300,7 @@ enum Mode {
 fn parse_args() -> Result<Mode, String> {
     let mut plan = Plan::full();
     let mut reps = None;
+    let mut calls = None;
     let mut servers = ServerKind::ALL.to_vec();
     let mut serve = None;
     let mut bind = "127.0.0.1:0".to_owned();
@@ -309,6 +314,13 @@ fn parse_args() -> Result<Mode, String> {
                 reps = Some(
                     n.parse::<usize>()
                         .map_err(|e| format!("--reps {n:?}: {e}"))?,
+                );
+            }
+            "--calls" => {
+                let n = args.next().ok_or("--calls needs a number")?;
+                calls = Some(
+                    n.parse::<u64>()
+                        .map_err(|e| format!("--calls {n:?}: {e}"))?,
                 );
             }
             "--servers" => {
@@ -340,6 +352,9 @@ fn parse_args() -> Result<Mode, String> {
     }
     if let Some(reps) = reps {
         plan.reps = reps.max(1);
+    }
+    if let Some(calls) = calls {
+        plan.calls = calls.max(1);
     }
     if servers.is_empty() {
         return Err(format!("--servers names no server\n{USAGE}"));
@@ -434,9 +449,9 @@ async fn load(
     calls: u64,
     next_id: &Arc<AtomicU64>,
 ) -> Result<(LoadRun, Vec<Session>), String> {
-    let cpu0 = server.cpu_ticks()?;
+    let cpu0 = server.cpu_ns()?;
     let (mut run, back) = mcp_bench::load::load(sessions, calls, next_id).await?;
-    run.cpu_ticks = server.cpu_ticks()?.saturating_sub(cpu0);
+    run.cpu_ns = server.cpu_ns()?.saturating_sub(cpu0);
     Ok((run, back))
 }
 
@@ -455,6 +470,8 @@ async fn idle(server: &ServerProcess, target: &Target, n: usize) -> Result<(f64,
 #[derive(Debug, Default)]
 struct Figures {
     rps: f64,
+    /// CPU per call of each repetition, in order (paired with the floor's of the same one).
+    cpu_reps: Vec<f64>,
     load_p50: f64,
     load_p99: f64,
     cpu_us: f64,
@@ -465,42 +482,76 @@ struct Figures {
     first_error: Option<String>,
 }
 
-async fn measure(kind: ServerKind, plan: &Plan) -> Result<Figures, String> {
-    let server = start_server(kind)?;
-    eprintln!("{}: pid {} at {}", kind.name(), server.pid(), server.url);
-    let target = server.target();
-    let next_id = Arc::new(AtomicU64::new(1));
-    let mut fig = Figures::default();
-    let note = |run: &LoadRun, fig: &mut Figures| {
-        fig.errors += run.errors;
-        if fig.first_error.is_none() {
-            fig.first_error.clone_from(&run.first_error);
+/// One server under test through the interleaved phases: its process, sessions and samples.
+struct Running {
+    kind: ServerKind,
+    server: ServerProcess,
+    target: Target,
+    next_id: Arc<AtomicU64>,
+    sessions: Vec<Session>,
+    single: Vec<Session>,
+    fig: Figures,
+    samples: [Vec<f64>; 5],
+}
+
+impl Running {
+    /// Starts `kind`, opens its sessions and warms it up (connections, allocator, caches).
+    async fn start(kind: ServerKind, plan: &Plan) -> Result<Running, String> {
+        let server = start_server(kind)?;
+        eprintln!("{}: pid {} at {}", kind.name(), server.pid(), server.url);
+        let target = server.target();
+        let next_id = Arc::new(AtomicU64::new(1));
+        let sessions = open_sessions(&target, plan.sessions).await?;
+        let single = open_sessions(&target, 1).await?;
+        let mut running = Running {
+            kind,
+            server,
+            target,
+            next_id,
+            sessions: Vec::new(),
+            single,
+            fig: Figures::default(),
+            samples: Default::default(),
+        };
+        let (run, back) = load(
+            &running.server,
+            sessions,
+            plan.warmup_calls,
+            &running.next_id,
+        )
+        .await?;
+        running.note(&run);
+        running.sessions = back;
+        Ok(running)
+    }
+
+    fn note(&mut self, run: &LoadRun) {
+        self.fig.errors += run.errors;
+        if self.fig.first_error.is_none() {
+            self.fig.first_error.clone_from(&run.first_error);
         }
-    };
-    let mut sessions = open_sessions(&target, plan.sessions).await?;
-    let mut single = open_sessions(&target, 1).await?;
-    // Warm-up (not measured): connections, allocator, caches.
-    let (run, back) = load(&server, sessions, plan.warmup_calls, &next_id).await?;
-    note(&run, &mut fig);
-    sessions = back;
-    let (mut rps, mut p50, mut p99, mut cpu, mut s50, mut s99) =
-        (vec![], vec![], vec![], vec![], vec![], vec![]);
-    for rep in 0..plan.reps {
-        let (mut run, back) = load(&server, sessions, plan.calls, &next_id).await?;
-        sessions = back;
-        note(&run, &mut fig);
+    }
+
+    /// One repetition of the load and latency phases.
+    async fn rep(&mut self, plan: &Plan, rep: usize) -> Result<(), String> {
+        let sessions = std::mem::take(&mut self.sessions);
+        let (mut run, back) = load(&self.server, sessions, plan.calls, &self.next_id).await?;
+        self.sessions = back;
+        self.note(&run);
+        let single = std::mem::take(&mut self.single);
+        let (mut lat, back) = load(&self.server, single, plan.latency_calls, &self.next_id).await?;
+        self.single = back;
+        self.note(&lat);
+        let [rps, p50, p99, s50, s99] = &mut self.samples;
         rps.push(run.rps());
         p50.push(run.percentile(0.5));
         p99.push(run.percentile(0.99));
-        cpu.push(run.cpu_us_per_call());
-        let (mut lat, back) = load(&server, single, plan.latency_calls, &next_id).await?;
-        single = back;
-        note(&lat, &mut fig);
+        self.fig.cpu_reps.push(run.cpu_us_per_call());
         s50.push(lat.percentile(0.5));
         s99.push(lat.percentile(0.99));
         eprintln!(
             "{} rep {}: {:.0} req/s, p50 {:.0} µs, p99 {:.0} µs, {:.1} µs CPU/call; single p50 {:.0} µs",
-            kind.name(),
+            self.kind.name(),
             rep + 1,
             run.rps(),
             run.percentile(0.5),
@@ -508,28 +559,68 @@ async fn measure(kind: ServerKind, plan: &Plan) -> Result<Figures, String> {
             run.cpu_us_per_call(),
             lat.percentile(0.5),
         );
+        Ok(())
     }
-    fig.rps = median(rps);
-    fig.load_p50 = median(p50);
-    fig.load_p99 = median(p99);
-    fig.cpu_us = median(cpu);
-    fig.single_p50 = median(s50);
-    fig.single_p99 = median(s99);
-    drop(sessions);
-    drop(single);
-    let (bytes, failures) = idle(&server, &target, plan.idle).await?;
-    fig.idle_bytes = bytes;
-    fig.errors += failures;
-    if failures > 0 && fig.first_error.is_none() {
-        fig.first_error = Some(format!("{failures} idle sessions failed to open"));
+
+    /// The medians, then the idle phase; stops the server.
+    async fn finish(mut self, plan: &Plan) -> Result<Figures, String> {
+        let [rps, p50, p99, s50, s99] = std::mem::take(&mut self.samples);
+        self.fig.rps = median(rps);
+        self.fig.load_p50 = median(p50);
+        self.fig.load_p99 = median(p99);
+        self.fig.cpu_us = median(self.fig.cpu_reps.clone());
+        self.fig.single_p50 = median(s50);
+        self.fig.single_p99 = median(s99);
+        drop(std::mem::take(&mut self.sessions));
+        drop(std::mem::take(&mut self.single));
+        let (bytes, failures) = idle(&self.server, &self.target, plan.idle).await?;
+        self.fig.idle_bytes = bytes;
+        self.fig.errors += failures;
+        if failures > 0 && self.fig.first_error.is_none() {
+            self.fig.first_error = Some(format!("{failures} idle sessions failed to open"));
+        }
+        eprintln!(
+            "{}: {:.0} bytes per idle session",
+            self.kind.name(),
+            self.fig.idle_bytes
+        );
+        self.server.stop();
+        Ok(self.fig)
     }
-    eprintln!(
-        "{}: {:.0} bytes per idle session",
-        kind.name(),
-        fig.idle_bytes
-    );
-    server.stop();
-    Ok(fig)
+}
+
+/// Every server through the phases, interleaved: all started and warmed up, then each
+/// repetition runs every server in turn (a busy spell of the machine touches all of them
+/// alike), then each one's idle phase.
+async fn measure_all(
+    plan: &Plan,
+    kinds: &[ServerKind],
+) -> Result<Vec<(ServerKind, Figures)>, String> {
+    let mut running = Vec::new();
+    for &kind in kinds {
+        running.push(
+            Running::start(kind, plan)
+                .await
+                .map_err(|e| format!("{}: {e}", kind.name()))?,
+        );
+    }
+    for rep in 0..plan.reps {
+        for r in &mut running {
+            let name = r.kind.name();
+            r.rep(plan, rep).await.map_err(|e| format!("{name}: {e}"))?;
+        }
+    }
+    let mut results = Vec::new();
+    for r in running {
+        let kind = r.kind;
+        results.push((
+            kind,
+            r.finish(plan)
+                .await
+                .map_err(|e| format!("{}: {e}", kind.name()))?,
+        ));
+    }
+    Ok(results)
 }
 
 // ------------------------------------------------------------------------------------------
@@ -732,12 +823,19 @@ fn table(plan: &Plan, results: &[(ServerKind, Figures)]) -> String {
     if let Some((_, fl)) = floor {
         out.push('\n');
         for (k, o) in &over_floor {
-            let ratio = o.cpu_us / fl.cpu_us;
+            // The median of each repetition's ratio: the two ran side by side in it.
+            let ratio = median(
+                o.cpu_reps
+                    .iter()
+                    .zip(&fl.cpu_reps)
+                    .map(|(o, f)| o / f)
+                    .collect(),
+            );
             let target = k.floor_target();
             let verdict = if ratio <= target { "met" } else { "**missed**" };
             let _ = writeln!(
                 out,
-                "{}: server CPU per call {ratio:.2}× the floor (target ≤ {target}×): {verdict}",
+                "{}: server CPU per call {ratio:.2}× the floor (median of the repetitions' ratios; target ≤ {target}×): {verdict}",
                 k.name()
             );
         }
@@ -777,16 +875,13 @@ fn bench(plan: &Plan, servers: &[ServerKind]) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let mut results = Vec::new();
-    for &kind in servers {
-        match rt.block_on(measure(kind, plan)) {
-            Ok(f) => results.push((kind, f)),
-            Err(e) => {
-                eprintln!("bench-servers: {} failed: {e}", kind.name());
-                return ExitCode::FAILURE;
-            }
+    let results = match rt.block_on(measure_all(plan, servers)) {
+        Ok(results) => results,
+        Err(e) => {
+            eprintln!("bench-servers: {e}");
+            return ExitCode::FAILURE;
         }
-    }
+    };
     println!("{}", table(plan, &results));
     let path = mcp_bench::chart_path("servers.svg", plan.quick);
     match chart(&path, &results) {

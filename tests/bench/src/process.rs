@@ -9,32 +9,8 @@ use std::time::Duration;
 
 use crate::client::Target;
 
-/// `sysconf(_SC_CLK_TCK)`: the unit of `/proc/<pid>/stat` times, 100 on every Linux ABI
-/// (`USER_HZ`), read without `libc` because this package denies unsafe code.
-pub const CLOCK_TICKS_PER_SEC: u64 = 100;
-
 /// What a server child prints first: this, then its URL.
 pub const URL_LINE: &str = "bench server on ";
-
-/// utime + stime of the whole process `pid` (every thread), in clock ticks.
-///
-/// # Errors
-///
-/// When `/proc/<pid>/stat` cannot be read or parsed.
-pub fn cpu_ticks(pid: u32) -> Result<u64, String> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map_err(|e| format!("/proc/{pid}/stat: {e}"))?;
-    // Fields after the `(comm)`, which may contain spaces: state is field 3, utime 14.
-    let after = stat.rsplit_once(')').map(|(_, r)| r).ok_or("bad stat")?;
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let num = |i: usize| -> Result<u64, String> {
-        fields
-            .get(i - 3)
-            .and_then(|f| f.parse().ok())
-            .ok_or(format!("bad stat field {i}"))
-    };
-    Ok(num(14)? + num(15)?)
-}
 
 /// On-CPU time of process `pid`'s live threads, in nanoseconds: the sum of the first field
 /// of each `/proc/<pid>/task/<tid>/schedstat` (the scheduler's exact account, where
@@ -66,11 +42,6 @@ pub fn cpu_ns(pid: u32) -> Result<u64, String> {
         return Err(format!("{dir}: no schedstat"));
     }
     Ok(total)
-}
-
-/// Clock ticks as microseconds.
-pub fn ticks_to_us(ticks: u64) -> f64 {
-    ticks as f64 * 1e6 / CLOCK_TICKS_PER_SEC as f64
 }
 
 /// VmRSS of process `pid`, in bytes.
@@ -173,13 +144,13 @@ impl ServerProcess {
             .map_err(|e| format!("{}: {e}", self.authority))
     }
 
-    /// utime + stime of the whole process, in clock ticks.
+    /// On-CPU time of the whole process (every thread), in nanoseconds.
     ///
     /// # Errors
     ///
-    /// As [`cpu_ticks`].
-    pub fn cpu_ticks(&self) -> Result<u64, String> {
-        cpu_ticks(self.pid())
+    /// As [`cpu_ns`].
+    pub fn cpu_ns(&self) -> Result<u64, String> {
+        cpu_ns(self.pid())
     }
 
     /// VmRSS in bytes.

@@ -1,5 +1,6 @@
 //! [`ServerBinding`]: a [`Server`] behind a [`Router`].
 
+use crate::HandleMap;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -126,16 +127,16 @@ pub struct ServerBinding {
     server: Server,
     /// The command queue, the pending server→client requests and the peers' key counter.
     link: Arc<PeerLink>,
-    key_to_oid: HashMap<u64, OutboundId>,
-    oid_to_key: HashMap<OutboundId, u64>,
-    handles: HashMap<RequestHandle, (Option<SessionHandle>, RequestId)>,
+    key_to_oid: HandleMap<u64, OutboundId>,
+    oid_to_key: HandleMap<OutboundId, u64>,
+    handles: HandleMap<RequestHandle, (Option<SessionHandle>, RequestId)>,
     by_id: HashMap<(SessionHandle, RequestId), RequestHandle>,
-    sessions: HashMap<SessionHandle, ServerSession>,
+    sessions: HandleMap<SessionHandle, ServerSession>,
     /// The one-request service sessions of sessionless requests, until they end.
-    requests: HashMap<RequestHandle, ServerSession>,
+    requests: HandleMap<RequestHandle, ServerSession>,
     param_headers_installed: bool,
     /// In a cluster: each session's state as last handed to the router.
-    exported: HashMap<SessionHandle, bytes::Bytes>,
+    exported: HandleMap<SessionHandle, bytes::Bytes>,
     /// Whether the first [`apply`](Self::apply) looked at the router yet.
     router_seen: bool,
     /// A clustered router's: the server's link to the other instances (its id with the
@@ -168,14 +169,14 @@ impl ServerBinding {
         ServerBinding {
             server,
             link,
-            key_to_oid: HashMap::new(),
-            oid_to_key: HashMap::new(),
-            handles: HashMap::new(),
+            key_to_oid: HandleMap::default(),
+            oid_to_key: HandleMap::default(),
+            handles: HandleMap::default(),
             by_id: HashMap::new(),
-            sessions: HashMap::new(),
-            requests: HashMap::new(),
+            sessions: HandleMap::default(),
+            requests: HandleMap::default(),
             param_headers_installed: false,
-            exported: HashMap::new(),
+            exported: HandleMap::default(),
             router_seen: false,
             voice: None,
         }
@@ -461,13 +462,20 @@ impl ServerBinding {
         // The router binds a session to the principal that created it, so the first request
         // names it for all of them.
         service_session.bind_principal(principal);
-        let subject = Subject::of_params(request.params.as_deref());
         let span = tracing::debug_span!(
             "rpc",
             rpc.method = &*request.method,
-            tool = subject.as_deref(),
+            tool = tracing::field::Empty,
             outcome = tracing::field::Empty,
         );
+        // The tool, prompt or resource, for the span and a panic's error line: read from the
+        // params only when something would log it.
+        let subject = if span.is_disabled() && !tracing::enabled!(tracing::Level::ERROR) {
+            None
+        } else {
+            Subject::of_params(request.params.as_deref())
+        };
+        span.record("tool", subject.as_deref());
         let method = request.method.clone();
         let answer = service_session.handle_request(request);
         let mut guard = AnswerGuard {

@@ -52,7 +52,8 @@ pub struct RequestContext {
     session: Arc<SessionShared>,
     id: RequestId,
     meta: Option<Meta>,
-    modern: Option<RequestMeta>,
+    /// Boxed: a context moves with its handler's future, and this is 1 KB inline.
+    modern: Option<Box<RequestMeta>>,
     cancel: CancellationToken,
     /// The MRTR round of a modern `tools/call` / `prompts/get` / `resources/read` (or why its
     /// `requestState` was refused).
@@ -78,13 +79,15 @@ impl RequestContext {
         let meta = request
             .params
             .as_deref()
+            .filter(|p| crate::jsonrpc::may_have_member(p.get(), "_meta"))
             .and_then(|p| serde_json::from_str::<MetaOnly>(p.get()).ok())
             .unwrap_or_default()
             .meta;
         let modern = meta
             .as_ref()
             .filter(|m| m.contains_key(schema::meta_keys::PROTOCOL_VERSION))
-            .and_then(|m| RequestMeta::from_meta(m).ok());
+            .and_then(|m| RequestMeta::from_meta(m).ok())
+            .map(Box::new);
         let mrtr = modern.as_ref().and_then(|_| {
             let config = session.server.config();
             let principal = session.principal.get().map(|p| &**p);
