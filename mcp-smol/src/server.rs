@@ -3,39 +3,38 @@
 //!
 //! # Theory of operation
 //!
-//! Each connection runs async-h1's request loop one request at a time
-//! ([`async_h1::server::Server::accept_one`]). Its endpoint converts the request head to
-//! `http` 1.x types and hands it, with the body, to [`ServerHandle::exchange`]. Once the head
-//! of the response is back the request is complete, and async-h1 does not read the socket
-//! again before the response ends: a task then watches it, so EOF there means the client
-//! left and the router hears of it at once rather than at the next failed write. The body is
-//! the driver's [`ResponseStream`], one chunk per router chunk, written as it comes
-//! (`TCP_NODELAY`).
+//! Each connection reads one request at a time with async-h1's decoder, waiting at most
+//! [`Limits::first_request_timeout`] for the first head and [`Limits::keep_alive_timeout`]
+//! for each later one (one timer per connection, [`KeepAlive`]). Its endpoint converts the
+//! request head to `http` 1.x types and hands it, with the body, to
+//! [`ServerHandle::exchange`]; the response goes out through async-h1's encoder
+//! ([`respond`](mcp_proto::driver::h1::respond)), everything written in one poll in one send
+//! ([`Corked`]). Once the request body is in, nothing reads the socket before the response
+//! ends: a task then watches it, so EOF there means the client left and the router hears of
+//! it at once rather than at the next failed write. The body is the driver's
+//! [`ResponseStream`](mcp_proto::driver::ResponseStream), one chunk per router chunk,
+//! written as it comes (`TCP_NODELAY`).
 //!
 //! Per connection:
 //!
 //! | state | event | next |
 //! |---|---|---|
 //! | idle (waiting for a request head) | head decoded | busy |
-//! | idle | the driver stopped | closed (the socket is dropped) |
+//! | idle | the driver stopped, or quiet past the bound | closed (the socket is dropped) |
 //! | busy (an exchange in progress) | response written, keep-alive | idle, or closed once the driver stopped |
 //! | any | EOF, error, `Connection: close` | closed |
 
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use async_h1::server::ConnectionStatus;
 use bytes::Bytes;
-use mcp_proto::driver::{Disconnector, Latch, Limits, Runtime, ServerHandle, Serving, accept_loop};
+use mcp_proto::driver::{Departure, Latch, Limits, Runtime, ServerHandle, Serving, accept_loop};
 use mcp_proto::server::ServerConfig;
 use mcp_proto::service::Server;
 use mcp_proto::service::server::BoxFuture;
-use smol::future::FutureExt;
 use smol::io::AsyncBufRead;
 use smol::net::TcpStream;
 use smol::stream::Stream;
@@ -160,63 +159,30 @@ async fn connection(tcp: TcpStream, peer: SocketAddr, handle: ServerHandle, tls:
         return;
     };
     let io = Corked::new(io);
-    let busy = Arc::new(AtomicBool::new(false));
-    let endpoint = {
-        let (busy, tcp, handle) = (busy.clone(), tcp.clone(), handle.clone());
-        move |req| {
-            busy.store(true, Ordering::SeqCst);
-            exchange(handle.clone(), tcp.clone(), req)
-        }
-    };
-    let mut server = async_h1::server::Server::new(io.clone(), endpoint);
-    let (limits, gate) = (handle.limits(), tls.is_plain());
-    let mut first = Some(smol::Timer::after(limits.first_request_timeout));
-    // async-h1 bounds each request head with a timer of its own on async-io 1.x, a second
-    // reactor whose thread each request would wake twice: on a plain connection, the next
-    // request is awaited here (one timer per connection) and async-h1 finds its head there.
-    let mut quiet = KeepAlive::new(limits.keep_alive_timeout);
+    let limits = handle.limits();
+    // One timer per connection bounds the wait for each request's head (async-h1's own
+    // per-request head timer, on async-io 1.x, is never armed: a second reactor whose thread
+    // each request would wake twice).
+    let mut quiet = KeepAlive::new(limits.first_request_timeout);
+    let mut first = true;
     loop {
-        busy.store(false, Ordering::SeqCst);
-        let there = async { tcp.peek(&mut [0u8; 1]).await.is_ok_and(|n| n > 0) };
-        if gate && first.is_none() && !quiet.next_request(&Smol, handle.stopped(), there).await {
-            break;
+        let head = async_h1::server::decode(io.clone());
+        let (req, body) = match quiet.next_request(&Smol, handle.stopped(), head).await {
+            Some(Ok(Some(decoded))) => decoded,
+            // EOF, quiet for too long, or the driver stopped.
+            Some(Ok(None)) | None => break,
+            Some(Err(e)) => return tracing::debug!(%peer, error = %e, "bad request head"),
+        };
+        if std::mem::take(&mut first) {
+            quiet = KeepAlive::new(limits.keep_alive_timeout);
         }
-        let silent = first.take();
-        // Each poll of async-h1 sends what it wrote in one go (a JSON answer: one send).
-        let next = async {
-            Some(
-                io.during(server.accept_one())
-                    .await
-                    .unwrap_or_else(|e| Err(e.into())),
-            )
-        }
-        .or(async {
-            // The first request's head must come in time; once it came, never fires.
-            match silent {
-                Some(timer) => drop(timer.await),
-                None => std::future::pending().await,
-            }
-            if busy.load(Ordering::SeqCst) {
-                std::future::pending::<()>().await;
-            }
-            None
-        })
-        .or(async {
-            handle.stopped().await;
-            if busy.load(Ordering::SeqCst) {
-                // Let the response in progress finish (the driver has stopped, so it ends).
-                std::future::pending::<()>().await;
-            }
-            None
-        })
-        .await;
-        match next {
-            Some(Ok(ConnectionStatus::KeepAlive)) if !handle.is_stopped() => {}
-            Some(Ok(_)) | None => break,
-            Some(Err(e)) => {
-                tracing::debug!(%peer, error = %e, "connection ended");
-                break;
-            }
+        // Each poll sends what it wrote in one go (a JSON answer: one send).
+        let endpoint = |req| exchange(handle.clone(), tcp.clone(), req);
+        match io.during(convert::respond(&io, req, body, endpoint)).await {
+            Ok(Ok(true)) if !handle.is_stopped() => {}
+            Ok(Ok(_)) => break,
+            Ok(Err(e)) => return tracing::debug!(%peer, error = %e, "connection ended"),
+            Err(e) => return tracing::debug!(%peer, error = %e, "connection ended"),
         }
     }
 }
@@ -238,18 +204,8 @@ async fn exchange(
         no_response(e)
     })?;
     let body = Chunks(req.take_body());
-    // The request is complete: async-h1 reads the socket again only after the response, so
-    // EOF there now means the client left. (Bytes of a pipelined request: it is there.)
-    let watch = |gone: Disconnector| {
-        smol::spawn(async move {
-            let mut one = [0u8; 1];
-            if !matches!(tcp.peek(&mut one).await, Ok(n) if n > 0) {
-                gone.disconnect();
-            }
-        })
-    };
     let head = handle
-        .exchange(parts, body, watch)
+        .exchange(parts, body, Eof(tcp.into()))
         .await
         .map_err(no_response)?;
     let status = convert::status_to_h1(head.status).map_err(no_response)?;
@@ -276,6 +232,27 @@ async fn exchange(
     convert::headers_to_h1(&head.headers, |name, value| res.append_header(name, value))
         .map_err(no_response)?;
     Ok(res)
+}
+
+/// The client's socket, watched for its end while nothing reads it (the request is in, the
+/// response not yet out: async-h1 reads again only after the response): EOF there means the
+/// client left, and the router hears of it at once rather than at the next failed write.
+/// The bytes of a pipelined request end the watch. No syscall until the socket is readable.
+struct Eof(std::sync::Arc<smol::Async<std::net::TcpStream>>);
+
+impl Departure for Eof {
+    fn poll_departed(&mut self, cx: &mut Context<'_>) -> Poll<bool> {
+        loop {
+            if std::task::ready!(self.0.poll_readable(cx)).is_err() {
+                return Poll::Ready(true);
+            }
+            match self.0.get_ref().peek(&mut [0u8; 1]) {
+                Ok(n) => return Poll::Ready(n == 0),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(_) => return Poll::Ready(true),
+            }
+        }
+    }
 }
 
 /// A request body as the driver reads it: one chunk per read of async-h1's body.

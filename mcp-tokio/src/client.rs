@@ -56,12 +56,21 @@ where
 /// the server offers it by ALPN, else HTTP/1.1; `http://` in HTTP/1.1) unless
 /// [`http_client`](HttpOptions::http_client) or [`connector`](HttpOptions::connector)
 /// replaces it.
+///
+/// The sessions made on one thread with the default trust share that client's pool (one per
+/// connect timeout), as a browser's tabs share connections: an idle session then holds no
+/// connection of its own (an idle hyper HTTP/1.1 connection is ≈ 25 KB: an 8 KB read
+/// buffer, an 8 KB head buffer and its task), and over `https://` with HTTP/2 the sessions
+/// share one connection. A thread's pool is used by the runtime running there: a connection
+/// whose runtime ended is dropped from it when next found. [`own_pool`](Self::own_pool)
+/// gives a session a pool of its own.
 #[derive(Default)]
 pub struct HttpOptions {
     connect_timeout: Option<Duration>,
     custom: Option<Arc<dyn Transport>>,
+    own_pool: bool,
     #[cfg(feature = "tls")]
-    tls: crate::ClientTls,
+    tls: Option<crate::ClientTls>,
 }
 
 impl std::fmt::Debug for HttpOptions {
@@ -79,7 +88,15 @@ impl HttpOptions {
     /// [`http_client`](Self::http_client) or [`connector`](Self::connector).
     #[cfg(feature = "tls")]
     pub fn tls(mut self, tls: crate::ClientTls) -> Self {
-        self.tls = tls;
+        self.tls = Some(tls);
+        self
+    }
+
+    /// A pool of the session's own instead of its thread's shared one (see
+    /// [`HttpOptions`]): its connections serve it alone. A session with its own
+    /// [`tls`](Self::tls) trust always has one.
+    pub fn own_pool(mut self, own: bool) -> Self {
+        self.own_pool = own;
         self
     }
 
@@ -95,11 +112,10 @@ impl HttpOptions {
     /// (TLS, a proxy...), its executor. With it any URL scheme its connector accepts is
     /// allowed. Request bodies are [`Full<Bytes>`](http_body_util::Full).
     ///
-    /// One client given to many sessions (clones share one pool) is how a gateway holding
-    /// many sessions to the same servers keeps its memory down: by default each session has
-    /// its own pool, and an idle hyper HTTP/1.1 connection holds ≈ 25 KB (an 8 KB read
-    /// buffer, an 8 KB head buffer and its task), most of a session's cost. Keep such a
-    /// client on the runtime that made it: its connections' tasks run there.
+    /// One client given to many sessions (clones share one pool) shares its connections
+    /// among them, as the default client does among the sessions of one thread (see
+    /// [`HttpOptions`]). Keep such a client on the runtime that made it: its connections'
+    /// tasks run there.
     pub fn http_client<C>(mut self, client: HttpClient<C, Full<Bytes>>) -> Self
     where
         C: Connect + Clone + Send + Sync + 'static,
@@ -116,6 +132,33 @@ impl HttpOptions {
     {
         self.http_client(pooled(connector))
     }
+}
+
+/// A default client's kind: `https` (or not), and the connect timeout.
+type PoolKey = (bool, Option<Duration>);
+
+thread_local! {
+    /// The default clients of the sessions made on this thread (see [`HttpOptions`]).
+    static SHARED: std::cell::RefCell<Vec<(PoolKey, Arc<dyn Transport>)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// This thread's default client for `https` (or not) and `timeout`, made by `make` once.
+fn shared(
+    https: bool,
+    timeout: Option<Duration>,
+    make: impl FnOnce() -> Arc<dyn Transport>,
+) -> Arc<dyn Transport> {
+    SHARED.with(|shared| {
+        let mut shared = shared.borrow_mut();
+        let key = (https, timeout);
+        if let Some((_, client)) = shared.iter().find(|(k, _)| *k == key) {
+            return client.clone();
+        }
+        let client = make();
+        shared.push((key, client.clone()));
+        client
+    })
 }
 
 fn pooled<C: Connect + Clone>(connector: C) -> HttpClient<C, Full<Bytes>> {
@@ -150,19 +193,29 @@ impl Engine for Http {
         let mut tcp = HttpConnector::new();
         tcp.set_nodelay(true);
         tcp.set_connect_timeout(options.connect_timeout);
+        #[cfg(feature = "tls")]
+        let own = options.own_pool || options.tls.is_some();
+        #[cfg(not(feature = "tls"))]
+        let own = options.own_pool;
+        let timeout = options.connect_timeout;
+        let pool = |https, make: &dyn Fn() -> Arc<dyn Transport>| match own {
+            true => make(),
+            false => shared(https, timeout, make),
+        };
         let client: Arc<dyn Transport> = match (options.custom, uri.scheme_str()) {
             (Some(client), _) => client,
-            (None, Some("http")) => Arc::new(pooled(tcp)),
+            (None, Some("http")) => pool(false, &|| Arc::new(pooled(tcp.clone()))),
             #[cfg(feature = "tls")]
-            (None, Some("https")) => {
+            (None, Some("https")) => pool(true, &|| {
+                let mut tcp = tcp.clone();
                 tcp.enforce_http(false);
                 let https = hyper_rustls::HttpsConnectorBuilder::new()
-                    .with_tls_config(options.tls.client_config(&[]))
+                    .with_tls_config(options.tls.clone().unwrap_or_default().client_config(&[]))
                     .https_only()
                     .enable_all_versions()
                     .wrap_connector(tcp);
                 Arc::new(pooled(https))
-            }
+            }),
             #[cfg(not(feature = "tls"))]
             (None, Some("https")) => return Err(ConnectError::TlsUnavailable(uri.to_string())),
             (None, _) => {

@@ -290,7 +290,7 @@ impl McpService {
         B: Body + Send + Unpin + 'static,
     {
         let (parts, body) = req.into_parts();
-        let head = self.handle.exchange(parts, Data(body), |_| ()).await?;
+        let head = self.handle.exchange(parts, Data(body), ()).await?;
         let mut response = Response::new(ResponseBody(Inner::Driver(head.body)));
         *response.status_mut() = head.status;
         *response.headers_mut() = head.headers;

@@ -66,7 +66,7 @@ async fn post(
     let (parts, ()) = request.body(()).unwrap().into_parts();
     let chunks = smol::stream::iter([Ok::<_, std::io::Error>(Bytes::from(body.to_string()))]);
     let mut response = handle
-        .exchange(parts, chunks, |_| ())
+        .exchange(parts, chunks, ())
         .await
         .expect("the driver answers");
     let session = response

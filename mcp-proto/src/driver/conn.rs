@@ -426,25 +426,24 @@ impl<R: Runtime> KeepAlive<R> {
         KeepAlive { bound, timer: None }
     }
 
-    /// Waits for `data` (true when the next request's first byte is there, false at EOF or
-    /// on an error) and returns its answer; false when `stopped` completes (the driver
-    /// stopped: [`ServerHandle::stopped`]), or when the connection stays quiet for the bound
-    /// from now.
-    pub async fn next_request(
+    /// Waits for `data` (the next request, or its first byte) and returns what it gave;
+    /// `None` when `stopped` completes (the driver stopped: [`ServerHandle::stopped`]), or
+    /// when the connection stays quiet for the bound from now.
+    pub async fn next_request<T>(
         &mut self,
         rt: &R,
         stopped: impl Future,
-        data: impl Future<Output = bool>,
-    ) -> bool {
+        data: impl Future<Output = T>,
+    ) -> Option<T> {
         let due = rt.now() + self.bound;
         let mut data = std::pin::pin!(data);
         let mut stopped = std::pin::pin!(stopped);
         std::future::poll_fn(|cx| {
             if let std::task::Poll::Ready(there) = data.as_mut().poll(cx) {
-                return std::task::Poll::Ready(there);
+                return std::task::Poll::Ready(Some(there));
             }
             if stopped.as_mut().poll(cx).is_ready() {
-                return std::task::Poll::Ready(false);
+                return std::task::Poll::Ready(None);
             }
             loop {
                 let (at, timer) = self
@@ -455,7 +454,7 @@ impl<R: Runtime> KeepAlive<R> {
                 }
                 if *at >= due {
                     self.timer = None;
-                    return std::task::Poll::Ready(false);
+                    return std::task::Poll::Ready(None);
                 }
                 // Fired for an earlier quiet spell: armed again for this one.
                 self.timer = Some((due, Box::pin(rt.sleep_until(due))));
@@ -547,7 +546,7 @@ mod tests {
             let mut wait = std::pin::pin!(wait);
             assert!(poll_once(&mut wait).is_pending());
             rt.advance(std::time::Duration::from_millis(10));
-            assert_eq!(poll_once(&mut wait), Poll::Ready(true));
+            assert_eq!(poll_once(&mut wait), Poll::Ready(Some(true)));
         }
         assert_eq!(
             rt.sleeps(),
@@ -566,11 +565,15 @@ mod tests {
             let mut wait = std::pin::pin!(wait);
             assert!(poll_once(&mut wait).is_pending());
             rt.advance(BOUND / 2);
-            assert_eq!(poll_once(&mut wait), Poll::Ready(true));
+            assert_eq!(poll_once(&mut wait), Poll::Ready(Some(true)));
         }
         // Then silence: the old timer fires at the first bound and is armed again; the
         // connection ends a whole bound after the request.
-        let wait = quiet.next_request(&rt, std::future::pending::<()>(), std::future::pending());
+        let wait = quiet.next_request(
+            &rt,
+            std::future::pending::<()>(),
+            std::future::pending::<bool>(),
+        );
         let mut wait = std::pin::pin!(wait);
         assert!(poll_once(&mut wait).is_pending());
         rt.advance(BOUND / 2);
@@ -580,22 +583,22 @@ mod tests {
         );
         assert_eq!(rt.sleeps(), 2, "armed again once");
         rt.advance(BOUND / 2);
-        assert_eq!(poll_once(&mut wait), Poll::Ready(false));
+        assert_eq!(poll_once(&mut wait), Poll::Ready(None));
     }
 
     #[test]
-    fn eof_and_a_stopped_driver_end_the_wait() {
+    fn what_the_wait_gave_comes_back_and_a_stopped_driver_ends_it() {
         let rt = Virtual::at(std::time::Instant::now());
         let mut quiet = KeepAlive::new(BOUND);
         {
             let wait = quiet.next_request(&rt, std::future::pending::<()>(), later(false));
             let mut wait = std::pin::pin!(wait);
             assert!(poll_once(&mut wait).is_pending());
-            assert_eq!(poll_once(&mut wait), Poll::Ready(false));
+            assert_eq!(poll_once(&mut wait), Poll::Ready(Some(false)));
         }
-        let wait = quiet.next_request(&rt, std::future::ready(()), std::future::pending());
+        let wait = quiet.next_request(&rt, std::future::ready(()), std::future::pending::<bool>());
         let mut wait = std::pin::pin!(wait);
-        assert_eq!(poll_once(&mut wait), Poll::Ready(false));
+        assert_eq!(poll_once(&mut wait), Poll::Ready(None));
     }
 
     /// A peer whose reads are at EOF at once and that takes every write, keeping what was

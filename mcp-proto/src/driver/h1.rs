@@ -1,13 +1,15 @@
 //! For adapters on async-h1 (feature `http-types`), runtime-neutral: conversions between
 //! `http-types` 2 (async-h1's types) and the `http` 1.x types of this crate, written by
-//! hand: http-types' own conversion targets `http` 0.2.
+//! hand (http-types' own conversion targets `http` 0.2), and [`respond`], the answer to one
+//! request decoded by async-h1.
 //!
-//! Every function is a mechanical copy of method, target, status and headers; nothing here
+//! Every conversion is a mechanical copy of method, target, status and headers; nothing here
 //! gives a meaning to a header or a status. A value one side cannot represent is an error
 //! (never a silent substitute): an unknown status code, a non-ASCII header value.
 
 use std::fmt;
 
+use futures_io::AsyncRead as _;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 
 /// A head that cannot be carried across the two type systems.
@@ -85,6 +87,67 @@ pub fn headers_to_h1(
         append(name, value);
     }
     Ok(())
+}
+
+/// Whether a `Connection` header asks to close the connection.
+fn asks_close(value: Option<&http_types::headers::HeaderValues>) -> bool {
+    value.is_some_and(|v| {
+        v.iter()
+            .flat_map(|v| v.as_str().split(','))
+            .any(|token| token.trim().eq_ignore_ascii_case("close"))
+    })
+}
+
+/// Answers `request` (decoded from `io` by `async_h1::server::decode`, its unread body
+/// `body`) with what `endpoint` returns, written to `io` by async-h1's encoder; then reads
+/// and drops what the endpoint left of the request body, so that the next request starts
+/// where it should. Says whether the connection may carry another request (neither side
+/// asked `Connection: close`).
+///
+/// What async-h1's `Server::accept_one` does after its decode, through one buffer: its copy
+/// of the response and its drain of the body each allocated (and zeroed) an 8 KiB buffer of
+/// their own per request. (No upgrades: an MCP endpoint never answers 101.) A connection
+/// whose writes are [`Corked`](super::conn::Corked) sends a whole JSON answer at once.
+///
+/// # Errors
+///
+/// The endpoint's error, or a failed read or write: the connection is then of no use.
+pub async fn respond<IO, B, F, Fut>(
+    io: &IO,
+    request: http_types::Request,
+    mut body: B,
+    endpoint: F,
+) -> http_types::Result<bool>
+where
+    IO: futures_io::AsyncWrite + Clone + Unpin,
+    B: futures_io::AsyncRead + Unpin,
+    F: FnOnce(http_types::Request) -> Fut,
+    Fut: Future<Output = http_types::Result<http_types::Response>>,
+{
+    use std::pin::Pin;
+    let close = asks_close(request.header(http_types::headers::CONNECTION));
+    let method = request.method();
+    let response = endpoint(request).await?;
+    let close = close || asks_close(response.header(http_types::headers::CONNECTION));
+    let mut encoder = async_h1::server::Encoder::new(response, method);
+    let (mut out, mut buf) = (io.clone(), vec![0u8; 8 * 1024]);
+    loop {
+        let n = std::future::poll_fn(|cx| Pin::new(&mut encoder).poll_read(cx, &mut buf)).await?;
+        let mut piece = &buf[..n];
+        while !piece.is_empty() {
+            let wrote = std::future::poll_fn(|cx| Pin::new(&mut out).poll_write(cx, piece)).await?;
+            if wrote == 0 {
+                return Err(std::io::Error::from(std::io::ErrorKind::WriteZero).into());
+            }
+            piece = &piece[wrote..];
+        }
+        if n == 0 {
+            break;
+        }
+    }
+    std::future::poll_fn(|cx| Pin::new(&mut out).poll_flush(cx)).await?;
+    while std::future::poll_fn(|cx| Pin::new(&mut body).poll_read(cx, &mut buf)).await? > 0 {}
+    Ok(!close)
 }
 
 /// The `http` header map of an http-types response.

@@ -72,7 +72,7 @@ pub use memory::{MemoryExchange, MemoryLink, MemorySink};
 pub use oauth::{AuthorizeHandler, OAuth, SharedTokenStore};
 pub use outbox::Exchange;
 pub use server::{
-    Disconnector, DriverGone, ExchangeSink, Limits, RandomSessionIds, Reply, Response,
+    Departure, DriverGone, ExchangeSink, Limits, RandomSessionIds, Reply, Response,
     ResponseAborted, ResponseStream, ServerDriver, ServerHandle, Serving, ShutdownHandle, ToDriver,
     accept_loop,
 };

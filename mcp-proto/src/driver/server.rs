@@ -899,19 +899,19 @@ impl ServerHandle {
     /// The router answers a POST only once it has the whole body, or early when it refuses
     /// it: either way the head means the body is no longer needed, so reading stops there.
     ///
-    /// `watch` is called once the whole request body is in the driver, with a
-    /// [`Disconnector`]: an HTTP library that notices a departed client only when a write
-    /// fails can watch the socket from there; what it returns lives as long as the response.
-    pub async fn exchange<B, E, W, K>(
+    /// `departure` is polled from the moment the whole request body is in the driver until
+    /// the response ends, whenever this exchange waits: an HTTP library that notices a
+    /// departed client only when a write fails watches the socket through it (`()` watches
+    /// nothing). No task is spawned for it.
+    pub async fn exchange<B, E, D>(
         &self,
         parts: http::request::Parts,
         body: B,
-        watch: W,
+        departure: D,
     ) -> Result<Response, DriverGone>
     where
         B: Stream<Item = Result<Bytes, E>> + Unpin,
-        W: FnOnce(Disconnector) -> K,
-        K: Send + Sync + 'static,
+        D: Departure,
     {
         let key = self.shared.keys.fetch_add(1, Ordering::Relaxed);
         let (exchange, mut replies) = super::outbox::exchange();
@@ -939,23 +939,20 @@ impl ServerHandle {
             end,
         };
         send(&mut guard.tx, head).await?;
-        let mut watch = Some(watch);
-        let mut keep: Option<Box<dyn std::any::Any + Send + Sync>> = None;
-        let disconnector = || Disconnector {
-            key,
-            shared: self.shared.clone(),
+        // Watched once the body is in (before, the body's own reads see a departure).
+        let mut departure = Watch {
+            departure: Some(departure),
+            armed: end,
         };
-        if end && let Some(watch) = watch.take() {
-            keep = Some(Box::new(watch(disconnector())));
-        }
         let head = std::future::poll_fn(|cx| {
             if let Poll::Ready(head) = replies.poll_head(cx) {
                 return Poll::Ready(head);
             }
-            if pump_body(cx, key, &mut body, &mut next, &mut guard.tx)
-                && let Some(watch) = watch.take()
-            {
-                keep = Some(Box::new(watch(disconnector())));
+            if pump_body(cx, key, &mut body, &mut next, &mut guard.tx) {
+                departure.armed = true;
+            }
+            if departure.departed(cx) {
+                guard.depart();
             }
             Poll::Pending
         })
@@ -973,7 +970,9 @@ impl ServerHandle {
                 guard: Some(guard),
                 report_every: self.shared.report_every,
                 taken: 0,
-                _keep: keep,
+                departure: departure
+                    .departure
+                    .map(|d| Box::new(d) as Box<dyn Departure>),
             },
         })
     }
@@ -1096,6 +1095,16 @@ impl Guard {
     }
 }
 
+impl Guard {
+    /// The client left: the driver hears it now, and not again on drop.
+    fn depart(&mut self) {
+        if std::mem::take(&mut self.armed) {
+            let key = self.key;
+            self.deliver(ToDriver::Disconnect { key });
+        }
+    }
+}
+
 impl Drop for Guard {
     fn drop(&mut self) {
         if self.armed {
@@ -1116,8 +1125,8 @@ pub struct ResponseStream {
     report_every: usize,
     /// Bytes handed out and not yet reported ([`ToDriver::Written`]).
     taken: usize,
-    /// What the exchange's `watch` returned.
-    _keep: Option<Box<dyn std::any::Any + Send + Sync>>,
+    /// The watch on the client's socket, until it has nothing more to tell.
+    departure: Option<Box<dyn Departure>>,
 }
 
 impl std::fmt::Debug for ResponseStream {
@@ -1178,36 +1187,65 @@ impl Stream for ResponseStream {
             Poll::Pending => {
                 // Everything given so far was taken: let the core send more.
                 self.report();
-                Poll::Pending
+                let departed = self.departure.as_mut().map(|d| d.poll_departed(cx));
+                match departed {
+                    Some(Poll::Ready(true)) => {
+                        self.departure = None;
+                        if let Some(mut guard) = self.guard.take() {
+                            guard.depart();
+                        }
+                        // The library stops writing a response nobody reads.
+                        Poll::Ready(Some(Err(ResponseAborted)))
+                    }
+                    Some(Poll::Ready(false)) => {
+                        self.departure = None;
+                        Poll::Pending
+                    }
+                    _ => Poll::Pending,
+                }
             }
         }
     }
 }
 
-/// Tells the driver the client of one exchange went away (from a task that watches the
-/// socket: see [`ServerHandle::exchange`]).
-#[derive(Debug)]
-pub struct Disconnector {
-    key: u64,
-    /// A sender is cloned only when the client left: most exchanges end without that.
-    shared: Arc<Shared>,
+/// A watch on a connection for a client that left while nothing reads its socket (the
+/// request is in, the response not yet out): for HTTP libraries that notice a departure only
+/// when a write fails. [`ServerHandle::exchange`] polls it whenever the exchange waits; a
+/// departure is reported to the router at once (it cancels what the request started).
+pub trait Departure: Send + Sync + 'static {
+    /// `Ready(true)` once the client has gone (EOF or an error on its socket);
+    /// `Ready(false)` when the watch can tell no more (the client sent something else: the
+    /// next request's bytes); `Pending` otherwise, with `cx` woken when that may change.
+    fn poll_departed(&mut self, cx: &mut Context<'_>) -> Poll<bool>;
 }
 
-impl std::fmt::Debug for Shared {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Shared").finish_non_exhaustive()
+/// No watch: the HTTP library notices departed clients itself (hyper does).
+impl Departure for () {
+    fn poll_departed(&mut self, _: &mut Context<'_>) -> Poll<bool> {
+        Poll::Ready(false)
     }
 }
 
-impl Disconnector {
-    /// The client left.
-    pub fn disconnect(self) {
-        let key = self.key;
-        let _ = self
-            .shared
-            .tx
-            .clone()
-            .try_send(ToDriver::Disconnect { key });
+/// An exchange's [`Departure`] while it waits for its head: polled once armed (the body is
+/// in), dropped once it told something.
+struct Watch<D> {
+    departure: Option<D>,
+    armed: bool,
+}
+
+impl<D: Departure> Watch<D> {
+    /// Whether the client just departed.
+    fn departed(&mut self, cx: &mut Context<'_>) -> bool {
+        if !self.armed {
+            return false;
+        }
+        match self.departure.as_mut().map(|d| d.poll_departed(cx)) {
+            Some(Poll::Ready(gone)) => {
+                self.departure = None;
+                gone
+            }
+            _ => false,
+        }
     }
 }
 

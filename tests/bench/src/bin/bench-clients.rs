@@ -3,7 +3,7 @@
 //! client's):
 //!
 //! ```text
-//! cargo run --release -p mcp-bench --bin bench-clients [-- --quick] [--clients tokio,tokio-shared,smol,smol-idle4,rmcp,rmcp-pooled] [--reps N] [--heap-detail]
+//! cargo run --release -p mcp-bench --bin bench-clients [-- --quick] [--clients tokio,tokio-own,smol,smol-idle4,rmcp,rmcp-pooled] [--reps N] [--heap-detail]
 //! ```
 //!
 //! The floor runs in a child process (this binary re-executed with `--serve-floor`) pinned to
@@ -23,8 +23,9 @@
 //! per call is reported beside it (a client that opens connections it need not open costs
 //! the server too). Every reply is checked (the echoed text); a wrong one fails the run.
 //!
-//! The clients: `tokio` (`mcp_tokio::Client`, hyper's pool; `tokio-shared` with the
-//! sessions of a phase sharing one hyper-util client, `HttpOptions::http_client`), `smol` (`mcp_smol::Client`,
+//! The clients: `tokio` (`mcp_tokio::Client`, hyper's pool, shared by the sessions made on
+//! one thread; `tokio-own` with a pool per session, `HttpOptions::own_pool`, as before the
+//! default shared it), `smol` (`mcp_smol::Client`,
 //! async-h1 and its own pool; `smol-idle4` with at most 4 idle connections, as its pool was
 //! before it sized itself to the requests in flight), `rmcp` (rmcp 3.11's streamable HTTP client with its defaults:
 //! reqwest with pooling off, 16 concurrent POSTs at most) and `rmcp-pooled` (the same with a
@@ -37,9 +38,6 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicIsize, Ordering};
 use std::time::{Duration, Instant};
 
-use hyper_util::client::legacy::Client as HyperClient;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::{TokioExecutor, TokioTimer};
 use mcp_bench::load::median;
 use mcp_bench::pin_to;
 use mcp_bench::process::{ServerProcess, cpu_ns};
@@ -129,9 +127,9 @@ fn live_bytes() -> isize {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ClientKind {
     Tokio,
-    /// `tokio` sessions sharing one hyper-util client (one pool), created per phase: what a
-    /// gateway holding many sessions to one server would do (`HttpOptions::http_client`).
-    TokioShared,
+    /// `tokio` sessions each with a pool of its own (`HttpOptions::own_pool`): the default
+    /// before sessions shared their thread's, before/after in one run.
+    TokioOwn,
     Smol,
     /// `smol` keeping at most 4 idle connections (the pool before it sized itself to the
     /// requests in flight): before/after in one run.
@@ -143,7 +141,7 @@ enum ClientKind {
 impl ClientKind {
     const ALL: [ClientKind; 6] = [
         ClientKind::Tokio,
-        ClientKind::TokioShared,
+        ClientKind::TokioOwn,
         ClientKind::Smol,
         ClientKind::SmolIdle4,
         ClientKind::Rmcp,
@@ -153,7 +151,7 @@ impl ClientKind {
     fn name(self) -> &'static str {
         match self {
             ClientKind::Tokio => "tokio",
-            ClientKind::TokioShared => "tokio-shared",
+            ClientKind::TokioOwn => "tokio-own",
             ClientKind::Smol => "smol",
             ClientKind::SmolIdle4 => "smol-idle4",
             ClientKind::Rmcp => "rmcp",
@@ -224,25 +222,12 @@ impl Conn {
                 .await
                 .map(Conn::Tokio)
                 .map_err(|e| e.to_string()),
-            ClientKind::TokioShared => {
-                let shared = SHARED.with(|c| {
-                    c.borrow_mut()
-                        .get_or_insert_with(|| {
-                            let mut tcp = HttpConnector::new();
-                            tcp.set_nodelay(true);
-                            HyperClient::builder(TokioExecutor::new())
-                                .pool_timer(TokioTimer::new())
-                                .build(tcp)
-                        })
-                        .clone()
-                });
-                mcp_tokio::Client::builder(url)
-                    .http(|h| h.http_client(shared))
-                    .connect()
-                    .await
-                    .map(Conn::Tokio)
-                    .map_err(|e| e.to_string())
-            }
+            ClientKind::TokioOwn => mcp_tokio::Client::builder(url)
+                .http(|h| h.own_pool(true))
+                .connect()
+                .await
+                .map(Conn::Tokio)
+                .map_err(|e| e.to_string()),
             ClientKind::Smol => mcp_smol::Client::connect(url)
                 .await
                 .map(Conn::Smol)
@@ -302,18 +287,7 @@ fn on_runtime<T>(kind: ClientKind, f: impl Future<Output = T>) -> Result<T, Stri
         return Ok(smol::block_on(f));
     }
     let rt = mcp_bench::current_thread()?;
-    // A shared pool lives as long as the runtime whose tasks hold its connections.
-    SHARED.with(|c| c.borrow_mut().take());
-    let out = rt.block_on(f);
-    SHARED.with(|c| c.borrow_mut().take());
-    Ok(out)
-}
-
-type SharedClient = HyperClient<HttpConnector, http_body_util::Full<bytes::Bytes>>;
-
-thread_local! {
-    /// `tokio-shared`'s one hyper-util client for the phase running on this thread.
-    static SHARED: std::cell::RefCell<Option<SharedClient>> = const { std::cell::RefCell::new(None) };
+    Ok(rt.block_on(f))
 }
 
 /// Spawns `f` on the runtime `block_on` is running (tokio's or smol's).
@@ -456,7 +430,7 @@ struct Plan {
 }
 
 const USAGE: &str =
-    "usage: bench-clients [--quick] [--clients tokio,tokio-shared,smol,smol-idle4,rmcp,rmcp-pooled] [--reps N] [--heap-detail]
+    "usage: bench-clients [--quick] [--clients tokio,tokio-own,smol,smol-idle4,rmcp,rmcp-pooled] [--reps N] [--heap-detail]
        bench-clients --serve-floor [--bind ADDR:PORT] [--core N]
   --quick    small counts (200 calls, 10 connects, 10 sessions, 1 repetition): a smoke test
   --clients  which clients to compare, in order (default: all six)
@@ -524,7 +498,7 @@ fn table(plan: &Plan, results: &[(ClientKind, Vec<Figures>)]) -> String {
         let mut verdicts = Vec::new();
         if matches!(
             k,
-            ClientKind::Tokio | ClientKind::TokioShared | ClientKind::Smol
+            ClientKind::Tokio | ClientKind::TokioOwn | ClientKind::Smol
         ) {
             let met = if bytes <= 10_240.0 {
                 "met"
@@ -534,7 +508,7 @@ fn table(plan: &Plan, results: &[(ClientKind, Vec<Figures>)]) -> String {
             verdicts.push(format!("≤ 10 KB per session: {met}"));
             if let Some(p) = pooled {
                 let (target, text) = match k {
-                    ClientKind::Tokio | ClientKind::TokioShared => {
+                    ClientKind::Tokio | ClientKind::TokioOwn => {
                         (0.5, "≤ 0.5× rmcp-pooled at 64 in flight")
                     }
                     _ => (1.0, "≤ rmcp-pooled at 64 in flight"),
