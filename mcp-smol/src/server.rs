@@ -210,6 +210,8 @@ async fn exchange(
         .map_err(no_response)?;
     let status = convert::status_to_h1(head.status).map_err(no_response)?;
     let mut res = http_types::Response::new(status);
+    convert::headers_to_h1(&head.headers, |name, value| res.append_header(name, value))
+        .map_err(no_response)?;
     // A 204 (the CORS preflight answer, OPTIONS) or 304 has no body (RFC 9110, 6.4.1), but
     // async-h1 frames every body of unknown length as chunked, terminating chunk included:
     // a browser reads no body after a 204, takes that `0\r\n\r\n` for the start of the next
@@ -225,12 +227,12 @@ async fn exchange(
         let body = ResponseReader::new(head.body);
         let len = body.exact_len();
         res.set_body(http_types::Body::from_reader(body, len));
-        // `set_body` adds the body's default content type; the router's headers are the only
-        // ones.
-        res.remove_header("content-type");
+        // `set_body` adds the body's default content type where the router set none; the
+        // router's headers are the only ones.
+        if !head.headers.contains_key(http::header::CONTENT_TYPE) {
+            res.remove_header("content-type");
+        }
     }
-    convert::headers_to_h1(&head.headers, |name, value| res.append_header(name, value))
-        .map_err(no_response)?;
     Ok(res)
 }
 

@@ -43,9 +43,9 @@ pub fn request_parts(req: &http_types::Request) -> Result<http::request::Parts, 
     }
     let method = Method::from_bytes(req.method().as_ref().as_bytes()).map_err(err)?;
     let uri: Uri = target.parse().map_err(err)?;
-    let mut headers = HeaderMap::new();
+    let mut headers = HeaderMap::with_capacity(16);
     for (name, values) in req.iter() {
-        let name = HeaderName::from_bytes(name.as_str().as_bytes()).map_err(err)?;
+        let name = header_name(name.as_str()).map_err(err)?;
         for value in values.iter() {
             let value = HeaderValue::from_str(value.as_str()).map_err(err)?;
             headers.append(name.clone(), value);
@@ -57,6 +57,18 @@ pub fn request_parts(req: &http_types::Request) -> Result<http::request::Parts, 
     parts.version = http::Version::HTTP_11;
     parts.headers = headers;
     Ok(parts)
+}
+
+/// `name` as an `http` header name; the transport's own names (sent with every request)
+/// without a parse or an allocation.
+fn header_name(name: &str) -> Result<HeaderName, http::header::InvalidHeaderName> {
+    use crate::http::header_name as ours;
+    Ok(match name {
+        crate::http::header::MCP_SESSION_ID => ours::MCP_SESSION_ID.clone(),
+        crate::http::header::MCP_PROTOCOL_VERSION => ours::MCP_PROTOCOL_VERSION.clone(),
+        crate::http::header::LAST_EVENT_ID => ours::LAST_EVENT_ID.clone(),
+        other => HeaderName::from_bytes(other.as_bytes())?,
+    })
 }
 
 /// An http-types status from an `http` one. http-types knows only the registered codes:
