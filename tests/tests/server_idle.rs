@@ -125,3 +125,38 @@ fn eviction_frees_event_store_entries() {
     assert_eq!(store.lock().unwrap().total_bytes(), 0);
     assert_eq!(store.lock().unwrap().stream_count(), 0);
 }
+
+/// Requests move a busy session's idle end later without touching the router's timers: its
+/// deadline stays where it was armed, fires there and is armed again for the rest; the
+/// session still ends one TTL after its last request, not before (within a millisecond).
+#[test]
+fn activity_defers_the_idle_timer_until_it_fires() {
+    let mut h = Harness::new(ServerConfig::default().with_session_idle_ttl(Some(TTL)));
+    let (id, _) = h.initialize(V);
+    let armed = h.router.poll_timeout().expect("the idle timer");
+    for n in 0..10 {
+        h.advance(Duration::from_secs(30));
+        let (_s, handle) = h.call(&id, V, 10 + n, "ping");
+        h.reply(handle, "{}");
+        assert_eq!(
+            h.router.poll_timeout(),
+            Some(armed),
+            "a request re-armed the timer"
+        );
+    }
+    let last = h.now;
+    // The armed deadline passes: armed again for the rest, the session kept.
+    h.advance(armed - h.now + Duration::from_millis(1));
+    assert_eq!(h.router.session_count(), 1);
+    let rearmed = h.router.poll_timeout().expect("armed again");
+    assert!(
+        rearmed >= last + TTL && rearmed <= last + TTL + Duration::from_millis(1),
+        "{:?} after the last request",
+        rearmed - last
+    );
+    h.advance(rearmed - h.now - Duration::from_millis(2));
+    assert_eq!(h.router.session_count(), 1, "not before the TTL");
+    h.advance(Duration::from_millis(3));
+    assert_eq!(h.router.session_count(), 0);
+    assert_eq!(closed(&mut h), [CloseReason::IdleExpired]);
+}

@@ -1200,6 +1200,10 @@ impl Router {
     }
 
     /// Arms a session's idle timer: the end of its TTL, or in a cluster the next touch.
+    ///
+    /// Every request moves that end later. An end later than the armed timer is only noted
+    /// (`idle_extension_ms`) and the timer, when it fires, armed again for the rest: one
+    /// operation on the timer set per TTL of a busy session, not per request.
     pub(crate) fn rearm_idle(&mut self, handle: SessionHandle) {
         let Some(ttl) = self.config.session_idle_ttl else {
             return;
@@ -1208,10 +1212,19 @@ impl Router {
             return;
         };
         let at = self.cluster_idle_deadline(s, ttl).unwrap_or(self.now + ttl);
-        if let Some(s) = self.sessions.get_mut(&handle) {
-            self.timers
-                .set(&mut s.idle_deadline, Timer::SessionIdle(handle), at);
+        let Some(s) = self.sessions.get_mut(&handle) else {
+            return;
+        };
+        if let Some(armed) = s.idle_deadline
+            && let Some(later) = at.checked_duration_since(armed)
+            && let Ok(ms) = u32::try_from(later.as_micros().div_ceil(1000))
+        {
+            s.idle_extension_ms = ms;
+            return;
         }
+        s.idle_extension_ms = 0;
+        self.timers
+            .set(&mut s.idle_deadline, Timer::SessionIdle(handle), at);
     }
 
     /// Answers `stream` with an error status and a JSON-RPC error body.

@@ -175,7 +175,12 @@ pub(crate) struct Session {
     pub(crate) principal: Option<Box<str>>,
     pub(crate) version: ProtocolVersion,
     pub(crate) state: SessionState,
+    /// The idle timer as armed (see [`Router::rearm_idle`](super::Router)).
     pub(crate) idle_deadline: Option<Instant>,
+    /// How far past `idle_deadline` the session's idle TTL really ends, in milliseconds
+    /// (rounded up): activity moves the end later without touching the timer set, and the
+    /// timer, when it fires, is armed again for the rest.
+    pub(crate) idle_extension_ms: u32,
     /// The logical listen stream, once a GET opened one.
     pub(crate) listen: Option<u64>,
     /// Open HTTP exchanges (POST streams and GETs) of the session.
@@ -277,6 +282,7 @@ impl Session {
             version,
             state: SessionState::Initializing,
             idle_deadline: None,
+            idle_extension_ms: 0,
             listen: None,
             open_connections: 0,
             work: Lazy::default(),

@@ -5,7 +5,10 @@
 //!
 //! Each owner (session, connection, logical stream, server→client request) remembers the
 //! deadline it armed, so re-arming removes the old entry exactly: the set never holds stale
-//! entries and its size is bounded by the number of live owners.
+//! entries and its size is bounded by the number of live owners. A session's idle timer is
+//! re-armed lazily: a request that moves its end later only notes how much later
+//! (`Session::idle_extension_ms`), and the timer, when it fires, is armed again for the rest
+//! (one operation on the set per TTL of a busy session instead of one per request).
 
 use std::collections::BTreeSet;
 use std::time::Instant;
@@ -46,7 +49,19 @@ impl Router {
             match timer {
                 Timer::SessionIdle(h) => {
                     if let Some(s) = self.sessions.get_mut(&h) {
-                        s.idle_deadline = None;
+                        // Activity since it was armed moved the end later: armed again.
+                        let armed = s.idle_deadline.take();
+                        let extension = std::mem::take(&mut s.idle_extension_ms);
+                        if let Some(armed) = armed
+                            && extension > 0
+                        {
+                            let end = armed + std::time::Duration::from_millis(extension.into());
+                            if end > self.now {
+                                self.timers
+                                    .set(&mut s.idle_deadline, Timer::SessionIdle(h), end);
+                                continue;
+                            }
+                        }
                     }
                     if !self.cluster_idle(h) {
                         self.session_step(h, SessionEvent::IdleTimer { busy: false });
