@@ -2,7 +2,7 @@
 //! server.
 //!
 //! ```text
-//! cargo run --release -p mcp-bench --bin bench-servers [-- --quick] [--servers ours,smol,rmcp] [--reps N]
+//! cargo run --release -p mcp-bench --bin bench-servers [-- --quick] [--servers ours,smol,rmcp] [--reps N] [--clients]
 //! ```
 //!
 //! Each server runs in a child process (this binary re-executed with `--serve NAME --bind
@@ -275,12 +275,13 @@ impl Plan {
 }
 
 const USAGE: &str =
-    "usage: bench-servers [--quick] [--servers ours,smol,rmcp] [--reps N] [--calls N] [--baseline PATH]
+    "usage: bench-servers [--quick] [--servers ours,smol,rmcp] [--reps N] [--calls N] [--clients] [--baseline PATH]
        bench-servers --serve NAME [--bind ADDR:PORT] [--core N]
   --quick    small counts (5 sessions, 500 calls, 200 idle sessions, 1 repetition): a smoke test
   --servers  which servers to compare, in order (default: floor,ours,smol,rmcp)
   --reps     repetitions of the load and latency phases (medians are reported; default 3)
   --calls    calls in each load phase (default 20000; --quick 500)
+  --clients  then the client table (bench-clients, built by the same cargo), same size and reps
   --baseline the bench-servers binary of another build: its servers are ours@base and smol@base
              (e.g. --servers ours,ours@base,smol,smol@base), compared before/after in one run
   --serve    run one server (what the benchmark starts in a child process)";
@@ -289,6 +290,8 @@ enum Mode {
     Bench {
         plan: Plan,
         servers: Vec<ServerKind>,
+        /// `--clients`: then the client table (`bench-clients`), with these arguments.
+        clients: Option<Vec<String>>,
     },
     Serve {
         kind: ServerKind,
@@ -301,6 +304,7 @@ fn parse_args() -> Result<Mode, String> {
     let mut plan = Plan::full();
     let mut reps = None;
     let mut calls = None;
+    let mut clients = None;
     let mut servers = ServerKind::ALL.to_vec();
     let mut serve = None;
     let mut bind = "127.0.0.1:0".to_owned();
@@ -309,6 +313,7 @@ fn parse_args() -> Result<Mode, String> {
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--quick" => plan = Plan::quick(),
+            "--clients" => clients = Some(Vec::new()),
             "--reps" => {
                 let n = args.next().ok_or("--reps needs a number")?;
                 reps = Some(
@@ -366,7 +371,22 @@ fn parse_args() -> Result<Mode, String> {
     {
         return Err(format!("a baseline server needs --baseline\n{USAGE}"));
     }
-    Ok(Mode::Bench { plan, servers })
+    // The client table with the same size and repetitions.
+    let clients = clients.map(|_: Vec<String>| {
+        let mut args = Vec::new();
+        if plan.quick {
+            args.push("--quick".to_owned());
+        }
+        if let Some(reps) = reps {
+            args.extend(["--reps".to_owned(), reps.to_string()]);
+        }
+        args
+    });
+    Ok(Mode::Bench {
+        plan,
+        servers,
+        clients,
+    })
 }
 
 fn main() -> ExitCode {
@@ -406,7 +426,54 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Mode::Bench { plan, servers } => bench(&plan, &servers),
+        Mode::Bench {
+            plan,
+            servers,
+            clients,
+        } => {
+            let servers = bench(&plan, &servers);
+            match clients {
+                Some(args) if servers == ExitCode::SUCCESS => bench_clients(&args),
+                _ => servers,
+            }
+        }
+    }
+}
+
+/// The client table: `bench-clients` (built first, by the cargo that runs this, so that one
+/// command gives both tables), with `args`.
+fn bench_clients(args: &[String]) -> ExitCode {
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe.with_file_name("bench-clients"),
+        Err(e) => {
+            eprintln!("bench-servers: current_exe: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // `cargo run` names itself in `CARGO`; run from a built binary, the sibling must exist.
+    if let Ok(cargo) = std::env::var("CARGO") {
+        let release = exe.parent().is_some_and(|d| d.ends_with("release"));
+        let mut build = std::process::Command::new(cargo);
+        build.args(["build", "-q", "-p", "mcp-bench", "--bin", "bench-clients"]);
+        if release {
+            build.arg("--release");
+        }
+        match build.status() {
+            Ok(s) if s.success() => {}
+            other => {
+                eprintln!("bench-servers: building bench-clients: {other:?}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    println!();
+    match std::process::Command::new(&exe).args(args).status() {
+        Ok(s) if s.success() => ExitCode::SUCCESS,
+        Ok(_) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("bench-servers: {}: {e}", exe.display());
+            ExitCode::FAILURE
+        }
     }
 }
 
