@@ -165,9 +165,11 @@ async fn connection(tcp: TcpStream, peer: SocketAddr, handle: ServerHandle, tls:
     // each request would wake twice).
     let mut quiet = KeepAlive::new(limits.first_request_timeout);
     let mut first = true;
+    // One wait on the driver's end for the whole connection, not one per request.
+    let mut stopped = std::pin::pin!(handle.stopped());
     loop {
         let head = async_h1::server::decode(io.clone());
-        let (req, body) = match quiet.next_request(&Smol, handle.stopped(), head).await {
+        let (req, body) = match quiet.next_request(&Smol, stopped.as_mut(), head).await {
             Some(Ok(Some(decoded))) => decoded,
             // EOF, quiet for too long, or the driver stopped.
             Some(Ok(None)) | None => break,
