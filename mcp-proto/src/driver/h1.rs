@@ -116,10 +116,12 @@ fn asks_close(value: Option<&http_types::headers::HeaderValues>) -> bool {
 /// where it should. Says whether the connection may carry another request (neither side
 /// asked `Connection: close`).
 ///
-/// What async-h1's `Server::accept_one` does after its decode, through one buffer: its copy
-/// of the response and its drain of the body each allocated (and zeroed) an 8 KiB buffer of
-/// their own per request. (No upgrades: an MCP endpoint never answers 101.) A connection
-/// whose writes are [`Corked`](super::conn::Corked) sends a whole JSON answer at once.
+/// What async-h1's `Server::accept_one` does after its decode, through one 4 KiB buffer: its
+/// copy of the response and its drain of the body each allocated (and zeroed) an 8 KiB
+/// buffer of their own per request, held as long as the response (an SSE stream's whole
+/// life). A larger body goes through in 4 KiB reads (a chunked one in 4 KiB chunks). (No
+/// upgrades: an MCP endpoint never answers 101.) A connection whose writes are
+/// [`Corked`](super::conn::Corked) sends a whole JSON answer at once.
 ///
 /// # Errors
 ///
@@ -142,7 +144,7 @@ where
     let response = endpoint(request).await?;
     let close = close || asks_close(response.header(http_types::headers::CONNECTION));
     let mut encoder = async_h1::server::Encoder::new(response, method);
-    let (mut out, mut buf) = (io.clone(), vec![0u8; 8 * 1024]);
+    let (mut out, mut buf) = (io.clone(), vec![0u8; 4 * 1024]);
     loop {
         let n = std::future::poll_fn(|cx| Pin::new(&mut encoder).poll_read(cx, &mut buf)).await?;
         let mut piece = &buf[..n];
