@@ -317,12 +317,7 @@ impl AsyncWrite for Corked {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<std::io::Result<()>> {
         let this = self.get_mut();
-        let held = send_held(
-            &mut crate::service::cancel::lock(&this.cork).buf,
-            &this.io,
-            cx,
-        );
-        std::task::ready!(held)?;
+        std::task::ready!(this.send_all_held(cx))?;
         std::pin::Pin::new(&mut this.io).poll_flush(cx)
     }
 
@@ -331,13 +326,22 @@ impl AsyncWrite for Corked {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<std::io::Result<()>> {
         let this = self.get_mut();
-        let held = send_held(
-            &mut crate::service::cancel::lock(&this.cork).buf,
-            &this.io,
-            cx,
-        );
-        std::task::ready!(held)?;
+        std::task::ready!(this.send_all_held(cx))?;
         std::pin::Pin::new(&mut this.io).poll_close(cx)
+    }
+}
+
+impl Corked {
+    /// Sends what the buffer holds (a flush or a close comes after it).
+    fn send_all_held(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        send_held(
+            &mut crate::service::cancel::lock(&self.cork).buf,
+            &self.io,
+            cx,
+        )
     }
 }
 
