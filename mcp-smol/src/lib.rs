@@ -75,11 +75,14 @@
 //!   each socket for EOF while its response is pending or streaming, and turns the core's
 //!   SSE heartbeats on ([`ServerConfig::with_heartbeats_required`](mcp_proto::server::ServerConfig::with_heartbeats_required)).
 //! - A timer per request head on async-io 1.x, a second reactor whose thread each request
-//!   woke twice (a context switch each on a busy core): on a plain connection the server
-//!   waits for the next request itself, with one timer per connection
+//!   woke twice (a context switch each on a busy core): the server reads each head with
+//!   async-h1's decoder itself, under one timer per connection
 //!   ([`mcp_proto::driver::conn::KeepAlive`], `Limits::keep_alive_timeout` of quiet between
-//!   two requests, 60 s by default), so that
-//!   async-h1 finds the head already there and never arms its own.
+//!   two requests, 60 s by default), and writes the response with async-h1's encoder
+//!   ([`mcp_proto::driver::h1::respond`]), so async-h1's own per-request timer and buffers
+//!   never come into play.
+//! - One write per piece of a response (head, chunk, terminator: three TCP segments for a
+//!   JSON answer): what a poll writes goes out in one send ([`mcp_proto::driver::conn::Corked`]).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -69,8 +69,8 @@ pub struct Limits {
     pub first_request_timeout: Duration,
     /// How long a kept-alive HTTP/1.1 connection may stay quiet between two requests before
     /// the adapter closes it. Default [`DEFAULT_KEEP_ALIVE_TIMEOUT`](Limits::DEFAULT_KEEP_ALIVE_TIMEOUT).
-    /// mcp-smol applies it on plain connections (with TLS, async-h1's own 60 s bound on a
-    /// request head applies); hyper bounds the wait with its own header read timeout (30 s).
+    /// mcp-smol applies it to every connection, plain or TLS (the whole next head must come
+    /// within it); hyper bounds the wait with its own header read timeout (30 s).
     pub keep_alive_timeout: Duration,
     /// Whether every request handler starts in a task of its own. Default `false`: the
     /// driver polls a new handler once itself, so one that answers without waiting (most
