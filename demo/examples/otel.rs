@@ -7,7 +7,7 @@
 //! cargo run --release -p mcp-demo --example otel -- --bind 127.0.0.1:8080
 //! ```
 //!
-//! The spans, all at `debug` under the `mcp_proto` target:
+//! The spans, all at `debug` under the `mcp_driver` and `mcp_service` targets:
 //! - `exchange`, one per HTTP exchange: `method`, `rpc.method`, `tool` (the tool or prompt
 //!   name, or the resource URI), `session` (the session id's 8-character prefix), `status`,
 //!   `ms`;
@@ -47,7 +47,11 @@ async fn main() -> ExitCode {
         .build();
     let otel = tracing_opentelemetry::layer()
         .with_tracer(provider.tracer("mcp-users"))
-        .with_filter(Targets::new().with_target("mcp_proto", LevelFilter::DEBUG));
+        .with_filter(
+            Targets::new()
+                .with_target("mcp_driver", LevelFilter::DEBUG)
+                .with_target("mcp_service", LevelFilter::DEBUG),
+        );
     let rust_log = std::env::var("RUST_LOG").ok();
     let lines = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
@@ -62,7 +66,10 @@ async fn main() -> ExitCode {
         }
     };
     let config = mcp_proto::server::ServerConfig::default();
-    let serving = match mcp_tokio::serve(listener, mcp_demo::users::server(), config) {
+    let serving = match mcp_tokio::serve(listener, mcp_demo::users::server())
+        .config(config)
+        .start()
+    {
         Ok(s) => s,
         Err(e) => {
             eprintln!("cannot serve: {e}");

@@ -31,6 +31,7 @@ use std::time::Duration;
 
 use mcp_demo::protected::{self, DemoIssuer, JwtValidator, KeySource, TokenPolicy};
 use mcp_proto::server::ServerConfig;
+use mcp_tokio::DriverConfig;
 
 const USAGE: &str = "usage: protected [--bind ADDR:PORT] [--resource URL] [--scope SCOPE] \
                      [--issuer URL --jwks FILE]   (default 127.0.0.1:8080, a demo issuer)";
@@ -168,8 +169,16 @@ async fn main() -> ExitCode {
         eprintln!("cannot read the key set: {e}");
         return ExitCode::FAILURE;
     }
-    let config = protected::protect(ServerConfig::default(), Arc::new(validator));
-    let serving = match mcp_tokio::serve(listener, protected::server(), config) {
+    let (config, driver) = protected::protect(
+        ServerConfig::default(),
+        DriverConfig::default(),
+        Arc::new(validator),
+    );
+    let serving = match mcp_tokio::serve(listener, protected::server())
+        .config(config)
+        .driver(driver)
+        .start()
+    {
         Ok(s) => s,
         Err(e) => {
             eprintln!("cannot serve: {e}");

@@ -6,11 +6,11 @@
 
 use std::future::Future;
 
+use mcp_driver::{Connect, Engine, OAuth};
 use mcp_proto::auth::{ClientMetadata, OAuthConfig};
 use mcp_proto::client::ClientConfig;
-use mcp_proto::driver::{Connect, Engine, OAuth};
-use mcp_proto::schema::ContentBlock;
-use mcp_proto::service::client::{Client, Notifications, ServerNotification};
+use mcp_service::client::{Client, Notifications, ServerNotification};
+use mcp_service::schema::ContentBlock;
 use serde_json::Value;
 
 /// The usage line.
@@ -215,7 +215,7 @@ pub async fn print_notifications(mut notifications: Notifications) {
 
 /// One notification as one JSON line: `{"method": ..., "params": ...}`.
 pub fn render(n: &ServerNotification) -> String {
-    use mcp_proto::schema::methods as m;
+    use mcp_service::schema::methods as m;
     let (method, params) = match n {
         ServerNotification::Progress(p) => (m::NOTIFICATION_PROGRESS, serde_json::to_value(p)),
         ServerNotification::Log(p) => (m::NOTIFICATION_MESSAGE, serde_json::to_value(p)),

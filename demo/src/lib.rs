@@ -27,3 +27,28 @@ pub mod users;
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
 pub struct ReadmeDoctests;
+
+// mcp-proto/README.md: your own runtime (run), client authorization.
+#[cfg(doctest)]
+#[doc = include_str!("../../mcp-proto/README.md")]
+pub struct ProtoReadmeDoctests;
+
+// mcp-proto/redis/README.md: several instances (the in-memory cluster store, run).
+#[cfg(doctest)]
+#[doc = include_str!("../../mcp-proto/redis/README.md")]
+pub struct RedisReadmeDoctests;
+
+// mcp-tokio/README.md: mount in axum, HTTPS, logs and traces.
+#[cfg(doctest)]
+#[doc = include_str!("../../mcp-tokio/README.md")]
+pub struct TokioReadmeDoctests;
+
+// mcp-smol/README.md: the same API on both runtimes.
+#[cfg(doctest)]
+#[doc = include_str!("../../mcp-smol/README.md")]
+pub struct SmolReadmeDoctests;
+
+// demo/README.md: protecting a server.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct DemoReadmeDoctests;

@@ -1,6 +1,6 @@
 //! The examples' logging: the core's `tracing` events on stderr, filtered by `RUST_LOG`
 //! (comma-separated `target=level` directives and a bare default level, e.g.
-//! `info,mcp_proto=debug`; default `info`: startup, recoveries and warnings).
+//! `info,mcp_driver=debug`; default `info`: startup, recoveries and warnings).
 //!
 //! The filter is `tracing_subscriber`'s `Targets`, not its `EnvFilter`: the same directives
 //! for targets and levels, without span and field filters, and without the regex engine
@@ -45,18 +45,19 @@ mod tests {
 
     #[test]
     fn rust_log_directives_select_levels_per_target() {
-        let f = filter(Some("warn,mcp_proto=debug"));
-        assert!(f.would_enable("mcp_proto::driver", &Level::DEBUG));
-        assert!(!f.would_enable("mcp_proto::driver", &Level::TRACE));
+        let f = filter(Some("warn,mcp_driver=debug"));
+        assert!(f.would_enable("mcp_driver::server", &Level::DEBUG));
+        assert!(!f.would_enable("mcp_driver::server", &Level::TRACE));
+        assert!(!f.would_enable("mcp_service", &Level::INFO));
         assert!(f.would_enable("hyper", &Level::WARN));
         assert!(!f.would_enable("hyper", &Level::INFO));
     }
 
     #[test]
     fn unset_or_bad_rust_log_logs_at_info() {
-        for f in [filter(None), filter(Some("mcp_proto=loud"))] {
-            assert!(f.would_enable("mcp_proto", &Level::INFO));
-            assert!(!f.would_enable("mcp_proto", &Level::DEBUG));
+        for f in [filter(None), filter(Some("mcp_driver=loud"))] {
+            assert!(f.would_enable("mcp_driver", &Level::INFO));
+            assert!(!f.would_enable("mcp_driver", &Level::DEBUG));
         }
     }
 }

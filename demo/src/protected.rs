@@ -1,6 +1,6 @@
 //! The users server behind OAuth 2.1 JWT access tokens (RFC 9068), checked against a JSON Web
 //! Key Set (RFC 7517) in the server's asynchronous authentication step
-//! (`ServerConfig::with_async_authenticator`). The `protected` example serves it; the tests
+//! (`DriverConfig::with_authenticator`). The `protected` example serves it; the tests
 //! run this very code.
 //!
 //! A request passes when its `Authorization: Bearer` token is a JWT
@@ -37,8 +37,9 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, KeyAlgorithm, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use mcp_driver::DriverConfig;
 use mcp_proto::server::{AuthDecision, ProtectedResourceMetadata, RequestHead, ServerConfig};
-use mcp_proto::service::{CallToolResult, Server, Tool, ToolArgs};
+use mcp_service::{CallToolResult, Server, Tool, ToolArgs};
 use ring::rand::{SecureRandom, SystemRandom};
 use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
 use serde::Deserialize;
@@ -498,19 +499,23 @@ impl JwtValidator {
     }
 }
 
-/// `config`, protected by `validator`: the protected resource metadata names the policy's
-/// audience as the resource, its issuer as the authorization server and its scope; every
-/// request to the endpoint is judged by [`JwtValidator::decide`] in the asynchronous
-/// authentication step, bounded by [`AUTHENTICATION_TIMEOUT`].
-pub fn protect(config: ServerConfig, validator: Arc<JwtValidator>) -> ServerConfig {
+/// `config` and `driver`, protected by `validator`: the protected resource metadata (in the
+/// core's configuration) names the policy's audience as the resource, its issuer as the
+/// authorization server and its scope; every request to the endpoint is judged by
+/// [`JwtValidator::decide`] in the driver's asynchronous authentication step, bounded by
+/// [`AUTHENTICATION_TIMEOUT`].
+pub fn protect(
+    config: ServerConfig,
+    driver: DriverConfig,
+    validator: Arc<JwtValidator>,
+) -> (ServerConfig, DriverConfig) {
     let policy = validator.policy();
     let metadata = ProtectedResourceMetadata::new(&policy.audience, &policy.issuer)
         .with_scopes([policy.scope.clone()])
         .with_name("users (JWT access tokens)");
-    config
-        .with_protected_resource(metadata)
+    let driver = driver
         .with_authentication_timeout(AUTHENTICATION_TIMEOUT)
-        .with_async_authenticator(move |head: &RequestHead<'_>| {
+        .with_authenticator(move |head: &RequestHead<'_>| {
             let authorization = head
                 .headers
                 .get("authorization")
@@ -518,7 +523,8 @@ pub fn protect(config: ServerConfig, validator: Arc<JwtValidator>) -> ServerConf
                 .map(str::to_owned);
             let validator = validator.clone();
             async move { validator.decide(authorization.as_deref()).await }
-        })
+        });
+    (config.with_protected_resource(metadata), driver)
 }
 
 /// The users server ([`crate::users::server`]) plus `whoami`, which answers the caller's

@@ -16,9 +16,10 @@
 
 use std::sync::Arc;
 
-use mcp_proto::server::{ClusterBackend, ClusterConfig, ServerConfig};
-use mcp_proto::service::Server;
-use mcp_proto::service::server::seal::StateKeys;
+use mcp_driver::{ClusterBackend, DriverConfig};
+use mcp_proto::server::{ClusterConfig, ServerConfig};
+use mcp_service::Server;
+use mcp_service::server::seal::StateKeys;
 
 /// The environment variable holding the shared requestState key.
 pub const STATE_KEY_ENV: &str = "MCP_STATE_KEY";
@@ -100,8 +101,9 @@ impl ScaleOut {
         StateKeys::new(key).map(Some).map_err(|e| e.to_string())
     }
 
-    /// Puts `server` and `config` into the cluster these options name: the backend from
-    /// `backend(url)` (the adapter's `redis_backend`), the instance name, the shared key.
+    /// Puts `server`, `config` and `driver` into the cluster these options name: the backend
+    /// from `backend(url)` (the adapter's `redis_backend`) in the driver's configuration, the
+    /// instance name in the core's, the shared key in the server.
     ///
     /// # Errors
     ///
@@ -110,8 +112,9 @@ impl ScaleOut {
         &self,
         mut server: Server,
         mut config: ServerConfig,
+        mut driver: DriverConfig,
         backend: impl FnOnce(&str) -> Result<Arc<dyn ClusterBackend>, String>,
-    ) -> Result<(Server, ServerConfig), String> {
+    ) -> Result<(Server, ServerConfig, DriverConfig), String> {
         if let Some(keys) = self.state_keys()? {
             server = server.request_state_keys(keys);
         }
@@ -119,16 +122,17 @@ impl ScaleOut {
             Some(url) => {
                 let name = self.instance.as_deref().unwrap_or("mcp");
                 let cluster = ClusterConfig::new(name)
-                    .map_err(|e| format!("bad --instance {name:?}: {e}"))?
-                    .with_backend(backend(url).map_err(|e| format!("bad --store {url:?}: {e}"))?);
+                    .map_err(|e| format!("bad --instance {name:?}: {e}"))?;
+                let backend = backend(url).map_err(|e| format!("bad --store {url:?}: {e}"))?;
                 config = config.with_cluster(cluster);
+                driver = driver.with_cluster_backend(backend);
             }
             None if self.instance.is_some() => {
                 return Err("--instance needs --store (an instance of which cluster?)".to_owned());
             }
             None => {}
         }
-        Ok((server, config))
+        Ok((server, config, driver))
     }
 }
 
@@ -174,17 +178,32 @@ mod tests {
         let never = |_: &str| -> Result<Arc<dyn ClusterBackend>, String> { Err("x".into()) };
         let s = parse(&["--instance", "a"]).unwrap();
         let err = s
-            .apply(Server::new("t", "1"), ServerConfig::default(), never)
+            .apply(
+                Server::new("t", "1"),
+                ServerConfig::default(),
+                DriverConfig::default(),
+                never,
+            )
             .unwrap_err();
         assert!(err.contains("needs --store"), "{err}");
         let s = parse(&["--store", "redis://h:1", "--instance", "a-b"]).unwrap();
         let err = s
-            .apply(Server::new("t", "1"), ServerConfig::default(), never)
+            .apply(
+                Server::new("t", "1"),
+                ServerConfig::default(),
+                DriverConfig::default(),
+                never,
+            )
             .unwrap_err();
         assert!(err.contains("bad --instance"), "{err}");
         let s = parse(&["--store", "redis://h:1"]).unwrap();
         let err = s
-            .apply(Server::new("t", "1"), ServerConfig::default(), never)
+            .apply(
+                Server::new("t", "1"),
+                ServerConfig::default(),
+                DriverConfig::default(),
+                never,
+            )
             .unwrap_err();
         assert!(err.contains("bad --store"), "{err}");
     }

@@ -11,7 +11,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use mcp_proto::service::{
+use mcp_service::{
     CallToolResult, Error, Json, JsonSchema, ResourceContents, ResourceTemplate, Server, Tool,
     ToolArgs, default, description, min, required, schemars,
 };

@@ -42,17 +42,18 @@ async fn spans_of_a_session_reach_the_exporter() {
         .build();
     let otel = tracing_opentelemetry::layer()
         .with_tracer(provider.tracer("mcp-users-test"))
-        .with_filter(Targets::new().with_target("mcp_proto", LevelFilter::DEBUG));
+        .with_filter(
+            Targets::new()
+                .with_target("mcp_driver", LevelFilter::DEBUG)
+                .with_target("mcp_service", LevelFilter::DEBUG),
+        );
     tracing::subscriber::set_global_default(tracing_subscriber::registry().with(otel))
         .expect("the only subscriber of this test binary");
 
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let serving = mcp_tokio::serve(
-        listener,
-        mcp_demo::users::server(),
-        mcp_proto::server::ServerConfig::default(),
-    )
-    .unwrap();
+    let serving = mcp_tokio::serve(listener, mcp_demo::users::server())
+        .start()
+        .unwrap();
     let client = mcp_tokio::Client::connect(serving.url()).await.unwrap();
     let created = client
         .call_tool(

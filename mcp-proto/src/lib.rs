@@ -31,12 +31,21 @@
 //! - [`mirror`]: the 2026-07-28 header mirroring rules (`Mcp-Method`, `Mcp-Name`,
 //!   `Mcp-Param-*`, the Base64 sentinel) and the server's header/body check.
 //! - [`version`]: the protocol revisions and the behaviours each one selects.
-//! - [`schema`]: the MCP schema types (params, results, notifications, content, capabilities)
-//!   of the legacy revisions and of 2026-07-28, the method names, and the [`schema::Request`]
-//!   trait tying a method to its params and result types.
-//! - [`service`]: what applications write against — a typed [`service::Server`] with tools,
-//!   resources, templates, prompts and async handlers, and a typed [`service::client::Client`];
-//!   runtime-agnostic (std futures), bound to the transport by small drivers.
+//!
+//! ## The crates around it
+//!
+//! This crate is the protocol alone: no lock, channel, clock read, spawn, socket, TLS or
+//! Redis anywhere in it or its dependency tree, with any feature. Around it, each in its own
+//! crate: `mcp-service` (the typed API: `Server`, tools, resources, prompts, async handlers,
+//! the typed `Client`, and the MCP schema types), `mcp-driver` (the run loops every adapter
+//! shares, the asynchronous plug-ins: authentication, the cluster store), `mcp-redis` (the
+//! cluster store on Redis), and the adapters `mcp-tokio` and `mcp-smol`, each of which
+//! re-exports what an application needs.
+//!
+//! ## Features
+//!
+//! - `oauth` (default): [`auth::OAuthClient`], the OAuth 2.1 client machine. Without it,
+//!   [`auth`] keeps only the error types the session reports, and `url` leaves the tree.
 //!
 //! ## The run loop (for the state machines built on these pieces)
 //!
@@ -55,19 +64,11 @@ pub mod sse;
 pub mod version;
 
 // OAuth 2.1 for the client (the MCP authorization specification): a sans-IO machine beside
-// the session, driven by the same driver.
+// the session, driven by the same driver (feature `oauth`; without it, only the error types
+// the session reports).
 pub mod auth;
 
-// The typed MCP layer and the runtime-neutral driver the adapters share (feature `service`,
-// on by default): the only code here with `Arc<Mutex<_>>`, channels and wakers.
-#[cfg(feature = "service")]
-pub mod driver;
-#[cfg(feature = "service")]
-pub mod schema;
-#[cfg(feature = "service")]
-pub mod service;
-
-#[cfg(all(feature = "service", any(fuzzing, feature = "fuzzing")))]
+#[cfg(any(fuzzing, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
 
@@ -77,4 +78,4 @@ pub use version::{Era, ProtocolVersion};
 /// request handles, tickets), never by what a peer chose: a fast seeded hash (foldhash)
 /// instead of SipHash, whose resistance to chosen keys only peer-chosen keys need (session
 /// ids and request ids keep `std`'s). A call crosses a few dozen such lookups.
-pub(crate) type HandleMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+pub type HandleMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;

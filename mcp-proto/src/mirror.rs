@@ -156,6 +156,69 @@ pub struct ParamHeader {
     pub path: Vec<String>,
 }
 
+// S-NEW-8.
+/// The `x-mcp-header` declarations of a server's tools, by tool name: what a modern router
+/// checks a `tools/call`'s `Mcp-Param-*` headers against. Plain data: whoever knows the tools
+/// (the service binding, each time they change) hands a new table to the router
+/// (`Router::set_param_headers`); the router never calls out for it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ParamHeaderTable {
+    tools: std::collections::HashMap<Box<str>, Vec<ParamHeader>>,
+}
+
+impl ParamHeaderTable {
+    /// An empty table: no tool declares a parameter header.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The table of tools given as `(name, inputSchema)`: each tool's declarations as
+    /// [`ParamHeader::from_input_schema`] reads them. A tool whose declarations are invalid
+    /// gets none (a server should not publish it; a client drops it from `tools/list`).
+    pub fn from_input_schemas<'a>(tools: impl IntoIterator<Item = (&'a str, &'a Value)>) -> Self {
+        let mut table = Self::new();
+        for (name, schema) in tools {
+            if let Ok(decls) = ParamHeader::from_input_schema(schema) {
+                table.insert(name, decls);
+            }
+        }
+        table
+    }
+
+    /// Sets the declarations of `tool` (none: it is forgotten). Declarations whose name
+    /// cannot make a header name are dropped.
+    pub fn insert(&mut self, tool: impl Into<Box<str>>, decls: Vec<ParamHeader>) {
+        let tool = tool.into();
+        let decls: Vec<_> = decls
+            .into_iter()
+            .filter(|d| {
+                let name = format!("{MCP_PARAM_PREFIX}{}", d.name);
+                !d.name.is_empty() && HeaderName::from_bytes(name.as_bytes()).is_ok()
+            })
+            .collect();
+        if decls.is_empty() {
+            self.tools.remove(&tool);
+        } else {
+            self.tools.insert(tool, decls);
+        }
+    }
+
+    /// The declarations of `tool` (empty for an unknown tool or one without any).
+    pub fn get(&self, tool: &str) -> &[ParamHeader] {
+        self.tools.get(tool).map_or(&[], Vec::as_slice)
+    }
+
+    /// How many tools declare parameter headers.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// Whether no tool declares any.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+}
+
 /// Why a tool's `x-mcp-header` declarations are invalid (the client must then drop the tool
 /// from `tools/list`; a server should not publish it).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

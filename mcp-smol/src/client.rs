@@ -1,4 +1,4 @@
-//! The client: the driver's [`Client`](mcp_proto::driver::Client) on [`Http`], async-h1 over
+//! The client: the driver's [`Client`](mcp_driver::Client) on [`Http`], async-h1 over
 //! a small keep-alive pool.
 //!
 //! An exchange task: take an idle connection from the [`Pool`] (or connect, `TCP_NODELAY`,
@@ -9,27 +9,27 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::conn::{Dialer, Shared};
+use crate::h1 as convert;
 use bytes::Bytes;
 use http::Uri;
+use mcp_driver::{ConnectError, Engine, NetEvents};
 use mcp_proto::client::{HttpRequest, TransportFailure};
-use mcp_proto::driver::conn::{Dialer, Shared};
-use mcp_proto::driver::h1 as convert;
-use mcp_proto::driver::{ConnectError, Engine, NetEvents};
 use smol::Task;
 use smol::io::{AsyncBufReadExt, AsyncReadExt};
 use smol::net::TcpStream;
 
 use crate::Smol;
 
-/// An MCP client over smol + async-h1 (see [`mcp_proto::driver::Client`]).
-pub type Client = mcp_proto::driver::Client<Http>;
+/// An MCP client over smol + async-h1 (see [`mcp_driver::Client`]).
+pub type Client = mcp_driver::Client<Http>;
 
-/// The options of a connection, from [`Client::builder`](mcp_proto::driver::Client::builder)
-/// (see [`mcp_proto::driver::Connect`]; the engine's own options are [`ClientOptions`]).
-pub type ConnectBuilder = mcp_proto::driver::Connect<Http>;
+/// The options of a connection, from [`Client::builder`](mcp_driver::Client::builder)
+/// (see [`mcp_driver::Connect`]; the engine's own options are [`ClientOptions`]).
+pub type ConnectBuilder = mcp_driver::Connect<Http>;
 
 /// Settings of the HTTP engine under the client, set with
-/// [`Connect::http`](mcp_proto::driver::Connect::http).
+/// [`Connect::http`](mcp_driver::Connect::http).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct ClientOptions {

@@ -4,15 +4,15 @@
 //! # Theory of operation
 //!
 //! Each connection reads one request at a time with async-h1's decoder, waiting at most
-//! [`Limits::first_request_timeout`] for the first head and [`Limits::keep_alive_timeout`]
+//! [`DriverConfig::first_request_timeout`](mcp_driver::DriverConfig::first_request_timeout) for the first head and [`DriverConfig::keep_alive_timeout`](mcp_driver::DriverConfig::keep_alive_timeout)
 //! for each later one (one timer per connection, [`KeepAlive`]). Its endpoint converts the
 //! request head to `http` 1.x types and hands it, with the body, to
 //! [`ServerHandle::exchange`]; the response goes out through async-h1's encoder
-//! ([`respond`](mcp_proto::driver::h1::respond)), everything written in one poll in one send
+//! ([`respond`](crate::h1::respond)), everything written in one poll in one send
 //! ([`Corked`]). Once the request body is in, nothing reads the socket before the response
 //! ends: a task then watches it, so EOF there means the client left and the router hears of
 //! it at once rather than at the next failed write. The body is the driver's
-//! [`ResponseStream`](mcp_proto::driver::ResponseStream), one chunk per router chunk,
+//! [`ResponseStream`](mcp_driver::ResponseStream), one chunk per router chunk,
 //! written as it comes (`TCP_NODELAY`).
 //!
 //! Per connection:
@@ -31,18 +31,15 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use bytes::Bytes;
-use mcp_proto::driver::{Departure, Latch, Limits, Runtime, ServerHandle, Serving, accept_loop};
-use mcp_proto::server::ServerConfig;
-use mcp_proto::service::Server;
-use mcp_proto::service::server::BoxFuture;
+use mcp_driver::{Adapter, Departure, Latch, Runtime, Serve, ServerHandle, Serving, accept_loop};
+use mcp_service::Server;
+use mcp_service::server::BoxFuture;
 use smol::io::AsyncBufRead;
 use smol::net::TcpStream;
 use smol::stream::Stream;
 
-#[cfg(feature = "tls")]
-use crate::ServerTls;
-use mcp_proto::driver::conn::{Acceptor, Corked, KeepAlive, ResponseReader};
-use mcp_proto::driver::h1 as convert;
+use crate::conn::{Acceptor, Corked, KeepAlive, ResponseReader};
+use crate::h1 as convert;
 
 /// smol as the driver's [`Runtime`]: its global executor and its timer.
 #[derive(Debug, Clone, Copy, Default)]
@@ -61,77 +58,48 @@ impl Runtime for Smol {
 }
 
 /// Serves `server` on `listener` (HTTP/1.1 through async-h1, `TCP_NODELAY` on every
-/// connection) on smol's global executor until [`Serving::shutdown`].
+/// connection) on smol's global executor once [`Serve::start`] is called: the one entry
+/// point, a builder over the core's configuration ([`Serve::config`]), the driver's
+/// ([`Serve::driver`]: queue bound, deadlines, the authentication step, the cluster store)
+/// and TLS (`Serve::tls`, feature `tls`; still HTTP/1.1: async-h1 has no HTTP/2, so ALPN
+/// offers `http/1.1` alone; each handshake, under
+/// [`ServerTls::handshake_timeout`](crate::ServerTls::handshake_timeout), runs in its own
+/// task, and [`Serving::url`] is `https://`).
 ///
-/// `config` is adjusted as every adapter must: session ids from
+/// The configuration is adjusted as every adapter must: session ids from
 /// [`RandomSessionIds`](crate::RandomSessionIds) (unless it has a generator),
-/// [`ServerConfig::bound_to`] the listener's address (loopback `Host` validation for a
-/// loopback bind), and [`ServerConfig::with_heartbeats_required`]: async-h1 notices a client
-/// that left only when a write fails, so an SSE stream must be written to now and then.
-///
-/// # Errors
-///
-/// When the listener's local address cannot be read.
-pub fn serve(
-    listener: smol::net::TcpListener,
-    server: Server,
-    config: ServerConfig,
-) -> io::Result<Serving> {
-    serve_with(listener, server, config, Limits::default())
+/// [`ServerConfig::bound_to`](mcp_proto::server::ServerConfig::bound_to) the listener's
+/// address (loopback `Host` validation for a loopback bind), and
+/// [`ServerConfig::with_heartbeats_required`](mcp_proto::server::ServerConfig::with_heartbeats_required):
+/// async-h1 notices a client that left only when a write fails, so an SSE stream must be
+/// written to now and then.
+pub fn serve(listener: smol::net::TcpListener, server: Server) -> Serve<Smol> {
+    Serve::new(listener, server)
 }
 
-/// [`serve`] with explicit driver queue bounds ([`Limits`]).
-///
-/// # Errors
-///
-/// When the listener's local address cannot be read.
-pub fn serve_with(
-    listener: smol::net::TcpListener,
-    server: Server,
-    config: ServerConfig,
-    limits: Limits,
-) -> io::Result<Serving> {
-    let config = config.with_heartbeats_required();
-    let started = Serving::start(&Smol, listener.local_addr()?, server, config, limits);
-    Ok(launch(listener, started, Acceptor::plain()))
-}
+impl Adapter for Smol {
+    type Listener = smol::net::TcpListener;
 
-/// [`serve`] over TLS (still HTTP/1.1: async-h1 has no HTTP/2, so ALPN offers `http/1.1`
-/// alone). Each connection's handshake (under
-/// [`ServerTls::handshake_timeout`](crate::ServerTls::handshake_timeout)) runs in its own
-/// task, so a peer that fails it or stalls concerns itself alone. [`Serving::url`] is
-/// `https://`.
-///
-/// # Errors
-///
-/// When the listener's local address cannot be read.
-#[cfg(feature = "tls")]
-pub fn serve_tls(
-    listener: smol::net::TcpListener,
-    server: Server,
-    config: ServerConfig,
-    tls: ServerTls,
-) -> io::Result<Serving> {
-    serve_tls_with(listener, server, config, Limits::default(), tls)
-}
-
-/// [`serve_tls`] with explicit driver queue bounds ([`Limits`]).
-///
-/// # Errors
-///
-/// When the listener's local address cannot be read.
-#[cfg(feature = "tls")]
-pub fn serve_tls_with(
-    listener: smol::net::TcpListener,
-    server: Server,
-    config: ServerConfig,
-    limits: Limits,
-    tls: ServerTls,
-) -> io::Result<Serving> {
-    let config = config.with_heartbeats_required();
-    let started = Serving::start_https(&Smol, listener.local_addr()?, server, config, limits);
-    let tls = Acceptor::tls(tls, &[b"http/1.1"]);
-    Ok(launch(listener, started, tls))
+    fn start(serve: Serve<Smol>) -> io::Result<Serving> {
+        let local_addr = serve.listener.local_addr()?;
+        let wants_tls = serve.wants_tls();
+        let config = serve.config.with_heartbeats_required();
+        #[cfg(feature = "tls")]
+        if let Some(tls) = serve.tls {
+            let started =
+                Serving::start_https(&Smol, local_addr, serve.server, config, serve.driver);
+            let tls = Acceptor::tls(tls, &[b"http/1.1"]);
+            return Ok(launch(serve.listener, started, tls));
+        }
+        if wants_tls {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "mcp-smol was built without its `tls` feature",
+            ));
+        }
+        let started = Serving::start(&Smol, local_addr, serve.server, config, serve.driver);
+        Ok(launch(serve.listener, started, Acceptor::plain()))
+    }
 }
 
 fn launch(listener: smol::net::TcpListener, started: (Serving, Latch), tls: Acceptor) -> Serving {
@@ -159,7 +127,7 @@ async fn connection(tcp: TcpStream, peer: SocketAddr, handle: ServerHandle, tls:
         return;
     };
     let io = Corked::new(io);
-    let limits = handle.limits();
+    let limits = handle.config();
     // One timer per connection bounds the wait for each request's head (async-h1's own
     // per-request head timer, on async-io 1.x, is never armed: a second reactor whose thread
     // each request would wake twice).

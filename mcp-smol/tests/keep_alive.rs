@@ -9,8 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_proto::client::ClientConfig;
-use mcp_proto::server::ServerConfig;
-use mcp_proto::service::client::Client as ServiceClient;
+use mcp_service::client::Client as ServiceClient;
 use mcp_smol::{Client, ClientOptions};
 use serde_json::json;
 use smol::future::FutureExt;
@@ -107,7 +106,8 @@ async fn get_user(client: &Client) {
 fn sequential_requests_reuse_one_connection() {
     smol::block_on(async {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let serving = mcp_smol::serve(listener, mcp_demo::users::server(), ServerConfig::default())
+        let serving = mcp_smol::serve(listener, mcp_demo::users::server())
+            .start()
             .expect("serve");
         let proxy = Proxy::start(serving.local_addr()).await;
         let client = client(&proxy.url, ClientOptions::default()).await;
@@ -125,7 +125,8 @@ fn sequential_requests_reuse_one_connection() {
 fn without_idle_connections_each_request_connects() {
     smol::block_on(async {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let serving = mcp_smol::serve(listener, mcp_demo::users::server(), ServerConfig::default())
+        let serving = mcp_smol::serve(listener, mcp_demo::users::server())
+            .start()
             .expect("serve");
         let proxy = Proxy::start(serving.local_addr()).await;
         let client = client(
@@ -147,7 +148,8 @@ fn without_idle_connections_each_request_connects() {
 fn an_idle_connection_closed_by_the_server_is_not_reused() {
     smol::block_on(async {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let serving = mcp_smol::serve(listener, mcp_demo::users::server(), ServerConfig::default())
+        let serving = mcp_smol::serve(listener, mcp_demo::users::server())
+            .start()
             .expect("serve");
         let proxy = Proxy::start(serving.local_addr()).await;
         let client = client(&proxy.url, ClientOptions::default()).await;
@@ -168,7 +170,8 @@ fn an_idle_connection_closed_by_the_server_is_not_reused() {
 fn the_pool_keeps_as_many_connections_as_requests_in_flight() {
     smol::block_on(async {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
-        let serving = mcp_smol::serve(listener, mcp_demo::users::server(), ServerConfig::default())
+        let serving = mcp_smol::serve(listener, mcp_demo::users::server())
+            .start()
             .expect("serve");
         let proxy = Proxy::start(serving.local_addr()).await;
         let client = client(&proxy.url, ClientOptions::default()).await;

@@ -2,7 +2,7 @@
 //! keep-alive connection, by the next response itself, as a browser sends its POST after the
 //! preflight. (async-h1 used to frame it as chunked, terminating chunk included, and
 //! Chromium took those 5 bytes for the start of the POST's response and failed it.) And a
-//! kept-alive connection left quiet is closed after `Limits::keep_alive_timeout`. Every
+//! kept-alive connection left quiet is closed after `DriverConfig::keep_alive_timeout`. Every
 //! await is bounded.
 
 use std::time::Duration;
@@ -58,7 +58,10 @@ fn the_preflight_204_is_followed_by_the_next_response_on_the_connection() {
     smol::block_on(async {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let config = ServerConfig::default().with_cors(CorsConfig::allow_origins([ORIGIN]));
-        let serving = mcp_smol::serve(listener, mcp_demo::users::server(), config).expect("serve");
+        let serving = mcp_smol::serve(listener, mcp_demo::users::server())
+            .config(config)
+            .start()
+            .expect("serve");
         let addr = serving.local_addr();
         let mut tcp = bounded("connect", TcpStream::connect(addr))
             .await
@@ -105,7 +108,7 @@ fn the_preflight_204_is_followed_by_the_next_response_on_the_connection() {
     });
 }
 
-/// A kept-alive connection that stays quiet for `Limits::keep_alive_timeout` after a
+/// A kept-alive connection that stays quiet for `DriverConfig::keep_alive_timeout` after a
 /// response is closed by the server (the adapter's own wait for the next request, which
 /// replaces async-h1's 60 s timer): EOF comes after the bound, not before.
 #[test]
@@ -113,14 +116,11 @@ fn a_quiet_kept_alive_connection_is_closed_after_the_keep_alive_timeout() {
     smol::block_on(async {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let quiet = Duration::from_millis(300);
-        let limits = mcp_proto::driver::Limits::default().with_keep_alive_timeout(quiet);
-        let serving = mcp_smol::serve_with(
-            listener,
-            mcp_demo::users::server(),
-            ServerConfig::default(),
-            limits,
-        )
-        .expect("serve");
+        let limits = mcp_smol::DriverConfig::default().with_keep_alive_timeout(quiet);
+        let serving = mcp_smol::serve(listener, mcp_demo::users::server())
+            .driver(limits)
+            .start()
+            .expect("serve");
         let addr = serving.local_addr();
         let mut tcp = bounded("connect", TcpStream::connect(addr))
             .await

@@ -19,7 +19,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use mcp_demo::scale::ScaleOut;
-use mcp_proto::server::{ClusterBackend, ServerConfig};
+use mcp_tokio::ClusterBackend;
+use mcp_tokio::{DriverConfig, ServerConfig};
 
 const USAGE: &str = "usage: users [--bind HOST:PORT]   (default 127.0.0.1:8080)";
 
@@ -44,10 +45,14 @@ fn redis(url: &str) -> Result<Arc<dyn ClusterBackend>, String> {
 #[tokio::main]
 async fn main() -> ExitCode {
     mcp_demo::logging::init();
-    let (addr, server, config) = match parse_args().and_then(|(addr, scale)| {
-        let (server, config) =
-            scale.apply(mcp_demo::users::server(), ServerConfig::default(), redis)?;
-        Ok((addr, server, config))
+    let (addr, server, config, driver) = match parse_args().and_then(|(addr, scale)| {
+        let (server, config, driver) = scale.apply(
+            mcp_demo::users::server(),
+            ServerConfig::default(),
+            DriverConfig::default(),
+            redis,
+        )?;
+        Ok((addr, server, config, driver))
     }) {
         Ok(parsed) => parsed,
         Err(e) => {
@@ -62,7 +67,11 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let serving = match mcp_tokio::serve(listener, server, config) {
+    let serving = match mcp_tokio::serve(listener, server)
+        .config(config)
+        .driver(driver)
+        .start()
+    {
         Ok(s) => s,
         Err(e) => {
             eprintln!("cannot serve: {e}");

@@ -1,4 +1,4 @@
-//! The client: the driver's [`Client`](mcp_proto::driver::Client) on [`Http`], hyper-util's
+//! The client: the driver's [`Client`](mcp_driver::Client) on [`Http`], hyper-util's
 //! legacy client on tokio.
 
 use std::sync::Arc;
@@ -10,17 +10,17 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::connect::{Connect, HttpConnector};
 use hyper_util::client::legacy::{Client as HttpClient, ResponseFuture};
 use hyper_util::rt::{TokioExecutor, TokioTimer};
+use mcp_driver::{ConnectError, Engine, NetEvents};
 use mcp_proto::client::{HttpRequest, TransportFailure};
-use mcp_proto::driver::{ConnectError, Engine, NetEvents};
 use tokio::task::AbortHandle;
 
 use crate::Tokio;
 
-/// An MCP client over tokio + hyper (see [`mcp_proto::driver::Client`]).
-pub type Client = mcp_proto::driver::Client<Http>;
+/// An MCP client over tokio + hyper (see [`mcp_driver::Client`]).
+pub type Client = mcp_driver::Client<Http>;
 
-/// The options of a connection, from [`Client::builder`](mcp_proto::driver::Client::builder)
-/// (see [`mcp_proto::driver::Connect`]).
+/// The options of a connection, from [`Client::builder`](mcp_driver::Client::builder)
+/// (see [`mcp_driver::Connect`]).
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), mcp_tokio::ConnectError> {
@@ -35,7 +35,7 @@ pub type Client = mcp_proto::driver::Client<Http>;
 ///     .await?;
 /// # let _ = client; Ok(()) }
 /// ```
-pub type ConnectBuilder = mcp_proto::driver::Connect<Http>;
+pub type ConnectBuilder = mcp_driver::Connect<Http>;
 
 /// What carries the HTTP exchanges: hyper-util's legacy client over any connector.
 trait Transport: Send + Sync + 'static {
@@ -51,7 +51,7 @@ where
     }
 }
 
-/// The HTTP client under [`Client`], set with [`Connect::http`](mcp_proto::driver::Connect::http):
+/// The HTTP client under [`Client`], set with [`Connect::http`](mcp_driver::Connect::http):
 /// hyper-util's (a keep-alive pool, `TCP_NODELAY`; `https://` through rustls, HTTP/2 when
 /// the server offers it by ALPN, else HTTP/1.1; `http://` in HTTP/1.1) unless
 /// [`http_client`](HttpOptions::http_client) or [`connector`](HttpOptions::connector)
@@ -271,7 +271,7 @@ impl Engine for Http {
 /// connecting, or later.
 fn failure(e: &hyper_util::client::legacy::Error) -> TransportFailure {
     #[cfg(feature = "tls")]
-    if let Some(tls) = mcp_proto::driver::tls::failure(e) {
+    if let Some(tls) = mcp_driver::tls::failure(e) {
         return TransportFailure::Tls(tls);
     }
     if e.is_connect() {
@@ -295,14 +295,14 @@ mod tests {
     use http::Method;
     use hyper::server::conn::http1;
     use hyper_util::rt::TokioIo;
-    use mcp_proto::schema::{CallToolResult, Tool};
     use mcp_proto::server::ServerConfig;
-    use mcp_proto::service::Server;
+    use mcp_service::Server;
+    use mcp_service::schema::{CallToolResult, Tool};
     use tokio::net::TcpStream;
 
     use http::{HeaderMap, HeaderName, HeaderValue};
-    use mcp_proto::service::client::Client as ServiceClient;
     use mcp_proto::version::ProtocolVersion;
+    use mcp_service::client::Client as ServiceClient;
     use tokio::sync::{Notify, mpsc};
 
     use super::*;
@@ -401,7 +401,7 @@ mod tests {
         assert!(
             matches!(
                 outcome,
-                Err(mcp_proto::service::client::RequestError::Transport(_))
+                Err(mcp_service::client::RequestError::Transport(_))
             ),
             "{outcome:?}"
         );
@@ -423,7 +423,7 @@ mod tests {
     /// running (a sampling handler that never answers nor watches for cancellation).
     #[tokio::test]
     async fn dropping_the_client_ends_a_running_server_request_handler() {
-        use mcp_proto::schema::{CreateMessageRequestParams, Role, SamplingMessage, TextContent};
+        use mcp_service::schema::{CreateMessageRequestParams, Role, SamplingMessage, TextContent};
 
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -438,7 +438,7 @@ mod tests {
                 .await;
             Ok(CallToolResult::text(format!("{}", asked.is_ok())))
         });
-        let serving = crate::serve(listener, server, ServerConfig::default()).expect("serve");
+        let serving = crate::serve(listener, server).start().expect("serve");
         let (started, dropped) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
         let (s, d) = (started.clone(), dropped.clone());
         let definition = ServiceClient::builder("t", "1").sampling_handler(move |_params| {
@@ -590,9 +590,7 @@ mod tests {
         assert!(
             matches!(
                 err,
-                mcp_proto::service::client::RequestError::Transport(
-                    mcp_proto::service::PeerError::Timeout
-                )
+                mcp_service::client::RequestError::Transport(mcp_service::PeerError::Timeout)
             ),
             "{err}"
         );

@@ -1,17 +1,17 @@
 //! # mcp-tokio: the tokio + hyper 1 adapter of `mcp-proto`
 //!
 //! A thin adapter: the per-turn logic, the queues, shutdown and the client's options are
-//! [`mcp_proto::driver`]'s, shared with every adapter. This crate gives the driver tokio's
+//! [`mcp_driver`]'s, shared with every adapter. This crate gives the driver tokio's
 //! timers and tasks and moves bytes through hyper. It holds no protocol logic (no status
 //! codes, no header meanings, no durations).
 //!
 //! # Server
 //!
 //! ```no_run
-//! # async fn run(server: mcp_proto::service::Server) -> std::io::Result<()> {
+//! # async fn run(server: mcp_service::Server) -> std::io::Result<()> {
 //! use mcp_proto::server::ServerConfig;
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
-//! let serving = mcp_tokio::serve(listener, server, ServerConfig::default())?;
+//! let serving = mcp_tokio::serve(listener, server).start()?;
 //! println!("{}", serving.url());
 //! // ... later
 //! serving.shutdown().await;
@@ -27,7 +27,7 @@
 //!
 //! # HTTPS (feature `tls`, on by default)
 //!
-//! `serve_tls` terminates TLS with rustls (`ring` provider) and speaks HTTP/2 or HTTP/1.1 as
+//! `serve(..).tls(..)` terminates TLS with rustls (`ring` provider) and speaks HTTP/2 or HTTP/1.1 as
 //! ALPN chose. Each handshake runs in its connection's own task under
 //! `ServerTls::handshake_timeout` (default 10 s): a peer that fails it or stalls is dropped
 //! and disturbs no one. The client dials `https://` with hyper-rustls, offers `h2` and
@@ -38,7 +38,7 @@
 //!
 //! ```no_run
 //! # #[cfg(feature = "tls")]
-//! # async fn run(server: mcp_proto::service::Server) -> Result<(), Box<dyn std::error::Error>> {
+//! # async fn run(server: mcp_service::Server) -> Result<(), Box<dyn std::error::Error>> {
 //! use mcp_proto::server::ServerConfig;
 //! use mcp_tokio::rustls::pki_types::pem::PemObject;
 //! use mcp_tokio::rustls::pki_types::{CertificateDer, PrivateKeyDer};
@@ -48,7 +48,7 @@
 //! let key = PrivateKeyDer::from_pem_file("key.pem")?;
 //! let tls = ServerTls::single_cert(chain, key)?;
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:8443").await?;
-//! let serving = mcp_tokio::serve_tls(listener, server, ServerConfig::default(), tls)?;
+//! let serving = mcp_tokio::serve(listener, server).tls(tls).start()?;
 //!
 //! let mut roots = mcp_tokio::rustls::RootCertStore::empty();
 //! for ca in CertificateDer::pem_file_iter("ca.pem")? {
@@ -89,19 +89,25 @@ mod redis;
 mod server;
 
 pub use client::{Client, ConnectBuilder, Http, HttpOptions};
-pub use mcp_proto as proto;
-#[cfg(feature = "redis")]
-pub use mcp_proto::driver::redis::{RedisConfig, RedisUrlError};
+/// The run loops this adapter drives (`mcp-driver`), for what the re-exports below leave out.
+pub use mcp_driver as driver;
 #[cfg(feature = "tls")]
-pub use mcp_proto::driver::tls::rustls;
-#[cfg(feature = "tls")]
-pub use mcp_proto::driver::{ClientTls, ServerTls};
-pub use mcp_proto::driver::{
-    Connect, ConnectError, DriverGone, Limits, RandomSessionIds, ResponseAborted, ServerHandle,
-    Serving, ShutdownHandle,
+pub use mcp_driver::tls::rustls;
+pub use mcp_driver::{
+    Adapter, AsyncAuthenticator, ClusterBackend, Connect, ConnectError, DriverConfig, DriverGone,
+    EraCache, RandomSessionIds, ResponseAborted, Serve, ServerHandle, Serving,
 };
+#[cfg(feature = "tls")]
+pub use mcp_driver::{ClientTls, ServerTls};
+/// The sans-IO core (`mcp-proto`): the transport machines, their configurations and errors.
+pub use mcp_proto as proto;
+pub use mcp_proto::client::ClientConfig;
+pub use mcp_proto::server::ServerConfig;
+#[cfg(feature = "redis")]
+pub use mcp_redis::{RedisConfig, RedisUrlError};
+/// The typed API (`mcp-service`): `Server`, tools, resources, prompts, `RequestContext`, the
+/// typed `Client` and the MCP schema types.
+pub use mcp_service as service;
 #[cfg(feature = "redis")]
 pub use redis::redis_backend;
-pub use server::{McpService, ResponseBody, Tokio, serve, serve_with};
-#[cfg(feature = "tls")]
-pub use server::{serve_tls, serve_tls_with};
+pub use server::{McpService, ResponseBody, Tokio, serve};

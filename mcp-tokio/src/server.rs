@@ -1,5 +1,5 @@
-//! The server: [`serve`] and `serve_tls` (a TCP accept loop of hyper connections, HTTP/1.1
-//! and HTTP/2) over [`McpService`] (the hyper and tower service on the driver's
+//! The server: [`serve`] (a TCP accept loop of hyper connections, HTTP/1.1 and HTTP/2, plain
+//! or TLS) over [`McpService`] (the hyper and tower service on the driver's
 //! [`ServerHandle`]).
 
 use std::convert::Infallible;
@@ -16,13 +16,13 @@ use http_body::{Body, Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use mcp_proto::driver::{
-    DriverGone, Latch, Limits, ResponseAborted, ResponseStream, Runtime, ServerHandle, Serving,
-    accept_loop,
+use mcp_driver::{
+    Adapter, DriverConfig, DriverGone, Latch, ResponseAborted, ResponseStream, Runtime, Serve,
+    ServerHandle, Serving, accept_loop,
 };
 use mcp_proto::server::ServerConfig;
-use mcp_proto::service::Server;
-use mcp_proto::service::server::BoxFuture;
+use mcp_service::Server;
+use mcp_service::server::BoxFuture;
 use tokio::net::{TcpListener, TcpStream};
 
 /// tokio as the driver's [`Runtime`]: `tokio::spawn` and tokio's timer.
@@ -42,100 +42,72 @@ impl Runtime for Tokio {
 }
 
 /// Serves `server` on `listener` (HTTP/1.1, and HTTP/2 with prior knowledge: h2c;
-/// `TCP_NODELAY` on every connection) until [`Serving::shutdown`].
+/// `TCP_NODELAY` on every connection) once [`Serve::start`] is called: the one entry point,
+/// a builder over the core's configuration ([`Serve::config`]), the driver's
+/// ([`Serve::driver`]: queue bound, deadlines, the authentication step, the cluster store)
+/// and TLS ([`Serve::tls`], feature `tls`: each connection's handshake, under
+/// [`ServerTls::handshake_timeout`](crate::ServerTls::handshake_timeout), runs in its own
+/// task, so a peer that fails it or stalls concerns itself alone; then HTTP/2 or HTTP/1.1 as
+/// ALPN chose, and [`Serving::url`] is `https://`).
 ///
-/// `config` is adjusted as every adapter must: session ids from
+/// ```no_run
+/// # async fn run(server: mcp_tokio::service::Server) -> std::io::Result<()> {
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+/// let serving = mcp_tokio::serve(listener, server).start()?;
+/// # serving.shutdown().await; Ok(()) }
+/// ```
+///
+/// The configuration is adjusted as every adapter must: session ids from
 /// [`RandomSessionIds`](crate::RandomSessionIds) unless it has a generator, and
-/// [`ServerConfig::bound_to`] the listener's address (loopback `Host` validation for a
-/// loopback bind).
+/// [`ServerConfig::bound_to`](mcp_proto::server::ServerConfig::bound_to) the listener's
+/// address (loopback `Host` validation for a loopback bind).
 ///
-/// # Errors
-///
-/// When the listener's local address cannot be read.
+/// [`Serve::tls`]: mcp_driver::Serve
 ///
 /// # Panics
 ///
-/// Outside a tokio runtime.
-pub fn serve(listener: TcpListener, server: Server, config: ServerConfig) -> io::Result<Serving> {
-    serve_with(listener, server, config, Limits::default())
+/// [`Serve::start`] panics outside a tokio runtime.
+pub fn serve(listener: TcpListener, server: Server) -> Serve<Tokio> {
+    Serve::new(listener, server)
 }
 
-/// [`serve`] with explicit driver queue bounds ([`Limits`]).
-///
-/// # Errors
-///
-/// When the listener's local address cannot be read.
-///
-/// # Panics
-///
-/// Outside a tokio runtime.
-pub fn serve_with(
-    listener: TcpListener,
-    server: Server,
-    config: ServerConfig,
-    limits: Limits,
-) -> io::Result<Serving> {
-    let started = Serving::start(&Tokio, listener.local_addr()?, server, config, limits);
-    Ok(launch(
-        listener,
-        started,
-        Box::new(|tcp, peer, service| Box::pin(connection(TokioIo::new(tcp), peer, service))),
-    ))
-}
+impl Adapter for Tokio {
+    type Listener = TcpListener;
 
-/// [`serve`] over TLS: each connection's handshake (under
-/// [`ServerTls::handshake_timeout`](crate::ServerTls::handshake_timeout)) runs in its own
-/// task, so a peer that fails it or stalls concerns itself alone; then HTTP/2 or HTTP/1.1,
-/// as ALPN chose. [`Serving::url`] is `https://`.
-///
-/// # Errors
-///
-/// When the listener's local address cannot be read.
-///
-/// # Panics
-///
-/// Outside a tokio runtime.
-#[cfg(feature = "tls")]
-pub fn serve_tls(
-    listener: TcpListener,
-    server: Server,
-    config: ServerConfig,
-    tls: crate::ServerTls,
-) -> io::Result<Serving> {
-    serve_tls_with(listener, server, config, Limits::default(), tls)
-}
-
-/// [`serve_tls`] with explicit driver queue bounds ([`Limits`]).
-///
-/// # Errors
-///
-/// When the listener's local address cannot be read.
-///
-/// # Panics
-///
-/// Outside a tokio runtime.
-#[cfg(feature = "tls")]
-pub fn serve_tls_with(
-    listener: TcpListener,
-    server: Server,
-    config: ServerConfig,
-    limits: Limits,
-    tls: crate::ServerTls,
-) -> io::Result<Serving> {
-    let started = Serving::start_https(&Tokio, listener.local_addr()?, server, config, limits);
-    let acceptor = tokio_rustls::TlsAcceptor::from(tls.server_config(&[b"h2", b"http/1.1"]));
-    let serve_one: ServeOne = Box::new(move |tcp, peer, service| {
-        let (handshake, tls) = (acceptor.accept(tcp), tls.clone());
-        Box::pin(async move {
-            let handle = service.handle.clone();
-            let tls_stream =
-                mcp_proto::driver::tls::handshake(&Tokio, &tls, &handle, peer, handshake).await;
-            if let Some(stream) = tls_stream {
-                connection(TokioIo::new(stream), peer, service).await;
-            }
-        })
-    });
-    Ok(launch(listener, started, serve_one))
+    fn start(serve: Serve<Tokio>) -> io::Result<Serving> {
+        let local_addr = serve.listener.local_addr()?;
+        #[cfg(feature = "tls")]
+        if let Some(tls) = serve.tls {
+            let started =
+                Serving::start_https(&Tokio, local_addr, serve.server, serve.config, serve.driver);
+            let acceptor =
+                tokio_rustls::TlsAcceptor::from(tls.server_config(&[b"h2", b"http/1.1"]));
+            let serve_one: ServeOne = Box::new(move |tcp, peer, service| {
+                let (handshake, tls) = (acceptor.accept(tcp), tls.clone());
+                Box::pin(async move {
+                    let handle = service.handle.clone();
+                    let tls_stream =
+                        mcp_driver::tls::handshake(&Tokio, &tls, &handle, peer, handshake).await;
+                    if let Some(stream) = tls_stream {
+                        connection(TokioIo::new(stream), peer, service).await;
+                    }
+                })
+            });
+            return Ok(launch(serve.listener, started, serve_one));
+        }
+        if serve.wants_tls() {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "mcp-tokio was built without its `tls` feature",
+            ));
+        }
+        let started = Serving::start(&Tokio, local_addr, serve.server, serve.config, serve.driver);
+        Ok(launch(
+            serve.listener,
+            started,
+            Box::new(|tcp, peer, service| Box::pin(connection(TokioIo::new(tcp), peer, service))),
+        ))
+    }
 }
 
 /// What runs one accepted connection.
@@ -177,7 +149,7 @@ impl futures_core::Stream for Accepted {
 }
 
 /// Serves one connection, HTTP/1.1 or HTTP/2 (hyper-util's `auto`: by the client's first
-/// bytes), until it ends, sends no request within [`Limits::first_request_timeout`], or the
+/// bytes), until it ends, sends no request within [`DriverConfig::first_request_timeout`], or the
 /// driver stopped (the end of a drain: the connection then closes after its responses in
 /// progress, an HTTP/2 one with a GOAWAY).
 async fn connection<I>(io: I, peer: SocketAddr, service: McpService)
@@ -185,7 +157,7 @@ where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
 {
     let stopped = service.handle.stopped();
-    let first_request = service.handle.limits().first_request_timeout;
+    let first_request = service.handle.config().first_request_timeout;
     let served = Latch::new();
     let on_request = served.clone();
     let service = hyper::service::service_fn(move |req: Request<Incoming>| {
@@ -234,7 +206,7 @@ where
 /// `demo/examples/axum.rs` in the repository is a whole program):
 ///
 /// ```no_run
-/// # async fn run(server: mcp_proto::service::Server) -> std::io::Result<()> {
+/// # async fn run(server: mcp_service::Server) -> std::io::Result<()> {
 /// use mcp_proto::server::ServerConfig;
 /// use mcp_tokio::{McpService, RandomSessionIds};
 ///
@@ -263,23 +235,24 @@ impl std::ops::Deref for McpService {
 
 impl McpService {
     /// Spawns the driver of `server` with `config` on the current tokio runtime, with the
-    /// default [`Limits`]. Secure by default, as [`ServerHandle::start`].
+    /// default [`DriverConfig`]. Secure by default, as [`ServerHandle::start`].
     ///
     /// # Panics
     ///
     /// Outside a tokio runtime.
     pub fn new(server: Server, config: ServerConfig) -> McpService {
-        McpService::with_limits(server, config, Limits::default())
+        McpService::with_driver(server, config, DriverConfig::default())
     }
 
-    /// [`new`](McpService::new) with explicit queue bounds.
+    /// [`new`](McpService::new) with the driver's configuration (queue bound, deadlines, the
+    /// authentication step, the cluster store).
     ///
     /// # Panics
     ///
     /// Outside a tokio runtime.
-    pub fn with_limits(server: Server, config: ServerConfig, limits: Limits) -> McpService {
+    pub fn with_driver(server: Server, config: ServerConfig, driver: DriverConfig) -> McpService {
         McpService {
-            handle: ServerHandle::start(&Tokio, server, config, limits),
+            handle: ServerHandle::start(&Tokio, server, config, driver),
         }
     }
 

@@ -257,8 +257,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, PoisonError, mpsc};
 
 use mcp_proto::client::{ClientConfig, ClientError};
-use mcp_proto::service::PeerError;
-use mcp_proto::service::client::{
+use mcp_service::PeerError;
+use mcp_service::client::{
     Client as ServiceClient, RequestError, RequestOptions, ServerNotification,
 };
 use serde_json::json;

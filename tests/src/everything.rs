@@ -17,12 +17,12 @@
 
 use std::time::Duration;
 
-use mcp_proto::schema::{
+use mcp_service::schema::{
     CompletionReference, CreateMessageRequestParams, Elicit, ElicitRequestFormParams, ElicitResult,
     ElicitValue, JsonObject, ListRootsResult, LoggingLevel, RequestedSchema, SamplingContent,
     SamplingMessage, SamplingMessageContentBlock, TextContent,
 };
-use mcp_proto::service::{
+use mcp_service::{
     CallToolResult, ContentBlock, Error, GetPromptResult, Prompt, PromptMessage, RequestContext,
     Resource, ResourceContents, ResourceTemplate, Role, Server, Tool, ToolArgs, ToolResult,
     description, required,

@@ -42,8 +42,8 @@ use hyper::body::{Body, Frame, Incoming};
 use hyper_util::rt::TokioIo;
 use mcp_proto::client::{ClientEvent, StreamRole};
 use mcp_proto::fuzzing::rng::XorShift64Star;
-use mcp_proto::service::PeerError;
-use mcp_proto::service::client::{
+use mcp_service::PeerError;
+use mcp_service::client::{
     Client as ServiceClient, RequestError, RequestOptions, ServerNotification,
 };
 

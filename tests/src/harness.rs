@@ -3,12 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use mcp_proto::schema::{
+use mcp_service::Server;
+use mcp_service::client::{Client, ClientBuilder};
+use mcp_service::schema::{
     CreateMessageResult, ElicitAction, ElicitRequestParams, ElicitResult, ElicitValue, Role,
     SamplingMessageContentBlock, StopReason, TextContent,
 };
-use mcp_proto::service::Server;
-use mcp_proto::service::client::{Client, ClientBuilder};
 
 use crate::exec::Executor;
 use crate::loopback::Loopback;

@@ -12,8 +12,8 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use mcp_proto::jsonrpc::{Message, Notification, RawValue, Request, RequestId};
-use mcp_proto::service::client::{Client, ClientBuilder, ClientTransport};
-use mcp_proto::service::{
+use mcp_service::client::{Client, ClientBuilder, ClientTransport};
+use mcp_service::{
     BoxFuture, Peer, PeerError, PendingRequests, ResponseFuture, Server, ServerSession,
 };
 

@@ -18,7 +18,7 @@
 //! 3. when nothing moves, jump the virtual clock to the earliest deadline (a sleeping
 //!    handler's, or a machine's `poll_timeout`) and feed `handle_timeout`.
 //!
-//! The drivers are `mcp_proto::driver`'s — the same [`ServerDriver`] and [`ClientDriver`]
+//! The drivers are `mcp_driver`'s — the same [`ServerDriver`] and [`ClientDriver`]
 //! (machines, service bindings, key maps) the runtime adapters run, joined by its
 //! [`MemoryLink`] — so these tests exercise the production glue; only the network and the
 //! clock are replaced. What the transport did is recorded through the drivers' taps.
@@ -27,11 +27,11 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use mcp_driver::{ClientDriver, MemoryExchange, MemoryLink, MemorySink, ServerDriver};
 use mcp_proto::client::{ClientConfig, ClientEvent, ClientSession, HttpRequestKind, Output};
-use mcp_proto::driver::{ClientDriver, MemoryExchange, MemoryLink, MemorySink, ServerDriver};
 use mcp_proto::server::{Router, ServerConfig, ServerEvent, ServerOutput};
-use mcp_proto::service::client::{Client, ClientBuilder};
-use mcp_proto::service::{Server, ServerSession};
+use mcp_service::client::{Client, ClientBuilder};
+use mcp_service::{Server, ServerSession};
 
 use crate::exec::Executor;
 

@@ -2,8 +2,8 @@
 //! once and run on every runtime and on the cross pairs (a smol client against a tokio
 //! server and the reverse), and so that the binaries take `--runtime`.
 //!
-//! Both adapters share their API types ([`Serving`], [`ShutdownHandle`], [`ConnectError`],
-//! the builder) through `mcp_proto::driver`; what differs is only which engine a client runs
+//! Both adapters share their API types ([`Serving`], [`ServerHandle`], [`ConnectError`],
+//! the builder) through `mcp_driver`; what differs is only which engine a client runs
 //! on, how to block on and time out a future, and the listener type.
 //!
 //! The TLS dimension is [`Security`]: [`Runtime::serve_over`] and [`Runtime::connect_over`]
@@ -22,11 +22,11 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use mcp_driver::{ConnectError, DriverConfig, ServerHandle, Serving};
 use mcp_proto::client::ClientConfig;
-pub use mcp_proto::driver::{ConnectError, Limits, Serving, ShutdownHandle};
 use mcp_proto::server::ServerConfig;
-use mcp_proto::service::Server;
-use mcp_proto::service::client::{Client as ServiceClient, ClientBuilder};
+use mcp_service::Server;
+use mcp_service::client::{Client as ServiceClient, ClientBuilder};
 
 use crate::tls::TestPki;
 
@@ -168,7 +168,7 @@ impl Runtime {
         }
     }
 
-    /// Serves `server` on `addr` with the driver's queue bounds `limits`.
+    /// Serves `server` on `addr` with the driver's configuration `driver`.
     ///
     /// # Errors
     ///
@@ -178,16 +178,22 @@ impl Runtime {
         addr: SocketAddr,
         server: Server,
         config: ServerConfig,
-        limits: Limits,
+        driver: DriverConfig,
     ) -> io::Result<Serving> {
         match self {
             Runtime::Tokio => {
                 let listener = tokio::net::TcpListener::bind(addr).await?;
-                mcp_tokio::serve_with(listener, server, config, limits)
+                mcp_tokio::serve(listener, server)
+                    .config(config)
+                    .driver(driver)
+                    .start()
             }
             Runtime::Smol => {
                 let listener = smol::net::TcpListener::bind(addr).await?;
-                mcp_smol::serve_with(listener, server, config, limits)
+                mcp_smol::serve(listener, server)
+                    .config(config)
+                    .driver(driver)
+                    .start()
             }
         }
     }
@@ -203,8 +209,25 @@ impl Runtime {
         server: Server,
         config: ServerConfig,
     ) -> io::Result<Serving> {
-        self.serve_with(addr, server, config, Limits::default())
+        self.serve_with(addr, server, config, DriverConfig::default())
             .await
+    }
+
+    /// Serves `server` on an ephemeral loopback port as an instance of the cluster
+    /// `config` names, its store operations executed by `backend`.
+    ///
+    /// # Errors
+    ///
+    /// When no port can be bound.
+    pub async fn serve_clustered(
+        self,
+        server: Server,
+        config: ServerConfig,
+        backend: std::sync::Arc<dyn mcp_driver::ClusterBackend>,
+    ) -> io::Result<Serving> {
+        let driver = DriverConfig::default().with_cluster_backend(backend);
+        let addr = SocketAddr::from(([127, 0, 0, 1], 0));
+        self.serve_with(addr, server, config, driver).await
     }
 
     /// Serves `server` on an ephemeral loopback port.
@@ -243,13 +266,13 @@ impl Runtime {
         self,
         server: Server,
         config: ServerConfig,
-        tls: mcp_proto::driver::ServerTls,
+        tls: mcp_driver::ServerTls,
     ) -> io::Result<Serving> {
-        self.serve_tls_with(server, config, Limits::default(), tls)
+        self.serve_tls_with(server, config, DriverConfig::default(), tls)
             .await
     }
 
-    /// [`serve_tls`](Runtime::serve_tls) with the driver's `limits`.
+    /// [`serve_tls`](Runtime::serve_tls) with the driver's configuration `driver`.
     ///
     /// # Errors
     ///
@@ -258,18 +281,26 @@ impl Runtime {
         self,
         server: Server,
         config: ServerConfig,
-        limits: Limits,
-        tls: mcp_proto::driver::ServerTls,
+        driver: DriverConfig,
+        tls: mcp_driver::ServerTls,
     ) -> io::Result<Serving> {
         let addr = SocketAddr::from(([127, 0, 0, 1], 0));
         match self {
             Runtime::Tokio => {
                 let listener = tokio::net::TcpListener::bind(addr).await?;
-                mcp_tokio::serve_tls_with(listener, server, config, limits, tls)
+                mcp_tokio::serve(listener, server)
+                    .config(config)
+                    .driver(driver)
+                    .tls(tls)
+                    .start()
             }
             Runtime::Smol => {
                 let listener = smol::net::TcpListener::bind(addr).await?;
-                mcp_smol::serve_tls_with(listener, server, config, limits, tls)
+                mcp_smol::serve(listener, server)
+                    .config(config)
+                    .driver(driver)
+                    .tls(tls)
+                    .start()
             }
         }
     }
@@ -303,7 +334,7 @@ impl Runtime {
         url: &str,
         builder: ClientBuilder,
         config: ClientConfig,
-        tls: mcp_proto::driver::ClientTls,
+        tls: mcp_driver::ClientTls,
     ) -> Result<Client, ConnectError> {
         Ok(match self {
             Runtime::Tokio => Client::Tokio(

@@ -12,16 +12,16 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-/// Each adapter's bound on its code lines: the design's 500 for both. async-h1 lacks what
-/// hyper and its ecosystem bring to mcp-tokio, but what that costs mcp-smol and is
-/// runtime-neutral lives in the driver, behind mcp-proto features: the futures-io
-/// connections (one stream shared by async-h1's split reader and writer; the futures-rustls
-/// handshakes of `https://` and `serve_tls`) in `mcp_proto::driver::conn`, the http-types ↔
-/// http 1.x conversion in `mcp_proto::driver::h1`, beside TLS's settings, handshake timeout
-/// and error classification in `mcp_proto::driver::tls`. mcp-smol itself keeps what is
-/// smol's or async-h1's: the keep-alive pool, the watch for departed clients, the body
-/// adapters.
-pub const BOUNDS: [(&str, usize); 2] = [("mcp-tokio", 500), ("mcp-smol", 500)];
+/// Each adapter's bound on its code lines. Everything both adapters need lives once in the
+/// runtime-neutral driver (`mcp-driver`: run loops, queues, shutdown, TLS settings, the
+/// handshake timeout). Code only one adapter uses lives in that adapter: mcp-smol carries
+/// what async-h1 lacks and hyper brings to mcp-tokio — the futures-io connections (one
+/// stream shared by async-h1's split reader and writer, the futures-rustls handshakes, the
+/// cork that sends a whole answer at once: `conn.rs`) and the http-types ↔ http 1.x
+/// conversion (`h1.rs`), ≈ 400 code lines — beside its keep-alive pool, its watch for
+/// departed clients and its body adapters. Hence two bounds: the design's 500 plus the
+/// re-exports for mcp-tokio, and that plus the async-h1 glue for mcp-smol.
+pub const BOUNDS: [(&str, usize); 2] = [("mcp-tokio", 520), ("mcp-smol", 920)];
 
 /// The `.rs` files below `dir`, sorted.
 pub fn rust_files(dir: &Path) -> Vec<PathBuf> {

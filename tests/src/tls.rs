@@ -2,8 +2,8 @@
 //! and a server certificate it signed, as the adapters' [`ServerTls`] and [`ClientTls`]. The
 //! clients trust that CA only (the custom-roots option), never the default roots.
 
-use mcp_proto::driver::tls::rustls;
-use mcp_proto::driver::{ClientTls, ServerTls};
+use mcp_driver::tls::rustls;
+use mcp_driver::{ClientTls, ServerTls};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};

@@ -9,10 +9,10 @@
 #![allow(unsafe_code)] // The counting allocator (`counting`), in this test binary only.
 
 use mcp_proto::client::ClientConfig;
-use mcp_proto::schema::CallToolResult;
 use mcp_proto::server::ServerConfig;
-use mcp_proto::service::client::Client;
-use mcp_proto::service::{Server, Tool, ToolArgs};
+use mcp_service::client::Client;
+use mcp_service::schema::CallToolResult;
+use mcp_service::{Server, Tool, ToolArgs};
 use mcp_tests::pair::MemoryPair;
 
 mod counting;

@@ -9,8 +9,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use mcp_proto::Era;
 use mcp_proto::client::{
-    ClientConfig, ClientError, ClientEvent, ClientIdentity, EraCache, EraMode, HttpRequestKind,
-    KnownEra, RequestResult,
+    ClientConfig, ClientError, ClientEvent, ClientIdentity, EraMode, HttpRequestKind, KnownEra,
+    RequestResult,
 };
 use mcp_proto::version::ProtocolVersion;
 use mcp_tests::client_harness::{
@@ -35,6 +35,15 @@ fn auto(cfg: ClientConfig, server: ServerConfig, modern: Option<ModernServer>) -
 
 fn body(req: &mcp_proto::client::HttpRequest) -> Value {
     serde_json::from_slice(&req.body).unwrap()
+}
+
+/// What an application caching eras per origin holds after this session: what it configured
+/// (`start`), then each `KnownEraChanged` the session reported, in order.
+fn remembered(start: Option<KnownEra>, h: &Harness) -> Option<KnownEra> {
+    h.events().iter().fold(start, |known, e| match e {
+        ClientEvent::KnownEraChanged { era } => *era,
+        _ => known,
+    })
 }
 
 fn init(h: &mut Harness) {
@@ -417,11 +426,8 @@ fn s_new_10_forced_modern_refuses_a_legacy_server_and_a_5xx_probe_is_an_error() 
     );
     // A server error is not a verdict: the initialize fails, nothing is cached, and the app
     // may try again.
-    let cache = EraCache::new();
     let mut h = auto(
-        ClientConfig::new()
-            .with_era(EraMode::Auto)
-            .with_era_cache(cache.clone(), "http://o"),
+        ClientConfig::new().with_era(EraMode::Auto),
         ServerConfig::default(),
         None,
     );
@@ -434,42 +440,43 @@ fn s_new_10_forced_modern_refuses_a_legacy_server_and_a_5xx_probe_is_an_error() 
         &h.outcomes_of(1)[..],
         [RequestResult::Failed(ClientError::HttpStatus { .. })]
     ));
-    assert_eq!(cache.get("http://o"), None);
+    assert_eq!(remembered(None, &h), None);
+    assert_eq!(
+        h.count_events(|e| matches!(e, ClientEvent::KnownEraChanged { .. })),
+        0,
+        "nothing learned, nothing reported"
+    );
     init(&mut h);
     assert!(h.client.is_ready(), "a second initialize probes again");
 }
 
 #[test]
 fn s_new_10_the_era_is_cached_per_origin_and_shared() {
-    let cache = EraCache::new();
-    // A modern origin: probed once, cached Modern; the next session probes at that version.
+    // A modern origin: probed once, reported Modern; the next session probes at that version.
     let mut h = auto(
-        ClientConfig::new()
-            .with_era(EraMode::Auto)
-            .with_era_cache(cache.clone(), "http://modern"),
+        ClientConfig::new().with_era(EraMode::Auto),
         modern_server(),
         Some(ModernServer::default()),
     );
     init(&mut h);
     assert_eq!(
-        cache.get("http://modern"),
+        remembered(None, &h),
         Some(KnownEra::Modern(ProtocolVersion::V2026_07_28))
     );
-    // A legacy origin: the verdict is cached once initialize succeeded...
+    // A legacy origin: the verdict is reported once initialize succeeded...
     let mut h = auto(
-        ClientConfig::new()
-            .with_era(EraMode::Auto)
-            .with_era_cache(cache.clone(), "http://legacy"),
+        ClientConfig::new().with_era(EraMode::Auto),
         ServerConfig::default(),
         None,
     );
     init(&mut h);
-    assert_eq!(cache.get("http://legacy"), Some(KnownEra::Legacy));
-    // ... and the next session for that origin skips the probe.
+    let legacy = remembered(None, &h);
+    assert_eq!(legacy, Some(KnownEra::Legacy));
+    // ... and the next session for that origin, told so, skips the probe.
     let mut h = auto(
         ClientConfig::new()
             .with_era(EraMode::Auto)
-            .with_era_cache(cache.clone(), "http://legacy"),
+            .with_known_era(legacy),
         ServerConfig::default(),
         None,
     );
@@ -482,22 +489,28 @@ fn s_new_10_the_era_is_cached_per_origin_and_shared() {
         version: None,
         cached: true
     }));
-    // A cached modern origin that turns out legacy is re-probed: the entry is forgotten
-    // and the session falls back.
-    cache.insert(
-        "http://moved",
-        KnownEra::Modern(ProtocolVersion::V2026_07_28),
+    assert_eq!(
+        h.count_events(|e| matches!(e, ClientEvent::KnownEraChanged { .. })),
+        0,
+        "what the app knew still holds: nothing to report"
     );
+    // A known modern origin that turns out legacy is re-probed: the entry is forgotten
+    // and the session falls back.
+    let moved = Some(KnownEra::Modern(ProtocolVersion::V2026_07_28));
     let mut h = auto(
         ClientConfig::new()
             .with_era(EraMode::Auto)
-            .with_era_cache(cache.clone(), "http://moved"),
+            .with_known_era(moved),
         ServerConfig::default(),
         None,
     );
     init(&mut h);
     assert_eq!(h.client.era(), Some(Era::Legacy));
-    assert_eq!(cache.get("http://moved"), Some(KnownEra::Legacy));
+    assert!(
+        h.events()
+            .contains(&ClientEvent::KnownEraChanged { era: None })
+    );
+    assert_eq!(remembered(moved, &h), Some(KnownEra::Legacy));
 }
 
 #[test]
@@ -603,21 +616,18 @@ fn s_new_10_requests_queued_during_the_probe_go_out_legacy_after_a_fallback() {
 
 #[test]
 fn s_new_10_a_cached_modern_era_that_stops_holding_is_forgotten() {
-    let cache = EraCache::new();
     let mut h = auto(
-        ClientConfig::new()
-            .with_era(EraMode::Auto)
-            .with_era_cache(cache.clone(), "http://o"),
+        ClientConfig::new().with_era(EraMode::Auto),
         modern_server(),
         Some(ModernServer::default()),
     );
     init(&mut h);
-    assert!(matches!(cache.get("http://o"), Some(KnownEra::Modern(_))));
+    assert!(matches!(remembered(None, &h), Some(KnownEra::Modern(_))));
     // A modern error does not shake it ...
     let id = h.request("nope");
     h.run_for(Duration::from_millis(50));
     assert!(h.result_of(id).is_none() && h.outcomes_of(id).len() == 1);
-    assert!(matches!(cache.get("http://o"), Some(KnownEra::Modern(_))));
+    assert!(matches!(remembered(None, &h), Some(KnownEra::Modern(_))));
     // ... a legacy-looking 400 does: the next session probes again.
     h.server.script(
         Match::Method("tools/list"),
@@ -629,5 +639,5 @@ fn s_new_10_a_cached_modern_era_that_stops_holding_is_forgotten() {
         &h.outcomes_of(id)[..],
         [RequestResult::Failed(ClientError::HttpStatus { .. })]
     ));
-    assert_eq!(cache.get("http://o"), None);
+    assert_eq!(remembered(None, &h), None);
 }

@@ -1,4 +1,4 @@
-//! The typed [`Client`](mcp_proto::service::client::Client) over a dual-era `ClientSession`
+//! The typed [`Client`](mcp_service::client::Client) over a dual-era `ClientSession`
 //! through the real [`ClientBinding`]: `initialize` works against a modern server (answered
 //! from `server/discover`), and the same sampling handler that answers a legacy server's
 //! `sampling/createMessage` answers an MRTR input request (S-NEW-5); dropping a call cancels
@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_proto::client::{ClientConfig, EraMode, HttpRequestKind, Input, Output, TransportFailure};
-use mcp_proto::service::bind::{ClientBinding, Routed};
 use mcp_proto::version::ProtocolVersion;
+use mcp_service::bind::{ClientBinding, Routed};
 use mcp_tests::client_harness::{Harness, ModernServer, NetConfig, Part, ServerConfig};
 use mcp_tests::exec::Executor;
 use mcp_tests::harness::{SAMPLING_ANSWER, conformance_client};
@@ -142,7 +142,7 @@ fn s_new_6_dropping_a_typed_call_closes_its_stream() {
     exec.spawn(async move {
         // `hang` never answers: the call is dropped when the sleep wins.
         let call = client
-            .request_with::<mcp_proto::schema::ListTools>(Default::default(), Default::default());
+            .request_with::<mcp_service::schema::ListTools>(Default::default(), Default::default());
         let call = std::pin::pin!(call);
         let _ = futures_select(call, sleeper).await;
         *d.lock().unwrap() = true;

@@ -5,12 +5,12 @@
 use std::time::Duration;
 
 use mcp_proto::server::ServerConfig;
-use mcp_proto::service::{CallToolResult, Server, Tool, ToolArgs};
+use mcp_service::{CallToolResult, Server, Tool, ToolArgs};
 use serde_json::json;
 
 fn echo_server() -> Server {
     Server::new("pool", "1").tool(
-        Tool::new("echo").string("text", mcp_proto::service::required()),
+        Tool::new("echo").string("text", mcp_service::required()),
         |_ctx, args: ToolArgs| async move { Ok(CallToolResult::text(args.get_string("text", ""))) },
     )
 }
@@ -32,7 +32,7 @@ fn sessions_of_later_runtimes_on_a_thread_never_get_a_dead_pooled_connection() {
         .unwrap();
     let serving = server_rt.block_on(async {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        mcp_tokio::serve(listener, echo_server(), ServerConfig::default()).unwrap()
+        mcp_tokio::serve(listener, echo_server()).start().unwrap()
     });
     let url = serving.url().to_owned();
     for round in 0..4 {

@@ -8,10 +8,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_proto::driver::SharedMemoryCluster;
-use mcp_proto::schema::LoggingLevel;
-use mcp_proto::server::{ClusterBackend, ClusterConfig, ServerConfig};
-use mcp_proto::service::client::ServerNotification;
+use mcp_driver::ClusterBackend;
+use mcp_driver::SharedMemoryCluster;
+use mcp_proto::server::{ClusterConfig, ServerConfig};
+use mcp_service::client::ServerNotification;
+use mcp_service::schema::LoggingLevel;
 use mcp_tests::everything;
 use mcp_tests::harness::{SAMPLING_ANSWER, conformance_client};
 use mcp_tests::require_service;
@@ -32,15 +33,16 @@ async fn instances(rt: Runtime, store: &SharedMemoryCluster, n: usize) -> Vec<Se
     let mut out = Vec::new();
     for i in 0..n {
         let backend: Arc<dyn ClusterBackend> = Arc::new(store.clone());
-        let cluster = ClusterConfig::new(format!("i{i}"))
-            .expect("name")
-            .with_backend(backend);
+        let cluster = ClusterConfig::new(format!("i{i}")).expect("name");
         let config = ServerConfig::default()
             .with_retry_interval(Duration::from_millis(50))
             .with_cluster(cluster);
-        let serving = bounded("bind", rt.serve(everything::server(), config))
-            .await
-            .expect("serve");
+        let serving = bounded(
+            "bind",
+            rt.serve_clustered(everything::server(), config, backend),
+        )
+        .await
+        .expect("serve");
         out.push(serving);
     }
     out

@@ -20,10 +20,11 @@ use bytes::Bytes;
 use http::{Method, Request, StatusCode, header};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use mcp_proto::driver::SharedMemoryCluster;
+use mcp_driver::ClusterBackend;
+use mcp_driver::SharedMemoryCluster;
 use mcp_proto::mirror;
-use mcp_proto::server::{BusMessage, ClusterBackend, ClusterConfig, ServerConfig};
-use mcp_proto::service::{CallToolResult, Resource, ResourceContents, Server, Tool};
+use mcp_proto::server::{BusMessage, ClusterConfig, ServerConfig};
+use mcp_service::{CallToolResult, Resource, ResourceContents, Server, Tool};
 use mcp_tests::cluster_harness::Cluster;
 use mcp_tests::require_service;
 use mcp_tests::runtime::{Runtime, Serving};
@@ -149,11 +150,15 @@ fn definition(name: &str) -> Server {
         })
 }
 
-fn config(name: &str, backend: Arc<dyn ClusterBackend>) -> ServerConfig {
-    let cluster = ClusterConfig::new(name)
-        .expect("name")
-        .with_backend(backend);
-    ServerConfig::default().with_modern().with_cluster(cluster)
+/// Instance `name`'s configuration, and the store it runs on.
+type Instance = (ServerConfig, Arc<dyn ClusterBackend>);
+
+fn config(name: &str, backend: Arc<dyn ClusterBackend>) -> Instance {
+    let cluster = ClusterConfig::new(name).expect("name");
+    (
+        ServerConfig::default().with_modern().with_cluster(cluster),
+        backend,
+    )
 }
 
 /// A modern request on a fresh connection to `addr`.
@@ -305,18 +310,18 @@ async fn listeners(server: &Server, n: usize) {
 async fn changes_on_b_reach_every_listener_once(
     rt: Runtime,
     servers: [Server; 3],
-    configs: [ServerConfig; 3],
+    configs: [Instance; 3],
 ) {
     let [sa, sb, sc] = servers;
     let [ca, cb, cc] = configs;
     let serving: Vec<Serving> = vec![
-        bounded("bind a", rt.serve(sa.clone(), ca))
+        bounded("bind a", rt.serve_clustered(sa.clone(), ca.0, ca.1))
             .await
             .expect("a"),
-        bounded("bind b", rt.serve(sb.clone(), cb))
+        bounded("bind b", rt.serve_clustered(sb.clone(), cb.0, cb.1))
             .await
             .expect("b"),
-        bounded("bind c", rt.serve(sc.clone(), cc))
+        bounded("bind c", rt.serve_clustered(sc.clone(), cc.0, cc.1))
             .await
             .expect("c"),
     ];
@@ -416,7 +421,7 @@ async fn changes_on_b_reach_every_listener_once(
     }
 }
 
-fn memory_cluster() -> ([Server; 3], [ServerConfig; 3]) {
+fn memory_cluster() -> ([Server; 3], [Instance; 3]) {
     let store = SharedMemoryCluster::new();
     let names = ["a", "b", "c"];
     let servers = names.map(definition);
@@ -437,12 +442,11 @@ async fn smol_listeners_on_every_instance_hear_a_change_on_b_once() {
 }
 
 /// Three instances on Redis, each with a backend of its own.
-fn redis_cluster(rt: Runtime, redis: &Redis) -> ([Server; 3], [ServerConfig; 3]) {
+fn redis_cluster(rt: Runtime, redis: &Redis) -> ([Server; 3], [Instance; 3]) {
     let names = ["a", "b", "c"];
     let servers = names.map(definition);
     let configs = names.map(|n| {
-        let redis_config =
-            mcp_proto::driver::redis::RedisConfig::default().with_prefix(format!("listen{rt}"));
+        let redis_config = mcp_redis::RedisConfig::default().with_prefix(format!("listen{rt}"));
         let backend = match rt {
             Runtime::Tokio => mcp_tokio::redis_backend(&redis.url(), redis_config),
             Runtime::Smol => mcp_smol::redis_backend(&redis.url(), redis_config),
@@ -477,15 +481,24 @@ async fn a_server_bound_twice_tells_and_hears_each_change_once(rt: Runtime) {
     let own = definition("own");
     let backend = || -> Arc<dyn ClusterBackend> { Arc::new(store.clone()) };
     let serving: Vec<Serving> = vec![
-        bounded("bind a", rt.serve(shared.clone(), config("a", backend())))
-            .await
-            .expect("a"),
-        bounded("bind b", rt.serve(shared.clone(), config("b", backend())))
-            .await
-            .expect("b"),
-        bounded("bind c", rt.serve(own.clone(), config("c", backend())))
-            .await
-            .expect("c"),
+        bounded("bind a", {
+            let (config, backend) = config("a", backend());
+            rt.serve_clustered(shared.clone(), config, backend)
+        })
+        .await
+        .expect("a"),
+        bounded("bind b", {
+            let (config, backend) = config("b", backend());
+            rt.serve_clustered(shared.clone(), config, backend)
+        })
+        .await
+        .expect("b"),
+        bounded("bind c", {
+            let (config, backend) = config("c", backend());
+            rt.serve_clustered(own.clone(), config, backend)
+        })
+        .await
+        .expect("c"),
     ];
     let [a, b, c] = [0, 1, 2].map(|i| serving[i].local_addr());
     let filter = json!({"resourceSubscriptions": [URI, FENCE_B, FENCE_C]});

@@ -20,9 +20,9 @@ use http_body_util::{BodyExt, Either, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use mcp_proto::server::{AuthDecision, ProtectedResourceMetadata, RequestHead, ServerConfig};
-use mcp_proto::service::Server;
-use mcp_proto::service::client::Client as ServiceClient;
-use mcp_tests::runtime::{ConnectError, Runtime, Security, Serving};
+use mcp_service::Server;
+use mcp_service::client::Client as ServiceClient;
+use mcp_tests::runtime::{ConnectError, DriverConfig, Runtime, Security, Serving};
 use mcp_tests::users;
 use serde_json::{Value, json};
 
@@ -294,7 +294,7 @@ async fn shutdown_ends_open_streams(rt: Runtime) {
     let stream = Req::get(addr, &id).send(addr).await;
     assert_eq!(stream.status(), StatusCode::OK);
     // Started from elsewhere (a signal handler, another task).
-    let handle = serving.shutdown_handle();
+    let handle = serving.handle().clone();
     tokio::spawn(async move { handle.shutdown() });
     bounded("shutdown", serving.wait()).await;
     // The stream's body ends (or the connection closes) rather than hang.
@@ -341,7 +341,7 @@ impl Drop for NotifyOnDrop {
 /// dropped exchange becomes `handle_disconnect`), though no byte of the response was
 /// written yet.
 async fn a_client_that_leaves_cancels_its_handler(rt: Runtime) {
-    use mcp_proto::service::{CallToolResult, Tool};
+    use mcp_service::{CallToolResult, Tool};
     use std::sync::Arc;
     use tokio::sync::Notify;
 
@@ -523,7 +523,7 @@ async fn the_client_reports_a_refused_connection(rt: Runtime) {
     assert!(matches!(
         rt.start(
             "ftp://x/mcp",
-            mcp_proto::service::client::Client::builder("t", "1"),
+            mcp_service::client::Client::builder("t", "1"),
             Default::default()
         ),
         Err(ConnectError::InvalidUrl(_))
@@ -628,8 +628,8 @@ async fn everything_over_https(server: Runtime, client_rt: Runtime) {
 }
 
 async fn everything_over(server: Runtime, client_rt: Runtime, security: &Security) {
-    use mcp_proto::schema::LoggingLevel;
-    use mcp_proto::service::client::{RequestOptions, ServerNotification};
+    use mcp_service::client::{RequestOptions, ServerNotification};
+    use mcp_service::schema::LoggingLevel;
     use mcp_tests::everything;
     use mcp_tests::harness::{SAMPLING_ANSWER, conformance_client};
     use std::sync::{Arc, Mutex};
@@ -779,8 +779,8 @@ async fn a_panicking_handler_gets_an_internal_error_not_a_hang(
     server: Runtime,
     client_rt: Runtime,
 ) {
-    use mcp_proto::schema::Tool;
-    use mcp_proto::service::client::RequestError;
+    use mcp_service::client::RequestError;
+    use mcp_service::schema::Tool;
 
     let tools = users::server().tool(Tool::new("explode"), |_ctx, _args| async {
         panic!("this handler panics on purpose");
@@ -916,7 +916,7 @@ async fn a_server_restart_is_repaired_by_reinitializing(server: Runtime, client_
         "connect",
         client_rt.connect_with(
             serving.url(),
-            mcp_proto::service::client::Client::builder("e2e", "1"),
+            mcp_service::client::Client::builder("e2e", "1"),
             config,
         ),
     )
@@ -956,11 +956,8 @@ async fn a_server_restart_is_repaired_by_reinitializing(server: Runtime, client_
         client.call_tool("get_user", json!({"user_id": "user_1"})),
     )
     .await;
-    let met_old_connection = matches!(
-        &got,
-        Err(mcp_proto::service::client::RequestError::Transport(_))
-    );
-    if let Err(mcp_proto::service::client::RequestError::Transport(e)) = &got {
+    let met_old_connection = matches!(&got, Err(mcp_service::client::RequestError::Transport(_)));
+    if let Err(mcp_service::client::RequestError::Transport(e)) = &got {
         // The call, or the re-initialization it started, met the old process: a failed
         // re-initialization fails the call (SessionExpired), and the next request starts a
         // new one rather than wait.
@@ -1028,14 +1025,14 @@ async fn a_server_restart_is_repaired_by_reinitializing(server: Runtime, client_
 
 /// A tool for the resumption tests: progress 1 and 2, then `pause` (which breaks the
 /// stream), then progress 3 and its result.
-fn resumable_server<P, F>(pause: P) -> mcp_proto::service::Server
+fn resumable_server<P, F>(pause: P) -> mcp_service::Server
 where
-    P: Fn(mcp_proto::service::RequestContext) -> F + Send + Sync + 'static,
+    P: Fn(mcp_service::RequestContext) -> F + Send + Sync + 'static,
     F: Future<Output = ()> + Send + 'static,
 {
-    use mcp_proto::schema::{CallToolResult, Tool};
+    use mcp_service::schema::{CallToolResult, Tool};
     let pause = std::sync::Arc::new(pause);
-    mcp_proto::service::Server::new("resume", "1").tool(Tool::new("steps"), move |ctx, _| {
+    mcp_service::Server::new("resume", "1").tool(Tool::new("steps"), move |ctx, _| {
         let pause = pause.clone();
         async move {
             ctx.progress(1, Some(3));
@@ -1049,7 +1046,7 @@ where
 
 /// Calls `steps` with a progress callback; returns the progress values seen and the result.
 async fn call_steps(client: &ServiceClient) -> (Vec<u64>, String) {
-    use mcp_proto::service::client::RequestOptions;
+    use mcp_service::client::RequestOptions;
     use std::sync::{Arc, Mutex};
     let seen = Arc::new(Mutex::new(Vec::new()));
     let s2 = seen.clone();
@@ -1234,7 +1231,7 @@ async fn a_post_stream_cut_mid_response_resumes_without_loss_or_repeat(
 async fn listen_opened_and_events_reach_the_app(server: Runtime, client_rt: Runtime) {
     use mcp_proto::client::{ClientConfig, ClientEvent};
     let serving = start(server, ServerConfig::default()).await;
-    let builder = mcp_proto::service::client::Client::builder("events", "1");
+    let builder = mcp_service::client::Client::builder("events", "1");
     let config = ClientConfig::new().with_continuous_listening(true);
     let client = bounded(
         "connect",
@@ -1263,7 +1260,7 @@ async fn listen_opened_and_events_reach_the_app(server: Runtime, client_rt: Runt
     assert!(c2.listen_opened().await, "the opening is remembered");
 
     // Without listening: nothing opens; close resolves the wait with false.
-    let builder = mcp_proto::service::client::Client::builder("events", "1");
+    let builder = mcp_service::client::Client::builder("events", "1");
     let client = bounded(
         "connect",
         client_rt.connect_with(serving.url(), builder, ClientConfig::new()),
@@ -1282,14 +1279,14 @@ async fn listen_opened_and_events_reach_the_app(server: Runtime, client_rt: Runt
 /// An asynchronous authenticator standing in for a key-set fetch: it answers from another
 /// thread after a delay (runtime-neutral), counts its calls, and knows the tokens `alice`,
 /// `bob`, `narrow` (lacks a scope), `slow` (never answers), `boom` (panics).
-fn async_auth(calls: Arc<AtomicUsize>) -> ServerConfig {
-    ServerConfig::default()
-        .with_protected_resource(ProtectedResourceMetadata::new(
-            "http://127.0.0.1/mcp",
-            "http://127.0.0.1:1/",
-        ))
+fn async_auth(calls: Arc<AtomicUsize>) -> (ServerConfig, DriverConfig) {
+    let config = ServerConfig::default().with_protected_resource(ProtectedResourceMetadata::new(
+        "http://127.0.0.1/mcp",
+        "http://127.0.0.1:1/",
+    ));
+    let driver = DriverConfig::default()
         .with_authentication_timeout(Duration::from_millis(300))
-        .with_async_authenticator(move |head: &RequestHead<'_>| {
+        .with_authenticator(move |head: &RequestHead<'_>| {
             calls.fetch_add(1, Ordering::SeqCst);
             let token = head
                 .headers
@@ -1321,7 +1318,8 @@ fn async_auth(calls: Arc<AtomicUsize>) -> ServerConfig {
                     Err(_) => panic!("the key server failed"),
                 }
             }
-        })
+        });
+    (config, driver)
 }
 
 /// The asynchronous authentication step (both server runtimes): the verdict of an awaited
@@ -1330,7 +1328,14 @@ fn async_auth(calls: Arc<AtomicUsize>) -> ServerConfig {
 /// metadata itself served without a check, and a session bound to its principal.
 async fn an_async_authenticator_guards_the_endpoint(rt: Runtime) {
     let calls = Arc::new(AtomicUsize::new(0));
-    let serving = serve(rt, users::server(), async_auth(calls.clone())).await;
+    let (config, driver) = async_auth(calls.clone());
+    let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+    let serving = bounded(
+        "bind",
+        rt.serve_with(loopback, users::server(), config, driver),
+    )
+    .await
+    .expect("serve");
     let addr = serving.local_addr();
     // No token: 401, the challenge names the metadata.
     let resp = Req::post(addr, initialize()).send(addr).await;
@@ -1582,21 +1587,20 @@ async fn failed_and_stalled_handshakes_disturb_no_one(rt: Runtime) {
         .expect("the shutdown does not wait for a pending handshake");
 }
 
-/// A connection that sends no request within `Limits::first_request_timeout` is closed,
+/// A connection that sends no request within `DriverConfig::first_request_timeout` is closed,
 /// over plain TCP and after a TLS handshake alike; one whose first request came in time
 /// keeps its (long) GET stream past that deadline.
 async fn a_connection_without_a_request_is_closed(rt: Runtime) {
-    use mcp_proto::driver::Limits;
     use mcp_tests::tls::TestPki;
     use tokio::io::AsyncReadExt;
     let deadline = Duration::from_millis(300);
-    let limits = Limits::default().with_first_request_timeout(deadline);
+    let limits = DriverConfig::default().with_first_request_timeout(deadline);
     let config =
         || ServerConfig::default().with_heartbeat_interval(Some(Duration::from_millis(100)));
     let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
     let serving = bounded(
         "bind",
-        rt.serve_with(loopback, users::server(), config(), limits),
+        rt.serve_with(loopback, users::server(), config(), limits.clone()),
     )
     .await
     .expect("serve");
@@ -1637,8 +1641,7 @@ async fn a_connection_without_a_request_is_closed(rt: Runtime) {
     let tcp = tokio::net::TcpStream::connect(serving.local_addr())
         .await
         .expect("dial");
-    let name =
-        mcp_proto::driver::tls::rustls::pki_types::ServerName::try_from("127.0.0.1").expect("name");
+    let name = mcp_driver::tls::rustls::pki_types::ServerName::try_from("127.0.0.1").expect("name");
     let mut tls = bounded("handshake", connector.connect(name, tcp))
         .await
         .expect("handshake");

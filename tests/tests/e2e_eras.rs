@@ -39,8 +39,8 @@ use http::Method;
 use mcp_proto::ProtocolVersion;
 use mcp_proto::client::{ClientConfig, EraMode, HttpRequestKind};
 use mcp_proto::server::ServerConfig;
-use mcp_proto::service::client::ServerNotification;
-use mcp_proto::service::{CallToolResult, Server, Tool};
+use mcp_service::client::ServerNotification;
+use mcp_service::{CallToolResult, Server, Tool};
 use mcp_tests::everything;
 use mcp_tests::harness::{SAMPLING_ANSWER, conformance_client};
 use mcp_tests::runtime::{Client, Runtime, Serving};
@@ -191,7 +191,7 @@ fn server(probe: Arc<CancelProbe>) -> Server {
 }
 
 async fn next_matching<T>(
-    notes: &mut mcp_proto::service::client::Notifications,
+    notes: &mut mcp_service::client::Notifications,
     what: &str,
     pick: impl Fn(&ServerNotification) -> Option<T>,
 ) -> T {

@@ -16,9 +16,9 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::client::conn::http2;
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use mcp_proto::driver::tls::rustls::pki_types::ServerName;
+use mcp_driver::tls::rustls::pki_types::ServerName;
 use mcp_proto::server::ServerConfig;
-use mcp_proto::service::client::Client as ServiceClient;
+use mcp_service::client::Client as ServiceClient;
 use mcp_tests::runtime::{Runtime, Serving};
 use mcp_tests::tls::TestPki;
 use mcp_tests::users;
@@ -330,7 +330,7 @@ async fn a_reset_h2_stream_is_a_disconnect() {
 /// response is written, then the shutdown completes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_drains_h2_connections() {
-    use mcp_proto::schema::{CallToolResult, Tool};
+    use mcp_service::schema::{CallToolResult, Tool};
     let pki = TestPki::loopback();
     let (started, release) = (
         Arc::new(tokio::sync::Notify::new()),
@@ -338,7 +338,7 @@ async fn shutdown_drains_h2_connections() {
     );
     let (start, gate) = (started.clone(), release.clone());
     let server =
-        mcp_proto::service::Server::new("slow", "1").tool(Tool::new("slow"), move |_ctx, _args| {
+        mcp_service::Server::new("slow", "1").tool(Tool::new("slow"), move |_ctx, _args| {
             let (start, gate) = (start.clone(), gate.clone());
             async move {
                 start.notify_one();
@@ -370,7 +370,7 @@ async fn shutdown_drains_h2_connections() {
     });
     bounded("the call is in its handler", started.notified()).await;
 
-    let handle = serving.shutdown_handle();
+    let handle = serving.handle().clone();
     let done = tokio::spawn(serving.shutdown_within(Duration::from_secs(5)));
     bounded("draining", handle.draining()).await;
     let ended = bounded("the GET stream ends", stream.into_body().collect()).await;

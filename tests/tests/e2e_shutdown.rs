@@ -20,10 +20,10 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::client::conn::http1::SendRequest;
 use hyper_util::rt::TokioIo;
-use mcp_proto::schema::LoggingLevel;
 use mcp_proto::server::ServerConfig;
-use mcp_proto::service::{CallToolResult, Server, Tool, ToolArgs, required};
-use mcp_tests::runtime::{Limits, Runtime, Serving};
+use mcp_service::schema::LoggingLevel;
+use mcp_service::{CallToolResult, Server, Tool, ToolArgs, required};
+use mcp_tests::runtime::{DriverConfig, Runtime, Serving};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::sync::Notify;
@@ -74,7 +74,7 @@ fn server(started: Arc<Notify>) -> Server {
         )
 }
 
-async fn start(rt: Runtime, limits: Limits) -> (Serving, Arc<Notify>) {
+async fn start(rt: Runtime, limits: DriverConfig) -> (Serving, Arc<Notify>) {
     let started = Arc::new(Notify::new());
     let addr = SocketAddr::from(([127, 0, 0, 1], 0));
     let serving = bounded(
@@ -185,7 +185,7 @@ async fn open_session(conn: &mut Conn) -> String {
 }
 
 async fn a_drain_finishes_the_call_in_flight_and_refuses_new_requests(rt: Runtime) {
-    let (serving, started) = start(rt, Limits::default()).await;
+    let (serving, started) = start(rt, DriverConfig::default()).await;
     let addr = serving.local_addr();
     let mut a = Conn::open(addr).await;
     let mut b = Conn::open(addr).await;
@@ -208,7 +208,7 @@ async fn a_drain_finishes_the_call_in_flight_and_refuses_new_requests(rt: Runtim
         (resp.status(), body_json(resp).await)
     });
     bounded("the slow call starts", started.notified()).await;
-    let handle = serving.shutdown_handle();
+    let handle = serving.handle().clone();
     handle.shutdown_within(Duration::from_secs(15));
     let waiting = tokio::spawn(serving.wait());
 
@@ -233,7 +233,7 @@ async fn a_drain_finishes_the_call_in_flight_and_refuses_new_requests(rt: Runtim
 }
 
 async fn a_drain_ends_an_open_get_stream_cleanly(rt: Runtime) {
-    let (serving, _) = start(rt, Limits::default()).await;
+    let (serving, _) = start(rt, DriverConfig::default()).await;
     let addr = serving.local_addr();
     let mut a = Conn::open(addr).await;
     let sid = open_session(&mut a).await;
@@ -244,7 +244,7 @@ async fn a_drain_ends_an_open_get_stream_cleanly(rt: Runtime) {
         stream.headers().get(header::CONTENT_TYPE).expect("type"),
         "text/event-stream"
     );
-    let handle = serving.shutdown_handle();
+    let handle = serving.handle().clone();
     let waiting = tokio::spawn(serving.wait());
     handle.shutdown_within(Duration::from_secs(15));
     // A clean end: the chunked body completes (a cut connection would be an error here).
@@ -256,7 +256,7 @@ async fn a_drain_ends_an_open_get_stream_cleanly(rt: Runtime) {
 }
 
 async fn the_grace_period_bounds_a_drain(rt: Runtime) {
-    let (serving, started) = start(rt, Limits::default()).await;
+    let (serving, started) = start(rt, DriverConfig::default()).await;
     let addr = serving.local_addr();
     let mut a = Conn::open(addr).await;
     let sid = open_session(&mut a).await;
@@ -299,7 +299,7 @@ async fn a_client_that_stops_reading_is_cut_by_the_core_backlog_budget(rt: Runti
     const COUNT: i64 = 4_000;
     const SIZE: i64 = 16 * 1024;
     let sent = (COUNT * SIZE) as usize; // 64 MiB of log messages
-    let (serving, _) = start(rt, Limits::default()).await;
+    let (serving, _) = start(rt, DriverConfig::default()).await;
     let addr = serving.local_addr();
     let mut a = Conn::open(addr).await;
     let sid = open_session(&mut a).await;

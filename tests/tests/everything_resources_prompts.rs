@@ -2,8 +2,8 @@
 //! lifecycle methods, end to end over the in-memory pair.
 
 use mcp_proto::jsonrpc::error_codes;
-use mcp_proto::schema::{ContentBlock, ResourceContents, Role};
-use mcp_proto::service::client::ServerNotification;
+use mcp_service::client::ServerNotification;
+use mcp_service::schema::{ContentBlock, ResourceContents, Role};
 use mcp_tests::everything::{self, PNG};
 use mcp_tests::harness::{conformance_client, pair};
 use serde_json::json;
@@ -193,13 +193,13 @@ fn completion_ping_and_set_level() {
         assert!(r.completion.values.is_empty());
         client.ping().await.unwrap();
         client
-            .set_level(mcp_proto::schema::LoggingLevel::Info)
+            .set_level(mcp_service::schema::LoggingLevel::Info)
             .await
             .unwrap();
     });
     assert_eq!(
         lb.session.state().log_level,
-        Some(mcp_proto::schema::LoggingLevel::Info)
+        Some(mcp_service::schema::LoggingLevel::Info)
     );
     // `ping` and `logging/setLevel` answer exactly `{}`.
     let empty_results = lb

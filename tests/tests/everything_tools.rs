@@ -5,8 +5,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_proto::schema::{ContentBlock, LoggingLevel, ResourceContents};
-use mcp_proto::service::client::{RequestOptions, ServerNotification};
+use mcp_service::client::{RequestOptions, ServerNotification};
+use mcp_service::schema::{ContentBlock, LoggingLevel, ResourceContents};
 use mcp_tests::everything::{self, JSON_SCHEMA_2020_12, PNG, WAV};
 use mcp_tests::harness::{SAMPLING_ANSWER, conformance_client, pair};
 use mcp_tests::loopback::Direction;

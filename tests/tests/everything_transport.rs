@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_proto::jsonrpc::error_codes;
-use mcp_proto::schema::{ContentBlock, LoggingLevel, ResourceContents};
-use mcp_proto::service::client::{RequestOptions, ServerNotification};
+use mcp_service::client::{RequestOptions, ServerNotification};
+use mcp_service::schema::{ContentBlock, LoggingLevel, ResourceContents};
 use mcp_tests::everything::{self, JSON_SCHEMA_2020_12, PNG, WAV};
 use mcp_tests::harness::{SAMPLING_ANSWER, conformance_client};
 use mcp_tests::pair::{MemoryPair, Trace};
@@ -153,13 +153,13 @@ fn dropping_a_call_cancels_the_handler_over_http() {
         }
     }
     let server = everything::server().tool(
-        mcp_proto::service::Tool::new("slow").description("Takes a minute"),
+        mcp_service::Tool::new("slow").description("Takes a minute"),
         move |ctx, _| {
             let guard = OnDrop(flag.clone());
             async move {
                 let _guard = guard;
                 ctx.sleep(Duration::from_secs(60)).await;
-                Ok(mcp_proto::service::CallToolResult::text("late"))
+                Ok(mcp_service::CallToolResult::text("late"))
             }
         },
     );
@@ -196,8 +196,8 @@ fn list_changed_reaches_the_client_on_the_get_stream() {
     });
     pair.run_for(Duration::from_millis(10));
     server.add_tool(
-        mcp_proto::service::Tool::new("new_tool").description("New"),
-        |_, _| async { Ok(mcp_proto::service::CallToolResult::text("new")) },
+        mcp_service::Tool::new("new_tool").description("New"),
+        |_, _| async { Ok(mcp_service::CallToolResult::text("new")) },
     );
     assert!(server.notify_resource_updated("test://watched-resource") == 0);
     pair.run_for(Duration::from_millis(10));

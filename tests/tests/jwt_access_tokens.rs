@@ -18,7 +18,7 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use mcp_demo::protected::{self, DemoIssuer, JwtValidator, KeySource, TokenPolicy};
 use mcp_proto::server::ServerConfig;
-use mcp_tests::runtime::{Runtime, Serving};
+use mcp_tests::runtime::{DriverConfig, Runtime, Serving};
 use serde_json::{Value, json};
 
 const LIMIT: Duration = Duration::from_secs(10);
@@ -47,9 +47,14 @@ async fn serve(rt: Runtime, validator: impl Fn(&str) -> JwtValidator) -> (Servin
             .expect("a free port")
             .port();
         let url = format!("http://127.0.0.1:{port}/mcp");
-        let config = protected::protect(ServerConfig::default(), Arc::new(validator(&url)));
+        let (config, driver) = protected::protect(
+            ServerConfig::default(),
+            DriverConfig::default(),
+            Arc::new(validator(&url)),
+        );
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        if let Ok(serving) = bounded("bind", rt.serve_on(addr, protected::server(), config)).await {
+        let serving = rt.serve_with(addr, protected::server(), config, driver);
+        if let Ok(serving) = bounded("bind", serving).await {
             return (serving, url);
         }
     }

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
+use mcp_driver::OAuth;
 use mcp_proto::auth::{ClientMetadata, OAuthConfig};
-use mcp_proto::driver::OAuth;
 use mcp_proto::server::{AuthDecision, ProtectedResourceMetadata, RequestHead, ServerConfig};
 use mcp_tests::auth_server::{AsConfig, AuthServer, browser};
 use mcp_tests::runtime::{Client, ConnectError, Runtime, Serving};

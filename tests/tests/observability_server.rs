@@ -7,9 +7,9 @@ use std::io::Write;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use mcp_proto::schema::Tool;
 use mcp_proto::server::ServerConfig;
-use mcp_proto::service::Server;
+use mcp_service::Server;
+use mcp_service::schema::Tool;
 use mcp_tests::everything;
 use mcp_tests::runtime::Runtime;
 use serde_json::json;

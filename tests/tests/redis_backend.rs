@@ -1,4 +1,4 @@
-//! The Redis cluster store (`mcp_proto::driver::redis`, issue 15) against a real
+//! The Redis cluster store (`mcp_redis`, issue 15) against a real
 //! `redis-server` (skipped when it is not installed, failing under `CI=true`):
 //!
 //! - conformance: one scripted sequence of store operations from three members, executed on
@@ -11,11 +11,12 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use mcp_driver::{ClusterBackend, ClusterInbox, StoreLink};
 use mcp_proto::ProtocolVersion;
 use mcp_proto::jsonrpc::{RequestId, Response};
 use mcp_proto::server::{
-    BusMessage, ClusterBackend, ClusterDelivery, ClusterInbox, FollowFrom, MemberId, MemoryCluster,
-    SessionRecord, StoreLink, StoreOp, StoreReply, Ticket,
+    BusMessage, ClusterDelivery, FollowFrom, MemberId, MemoryCluster, SessionRecord, StoreOp,
+    StoreReply, Ticket,
 };
 use mcp_tests::require_service;
 use mcp_tests::services::Redis;
@@ -448,8 +449,8 @@ fn request_streams(
 
 /// A prefix of its own per test (one Redis per test already; this keeps the keys apart if
 /// two backends ever share one).
-fn redis_config(prefix: &str) -> mcp_proto::driver::redis::RedisConfig {
-    mcp_proto::driver::redis::RedisConfig::default()
+fn redis_config(prefix: &str) -> mcp_redis::RedisConfig {
+    mcp_redis::RedisConfig::default()
         .with_prefix(prefix)
         .with_liveness_ttl(Duration::from_millis(600))
 }
@@ -588,12 +589,10 @@ async fn cluster_of_three(rt: Runtime, url: &str) -> Vec<Serving> {
             Runtime::Smol => mcp_smol::redis_backend(url, config),
         }
         .unwrap();
-        let cluster = ClusterConfig::new(format!("{name}{rt}"))
-            .unwrap()
-            .with_backend(backend);
+        let cluster = ClusterConfig::new(format!("{name}{rt}")).unwrap();
         let config = ServerConfig::default().with_cluster(cluster);
         out.push(
-            rt.serve(mcp_tests::everything::server(), config)
+            rt.serve_clustered(mcp_tests::everything::server(), config, backend)
                 .await
                 .unwrap(),
         );
@@ -605,9 +604,8 @@ struct RedisTestConfig;
 
 impl RedisTestConfig {
     /// The defaults, with a shorter reconnect backoff (the restart test waits for it).
-    fn fast() -> mcp_proto::driver::redis::RedisConfig {
-        mcp_proto::driver::redis::RedisConfig::default()
-            .with_reconnect_backoff_max(Duration::from_millis(200))
+    fn fast() -> mcp_redis::RedisConfig {
+        mcp_redis::RedisConfig::default().with_reconnect_backoff_max(Duration::from_millis(200))
     }
 }
 
@@ -805,11 +803,12 @@ async fn a_restarted_instance_mints_no_id_of_its_previous_life(rt: Runtime) {
             Runtime::Smol => mcp_smol::redis_backend(&redis.url(), RedisTestConfig::fast()),
         }
         .unwrap();
-        let cluster = ClusterConfig::new("a").unwrap().with_backend(backend);
+        let cluster = ClusterConfig::new("a").unwrap();
         let server = rt
-            .serve(
+            .serve_clustered(
                 mcp_tests::everything::server(),
                 ServerConfig::default().with_cluster(cluster),
+                backend,
             )
             .await
             .unwrap();
@@ -971,16 +970,16 @@ impl tokio::io::AsyncWrite for Gated {
 /// A Redis backend (on tokio, with `config`) whose connections are [`Gated`] by `gate`.
 fn gated_backend(
     url: &str,
-    config: mcp_proto::driver::redis::RedisConfig,
+    config: mcp_redis::RedisConfig,
     gate: &std::sync::Arc<std::sync::Mutex<Gate>>,
 ) -> std::sync::Arc<dyn ClusterBackend> {
     let gate = gate.clone();
-    mcp_proto::driver::redis::backend(mcp_tokio::Tokio, url, config, move |host, port| {
+    mcp_redis::backend(mcp_tokio::Tokio, url, config, move |host, port| {
         let gate = gate.clone();
         async move {
             let tcp = tokio::net::TcpStream::connect((&*host, port)).await?;
             tcp.set_nodelay(true)?;
-            Ok(Box::new(Gated { tcp, gate }) as Box<dyn mcp_proto::driver::redis::RedisIo>)
+            Ok(Box::new(Gated { tcp, gate }) as Box<dyn mcp_redis::RedisIo>)
         }
     })
     .unwrap()

@@ -3,7 +3,7 @@
 //! tokio AND smol in ONE process, against a real `redis-server`.
 //!
 //! Each test pins one finding; together they show what a runtime-neutral Redis executor in
-//! `mcp_proto::driver` can rely on:
+//! `mcp_driver` can rely on:
 //!
 //! 1. The crate's own connect (`Client::get_multiplexed_async_connection`) picks a runtime per
 //!    call (tokio if the calling thread is inside a tokio runtime, else smol's global
@@ -94,7 +94,7 @@ fn runtime_free() -> AsyncConnectionConfig {
         .set_response_timeout(None)
 }
 
-/// The connection's background future, boxed: what `mcp_proto::driver::Runtime::spawn` takes.
+/// The connection's background future, boxed: what `mcp_driver::Runtime::spawn` takes.
 type Driver = Pin<Box<dyn Future<Output = ()> + Send + 'static>>;
 
 /// A connection over a smol (async-io) `TcpStream` we dial, and its background future.

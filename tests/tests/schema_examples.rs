@@ -10,7 +10,7 @@ mod schema_support;
 
 use std::path::{Path, PathBuf};
 
-use mcp_proto::schema::*;
+use mcp_service::schema::*;
 use schema_support::{read_json, spec_data};
 use serde::Serialize;
 use serde::de::DeserializeOwned;

@@ -2,7 +2,7 @@
 //! map; values this crate does not know land in `Other` variants; discriminators and method
 //! names are still checked. Needs no spec data.
 
-use mcp_proto::schema::*;
+use mcp_service::schema::*;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};

@@ -1,4 +1,4 @@
-//! What `mcp_proto::schema` serializes is valid under the spec's own JSON Schemas.
+//! What `mcp_service::schema` serializes is valid under the spec's own JSON Schemas.
 //!
 //! Populated values of every modelled type (built in `schema_support::samples`) are
 //! serialized and validated against the definition of the same name in

@@ -4,9 +4,9 @@
 
 use mcp_proto::client::ClientSession;
 use mcp_proto::server::{Router, ServerConfig};
-use mcp_proto::service::Server;
-use mcp_proto::service::bind::{ClientBinding, ServerBinding};
-use mcp_proto::service::client::Client;
+use mcp_service::Server;
+use mcp_service::bind::{ClientBinding, ServerBinding};
+use mcp_service::client::Client;
 
 fn assert_send<T: Send>() {}
 fn assert_send_static<T: Send + 'static>() {}

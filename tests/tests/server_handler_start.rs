@@ -1,4 +1,4 @@
-//! How the server driver starts request handlers (`Limits::spawn_handlers`): by default it
+//! How the server driver starts request handlers (`DriverConfig::spawn_handlers`): by default it
 //! polls a new handler once on its own task, so a handler that answers without waiting costs
 //! no task; one that waits is spawned then and still answers; with `spawn_handlers` every
 //! handler gets a task of its own.
@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use mcp_proto::driver::{Limits, Runtime, ServerHandle};
+use mcp_driver::{DriverConfig, Runtime, ServerHandle};
 use mcp_proto::server::ServerConfig;
-use mcp_proto::service::server::BoxFuture;
-use mcp_proto::service::{CallToolResult, Server, Tool, ToolArgs};
+use mcp_service::server::BoxFuture;
+use mcp_service::{CallToolResult, Server, Tool, ToolArgs};
 use serde_json::{Value, json};
 use smol::stream::StreamExt;
 
@@ -92,7 +92,7 @@ fn text(answer: &Value) -> &str {
 }
 
 /// Initializes a session on a driver started with `limits`; the runtime and the session.
-async fn start(limits: Limits) -> (Counting, ServerHandle, String) {
+async fn start(limits: DriverConfig) -> (Counting, ServerHandle, String) {
     let rt = Counting::default();
     let handle = ServerHandle::start(&rt, server(), ServerConfig::default(), limits);
     let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -113,7 +113,7 @@ fn a_handler_that_answers_at_once_costs_no_task_and_one_that_waits_is_spawned() 
         .build()
         .unwrap();
     tokio.block_on(async {
-        let (rt, handle, session) = start(Limits::default()).await;
+        let (rt, handle, session) = start(DriverConfig::default()).await;
         let before = rt.spawned();
         let (status, _, answer) = post(&handle, Some(&session), call(1, "now")).await;
         assert_eq!((status, text(&answer)), (200, "now"), "{answer}");
@@ -132,7 +132,7 @@ fn with_spawn_handlers_every_handler_gets_a_task() {
         .build()
         .unwrap();
     tokio.block_on(async {
-        let (rt, handle, session) = start(Limits::default().with_spawn_handlers(true)).await;
+        let (rt, handle, session) = start(DriverConfig::default().with_spawn_handlers(true)).await;
         let before = rt.spawned();
         let (status, _, answer) = post(&handle, Some(&session), call(1, "now")).await;
         assert_eq!((status, text(&answer)), (200, "now"), "{answer}");

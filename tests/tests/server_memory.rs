@@ -128,9 +128,9 @@ fn idle_session_costs_at_most_512_bytes_in_the_router() {
 /// Keeps the `Mcp-Session-Id` of the response heads it is given.
 struct Sink(std::sync::Arc<std::sync::Mutex<Option<String>>>);
 
-impl mcp_proto::driver::ExchangeSink for Sink {
-    fn send(&mut self, reply: mcp_proto::driver::Reply) -> bool {
-        if let mcp_proto::driver::Reply::Head(_, headers) = reply
+impl mcp_driver::ExchangeSink for Sink {
+    fn send(&mut self, reply: mcp_driver::Reply) -> bool {
+        if let mcp_driver::Reply::Head(_, headers) = reply
             && let Some(id) = headers.get("mcp-session-id")
         {
             *self.0.lock().unwrap() = Some(id.to_str().unwrap().to_owned());
@@ -149,13 +149,13 @@ impl mcp_proto::driver::ExchangeSink for Sink {
 #[test]
 fn idle_session_costs_at_most_700_bytes_in_the_whole_driver() {
     let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    use mcp_proto::driver::{ServerDriver, ToDriver};
-    use mcp_proto::service::{CallToolResult, Server, Tool, ToolArgs};
+    use mcp_driver::{ServerDriver, ToDriver};
+    use mcp_service::{CallToolResult, Server, Tool, ToolArgs};
     let now = Instant::now();
     let server = Server::new("m", "0").tool(Tool::new("echo"), |_ctx, _args: ToolArgs| async {
         Ok(CallToolResult::text(""))
     });
-    let sleep: mcp_proto::service::bind::Sleep =
+    let sleep: mcp_service::bind::Sleep =
         std::sync::Arc::new(|_| Box::pin(std::future::pending::<()>()));
     let config = ServerConfig::default()
         .with_insecure_test_session_ids()
@@ -167,7 +167,7 @@ fn idle_session_costs_at_most_700_bytes_in_the_whole_driver() {
     );
     let initialized = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
     // Handlers that answer at once, answered in the same turn (as the driver does them).
-    let mut spawn = |mut task: mcp_proto::service::server::BoxFuture<'static, ()>| {
+    let mut spawn = |mut task: mcp_service::server::BoxFuture<'static, ()>| {
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
         assert!(task.as_mut().poll(&mut cx).is_ready(), "a handler waited");
     };

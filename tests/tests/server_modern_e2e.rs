@@ -16,10 +16,10 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use mcp_proto::mirror;
-use mcp_proto::schema::{Elicit, ElicitRequestParams};
 use mcp_proto::server::{AuthDecision, RequestHead, ServerConfig};
-use mcp_proto::service::server::seal::StateKeys;
-use mcp_proto::service::{CallToolResult, Server, Tool};
+use mcp_service::schema::{Elicit, ElicitRequestParams};
+use mcp_service::server::seal::StateKeys;
+use mcp_service::{CallToolResult, Server, Tool};
 use mcp_tests::runtime::{Runtime, Serving};
 use serde_json::{Value, json};
 
@@ -38,7 +38,7 @@ fn server() -> Server {
             "mode": "form", "message": "Your name?",
             "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}
         }))
-        .map_err(mcp_proto::service::Error::internal)?;
+        .map_err(mcp_service::Error::internal)?;
         let answer = ctx.send_request::<Elicit>(ask).await?;
         let name = serde_json::to_value(&answer.content).unwrap_or_default()["name"]
             .as_str()
@@ -231,9 +231,9 @@ async fn s_new_8_mcp_param_headers_checked_over_http(rt: Runtime) {
         Tool::with_schema("execute_sql", schema.as_object().unwrap().clone()),
         |_, _| async { Ok(CallToolResult::text("rows")) },
     );
-    let config = ServerConfig::default().with_modern().with_param_headers(
-        mcp_proto::service::bind::ServerBinding::param_headers_of(&server),
-    );
+    let config = ServerConfig::default()
+        .with_modern()
+        .with_param_headers(mcp_service::bind::ServerBinding::param_headers_of(&server));
     let serving = serve(rt, server, config).await;
     let addr = serving.local_addr();
     let params = json!({"name": "execute_sql", "arguments": {"region": "us-west1"}});
@@ -253,7 +253,7 @@ fn counted(runs: Arc<AtomicUsize>) -> Server {
                 "mode": "form", "message": "Your name?",
                 "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}
             }))
-            .map_err(mcp_proto::service::Error::internal)?;
+            .map_err(mcp_service::Error::internal)?;
             let answer = ctx.send_request::<Elicit>(ask).await?;
             let name = serde_json::to_value(&answer.content).unwrap_or_default()["name"]
                 .as_str()

@@ -1,15 +1,12 @@
 //! The modern era (2026-07-28) in the router, over raw HTTP inputs: S-NEW-1 … S-NEW-9, and
 //! that the legacy era on the same router is untouched.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use http::{Method, StatusCode};
 use mcp_proto::jsonrpc::{ErrorObject, Outcome};
-use mcp_proto::mirror::{self, ParamHeader};
-use mcp_proto::server::{
-    CancelReason, ParamHeaderSource, SendError, ServerConfig, ServerOutput, Target,
-};
+use mcp_proto::mirror::{self, ParamHeader, ParamHeaderTable};
+use mcp_proto::server::{CancelReason, SendError, ServerConfig, ServerOutput, Target};
 use mcp_tests::server_harness::{Harness, Req, raw};
 use serde_json::{Value, json};
 
@@ -346,17 +343,17 @@ fn s_new_8_mirrored_headers_are_checked_against_the_body() {
     assert_eq!(h.response(s).status(), StatusCode::OK);
 }
 
-struct Region;
-impl ParamHeaderSource for Region {
-    fn param_headers(&self, tool: &str) -> Vec<ParamHeader> {
-        match tool {
-            "execute_sql" => vec![ParamHeader {
-                name: "Region".into(),
-                path: vec!["region".into()],
-            }],
-            _ => Vec::new(),
-        }
-    }
+/// `execute_sql` mirrors its `region` argument as `Mcp-Param-Region`.
+fn region() -> ParamHeaderTable {
+    let mut table = ParamHeaderTable::new();
+    table.insert(
+        "execute_sql",
+        vec![ParamHeader {
+            name: "Region".into(),
+            path: vec!["region".into()],
+        }],
+    );
+    table
 }
 
 #[test]
@@ -364,7 +361,7 @@ fn s_new_8_mcp_param_headers_are_checked_with_the_tools_declarations() {
     let mut h = Harness::new(
         ServerConfig::default()
             .with_modern()
-            .with_param_headers(Arc::new(Region)),
+            .with_param_headers(region()),
     );
     let params = json!({"name": "execute_sql", "arguments": {"region": "us-west1", "query": "q"}});
     // Missing while the argument is present: rejected.
@@ -531,22 +528,24 @@ fn s_new_9_in_sse_mode_errors_keep_their_status_and_results_stream() {
     assert!(r.ended);
 }
 
-struct Broken;
-impl ParamHeaderSource for Broken {
-    fn param_headers(&self, _tool: &str) -> Vec<ParamHeader> {
+#[test]
+fn an_invalid_declaration_from_the_app_never_panics_the_router() {
+    let mut broken = ParamHeaderTable::new();
+    broken.insert(
+        "t",
         vec![ParamHeader {
             name: "not a token\r\n".into(),
             path: vec!["x".into()],
-        }]
-    }
-}
-
-#[test]
-fn an_invalid_declaration_from_the_app_never_panics_the_router() {
+        }],
+    );
+    assert!(
+        broken.is_empty(),
+        "a declaration that makes no header name is dropped"
+    );
     let mut h = Harness::new(
         ServerConfig::default()
             .with_modern()
-            .with_param_headers(Arc::new(Broken)),
+            .with_param_headers(broken),
     );
     let _ = h.send(modern(
         1,

@@ -8,12 +8,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use http::StatusCode;
-use mcp_proto::schema::{Elicit, ElicitRequestParams, ListRoots, RequestParams};
 use mcp_proto::server::{AuthDecision, RequestHead, ServerConfig, ServerOutput, StreamId};
-use mcp_proto::service::bind::{Routed, ServerBinding};
-use mcp_proto::service::server::seal::StateKeys;
-use mcp_proto::service::{CallToolResult, Server, Tool};
 use mcp_proto::{jsonrpc::Notification, mirror};
+use mcp_service::bind::{Routed, ServerBinding};
+use mcp_service::schema::{Elicit, ElicitRequestParams, ListRoots, RequestParams};
+use mcp_service::server::seal::StateKeys;
+use mcp_service::{CallToolResult, Server, Tool};
 use mcp_tests::exec::Executor;
 use mcp_tests::server_harness::{AppEvent, Harness, Req, raw};
 use serde_json::{Value, json};
@@ -544,6 +544,23 @@ fn s_new_8_mcp_param_headers_follow_the_tools_x_mcp_header() {
     let s =
         svc.send(modern(2, "tools/call", params, json!({})).header("mcp-param-region", "us-west1"));
     assert_eq!(text_of(&svc.json(s)), "rows");
+    // A tool added at runtime: the binding hands the router a new table of declarations.
+    let zone = json!({"type": "object", "properties": {
+        "zone": {"type": "string", "x-mcp-header": "Zone"}}});
+    server.add_tool(
+        Tool::with_schema("scan", zone.as_object().unwrap().clone()),
+        |_, _| async { Ok(CallToolResult::text("scanned")) },
+    );
+    svc.settle();
+    let params = json!({"name": "scan", "arguments": {"zone": "z1"}});
+    let s = svc.send(modern(3, "tools/call", params.clone(), json!({})));
+    assert_eq!(
+        svc.json(s)["error"]["code"],
+        -32020,
+        "the new tool's header is checked"
+    );
+    let s = svc.send(modern(4, "tools/call", params, json!({})).header("mcp-param-zone", "z1"));
+    assert_eq!(text_of(&svc.json(s)), "scanned");
 }
 
 #[test]
@@ -584,7 +601,7 @@ fn sessionless_requests_with_the_same_id_do_not_cross_talk() {
 
 #[test]
 fn s_new_9_listen_stream_carries_resource_updates_it_subscribed_to() {
-    let resource = mcp_proto::schema::Resource {
+    let resource = mcp_service::schema::Resource {
         uri: "file:///r".into(),
         name: "r".into(),
         ..Default::default()
@@ -662,7 +679,7 @@ fn modern_results_validate_against_the_2026_07_28_schema() {
     }
     // The server's own hint replaces the default.
     let server = mcp_tests::everything::server().cache_hint(
-        mcp_proto::schema::CacheScope::Public,
+        mcp_service::schema::CacheScope::Public,
         std::time::Duration::from_secs(60),
     );
     let mut svc = Svc::new(&server);
@@ -681,13 +698,13 @@ fn modern_results_validate_against_the_2026_07_28_schema() {
 /// tool error.
 #[test]
 fn convenience_asks_refuse_an_undeclared_capability_with_32021() {
-    use mcp_proto::schema::{CreateMessageRequestParams, RequestedSchema, Role, SamplingMessage};
+    use mcp_service::schema::{CreateMessageRequestParams, RequestedSchema, Role, SamplingMessage};
     let server = Server::new("needs", "1")
         .tool(Tool::new("sample"), |ctx, _| async move {
             ctx.create_message(CreateMessageRequestParams {
                 messages: vec![SamplingMessage::new(
                     Role::User,
-                    mcp_proto::schema::TextContent::new("hi"),
+                    mcp_service::schema::TextContent::new("hi"),
                 )],
                 max_tokens: 5,
                 ..CreateMessageRequestParams::default()
@@ -768,7 +785,7 @@ fn convenience_asks_refuse_an_undeclared_capability_with_32021() {
 /// `-32002`.
 #[test]
 fn an_unknown_resource_is_32602_for_a_modern_client() {
-    use mcp_proto::service::{Error, Resource};
+    use mcp_service::{Error, Resource};
     let server = Server::new("res", "1")
         .resource(Resource::new("test://gone", "gone"), |_, req| async move {
             Err(Error::resource_not_found(&req.uri))

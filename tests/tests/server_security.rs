@@ -235,13 +235,14 @@ fn s_auth_9_401_carries_www_authenticate_with_resource_metadata() {
     assert_eq!(h.response(s).status(), StatusCode::OK);
 }
 
-/// An asynchronous authenticator is the driver's to run: a router that gets a head without its
-/// verdict fails closed (503, never let through), and only MCP endpoint requests are judged.
+/// An asynchronous authenticator is the driver's to run: a router told that verdicts are
+/// required (as the driver tells it when it runs one) that gets a head without its verdict
+/// fails closed (503, never let through), and only MCP endpoint requests are judged.
 #[test]
 fn an_async_authenticator_without_its_verdict_fails_closed() {
     let cfg = ServerConfig::default()
         .with_protected_resource(prm())
-        .with_async_authenticator(|_: &RequestHead<'_>| async { AuthDecision::allow("alice") });
+        .with_requires_verdict(true);
     let head = |method: &str, path: &str| {
         http::Request::builder()
             .method(method)

@@ -8,10 +8,10 @@ use std::time::Duration;
 use mcp_proto::jsonrpc::{
     Message, Notification, Outcome, RawValue, Request, RequestId, Response, error_codes,
 };
-use mcp_proto::service::client::{
+use mcp_service::client::{
     Client, ClientTransport, RequestError, RequestOptions, ServerNotification,
 };
-use mcp_proto::service::{CallToolResult, PeerError, Server, Tool};
+use mcp_service::{CallToolResult, PeerError, Server, Tool};
 use mcp_tests::exec::Executor;
 use mcp_tests::harness::{conformance_client, pair};
 use serde_json::{Value, json};
@@ -185,7 +185,7 @@ fn concurrent_calls_get_their_own_progress() {
     let server = Server::new("p", "1").tool(
         Tool::new("count")
             .description("Counts to n")
-            .integer("n", mcp_proto::service::required()),
+            .integer("n", mcp_service::required()),
         |ctx, args| async move {
             let n = args.get_int("n", 0) as u64;
             for i in 1..=n {

@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use mcp_proto::jsonrpc::{Message, Outcome, RawValue, Request, RequestId, Response, error_codes};
-use mcp_proto::schema::{LoggingLevel, Root};
-use mcp_proto::service::client::{Client, ServerNotification};
-use mcp_proto::service::{
+use mcp_service::client::{Client, ServerNotification};
+use mcp_service::schema::{LoggingLevel, Root};
+use mcp_service::{
     CallToolResult, Error, Peer, PeerError, ResponseFuture, Server, Tool, ToolArgs, required,
 };
 use mcp_tests::everything;
@@ -96,7 +96,7 @@ fn closing_the_session_cancels_handlers() {
 /// executor's clock, or forever.
 struct NullPeer(Option<Executor>);
 impl Peer for NullPeer {
-    fn sleep(&self, d: Duration) -> mcp_proto::service::BoxFuture<'static, ()> {
+    fn sleep(&self, d: Duration) -> mcp_service::BoxFuture<'static, ()> {
         match &self.0 {
             Some(exec) => Box::pin(exec.sleep(d)),
             None => Box::pin(std::future::pending()),
@@ -294,13 +294,12 @@ fn runtime_changes_send_list_changed() {
             Ok(CallToolResult::text("late"))
         });
         server2.add_prompt(
-            mcp_proto::service::Prompt::new("p").description("d"),
-            |_, _| async { Ok(mcp_proto::service::GetPromptResult::user_text("x")) },
+            mcp_service::Prompt::new("p").description("d"),
+            |_, _| async { Ok(mcp_service::GetPromptResult::user_text("x")) },
         );
-        server2.add_resource(
-            mcp_proto::service::Resource::new("x://1", "one"),
-            |_, _| async { Ok(vec![]) },
-        );
+        server2.add_resource(mcp_service::Resource::new("x://1", "one"), |_, _| async {
+            Ok(vec![])
+        });
         client.ping().await.unwrap();
         let got = notes.drain();
         assert_eq!(
@@ -381,10 +380,10 @@ fn gated_server() -> Server {
                 .description("Samples")
                 .string("prompt", required()),
             |ctx, args: ToolArgs| async move {
-                let p = mcp_proto::schema::CreateMessageRequestParams {
-                    messages: vec![mcp_proto::schema::SamplingMessage::new(
-                        mcp_proto::schema::Role::User,
-                        mcp_proto::schema::TextContent::new(args.get_string("prompt", "")),
+                let p = mcp_service::schema::CreateMessageRequestParams {
+                    messages: vec![mcp_service::schema::SamplingMessage::new(
+                        mcp_service::schema::Role::User,
+                        mcp_service::schema::TextContent::new(args.get_string("prompt", "")),
                     )],
                     max_tokens: 10,
                     ..Default::default()
@@ -637,7 +636,7 @@ fn handler_can_observe_cancellation_between_awaits() {
 /// handler names none; contents that name one, or another URI, keep theirs.
 #[test]
 fn a_declared_mime_type_is_carried_into_read_contents() {
-    use mcp_proto::service::{Resource, ResourceContents, ResourceTemplate};
+    use mcp_service::{Resource, ResourceContents, ResourceTemplate};
     let server = Server::new("mime", "1")
         .resource(
             Resource::new("docs://readme", "readme").mime_type("text/markdown"),

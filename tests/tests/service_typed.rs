@@ -1,4 +1,4 @@
-//! Typed tools and prompts (`mcp_proto::service::typed`): the schemas generated from Rust
+//! Typed tools and prompts (`mcp_service::typed`): the schemas generated from Rust
 //! types, typed calls end to end through the in-memory pair, bad arguments reported exactly as
 //! for hand-written tools, typed output (`outputSchema`, `structuredContent` and the text
 //! fallback), typed prompt arguments, and the generated definitions valid under the spec's
@@ -7,8 +7,8 @@
 mod schema_support;
 
 use mcp_proto::jsonrpc::error_codes;
-use mcp_proto::service::client::Client;
-use mcp_proto::service::{
+use mcp_service::client::Client;
+use mcp_service::{
     CallToolResult, Error, GetPromptResult, Json, JsonSchema, Prompt, RequestContext, Server, Tool,
     ToolArgs, ToolResult, required, schemars,
 };

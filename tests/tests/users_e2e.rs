@@ -2,8 +2,8 @@
 //! and `users://{user_id}`), searched and paged; bad input gets a clear tool error.
 
 use mcp_proto::jsonrpc::error_codes;
-use mcp_proto::schema::{CallToolResult, ResourceContents};
-use mcp_proto::service::client::Client;
+use mcp_service::client::Client;
+use mcp_service::schema::{CallToolResult, ResourceContents};
 use mcp_tests::harness::pair;
 use mcp_tests::users;
 use serde_json::{Value, json};

@@ -3,7 +3,7 @@
 
 use mcp_proto::client::ClientConfig;
 use mcp_proto::server::ServerConfig;
-use mcp_proto::service::client::Client;
+use mcp_service::client::Client;
 use mcp_tests::pair::MemoryPair;
 use mcp_tests::users;
 use serde_json::json;

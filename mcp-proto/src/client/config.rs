@@ -8,7 +8,6 @@
 //! `x-mcp-header` declarations remembered.
 
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
 use http::{HeaderMap, Method};
@@ -93,7 +92,7 @@ pub(crate) enum Start {
 
 // S-NEW-10.
 /// Which era(s) a session may speak. The era is a property of the server, chosen
-/// once per origin; see [`EraCache`].
+/// once per origin; see [`ClientConfig::with_known_era`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum EraMode {
@@ -118,56 +117,6 @@ pub enum KnownEra {
     Legacy,
     /// It speaks the modern era, at this version.
     Modern(ProtocolVersion),
-}
-
-/// Where an [`EraCache`] keeps its entries: the in-memory map of the service layer
-/// (`EraCache::new`, with the `service` feature), or the application's own (a file, a
-/// database), so that the transport core itself holds no lock.
-pub trait EraStore: Send + Sync {
-    /// The era known for `origin`.
-    fn get(&self, origin: &str) -> Option<KnownEra>;
-    /// Records the era of `origin`.
-    fn insert(&self, origin: &str, era: KnownEra);
-    /// Forgets `origin`.
-    fn forget(&self, origin: &str);
-}
-
-// S-NEW-10.
-/// The era detected per origin, shared by every session given a clone ("cache the
-/// era per origin"; versioning.mdx: for the lifetime of the origin). The core does no I/O:
-/// the app names the origin (scheme, host and port of the endpoint) when it configures a
-/// session with [`ClientConfig::with_era_cache`]. Cheap to clone; clones share the entries.
-#[derive(Clone)]
-pub struct EraCache {
-    store: Arc<dyn EraStore>,
-}
-
-impl std::fmt::Debug for EraCache {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EraCache").finish_non_exhaustive()
-    }
-}
-
-impl EraCache {
-    /// A cache over the application's own store.
-    pub fn with_store(store: Arc<dyn EraStore>) -> Self {
-        EraCache { store }
-    }
-
-    /// The era known for `origin`.
-    pub fn get(&self, origin: &str) -> Option<KnownEra> {
-        self.store.get(origin)
-    }
-
-    /// Records the era of `origin` (the app may also preload it, e.g. from disk).
-    pub fn insert(&self, origin: &str, era: KnownEra) {
-        self.store.insert(origin, era);
-    }
-
-    /// Forgets `origin` (the next session probes again).
-    pub fn forget(&self, origin: &str) {
-        self.store.forget(origin);
-    }
 }
 
 // S-NEW-4.
@@ -209,7 +158,7 @@ pub struct ClientConfig {
     pub(crate) close_timeout: Duration,
     pub(crate) seed: u64,
     pub(crate) era: EraMode,
-    pub(crate) era_cache: Option<(EraCache, Box<str>)>,
+    pub(crate) known_era: Option<KnownEra>,
     pub(crate) identity: ClientIdentity,
     pub(crate) max_input_rounds: u32,
     pub(crate) subscription: Option<Value>,
@@ -236,7 +185,7 @@ impl Default for ClientConfig {
             close_timeout: Duration::from_secs(5),
             seed: 0x6D63_702D_636C_6E74,
             era: EraMode::Legacy,
-            era_cache: None,
+            known_era: None,
             identity: ClientIdentity::default(),
             max_input_rounds: 8,
             subscription: None,
@@ -265,7 +214,7 @@ impl fmt::Debug for ClientConfig {
             .field("close_timeout", &self.close_timeout)
             .field("seed", &self.seed)
             .field("era", &self.era)
-            .field("era_cache", &self.era_cache.as_ref().map(|(_, o)| o))
+            .field("known_era", &self.known_era)
             .field("identity", &self.identity)
             .field("max_input_rounds", &self.max_input_rounds)
             .field("subscription", &self.subscription)
@@ -335,7 +284,7 @@ impl ClientConfig {
     /// [`super::ClientError::Authorization`] carrying the retry limit) or
     /// [`super::ClientSession::authorization_failed`] fails it. `None` (the default): such a
     /// message fails at once with [`super::ClientError::AuthorizationRequired`]. The
-    /// driver's OAuth support ([`crate::driver::Connect::oauth`]) turns this on.
+    /// driver's OAuth support (`Connect::oauth` in `mcp-driver`) turns this on.
     pub fn with_authorization_hold(mut self, max_retries: Option<u32>) -> Self {
         self.auth_retries = max_retries;
         self
@@ -420,10 +369,13 @@ impl ClientConfig {
     }
 
     // S-NEW-10.
-    /// Shares `cache` for `origin`: a known legacy origin is not probed, a known
-    /// modern one is probed at its cached version, and what the probe learns is written back.
-    pub fn with_era_cache(mut self, cache: EraCache, origin: impl Into<String>) -> Self {
-        self.era_cache = Some((cache, origin.into().into_boxed_str()));
+    /// What the application remembers of this endpoint's era (a per-origin cache of its own,
+    /// e.g. the driver's `EraCache`, or a file): a known legacy origin is not probed, a known
+    /// modern one is probed at its version. What the session learns later comes out as
+    /// [`ClientEvent::KnownEraChanged`](super::ClientEvent::KnownEraChanged), for the
+    /// application to remember: the core itself keeps nothing between sessions.
+    pub fn with_known_era(mut self, era: Option<KnownEra>) -> Self {
+        self.known_era = era;
         self
     }
 

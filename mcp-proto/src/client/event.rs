@@ -198,8 +198,8 @@ pub enum ClientEvent {
     /// The bearer-token provider returned a value that cannot be a header; it was not sent.
     InvalidBearerToken,
     // S-NEW-10.
-    /// The server's era is known: probed (`cached: false`) or taken from the
-    /// [`super::EraCache`] (`cached: true`). `version` is the modern version in use, `None` for
+    /// The server's era is known: probed (`cached: false`) or taken from what the app
+    /// remembered ([`super::ClientConfig::with_known_era`], `cached: true`). `version` is the modern version in use, `None` for
     /// the legacy era (whose version `initialize` negotiates next).
     EraDetected {
         /// The era.
@@ -208,6 +208,15 @@ pub enum ClientEvent {
         version: Option<ProtocolVersion>,
         /// Whether it came from the cache.
         cached: bool,
+    },
+    // S-NEW-10.
+    /// What is known of the endpoint's era changed: the probe or `initialize` taught it
+    /// (`Some`), or what was known no longer holds (`None`: probe again next time). An
+    /// application that caches eras per origin records it, and passes it to the next
+    /// session with [`super::ClientConfig::with_known_era`].
+    KnownEraChanged {
+        /// The era now known, or `None` to forget.
+        era: Option<super::KnownEra>,
     },
     /// The server ended the modern listening stream with the response to
     /// `subscriptions/listen` (a graceful end); the stream is reopened like any ended one.

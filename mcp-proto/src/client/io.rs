@@ -16,6 +16,10 @@ use super::wire::{Message, RequestId, Response};
 pub struct StreamId(pub(crate) u64);
 
 impl StreamId {
+    /// An id no session allocates: for an exchange the session did not start (the OAuth
+    /// machine's requests, carried by the same HTTP engine).
+    pub const UNALLOCATED: StreamId = StreamId(u64::MAX);
+
     /// The raw number, for logs and maps.
     pub const fn as_u64(self) -> u64 {
         self.0

@@ -339,10 +339,8 @@ impl ClientSession {
         self.session_lost = false;
         // Only the `initialize` right after a failed probe can mean "HTTP+SSE only".
         self.fell_back = false;
-        if self.era_mode != EraMode::Legacy
-            && let Some((cache, origin)) = &self.era_cache
-        {
-            cache.insert(origin, KnownEra::Legacy);
+        if self.era_mode != EraMode::Legacy {
+            self.set_known_era(Some(KnownEra::Legacy));
         }
         self.event(match reinit {
             None => ClientEvent::Initialized {

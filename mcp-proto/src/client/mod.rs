@@ -107,8 +107,10 @@
 //! error or 4xx means legacy: the app's `initialize` is POSTed, and a 400/404/405 to it is
 //! [`ClientError::LegacySseTransport`] (HTTP+SSE, which we do not speak). A 5xx, a transport
 //! failure or a timeout fails the `initialize` without a verdict. `Modern` turns "legacy" into
-//! [`ClientError::ModernUnsupported`]. The verdict goes into the shared [`EraCache`] for the
-//! origin the app named (modern at once; legacy once `initialize` succeeded); a cached legacy
+//! [`ClientError::ModernUnsupported`]. The verdict goes out as
+//! [`ClientEvent::KnownEraChanged`] for the app to remember per origin (modern at once;
+//! legacy once `initialize` succeeded), and comes back in the next session's
+//! [`ClientConfig::with_known_era`] (the driver's `EraCache` does both); a cached legacy
 //! origin is not probed, a cached modern one is probed at its version, and a cached modern
 //! origin that answers as legacy is forgotten and falls back — at the probe, or later when an
 //! ordinary modern request gets a 400/404/405 without a JSON-RPC error (the next session
@@ -196,8 +198,7 @@ use http::{HeaderMap, HeaderValue, Method};
 
 pub use backoff::{BackoffConfig, FailureBudget};
 pub use config::{
-    ClientConfig, ClientIdentity, EraCache, EraMode, EraStore, HeaderContext, HeaderFn, KnownEra,
-    Limits, TokenProvider,
+    ClientConfig, ClientIdentity, EraMode, HeaderContext, HeaderFn, KnownEra, Limits, TokenProvider,
 };
 pub use error::{ApiMisuse, ClientError, Limit, ProtocolError};
 pub use event::{ClientEvent, CloseReason, ListenStop, StreamRole};
@@ -317,7 +318,9 @@ pub struct ClientSession {
     out: VecDeque<Output>,
     // ---- the modern era (2026-07-28) and era detection
     era_mode: EraMode,
-    era_cache: Option<(EraCache, Box<str>)>,
+    /// What is known of the endpoint's era (from the app, then learned); changes go out as
+    /// `ClientEvent::KnownEraChanged`.
+    known_era: Option<KnownEra>,
     identity: ClientIdentity,
     max_input_rounds: u32,
     subscription: Option<serde_json::Value>,
@@ -388,7 +391,7 @@ impl ClientSession {
             close_timeout,
             seed,
             era,
-            era_cache,
+            known_era,
             identity,
             max_input_rounds,
             subscription,
@@ -432,7 +435,7 @@ impl ClientSession {
             next_stream: 0,
             out: VecDeque::new(),
             era_mode: era,
-            era_cache,
+            known_era,
             identity,
             max_input_rounds,
             subscription,

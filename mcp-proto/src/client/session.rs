@@ -392,10 +392,9 @@ impl ClientSession {
                     && let ClientError::HttpStatus { status, .. } = &err
                     && matches!(status.as_u16(), 400 | 404 | 405)
                     && !answered
-                    && let Some((cache, origin)) = &self.era_cache
-                    && matches!(cache.get(origin), Some(KnownEra::Modern(_)))
+                    && matches!(self.known_era, Some(KnownEra::Modern(_)))
                 {
-                    cache.forget(origin);
+                    self.set_known_era(None);
                 }
                 self.fail_from_stream(now, stream, &id, err);
             }
@@ -978,7 +977,7 @@ impl ClientSession {
             return None;
         }
         self.probe_tried.clear();
-        let cached = self.era_cache.as_ref().and_then(|(c, o)| c.get(o));
+        let cached = self.known_era;
         match cached {
             Some(KnownEra::Legacy) if self.era_mode == EraMode::Auto => {
                 self.event(ClientEvent::EraDetected {
@@ -1045,9 +1044,11 @@ impl ClientSession {
         self.step(now, PhaseEvent::ReinitFailed(err));
     }
 
-    fn cache_era(&self, era: KnownEra) {
-        if let Some((cache, origin)) = &self.era_cache {
-            cache.insert(origin, era);
+    /// Records what is known of the endpoint's era; a change goes out to the app.
+    pub(super) fn set_known_era(&mut self, era: Option<KnownEra>) {
+        if self.known_era != era {
+            self.known_era = era;
+            self.event(ClientEvent::KnownEraChanged { era });
         }
     }
 
@@ -1061,14 +1062,14 @@ impl ClientSession {
                 if let Outcome::Result(raw) = response.outcome {
                     self.discovered = Some(raw);
                 }
-                self.cache_era(KnownEra::Modern(v));
+                self.set_known_era(Some(KnownEra::Modern(v)));
                 self.step(now, PhaseEvent::ProbeModern { stream });
             }
             Verdict::Retry(v) => self.send_probe(now, v),
             Verdict::ModernRefused(mut response) => {
                 // A modern server refused the probe: stay modern, give the app the error.
                 let v = self.version.unwrap_or(ProtocolVersion::V2026_07_28);
-                self.cache_era(KnownEra::Modern(v));
+                self.set_known_era(Some(KnownEra::Modern(v)));
                 self.event(ClientEvent::EraDetected {
                     era: crate::version::Era::Modern,
                     version: Some(v),
@@ -1118,9 +1119,7 @@ impl ClientSession {
             self.fail_app_init(now, ClientError::ModernUnsupported);
             return;
         }
-        if let Some((cache, origin)) = &self.era_cache {
-            cache.forget(origin);
-        }
+        self.set_known_era(None);
         self.step(now, PhaseEvent::ProbeLegacy);
     }
 

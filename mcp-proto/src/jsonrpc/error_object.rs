@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 /// [`PartialEq`] compares it byte for byte. The envelope parser drops unknown members
 /// (`extra` is empty); the encoder writes `extra` after `data` when it is not empty.
 ///
-/// The typed MCP layer (`mcp_proto::schema`) uses it with `serde_json::Value` or a typed `D`
+/// The typed MCP layer (`mcp_service::schema`) uses it with `serde_json::Value` or a typed `D`
 /// (`UnsupportedProtocolVersionData`, …) through serde, which keeps unknown members in
 /// `extra` for a lossless round trip. The spec's bare error shapes (`ParseError`,
 /// `InvalidRequestError`, …) are `ErrorObject<serde_json::Value>` with the matching
@@ -147,5 +147,44 @@ impl<'de, D: Deserialize<'de>> Deserialize<'de> for ErrorObject<D> {
         }
 
         deserializer.deserialize_map(ObjectVisitor(PhantomData))
+    }
+}
+
+/// The spec's bare error shapes, with untyped `data`.
+impl ErrorObject<serde_json::Value> {
+    /// `-32700`, parse error.
+    pub fn parse_error(message: impl Into<String>) -> Self {
+        Self::new(super::error_codes::PARSE_ERROR, message)
+    }
+
+    /// `-32600`, invalid request.
+    pub fn invalid_request(message: impl Into<String>) -> Self {
+        Self::new(super::error_codes::INVALID_REQUEST, message)
+    }
+
+    /// `-32601`, method not found.
+    pub fn method_not_found(message: impl Into<String>) -> Self {
+        Self::new(super::error_codes::METHOD_NOT_FOUND, message)
+    }
+
+    /// `-32602`, invalid params.
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        Self::new(super::error_codes::INVALID_PARAMS, message)
+    }
+
+    /// `-32603`, internal error.
+    pub fn internal_error(message: impl Into<String>) -> Self {
+        Self::new(super::error_codes::INTERNAL_ERROR, message)
+    }
+
+    /// `-32020`, header mismatch (2026-07-28).
+    pub fn header_mismatch(message: impl Into<String>) -> Self {
+        Self::new(super::error_codes::HEADER_MISMATCH, message)
+    }
+
+    /// Reads `data` as `T`: the typed view of an error received with untyped data. `None`
+    /// when there is no data; an error when it does not have `T`'s shape.
+    pub fn data_as<T: serde::de::DeserializeOwned>(&self) -> Option<Result<T, serde_json::Error>> {
+        self.data.clone().map(serde_json::from_value)
     }
 }

@@ -83,7 +83,7 @@ pub use serde_json::value::RawValue;
 /// `"key"` as written, or an escape (a key may be spelled with escapes). `false` is certain,
 /// so a reader that parses only to find `key` can skip the parse: `params._meta` is
 /// looked for in every request and present in few.
-pub(crate) fn may_have_member(raw: &str, key: &str) -> bool {
+pub fn may_have_member(raw: &str, key: &str) -> bool {
     let bytes = raw.as_bytes();
     memchr::memchr(b'\\', bytes).is_some()
         || memchr::memmem::find_iter(bytes, key.as_bytes())

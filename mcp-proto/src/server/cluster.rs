@@ -136,74 +136,6 @@ use super::{
 use crate::ProtocolVersion;
 use crate::jsonrpc::{Outcome, RequestId, Response};
 
-/// Executes a clustered router's store operations: the seam between the sans-IO router
-/// and a real store (Redis; `driver::SharedMemoryCluster` in one
-/// process). The driver connects each router once and hands it every [`StoreOp`] the
-/// router emits; the backend answers through the [`ClusterInbox`] it was given.
-///
-/// # Obligations
-///
-/// - Operations of one session are applied in the order they are submitted.
-/// - Every operation but [`StoreOp::Unfollow`] is answered exactly once, except
-///   [`StoreOp::Follow`], answered at once and then whenever its log grows, each answer
-///   continuing the previous one (a repeated event is tolerated, a skipped one is not),
-///   until [`StoreOp::Unfollow`]; a follow that breaks is answered [`StoreReply::Failed`].
-/// - Every call has a deadline and a bounded retry: an operation that cannot be done is
-///   answered [`StoreReply::Failed`], never left hanging (the router also times out).
-/// - [`BusMessage`]s of other routers are delivered to [`ClusterInbox::bus`]; when the
-///   backend may have missed some, it calls [`ClusterInbox::bus_lost`].
-/// - `submit` never blocks: it queues the operation for the backend's own tasks.
-pub trait ClusterBackend: Send + Sync + 'static {
-    /// Connects the router of instance `instance`: its answers and bus messages go to
-    /// `inbox`.
-    fn connect(&self, instance: &str, inbox: ClusterInbox) -> Box<dyn StoreLink>;
-}
-
-/// One router's connection to a [`ClusterBackend`].
-pub trait StoreLink: Send + 'static {
-    /// Queues `op` (named `ticket`), sent at `now`.
-    fn submit(&mut self, now: Instant, ticket: Ticket, op: StoreOp);
-}
-
-/// Where a [`ClusterBackend`] delivers one router's answers and bus messages (the driver
-/// feeds them to [`Router::handle_store`], [`Router::handle_bus`] and
-/// [`Router::handle_bus_lost`]). Cheap to clone.
-#[derive(Clone)]
-pub struct ClusterInbox {
-    deliver: std::sync::Arc<dyn Fn(super::ClusterDelivery) -> bool + Send + Sync>,
-}
-
-impl std::fmt::Debug for ClusterInbox {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ClusterInbox")
-    }
-}
-
-impl ClusterInbox {
-    /// An inbox that hands each delivery to `deliver` (`false`: the router is gone).
-    pub fn new(deliver: impl Fn(super::ClusterDelivery) -> bool + Send + Sync + 'static) -> Self {
-        ClusterInbox {
-            deliver: std::sync::Arc::new(deliver),
-        }
-    }
-
-    /// The answer to `ticket`; `false` when the router is gone.
-    pub fn reply(&self, ticket: Ticket, reply: StoreReply) -> bool {
-        (self.deliver)(super::ClusterDelivery::Reply(ticket, reply))
-    }
-
-    /// A message from another router; `false` when this router is gone.
-    pub fn bus(&self, message: BusMessage) -> bool {
-        (self.deliver)(super::ClusterDelivery::Bus(message))
-    }
-
-    /// Bus messages may have been missed (the subscription broke); `false` when the router
-    /// is gone.
-    pub fn bus_lost(&self) -> bool {
-        (self.deliver)(super::ClusterDelivery::BusLost)
-    }
-}
-
 /// A router's place in a cluster.
 #[derive(Clone)]
 #[non_exhaustive]
@@ -221,9 +153,6 @@ pub struct ClusterConfig {
     pub touch_interval: Option<Duration>,
     /// Messages kept in a session's listen log for `Last-Event-ID`. Default 1,024.
     pub listen_log_capacity: usize,
-    /// What executes the store operations (the driver connects the router to it). `None`:
-    /// a driver answers every operation as failed, so requests that need the store get 503.
-    pub backend: Option<std::sync::Arc<dyn ClusterBackend>>,
 }
 
 impl std::fmt::Debug for ClusterConfig {
@@ -233,7 +162,6 @@ impl std::fmt::Debug for ClusterConfig {
             .field("store_timeout", &self.store_timeout)
             .field("touch_interval", &self.touch_interval)
             .field("listen_log_capacity", &self.listen_log_capacity)
-            .field("backend", &self.backend.is_some())
             .finish()
     }
 }
@@ -254,7 +182,6 @@ impl ClusterConfig {
             store_timeout: Duration::from_secs(5),
             touch_interval: None,
             listen_log_capacity: 1024,
-            backend: None,
         })
     }
 
@@ -267,12 +194,6 @@ impl ClusterConfig {
     /// Sets [`touch_interval`](Self::touch_interval).
     pub fn with_touch_interval(mut self, every: Duration) -> Self {
         self.touch_interval = Some(every);
-        self
-    }
-
-    /// Sets [`backend`](Self::backend).
-    pub fn with_backend(mut self, backend: std::sync::Arc<dyn ClusterBackend>) -> Self {
-        self.backend = Some(backend);
         self
     }
 
@@ -340,8 +261,10 @@ pub enum FollowFrom {
 
 /// What the router asks of the store. Operations of one session must be applied in the
 /// order they are emitted; answers may come back in any order.
+///
+/// Exhaustive on purpose: a backend must apply every operation, so a new one is a change
+/// every backend's `match` has to see.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum StoreOp {
     /// The record of a session: [`StoreReply::Session`].
     Load {
@@ -523,9 +446,9 @@ pub enum StreamEnd {
 #[error("the session store is unavailable: {0}")]
 pub struct StoreError(pub Box<str>);
 
-/// What instances tell each other.
+/// What instances tell each other. Exhaustive on purpose, like [`StoreOp`]: a backend
+/// carries every message.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum BusMessage {
     /// The session was deleted: forget it.
     SessionDeleted {

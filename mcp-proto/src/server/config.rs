@@ -11,7 +11,7 @@
 //! | `WithStreamableHTTPCORS` | [`ServerConfig::cors`] | off |
 //! | `WithProtectedResourceMetadata` | [`ServerConfig::protected_resource`] | off |
 //! | `WithDisableStreaming` (GET) | [`ServerConfig::enable_get_stream`] | GET enabled |
-//! | auth middleware | [`ServerConfig::authenticator`], or [`ServerConfig::async_authenticator`] when the check awaits | none |
+//! | auth middleware | [`ServerConfig::authenticator`], or the driver's asynchronous authenticator (`DriverConfig::authenticator` in mcp-driver) when the check awaits | none |
 //! | session id manager | [`ServerConfig::session_ids`] | none: the adapters install a CSPRNG-backed one; a core without one refuses `initialize` (500) |
 //! | event store | [`ServerConfig::event_store`] | [`InMemoryEventStore`] |
 
@@ -19,9 +19,7 @@ use std::fmt;
 use std::net::IpAddr;
 use std::time::Duration;
 
-use super::security::{
-    AsyncAuthenticator, Authenticator, CorsConfig, HostValidation, ProtectedResourceMetadata,
-};
+use super::security::{Authenticator, CorsConfig, HostValidation, ProtectedResourceMetadata};
 use super::session::{DeterministicSessionIds, SessionIdGenerator};
 use super::store::{EventStore, InMemoryEventStore};
 use crate::ProtocolVersion;
@@ -147,12 +145,12 @@ pub struct ServerConfig {
     /// is how a modern client detects a legacy server.
     pub supported_versions: Vec<ProtocolVersion>,
     // S-NEW-8.
-    /// Where the router finds the `x-mcp-header` declarations of a tool, to check a modern
+    /// The `x-mcp-header` declarations of the server's tools, to check a modern
     /// `tools/call`'s `Mcp-Param-*` headers against its arguments. `None`: no
-    /// parameter headers are checked. The service binding provides one
-    /// (`ServerBinding::param_header_source` in the service layer)
-    /// and installs it on the router itself if none is configured.
-    pub param_headers: Option<std::sync::Arc<dyn ParamHeaderSource>>,
+    /// parameter headers are checked. The service binding builds the table from the server's
+    /// tools and hands it to the router ([`Router::set_param_headers`](super::Router::set_param_headers))
+    /// whenever they change, unless one is configured here.
+    pub param_headers: Option<crate::mirror::ParamHeaderTable>,
     /// At most this many 2026-07-28 requests in flight at once (each holds its HTTP
     /// exchange; `subscriptions/listen` streams count until closed); beyond it, 503.
     /// Default 10 000.
@@ -166,13 +164,12 @@ pub struct ServerConfig {
     pub protected_resource: Option<ProtectedResourceMetadata>,
     /// Validates each request's credentials; sessions are bound to the principal it returns.
     pub authenticator: Option<Box<dyn Authenticator + Send>>,
-    /// Validates each request's credentials asynchronously: the driver awaits it before the
-    /// router sees the head (see [`AsyncAuthenticator`]). A router driven without the driver
-    /// gets no verdict from it and answers 503, failing closed.
-    pub async_authenticator: Option<std::sync::Arc<dyn AsyncAuthenticator>>,
-    /// How long [`async_authenticator`](Self::async_authenticator) may take per request
-    /// before the request is answered 503. Default 10 s.
-    pub authentication_timeout: Duration,
+    /// Whether every request the authentication step judges
+    /// ([`needs_authentication`](Self::needs_authentication)) must come with its verdict
+    /// ([`RequestHead::verdict`](super::RequestHead::verdict)): set when an asynchronous step
+    /// outside the core (the driver's authenticator) judges requests before the router sees
+    /// them. A head without a verdict is then answered 503, failing closed. Default `false`.
+    pub requires_verdict: bool,
     /// Where session ids come from. `None` (the default): every adapter's constructor
     /// installs a CSPRNG-backed generator, and a router used without an adapter refuses
     /// `initialize` with 500 rather than hand out guessable ids. A deterministic generator
@@ -218,8 +215,7 @@ impl Default for ServerConfig {
             cors: None,
             protected_resource: None,
             authenticator: None,
-            async_authenticator: None,
-            authentication_timeout: Duration::from_secs(10),
+            requires_verdict: false,
             session_ids: None,
             event_store: Box::new(InMemoryEventStore::default()),
             cluster: None,
@@ -244,8 +240,7 @@ impl fmt::Debug for ServerConfig {
             .field("cors", &self.cors)
             .field("protected_resource", &self.protected_resource)
             .field("authenticator", &self.authenticator.is_some())
-            .field("async_authenticator", &self.async_authenticator.is_some())
-            .field("authentication_timeout", &self.authentication_timeout)
+            .field("requires_verdict", &self.requires_verdict)
             .finish_non_exhaustive()
     }
 }
@@ -352,16 +347,9 @@ impl ServerConfig {
         self
     }
 
-    /// The auth hook that awaits (JWKS fetch, token introspection): see
-    /// [`AsyncAuthenticator`]. Takes the place of [`with_authenticator`](Self::with_authenticator)'s.
-    pub fn with_async_authenticator(mut self, auth: impl AsyncAuthenticator) -> Self {
-        self.async_authenticator = Some(std::sync::Arc::new(auth));
-        self
-    }
-
-    /// Sets [`authentication_timeout`](Self::authentication_timeout).
-    pub fn with_authentication_timeout(mut self, timeout: Duration) -> Self {
-        self.authentication_timeout = timeout;
+    /// Sets [`requires_verdict`](Self::requires_verdict).
+    pub fn with_requires_verdict(mut self, required: bool) -> Self {
+        self.requires_verdict = required;
         self
     }
 
@@ -529,9 +517,9 @@ impl ServerConfig {
             .any(|v| v.era() == crate::Era::Modern)
     }
 
-    /// Where `x-mcp-header` declarations come from (see [`ServerConfig::param_headers`]).
-    pub fn with_param_headers(mut self, source: std::sync::Arc<dyn ParamHeaderSource>) -> Self {
-        self.param_headers = Some(source);
+    /// The `x-mcp-header` declarations of the tools (see [`ServerConfig::param_headers`]).
+    pub fn with_param_headers(mut self, table: crate::mirror::ParamHeaderTable) -> Self {
+        self.param_headers = Some(table);
         self
     }
 
@@ -546,12 +534,4 @@ impl ServerConfig {
         }
         self
     }
-}
-
-// S-NEW-8.
-/// The `x-mcp-header` declarations of the tools a server offers, for the router's
-/// check of `Mcp-Param-*` headers.
-pub trait ParamHeaderSource: Send + Sync {
-    /// The declarations of tool `name` (empty for an unknown tool or one without any).
-    fn param_headers(&self, tool: &str) -> Vec<crate::mirror::ParamHeader>;
 }

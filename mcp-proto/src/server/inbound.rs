@@ -67,7 +67,7 @@ fn origin_of(headers: &HeaderMap) -> Option<Box<str>> {
 
 impl Router {
     /// Whether `head` is a request the authentication step judges: what a driver running an
-    /// [`AsyncAuthenticator`](super::AsyncAuthenticator) asks before it awaits a verdict
+    /// asynchronous authenticator (the driver's) asks before it awaits a verdict
     /// (see [`ServerConfig::needs_authentication`](super::ServerConfig::needs_authentication)).
     pub fn needs_authentication(&self, head: &RequestHead<'_>) -> bool {
         self.config.needs_authentication(head)
@@ -405,7 +405,7 @@ impl Router {
         let decision = match (head.verdict, self.config.authenticator.as_mut()) {
             (Some(verdict), _) => verdict.clone(),
             // Configured but not run (a router driven without the driver): fail closed.
-            (None, _) if self.config.async_authenticator.is_some() => AuthDecision::Unavailable {
+            (None, _) if self.config.requires_verdict => AuthDecision::Unavailable {
                 description: Some("the asynchronous authenticator did not run".to_owned()),
             },
             (None, Some(auth)) => auth.authenticate(head),

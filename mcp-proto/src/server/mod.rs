@@ -103,16 +103,16 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, StatusCode, Uri};
 
 pub use cluster::{
-    BusMessage, ClusterBackend, ClusterConfig, ClusterInbox, FollowFrom, InvalidInstanceName,
-    LogEvent, SessionRecord, StoreError, StoreLink, StoreOp, StoreReply, StreamEnd, Ticket,
+    BusMessage, ClusterConfig, FollowFrom, InvalidInstanceName, LogEvent, SessionRecord,
+    StoreError, StoreOp, StoreReply, StreamEnd, Ticket,
 };
-pub use config::{OverflowPolicy, ParamHeaderSource, ResponseMode, ServerConfig};
+pub use config::{OverflowPolicy, ResponseMode, ServerConfig};
 pub use drain::DEFAULT_SHUTDOWN_GRACE;
 pub use error::{CancelReason, CloseReason, ProtocolError, SendError, ServerRequestError};
 pub use memory_cluster::{ClusterDelivery, MemberId, MemoryCluster};
 pub use security::{
-    AllowedOrigins, AsyncAuthenticator, AuthDecision, Authenticator, CorsConfig, HostValidation,
-    ProtectedResourceMetadata, WELL_KNOWN_PRM,
+    AllowedOrigins, AuthDecision, Authenticator, CorsConfig, HostValidation,
+    ProtectedResourceMetadata, WELL_KNOWN_PRM, needs_authentication,
 };
 pub use session::{DeterministicSessionIds, SessionIdGenerator, is_valid_session_id};
 pub use sessionless::REMOVED_IN_MODERN;
@@ -637,10 +637,10 @@ impl Router {
                 .is_some_and(|p| p.serves(path, &self.config.endpoint_path))
     }
 
-    /// Installs where `x-mcp-header` declarations come from (see
-    /// [`ServerConfig::param_headers`]); the service binding calls it when none is configured.
-    pub fn set_param_headers(&mut self, source: std::sync::Arc<dyn ParamHeaderSource>) {
-        self.config.param_headers = Some(source);
+    /// Replaces the `x-mcp-header` declarations of the tools (see
+    /// [`ServerConfig::param_headers`]); the service binding calls it when the tools change.
+    pub fn set_param_headers(&mut self, table: crate::mirror::ParamHeaderTable) {
+        self.config.param_headers = Some(table);
     }
 
     fn advance(&mut self, now: Instant) {

@@ -398,41 +398,10 @@ where
     }
 }
 
-/// The authentication step that may await (a key-set fetch, token introspection, a
-/// database): the driver asks it about every request that
-/// [`needs authentication`](super::Router::needs_authentication), before the head reaches
-/// the router, bounded by [`ServerConfig::authentication_timeout`](super::ServerConfig); the
-/// router then applies the verdict ([`RequestHead::verdict`]) as it would an
-/// [`Authenticator`]'s: 401 with a `Bearer` challenge naming the protected resource metadata,
-/// 403 `insufficient_scope`, 503 when unavailable, and sessions bound to the principal.
-///
-/// A closure `Fn(&RequestHead) -> impl Future<Output = AuthDecision>` is one: take what it
-/// needs from the head (the `Authorization` header) before its future starts.
-pub trait AsyncAuthenticator: Send + Sync + 'static {
-    /// Decides about one request from its head.
-    fn authenticate(
-        &self,
-        head: &RequestHead<'_>,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = AuthDecision> + Send + 'static>>;
-}
-
-impl<F, Fut> AsyncAuthenticator for F
-where
-    F: Fn(&RequestHead<'_>) -> Fut + Send + Sync + 'static,
-    Fut: std::future::Future<Output = AuthDecision> + Send + 'static,
-{
-    fn authenticate(
-        &self,
-        head: &RequestHead<'_>,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = AuthDecision> + Send + 'static>> {
-        Box::pin(self(head))
-    }
-}
-
 /// Whether a request is one the authentication step judges: a request to the MCP endpoint,
 /// except CORS preflights; never the protected resource metadata, which clients must reach
 /// without credentials (RFC 9728).
-pub(crate) fn needs_authentication(
+pub fn needs_authentication(
     endpoint_path: &str,
     metadata: Option<&ProtectedResourceMetadata>,
     head: &RequestHead<'_>,

@@ -160,23 +160,15 @@ impl Router {
         }
         let params = request.params.as_deref();
         let parsed: Option<MetaOnly> = params.and_then(|p| serde_json::from_str(p.get()).ok());
+        // The table keeps only declarations that make a header name
+        // (`ParamHeaderTable::insert`).
         let decls = match (&self.config.param_headers, method, &parsed) {
-            (Some(source), "tools/call", Some(MetaOnly { name: Some(n), .. })) => n
-                .as_str()
-                .map(|n| source.param_headers(n))
-                .unwrap_or_default(),
-            _ => Vec::new(),
+            (Some(table), "tools/call", Some(MetaOnly { name: Some(n), .. })) => {
+                n.as_str().map_or(&[][..], |n| table.get(n))
+            }
+            _ => &[],
         };
-        // A source may hand back declarations nobody validated: keep only those that make a
-        // header name (mirror::ParamHeader::header_name would refuse the others).
-        let decls: Vec<_> = decls
-            .into_iter()
-            .filter(|d| {
-                let name = format!("{}{}", mirror::MCP_PARAM_PREFIX, d.name);
-                !d.name.is_empty() && http::HeaderName::from_bytes(name.as_bytes()).is_ok()
-            })
-            .collect();
-        mirror::check_headers(mirrored, method, params, &decls)
+        mirror::check_headers(mirrored, method, params, decls)
             .map_err(|e| ProtocolError::HeaderMismatch(e.to_string().into()))?;
         let meta = parsed.and_then(|p| p.meta);
         let has = |key: &str, object: bool| {

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use mcp_proto::server::ServerConfig;
-use mcp_proto::service::{CallToolResult, Server, Tool, ToolArgs, required};
+use mcp_service::{CallToolResult, Server, Tool, ToolArgs, required};
 
 use crate::process::URL_LINE;
 
@@ -61,11 +61,15 @@ pub async fn serve_tokio(
     listener: tokio::net::TcpListener,
     server: Server,
     config: ServerConfig,
+    driver: mcp_tokio::DriverConfig,
 ) -> std::io::Result<()> {
-    let serving = mcp_tokio::serve(listener, server, config)?;
+    let serving = mcp_tokio::serve(listener, server)
+        .config(config)
+        .driver(driver)
+        .start()?;
     println!("{URL_LINE}{}", serving.url());
     wait_for_stdin_eof().await;
-    serving.shutdown_handle().shutdown();
+    serving.handle().shutdown();
     Ok(())
 }
 
@@ -79,13 +83,21 @@ pub async fn serve_tokio(
 /// # Errors
 ///
 /// When it cannot bind or serve.
-pub fn serve_smol_parked(bind: &str, server: Server, config: ServerConfig) -> std::io::Result<()> {
+pub fn serve_smol_parked(
+    bind: &str,
+    server: Server,
+    config: ServerConfig,
+    driver: mcp_smol::DriverConfig,
+) -> std::io::Result<()> {
     let listener = smol::block_on(smol::net::TcpListener::bind(bind))?;
-    let serving = mcp_smol::serve(listener, server, config)?;
+    let serving = mcp_smol::serve(listener, server)
+        .config(config)
+        .driver(driver)
+        .start()?;
     println!("{URL_LINE}{}", serving.url());
     let mut sink = Vec::new();
     let _ = std::io::Read::read_to_end(&mut std::io::stdin(), &mut sink);
-    serving.shutdown_handle().shutdown();
+    serving.handle().shutdown();
     Ok(())
 }
 

@@ -5,7 +5,7 @@
 use std::process::ExitCode;
 
 use mcp_proto::server::{ClusterConfig, ServerConfig};
-use mcp_proto::service::Server;
+use mcp_service::Server;
 
 use crate::{echo, pin_to};
 
@@ -90,7 +90,8 @@ pub fn store_args(
     }
 }
 
-/// `config`, as cluster instance `name` on the Redis at `url` when `redis` is given.
+/// `config` and the driver's configuration, as cluster instance `name` on the Redis at `url`
+/// when `redis` is given.
 ///
 /// # Errors
 ///
@@ -99,14 +100,14 @@ pub fn with_store(
     rt: Rt,
     config: ServerConfig,
     redis: Option<&RedisStore>,
-) -> std::io::Result<ServerConfig> {
+) -> std::io::Result<(ServerConfig, mcp_tokio::DriverConfig)> {
     let Some(RedisStore {
         url,
         instance: name,
         in_flight,
     }) = redis
     else {
-        return Ok(config);
+        return Ok((config, Default::default()));
     };
     let mut settings = mcp_tokio::RedisConfig::default().with_prefix(KEY_PREFIX);
     if let Some(n) = in_flight {
@@ -118,9 +119,9 @@ pub fn with_store(
     }
     .map_err(std::io::Error::other)?;
     let cluster = ClusterConfig::new(name.as_str())
-        .map_err(|e| std::io::Error::other(format!("instance name {name:?}: {e:?}")))?
-        .with_backend(backend);
-    Ok(config.with_cluster(cluster))
+        .map_err(|e| std::io::Error::other(format!("instance name {name:?}: {e:?}")))?;
+    let driver = mcp_tokio::DriverConfig::default().with_cluster_backend(backend);
+    Ok((config.with_cluster(cluster), driver))
 }
 
 /// Serves `server` with `config` (on the store `redis` names) on `bind` with adapter `rt`,
@@ -144,11 +145,12 @@ pub fn serve(
     let result = match rt {
         // smol's executor threads start after the pinning and inherit it.
         Rt::Smol => with_store(rt, config, redis)
-            .and_then(|config| echo::serve_smol_parked(bind, server, config)),
+            .and_then(|(config, driver)| echo::serve_smol_parked(bind, server, config, driver)),
         Rt::Tokio => match crate::current_thread() {
             Ok(runtime) => runtime.block_on(async {
                 let listener = tokio::net::TcpListener::bind(bind).await?;
-                echo::serve_tokio(listener, server, with_store(rt, config, redis)?).await
+                let (config, driver) = with_store(rt, config, redis)?;
+                echo::serve_tokio(listener, server, config, driver).await
             }),
             Err(e) => Err(std::io::Error::other(e)),
         },

@@ -53,7 +53,7 @@ enum ServerKind {
     /// The floor: hyper 1 + tokio parsing each body and answering one SSE frame, keeping and
     /// checking nothing (`mcp_bench::floor`), the practical lower bound.
     Floor,
-    /// `mcp_tokio::serve` on `mcp_proto::service::Server`.
+    /// `mcp_tokio::serve` on `mcp_service::Server`.
     Ours,
     /// `mcp_smol::serve` (smol + async-h1) on the same `Server`.
     Smol,
@@ -128,7 +128,10 @@ impl ServerKind {
     async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
         match self {
             ServerKind::Floor => mcp_bench::floor::serve(listener).await,
-            ServerKind::Ours => echo::serve_tokio(listener, echo::server(), echo::config()).await,
+            ServerKind::Ours => {
+                echo::serve_tokio(listener, echo::server(), echo::config(), Default::default())
+                    .await
+            }
             // Served by its own runtime (see `main`), never through a tokio listener.
             ServerKind::Smol => Err(std::io::Error::other("the smol server runs on smol")),
             ServerKind::Rmcp => rmcp_server::serve(listener).await,
@@ -404,7 +407,7 @@ fn main() -> ExitCode {
             }
             let result = if kind == ServerKind::Smol {
                 // smol's executor threads start after the pinning and inherit it.
-                echo::serve_smol_parked(&bind, echo::server(), echo::config())
+                echo::serve_smol_parked(&bind, echo::server(), echo::config(), Default::default())
             } else {
                 let rt = match mcp_bench::current_thread() {
                     Ok(rt) => rt,

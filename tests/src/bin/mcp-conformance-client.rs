@@ -26,16 +26,16 @@ use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use mcp_driver::OAuth;
 use mcp_proto::auth::{ClientCredentials, ClientMetadata, OAuthConfig};
 use mcp_proto::client::{ClientConfig, EraMode};
-use mcp_proto::driver::OAuth;
-use mcp_proto::schema::{
+use mcp_proto::version::ProtocolVersion;
+use mcp_service::Error;
+use mcp_service::client::{Client as ServiceClient, ClientBuilder};
+use mcp_service::schema::{
     CreateMessageResult, ElicitAction, ElicitRequestParams, ElicitResult, ElicitValue, Role, Root,
     SamplingMessageContentBlock, StopReason, TextContent, Tool,
 };
-use mcp_proto::service::Error;
-use mcp_proto::service::client::{Client as ServiceClient, ClientBuilder};
-use mcp_proto::version::ProtocolVersion;
 use mcp_tests::auth_server::browser;
 use mcp_tests::runtime::{Client as RtClient, Runtime};
 use serde_json::{Map, Value, json};

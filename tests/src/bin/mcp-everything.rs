@@ -119,23 +119,30 @@ async fn run(args: Args) -> ExitCode {
         config = config.with_cors(CorsConfig::allow_origins(args.allow_origins.clone()));
     }
     let runtime = args.runtime;
-    let applied = args
-        .scale
-        .apply(mcp_tests::everything::server(), config, |url| {
+    let applied = args.scale.apply(
+        mcp_tests::everything::server(),
+        config,
+        Default::default(),
+        |url| {
             match runtime {
                 Runtime::Tokio => mcp_tokio::redis_backend(url, Default::default()),
                 Runtime::Smol => mcp_smol::redis_backend(url, Default::default()),
             }
             .map_err(|e| e.to_string())
-        });
-    let (server, config) = match applied {
-        Ok(pair) => pair,
+        },
+    );
+    let (server, config, driver) = match applied {
+        Ok(applied) => applied,
         Err(e) => {
             eprintln!("{e}");
             return ExitCode::from(2);
         }
     };
-    let serving = match args.runtime.serve_on(args.bind, server, config).await {
+    let serving = match args
+        .runtime
+        .serve_with(args.bind, server, config, driver)
+        .await
+    {
         Ok(s) => s,
         Err(e) => {
             eprintln!("cannot serve on {}: {e}", args.bind);

@@ -20,11 +20,11 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use mcp_proto::client::{ClientConfig, EraMode};
-use mcp_proto::schema::{
+use mcp_service::client::{Client as ServiceClient, ServerNotification};
+use mcp_service::schema::{
     CallToolResult, ContentBlock, CreateMessageResult, Role, SamplingContent,
     SamplingMessageContentBlock, StopReason, TextContent,
 };
-use mcp_proto::service::client::{Client as ServiceClient, ServerNotification};
 use mcp_tests::runtime::Runtime;
 use serde_json::json;
 

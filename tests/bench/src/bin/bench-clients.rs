@@ -174,7 +174,7 @@ enum Conn {
 /// A cloneable handle to make calls from many tasks.
 #[derive(Clone)]
 enum Caller {
-    Ours(mcp_proto::service::client::Client),
+    Ours(mcp_service::client::Client),
     Rmcp(rmcp::Peer<rmcp::RoleClient>),
 }
 

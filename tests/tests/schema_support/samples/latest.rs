@@ -1,6 +1,6 @@
 //! Samples of every modelled 2025-11-25 definition.
 
-use mcp_proto::schema::*;
+use mcp_service::schema::*;
 use serde_json::json;
 
 use super::*;

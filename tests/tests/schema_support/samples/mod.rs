@@ -12,7 +12,7 @@ pub(crate) use older::{rev_2025_03_26, rev_2025_06_18};
 
 use std::collections::BTreeMap;
 
-use mcp_proto::schema::*;
+use mcp_service::schema::*;
 use serde::Serialize;
 use serde_json::{Value, json};
 

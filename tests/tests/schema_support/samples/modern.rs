@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use mcp_proto::schema::*;
+use mcp_service::schema::*;
 use serde_json::json;
 
 use super::*;
@@ -216,7 +216,7 @@ pub(crate) fn rev_2026_07_28() -> Vec<Sample> {
             "UnsupportedProtocolVersionError",
             &UnsupportedProtocolVersionError {
                 id: Some(1.into()),
-                error: ErrorObject::unsupported_protocol_version(
+                error: UnsupportedProtocolVersionData::error(
                     "1900-01-01",
                     [ProtocolVersion::V2026_07_28.as_str()],
                 ),
@@ -226,7 +226,7 @@ pub(crate) fn rev_2026_07_28() -> Vec<Sample> {
             "MissingRequiredClientCapabilityError",
             &MissingRequiredClientCapabilityError {
                 id: Some(1.into()),
-                error: ErrorObject::missing_required_client_capability(
+                error: MissingRequiredClientCapabilityData::error(
                     "Needs elicitation",
                     ClientCapabilities {
                         elicitation: Some(ElicitationCapability::default()),

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use mcp_proto::schema::*;
+use mcp_service::schema::*;
 use serde_json::json;
 
 use super::*;

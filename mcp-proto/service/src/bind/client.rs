@@ -1,0 +1,137 @@
+//! [`ClientBinding`]: a [`Client`] on a [`ClientSession`].
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::{Queue, Routed, Wake};
+use crate::PeerError;
+use crate::client::{Client, ClientBuilder, ClientTransport};
+use mcp_proto::client::{ClientSession, Output, RequestResult};
+use mcp_proto::jsonrpc::{Message, RequestId};
+
+enum Command {
+    Send(Message),
+    Cancel(RequestId, String),
+}
+
+struct BoundTransport {
+    queue: Arc<Queue<Command>>,
+}
+
+impl ClientTransport for BoundTransport {
+    fn send(&self, message: Message) -> Result<(), PeerError> {
+        self.queue.push(Command::Send(message));
+        Ok(())
+    }
+
+    fn cancel(&self, id: &RequestId, reason: &str) -> Result<(), PeerError> {
+        self.queue
+            .push(Command::Cancel(id.clone(), reason.to_owned()));
+        Ok(())
+    }
+}
+
+// S-NEW-5, S-NEW-6.
+/// A [`Client`] on a [`ClientSession`]: calls become `send`, dropped calls `cancel`,
+/// outcomes complete the calls, and server requests come back as futures to spawn. See the
+/// [module docs](super).
+///
+/// Both eras go through the same code. In the modern era (a session built with
+/// `EraMode::Auto` or `Modern`, or `with_version(2026-07-28)`): `Client::initialize` is
+/// answered by the session from `server/discover`; the input requests of an
+/// `InputRequiredResult` arrive as server requests, are answered by the builder's sampling /
+/// elicitation / roots handlers, and their answers are absorbed by the session, which retries
+/// the call (MRTR) — the call's future sees only the final result; a dropped call
+/// closes its stream instead of sending `notifications/cancelled`.
+pub struct ClientBinding {
+    client: Client,
+    queue: Arc<Queue<Command>>,
+}
+
+impl std::fmt::Debug for ClientBinding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientBinding")
+            .field("client", &self.client)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClientBinding {
+    /// Builds the client from `builder`; `wake` is called whenever it queues a message.
+    pub fn new(builder: ClientBuilder, wake: Wake) -> Self {
+        let queue = Arc::new(Queue::new(wake));
+        let client = builder.build(Arc::new(BoundTransport {
+            queue: queue.clone(),
+        }));
+        ClientBinding { client, queue }
+    }
+
+    /// The client (cheap to clone; hand it to the application).
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Applies the client's queued messages and cancellations to `session`, in order.
+    /// Returns whether anything was applied.
+    pub fn apply(&mut self, session: &mut ClientSession, now: Instant) -> bool {
+        let commands = self.queue.drain();
+        let any = !commands.is_empty();
+        for command in commands {
+            match command {
+                Command::Send(message) => {
+                    let id = match &message {
+                        Message::Request(r) => Some(r.id.clone()),
+                        _ => None,
+                    };
+                    if let Err(e) = session.send_message(now, message)
+                        && let Some(id) = id
+                    {
+                        self.client.fail_request(&id, PeerError::from(e));
+                    }
+                }
+                Command::Cancel(id, reason) => {
+                    // Already ended: nothing to cancel.
+                    let _ = session.cancel(now, &id, Some(&reason));
+                }
+            }
+        }
+        any
+    }
+
+    /// Takes one session output: messages and outcomes are consumed (a server request
+    /// becomes a future to spawn), HTTP intents, aborts and events are given back.
+    pub fn handle_output(&mut self, output: Output) -> Routed<Output> {
+        match output {
+            Output::Message(delivered) => match self.client.handle_message(delivered.message) {
+                Some(answer) => {
+                    let queue = self.queue.clone();
+                    Routed::Spawn(Box::pin(async move {
+                        if let Some(response) = answer.await {
+                            queue.push(Command::Send(Message::Response(response)));
+                        }
+                    }))
+                }
+                None => Routed::Done,
+            },
+            Output::Outcome(outcome) => {
+                match outcome.result {
+                    RequestResult::Response { response, .. } => {
+                        self.client.handle_response(response);
+                    }
+                    RequestResult::Failed(e) => {
+                        self.client.fail_request(&outcome.id, PeerError::from(e));
+                    }
+                    // The call was dropped by its owner: nobody waits.
+                    RequestResult::Cancelled => {}
+                }
+                Routed::Done
+            }
+            Output::Event(event) => {
+                // To the app's event streams, and back to the adapter (which logs it).
+                self.client.handle_event(&event);
+                Routed::Transport(Output::Event(event))
+            }
+            other => Routed::Transport(other),
+        }
+    }
+}

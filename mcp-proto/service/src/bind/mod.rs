@@ -1,0 +1,90 @@
+//! Binding the service to the sans-IO transport: [`ServerBinding`] (a [`Server`] behind a
+//! [`Router`](mcp_proto::server::Router)) and [`ClientBinding`] (a [`Client`] on a
+//! [`ClientSession`](mcp_proto::client::ClientSession)).
+//!
+//! An adapter's driver loop stays what the state machines ask for — drain outputs, sleep
+//! until the deadline or the next input, feed what fired — with two additions:
+//!
+//! 1. pass every output to the binding's `handle_output`: transport outputs (HTTP heads,
+//!    bodies, ends, intents, events) come back as [`Routed::Transport`] for the adapter to
+//!    perform; application outputs are consumed, and the ones that need work come back as
+//!    [`Routed::Spawn`] futures (a handler, an answer to a server request) to spawn;
+//! 2. call the binding's `apply` before draining: it applies, in order, what the service
+//!    queued meanwhile (responses, notifications, server→client requests, client messages
+//!    and cancellations). The `wake` callback given at construction is called whenever
+//!    something is queued, so the loop knows to run.
+//!
+//! The machines stay owned by the driver (no lock around them, no `Send` needed); the
+//! service reaches them only through the binding's queue, which also keeps the order the
+//! [`Peer`](super::Peer) contract promises: what a handler sends precedes its response.
+
+mod client;
+mod server;
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+pub use client::ClientBinding;
+
+pub use server::{ServerBinding, Sleep};
+
+use super::cancel::lock;
+use super::server::BoxFuture;
+#[cfg(doc)]
+use super::{Server, client::Client};
+
+/// What to do with an output after the binding saw it.
+#[must_use]
+pub enum Routed<T> {
+    /// A transport output: perform it (HTTP, SSE, events).
+    Transport(T),
+    /// Work for the runtime: spawn this future.
+    Spawn(BoxFuture<'static, ()>),
+    /// Consumed; nothing to do.
+    Done,
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for Routed<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Routed::Transport(t) => f.debug_tuple("Transport").field(t).finish(),
+            Routed::Spawn(_) => f.write_str("Spawn(..)"),
+            Routed::Done => f.write_str("Done"),
+        }
+    }
+}
+
+/// The wake-up callback: called whenever the service queues work for the driver.
+pub type Wake = Arc<dyn Fn() + Send + Sync>;
+
+/// A FIFO of commands from the service to the driver, with its wake-up callback.
+pub(crate) struct Queue<C> {
+    commands: Mutex<VecDeque<C>>,
+    wake: Wake,
+}
+
+impl<C> Queue<C> {
+    pub(crate) fn new(wake: Wake) -> Self {
+        Queue {
+            commands: Mutex::new(VecDeque::new()),
+            wake,
+        }
+    }
+
+    pub(crate) fn push(&self, command: C) {
+        lock(&self.commands).push_back(command);
+        (self.wake)();
+    }
+
+    /// Everything queued, in order. The queue is taken whole (an empty one without a buffer
+    /// is left): no copy, and an idle binding holds no buffer.
+    pub(crate) fn drain(&self) -> VecDeque<C> {
+        std::mem::take(&mut *lock(&self.commands))
+    }
+}
+
+/// The tool, resource or prompt a request is about, for logs: `params.name` (`tools/call`,
+/// `prompts/get`) or `params.uri` (`resources/read`); `None` when its params name none.
+pub fn request_subject(params: Option<&serde_json::value::RawValue>) -> Option<String> {
+    server::Subject::of_params(params)
+}

@@ -1,0 +1,609 @@
+//! [`ServerBinding`]: a [`Server`] behind a [`Router`].
+
+use mcp_proto::HandleMap;
+use mcp_proto::mirror::ParamHeaderTable;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::Poll;
+use std::time::{Duration, Instant};
+
+use super::{Queue, Routed, Wake};
+use crate::server::{BoxFuture, ClusterVoice};
+use crate::{Peer, PeerError, PeerResult, PendingRequests, ResponseFuture, Server, ServerSession};
+use mcp_proto::jsonrpc::{
+    ErrorObject, Notification, Outcome, RawValue, Request, RequestId, error_codes,
+};
+use mcp_proto::server::{
+    OutboundId, RequestHandle, Router, SendError, ServerOutput, ServerRequestError, SessionHandle,
+    Target,
+};
+
+/// The runtime's timer: a future that completes after the duration.
+pub type Sleep = Arc<dyn Fn(Duration) -> BoxFuture<'static, ()> + Send + Sync>;
+
+/// Who a peer speaks for: a router session, or one sessionless request (stateless mode, or
+/// a 2026-07-28 request), addressed by its handle so that two clients using the same request
+/// id never see each other's messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Owner {
+    Session(SessionHandle),
+    Request(RequestHandle),
+}
+
+enum Command {
+    Notify(Owner, Option<RequestId>, Notification),
+    /// A change of the server's for a session: in a cluster, written only where the
+    /// session's GET stream is (`Router::holds_listen_stream`).
+    NotifyChange(Owner, Notification),
+    Request(Owner, Option<RequestId>, String, Option<Box<RawValue>>, u64),
+    CloseStream(Owner, RequestId),
+    Respond(RequestHandle, Option<Outcome>),
+    /// A change of the server's for the other cluster instances' listen streams.
+    Notice(bytes::Bytes),
+}
+
+/// The binding as the server's voice in its cluster: a change goes to the queue, and from
+/// there to [`Router::broadcast_notice`].
+struct Voice(Arc<Queue<Command>>);
+
+impl ClusterVoice for Voice {
+    fn broadcast(&self, notice: bytes::Bytes) {
+        self.0.push(Command::Notice(notice));
+    }
+}
+
+/// What every peer of a binding shares (one allocation for all, so that a session's peer is
+/// its owner and one pointer).
+struct PeerLink {
+    queue: Arc<Queue<Command>>,
+    outbound: PendingRequests<u64>,
+    keys: AtomicU64,
+    sleep: Sleep,
+}
+
+struct BoundPeer {
+    link: Arc<PeerLink>,
+    owner: Owner,
+}
+
+impl Peer for BoundPeer {
+    fn notify(&self, related: Option<&RequestId>, n: Notification) -> Result<(), PeerError> {
+        self.link
+            .queue
+            .push(Command::Notify(self.owner, related.cloned(), n));
+        Ok(())
+    }
+
+    fn notify_change(&self, n: Notification) -> Result<(), PeerError> {
+        self.link.queue.push(Command::NotifyChange(self.owner, n));
+        Ok(())
+    }
+
+    fn request(
+        &self,
+        related: Option<&RequestId>,
+        method: &str,
+        params: Option<Box<RawValue>>,
+    ) -> ResponseFuture {
+        let key = self.link.keys.fetch_add(1, Ordering::Relaxed);
+        let answer = self.link.outbound.register(key);
+        self.link.queue.push(Command::Request(
+            self.owner,
+            related.cloned(),
+            method.to_owned(),
+            params,
+            key,
+        ));
+        answer
+    }
+
+    fn close_stream(&self, related: &RequestId) -> Result<(), PeerError> {
+        self.link
+            .queue
+            .push(Command::CloseStream(self.owner, related.clone()));
+        Ok(())
+    }
+
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        (self.link.sleep)(duration)
+    }
+}
+
+fn peer_error(e: SendError) -> PeerError {
+    match e {
+        SendError::Stateless => PeerError::Unsupported(e.to_string()),
+        SendError::UnknownSession => PeerError::Closed,
+        SendError::Cancelled => PeerError::Cancelled,
+        other => PeerError::Failed(other.to_string()),
+    }
+}
+
+/// A [`Server`] behind a [`Router`]: one [`ServerSession`] per router session (and one per
+/// request in stateless mode), handlers returned as futures to spawn, and everything they
+/// send applied to the router in order. See the [module docs](super).
+pub struct ServerBinding {
+    server: Server,
+    /// The command queue, the pending server→client requests and the peers' key counter.
+    link: Arc<PeerLink>,
+    key_to_oid: HandleMap<u64, OutboundId>,
+    oid_to_key: HandleMap<OutboundId, u64>,
+    handles: HandleMap<RequestHandle, (Option<SessionHandle>, RequestId)>,
+    by_id: HashMap<(SessionHandle, RequestId), RequestHandle>,
+    sessions: HandleMap<SessionHandle, ServerSession>,
+    /// The one-request service sessions of sessionless requests, until they end.
+    requests: HandleMap<RequestHandle, ServerSession>,
+    /// The router's table of parameter headers: whose it is, and for which generation of the
+    /// server's registry it was built.
+    param_headers: ParamHeaders,
+    /// In a cluster: each session's state as last handed to the router.
+    exported: HandleMap<SessionHandle, bytes::Bytes>,
+    /// Whether the first [`apply`](Self::apply) looked at the router yet.
+    router_seen: bool,
+    /// A clustered router's: the server's link to the other instances (its id with the
+    /// server; holding the voice keeps the link alive).
+    voice: Option<(u64, Arc<dyn ClusterVoice>)>,
+}
+
+impl std::fmt::Debug for ServerBinding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerBinding")
+            .field("server", &self.server)
+            .field("sessions", &self.sessions.len())
+            .field("in_flight", &self.handles.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ServerBinding {
+    /// Binds `server`. `sleep` is the runtime's timer (for [`RequestContext::sleep`]); `wake`
+    /// is called whenever a handler queues something for the router.
+    ///
+    /// [`RequestContext::sleep`]: crate::RequestContext::sleep
+    pub fn new(server: Server, sleep: Sleep, wake: Wake) -> Self {
+        let link = Arc::new(PeerLink {
+            queue: Arc::new(Queue::new(wake)),
+            outbound: PendingRequests::new(),
+            keys: AtomicU64::new(1),
+            sleep,
+        });
+        ServerBinding {
+            server,
+            link,
+            key_to_oid: HandleMap::default(),
+            oid_to_key: HandleMap::default(),
+            handles: HandleMap::default(),
+            by_id: HashMap::new(),
+            sessions: HandleMap::default(),
+            requests: HandleMap::default(),
+            param_headers: ParamHeaders::Unknown,
+            exported: HandleMap::default(),
+            router_seen: false,
+            voice: None,
+        }
+    }
+
+    // S-NEW-8.
+    /// The `x-mcp-header` declarations of the server's tools, for the router's check
+    /// of `Mcp-Param-*` headers ([`ServerConfig::param_headers`]). [`apply`](Self::apply)
+    /// hands it to the router, and again whenever the tools change, unless the router's
+    /// configuration came with a table of its own.
+    ///
+    /// [`ServerConfig::param_headers`]: mcp_proto::server::ServerConfig::param_headers
+    pub fn param_header_table(&self) -> ParamHeaderTable {
+        Self::param_headers_of(&self.server)
+    }
+
+    /// [`param_header_table`](Self::param_header_table) for a server not bound yet. A tool
+    /// whose declarations are invalid has none checked (a conforming client drops such a
+    /// tool).
+    pub fn param_headers_of(server: &Server) -> ParamHeaderTable {
+        let registry = server.registry();
+        let schemas: Vec<_> = registry
+            .tools
+            .iter()
+            .map(|t| {
+                (
+                    t.tool.name.as_str(),
+                    serde_json::Value::Object(t.tool.input_schema.clone()),
+                )
+            })
+            .collect();
+        ParamHeaderTable::from_input_schemas(schemas.iter().map(|(n, s)| (*n, s)))
+    }
+
+    /// The server.
+    pub fn server(&self) -> &Server {
+        &self.server
+    }
+
+    /// The service sessions, one per live router session.
+    pub fn sessions(&self) -> impl Iterator<Item = &ServerSession> {
+        self.sessions.values()
+    }
+
+    fn peer(&self, owner: Owner) -> Arc<BoundPeer> {
+        Arc::new(BoundPeer {
+            link: self.link.clone(),
+            owner,
+        })
+    }
+
+    fn session(&mut self, h: SessionHandle) -> ServerSession {
+        if let Some(s) = self.sessions.get(&h) {
+            return s.clone();
+        }
+        let s = self.server.session(self.peer(Owner::Session(h)));
+        self.sessions.insert(h, s.clone());
+        s
+    }
+
+    /// Where a message of `owner` related to `related` goes: that request's stream when it is
+    /// in flight, else the session's GET stream; a sessionless request has only its own
+    /// stream.
+    fn target(&self, owner: Owner, related: Option<&RequestId>) -> Option<Target> {
+        match owner {
+            Owner::Request(h) => related.map(|_| Target::Request(h)),
+            Owner::Session(s) => related
+                .and_then(|id| self.by_id.get(&(s, id.clone())))
+                .map(|h| Target::Request(*h))
+                .or(Some(Target::Session(s))),
+        }
+    }
+
+    /// Forgets a request (answered or cancelled).
+    fn forget(&mut self, handle: RequestHandle) -> Option<(Option<SessionHandle>, RequestId)> {
+        self.requests.remove(&handle);
+        let (session, id) = self.handles.remove(&handle)?;
+        if let Some(s) = session {
+            self.by_id.remove(&(s, id.clone()));
+        }
+        Some((session, id))
+    }
+
+    /// Applies what the service queued, in order; then tells the client about server→client
+    /// requests nobody waits for any more. Returns whether anything was applied.
+    ///
+    /// The first call also joins a clustered router to the server's cluster links: from then
+    /// on the server's changes (a list changed, a resource updated) reach the
+    /// `subscriptions/listen` streams of the other instances through this router, and theirs
+    /// the ones here ([`ServerOutput::ClusterNotice`]).
+    pub fn apply(&mut self, router: &mut Router, now: Instant) -> bool {
+        // S-NEW-8: the router checks against data; it is rebuilt when the tools change.
+        let generation = self.server.registry_generation();
+        match self.param_headers {
+            ParamHeaders::Unknown if router.config().param_headers.is_some() => {
+                self.param_headers = ParamHeaders::Configured;
+            }
+            ParamHeaders::Configured => {}
+            ParamHeaders::Ours(built) if built == generation => {}
+            ParamHeaders::Unknown | ParamHeaders::Ours(_) => {
+                router.set_param_headers(self.param_header_table());
+                self.param_headers = ParamHeaders::Ours(generation);
+            }
+        }
+        if !self.router_seen {
+            self.router_seen = true;
+            if router.is_clustered() {
+                let voice: Arc<dyn ClusterVoice> = Arc::new(Voice(self.link.queue.clone()));
+                let id = self.server.join_cluster(Arc::downgrade(&voice));
+                self.voice = Some((id, voice));
+            }
+        }
+        let commands = self.link.queue.drain();
+        let any = !commands.is_empty();
+        for command in commands {
+            match command {
+                Command::Notify(owner, related, n) => {
+                    if let Some(target) = self.target(owner, related.as_ref()) {
+                        // A closed session or cancelled request drops it; nothing to do.
+                        let _ = router.notify(now, target, n);
+                    }
+                }
+                Command::NotifyChange(owner, n) => {
+                    // A request's own session has no GET stream: nothing to tell it.
+                    if let Some(Target::Session(s)) = self.target(owner, None)
+                        && (!router.is_clustered() || router.holds_listen_stream(s))
+                    {
+                        let _ = router.notify(now, Target::Session(s), n);
+                    }
+                }
+                Command::Request(owner, related, method, params, key) => {
+                    let sent = match self.target(owner, related.as_ref()) {
+                        Some(target) => router.send_request(now, target, &method, params, None),
+                        None => Err(SendError::Stateless),
+                    };
+                    match sent {
+                        Ok(oid) => {
+                            self.key_to_oid.insert(key, oid);
+                            self.oid_to_key.insert(oid, key);
+                        }
+                        Err(e) => {
+                            self.link.outbound.complete(&key, Err(peer_error(e)));
+                        }
+                    }
+                }
+                Command::CloseStream(owner, id) => {
+                    if let Some(Target::Request(h)) = self.target(owner, Some(&id)) {
+                        // Not resumable: the answer goes on the open stream as usual.
+                        let _ = router.close_for_polling(now, Target::Request(h));
+                    }
+                }
+                Command::Respond(handle, outcome) => {
+                    let session = self.forget(handle).and_then(|(s, _)| s);
+                    if let Some(s) = session
+                        && router.is_clustered()
+                    {
+                        self.share_state(router, now, s);
+                    }
+                    if let Some(outcome) = outcome {
+                        // Cancelled meanwhile: the router refuses, and nothing is sent.
+                        let _ = router.respond(now, handle, outcome);
+                    }
+                }
+                Command::Notice(notice) => {
+                    router.broadcast_notice(now, notice);
+                }
+            }
+        }
+        for key in self.link.outbound.abandoned() {
+            if let Some(oid) = self.key_to_oid.remove(&key) {
+                self.oid_to_key.remove(&oid);
+                let _ = router.cancel_request(now, oid);
+            }
+        }
+        any
+    }
+
+    /// Takes one router output: application outputs are consumed (a request becomes a
+    /// handler future to spawn), transport outputs are given back.
+    pub fn handle_output(&mut self, output: ServerOutput) -> Routed<ServerOutput> {
+        match output {
+            ServerOutput::Request {
+                handle,
+                session,
+                request,
+                principal,
+            } => Routed::Spawn(self.handle_request(handle, session, request, principal)),
+            ServerOutput::Notification {
+                session,
+                notification,
+            } => {
+                // A sessionless notification has no session to affect (stateless and
+                // 2026-07-28 clients send none that matter; S-NEW-6: closing cancels).
+                if let Some(h) = session {
+                    self.session(h).handle_notification(notification);
+                }
+                Routed::Done
+            }
+            ServerOutput::Cancelled { handle, .. } => {
+                let one_off = self.requests.get(&handle).cloned();
+                if let Some((session, id)) = self.forget(handle) {
+                    let s = session
+                        .and_then(|h| self.sessions.get(&h))
+                        .cloned()
+                        .or(one_off);
+                    if let Some(s) = s {
+                        s.cancel(&id);
+                    }
+                }
+                Routed::Done
+            }
+            ServerOutput::ClientResponse {
+                request, response, ..
+            } => {
+                self.complete(request, Ok(response));
+                Routed::Done
+            }
+            ServerOutput::ServerRequestFailed { request, error } => {
+                let error = match error {
+                    ServerRequestError::Timeout => PeerError::Timeout,
+                    ServerRequestError::SessionClosed => PeerError::Closed,
+                    ServerRequestError::Cancelled => PeerError::Cancelled,
+                    other => PeerError::Failed(other.to_string()),
+                };
+                self.complete(request, Err(error));
+                Routed::Done
+            }
+            ServerOutput::SessionLoaded { session, state } => {
+                // A session another cluster instance created: restore what it stored.
+                let s = self.session(session);
+                if let Some(state) = &state {
+                    s.restore_state(state);
+                    self.exported.insert(session, state.clone());
+                }
+                Routed::Transport(ServerOutput::SessionLoaded { session, state })
+            }
+            ServerOutput::ClusterNotice { payload, .. } => {
+                // Another instance's change: for the listen streams held here.
+                if let Some((link, _)) = &self.voice {
+                    self.server.cluster_notice(*link, &payload);
+                }
+                Routed::Done
+            }
+            ServerOutput::SessionUnloaded { session } => {
+                self.exported.remove(&session);
+                if let Some(s) = self.sessions.remove(&session) {
+                    s.close();
+                }
+                Routed::Transport(ServerOutput::SessionUnloaded { session })
+            }
+            ServerOutput::SessionClosed { session, reason } => {
+                self.exported.remove(&session);
+                if let Some(s) = self.sessions.remove(&session) {
+                    s.close();
+                }
+                Routed::Transport(ServerOutput::SessionClosed { session, reason })
+            }
+            other => Routed::Transport(other),
+        }
+    }
+
+    /// In a cluster, hands the router a session's state when it changed since it was last
+    /// handed over (before the answer of the request that changed it).
+    fn share_state(&mut self, router: &mut Router, now: Instant, session: SessionHandle) {
+        let Some(s) = self.sessions.get(&session) else {
+            return;
+        };
+        let state = s.export_state();
+        if self.exported.get(&session) != Some(&state) {
+            self.exported.insert(session, state.clone());
+            router.set_session_state(now, session, state);
+        }
+    }
+
+    fn complete(&mut self, oid: OutboundId, result: PeerResult) {
+        if let Some(key) = self.oid_to_key.remove(&oid) {
+            self.key_to_oid.remove(&key);
+            self.link.outbound.complete(&key, result);
+        }
+    }
+
+    fn handle_request(
+        &mut self,
+        handle: RequestHandle,
+        session: Option<SessionHandle>,
+        request: Request,
+        principal: Option<Box<str>>,
+    ) -> BoxFuture<'static, ()> {
+        self.handles.insert(handle, (session, request.id.clone()));
+        let service_session = match session {
+            Some(s) => {
+                self.by_id.insert((s, request.id.clone()), handle);
+                self.session(s)
+            }
+            None => {
+                let s = self.server.session(self.peer(Owner::Request(handle)));
+                self.requests.insert(handle, s.clone());
+                s
+            }
+        };
+        // The router binds a session to the principal that created it, so the first request
+        // names it for all of them.
+        service_session.bind_principal(principal);
+        let span = tracing::debug_span!(
+            "rpc",
+            rpc.method = &*request.method,
+            tool = tracing::field::Empty,
+            outcome = tracing::field::Empty,
+        );
+        // The tool, prompt or resource, for the span and a panic's error line: read from the
+        // params only when something would log it.
+        let subject = if span.is_disabled() && !tracing::enabled!(tracing::Level::ERROR) {
+            None
+        } else {
+            Subject::of_params(request.params.as_deref())
+        };
+        span.record("tool", subject.as_deref());
+        let method = request.method.clone();
+        let answer = service_session.handle_request(request);
+        let mut guard = AnswerGuard {
+            queue: self.link.queue.clone(),
+            handle,
+            answered: false,
+        };
+        let handler = async move {
+            let mut answer = std::pin::pin!(answer);
+            // A panic is caught here, to be logged (the panic hook still prints it); the guard
+            // then answers `-32603`.
+            let polled = std::future::poll_fn(|cx| {
+                let poll = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    answer.as_mut().poll(cx)
+                }));
+                match poll {
+                    Ok(Poll::Ready(response)) => Poll::Ready(Ok(response)),
+                    Ok(Poll::Pending) => Poll::Pending,
+                    Err(payload) => Poll::Ready(Err(payload)),
+                }
+            })
+            .await;
+            let response = match polled {
+                Ok(response) => response,
+                Err(payload) => {
+                    tracing::Span::current().record("outcome", "panic");
+                    tracing::error!(
+                        rpc.method = &*method,
+                        tool = subject.as_deref(),
+                        panic = panic_message(&*payload),
+                        "request handler panicked"
+                    );
+                    return;
+                }
+            };
+            let outcome = match &response {
+                Some(r) if matches!(r.outcome, Outcome::Error(_)) => "error",
+                Some(_) => "result",
+                None => "cancelled",
+            };
+            tracing::Span::current().record("outcome", outcome);
+            guard.answered = true;
+            guard
+                .queue
+                .push(Command::Respond(handle, response.map(|r| r.outcome)));
+        };
+        Box::pin(tracing::Instrument::instrument(handler, span))
+    }
+}
+
+/// What a panic said (its `&str` or `String` payload).
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
+}
+
+/// The tool, resource or prompt a request is about, for logs: `params.name` (`tools/call`,
+/// `prompts/get`) or `params.uri` (`resources/read`).
+#[derive(serde::Deserialize)]
+pub(crate) struct Subject<'a> {
+    #[serde(borrow, default)]
+    name: Option<std::borrow::Cow<'a, str>>,
+    #[serde(borrow, default)]
+    uri: Option<std::borrow::Cow<'a, str>>,
+}
+
+impl Subject<'_> {
+    /// The subject of a request's params, if it names one.
+    pub(crate) fn of_params(params: Option<&RawValue>) -> Option<String> {
+        let s: Subject<'_> = serde_json::from_str(params?.get()).ok()?;
+        s.name.or(s.uri).map(std::borrow::Cow::into_owned)
+    }
+}
+
+/// Makes sure every request handed to a handler gets exactly one answer: if the handler's
+/// future is dropped before it finished — it panicked (the runtime drops a panicking task),
+/// or the runtime is shutting down — the request is answered with `-32603` instead of being
+/// left hanging. A handler that observed cancellation finishes normally (with no response),
+/// so this guard never answers a cancelled request.
+struct AnswerGuard {
+    queue: Arc<Queue<Command>>,
+    handle: RequestHandle,
+    answered: bool,
+}
+
+impl Drop for AnswerGuard {
+    fn drop(&mut self) {
+        if !self.answered {
+            self.queue.push(Command::Respond(
+                self.handle,
+                Some(Outcome::Error(ErrorObject::new(
+                    error_codes::INTERNAL_ERROR,
+                    "the request handler ended without an answer (it panicked or was dropped)",
+                ))),
+            ));
+        }
+    }
+}
+
+/// Whose table of parameter headers the router holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ParamHeaders {
+    /// Not looked at yet (before the first `apply`).
+    Unknown,
+    /// The application configured one: left as it is.
+    Configured,
+    /// Built by the binding from this generation of the server's registry.
+    Ours(u64),
+}
