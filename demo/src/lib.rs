@@ -33,6 +33,11 @@ pub struct ReadmeDoctests;
 #[doc = include_str!("../../mcp-proto/README.md")]
 pub struct ProtoReadmeDoctests;
 
+// mcp-proto/service/README.md: a client with typed results and notifications.
+#[cfg(doctest)]
+#[doc = include_str!("../../mcp-proto/service/README.md")]
+pub struct ServiceReadmeDoctests;
+
 // mcp-proto/redis/README.md: several instances (the in-memory cluster store, run).
 #[cfg(doctest)]
 #[doc = include_str!("../../mcp-proto/redis/README.md")]

@@ -1,4 +1,4 @@
-//! The client: the driver's [`Client`](mcp_driver::Client) on [`Http`], async-h1 over
+//! The client: the driver's [`Client`](mcp_driver::ClientHandle) on [`Http`], async-h1 over
 //! a small keep-alive pool.
 //!
 //! An exchange task: take an idle connection from the [`Pool`] (or connect, `TCP_NODELAY`,
@@ -21,10 +21,10 @@ use smol::net::TcpStream;
 
 use crate::Smol;
 
-/// An MCP client over smol + async-h1 (see [`mcp_driver::Client`]).
-pub type Client = mcp_driver::Client<Http>;
+/// An MCP client over smol + async-h1 (see [`mcp_driver::ClientHandle`]).
+pub type Client = mcp_driver::ClientHandle<Http>;
 
-/// The options of a connection, from [`Client::builder`](mcp_driver::Client::builder)
+/// The options of a connection, from [`Client::builder`](mcp_driver::ClientHandle::builder)
 /// (see [`mcp_driver::Connect`]; the engine's own options are [`ClientOptions`]).
 pub type ConnectBuilder = mcp_driver::Connect<Http>;
 

@@ -1,4 +1,4 @@
-//! The client: the driver's [`Client`](mcp_driver::Client) on [`Http`], hyper-util's
+//! The client: the driver's [`Client`](mcp_driver::ClientHandle) on [`Http`], hyper-util's
 //! legacy client on tokio.
 
 use std::sync::Arc;
@@ -16,10 +16,10 @@ use tokio::task::AbortHandle;
 
 use crate::Tokio;
 
-/// An MCP client over tokio + hyper (see [`mcp_driver::Client`]).
-pub type Client = mcp_driver::Client<Http>;
+/// An MCP client over tokio + hyper (see [`mcp_driver::ClientHandle`]).
+pub type Client = mcp_driver::ClientHandle<Http>;
 
-/// The options of a connection, from [`Client::builder`](mcp_driver::Client::builder)
+/// The options of a connection, from [`Client::builder`](mcp_driver::ClientHandle::builder)
 /// (see [`mcp_driver::Connect`]).
 ///
 /// ```no_run

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use mcp_proto::client::{
-    ApiMisuse, ClientConfig, ClientError, ClientEvent, CloseReason, HttpRequestKind, RequestResult,
+    ApiMisuse, ClientConfig, ClientError, ClientEvent, CloseOutcome, HttpRequestKind, RequestResult,
 };
 use mcp_tests::client_harness::{Harness, NetConfig, Seen, ServerConfig, initialize_request};
 use serde_json::json;
@@ -154,7 +154,7 @@ fn s_sess_8_close_aborts_everything_deletes_and_emits_closed_last() {
     assert!(after.iter().filter(|s| matches!(s, Seen::Abort(_))).count() >= 2);
     match after.last().unwrap() {
         Seen::Event(ClientEvent::Closed {
-            reason: CloseReason::Deleted { status },
+            reason: CloseOutcome::Deleted { status },
         }) => assert_eq!(status.as_u16(), 200),
         other => panic!("{other:?}"),
     }
@@ -184,7 +184,7 @@ fn s_sess_9_a_405_to_delete_is_tolerated() {
     h.drain();
     h.run_for(Duration::from_secs(1));
     assert!(h.events().contains(&ClientEvent::Closed {
-        reason: CloseReason::Deleted {
+        reason: CloseOutcome::Deleted {
             status: http::StatusCode::METHOD_NOT_ALLOWED
         }
     }));
@@ -210,6 +210,6 @@ fn close_gives_up_on_a_delete_that_never_answers() {
     h.run_for(Duration::from_secs(2));
     assert!(h.client.is_closed());
     assert!(h.events().contains(&ClientEvent::Closed {
-        reason: CloseReason::DeleteTimedOut
+        reason: CloseOutcome::DeleteTimedOut
     }));
 }

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use mcp_proto::client::{
-    ApiMisuse, ClientConfig, ClientError, ClientEvent, CloseReason, HttpRequestKind, RequestResult,
+    ApiMisuse, ClientConfig, ClientError, ClientEvent, CloseOutcome, HttpRequestKind, RequestResult,
 };
 use mcp_proto::version::ProtocolVersion;
 use mcp_tests::client_harness::{Frame, Harness, Match, NetConfig, Reply, ServerConfig, SseEnd};
@@ -79,6 +79,6 @@ fn s_new_3_a_broken_stream_fails_the_request_and_close_sends_no_delete() {
     h.drain();
     assert!(h.intents_of(HttpRequestKind::Delete).is_empty());
     assert!(h.events().contains(&ClientEvent::Closed {
-        reason: CloseReason::NoSession
+        reason: CloseOutcome::NoSession
     }));
 }

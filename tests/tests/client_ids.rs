@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use mcp_proto::client::{ApiMisuse, ClientError, ClientEvent, ProtocolError, RequestResult};
+use mcp_proto::client::{ApiMisuse, ClientError, ClientEvent, RequestResult, ServerFault};
 use mcp_tests::client_harness::{Harness, Match, Reply};
 use serde_json::json;
 
@@ -58,7 +58,7 @@ fn responses_are_never_cross_wired() {
     assert!(matches!(
         h.outcomes_of(a)[..],
         [RequestResult::Failed(ClientError::Protocol(
-            ProtocolError::MissingResponse
+            ServerFault::MissingResponse
         ))]
     ));
     assert!(h.events().iter().any(|e| matches!(
@@ -79,7 +79,7 @@ fn responses_are_never_cross_wired() {
     assert!(matches!(
         h.outcomes_of(c)[..],
         [RequestResult::Failed(ClientError::Protocol(
-            ProtocolError::MissingResponse
+            ServerFault::MissingResponse
         ))]
     ));
     assert_eq!(h.outcomes_of(b).len(), 1);

@@ -6,8 +6,7 @@
 use std::time::Duration;
 
 use mcp_proto::client::{
-    ApiMisuse, ClientConfig, ClientError, ClientEvent, HttpRequestKind, ProtocolError,
-    RequestResult,
+    ApiMisuse, ClientConfig, ClientError, ClientEvent, HttpRequestKind, RequestResult, ServerFault,
 };
 use mcp_proto::version::ProtocolVersion;
 use mcp_tests::client_harness::{
@@ -145,7 +144,7 @@ fn s_life_9_an_unsupported_version_fails_initialize() {
     h.run_for(Duration::from_millis(50));
     assert!(matches!(
         &h.outcomes_of(1)[..],
-        [RequestResult::Failed(ClientError::Protocol(ProtocolError::UnsupportedVersion { offered: Some(v) }))] if v == "2024-11-05"
+        [RequestResult::Failed(ClientError::Protocol(ServerFault::UnsupportedVersion { offered: Some(v) }))] if v == "2024-11-05"
     ));
     assert!(!h.client.is_ready());
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use mcp_proto::client::{
     ApiMisuse, ClientConfig, ClientError, ClientEvent, HttpRequestKind, Limit, Limits,
-    ProtocolError, RequestResult,
+    RequestResult, ServerFault,
 };
 use mcp_tests::client_harness::{Frame, Harness, Match, NetConfig, Reply, ServerConfig, SseEnd};
 use serde_json::json;
@@ -57,11 +57,11 @@ fn an_sse_event_over_the_limit_fails_the_request_and_aborts_its_stream() {
         matches!(
             h.outcomes_of(id)[..],
             [RequestResult::Failed(ClientError::Protocol(
-                ProtocolError::LimitExceeded {
+                ServerFault::LimitExceeded {
                     limit: Limit::SseEvent
                 }
             ))] | [RequestResult::Failed(ClientError::Protocol(
-                ProtocolError::StreamEndedWithoutResponse
+                ServerFault::StreamEndedWithoutResponse
             ))]
         ),
         "{:?}",
@@ -93,7 +93,7 @@ fn a_json_body_over_the_limit_fails_the_request() {
     assert!(matches!(
         h.outcomes_of(id)[..],
         [RequestResult::Failed(ClientError::Protocol(
-            ProtocolError::LimitExceeded {
+            ServerFault::LimitExceeded {
                 limit: Limit::JsonBody
             }
         ))]
@@ -179,7 +179,7 @@ fn an_overlong_or_invisible_session_id_is_refused() {
     assert!(matches!(
         h.outcomes_of(1)[..],
         [RequestResult::Failed(ClientError::Protocol(
-            ProtocolError::InvalidSessionId
+            ServerFault::InvalidSessionId
         ))]
     ));
     assert!(!h.client.is_ready());

@@ -227,7 +227,7 @@ fn s_new_5_the_input_requests_of_one_round_are_bounded() {
     assert!(matches!(
         &h.outcomes_of(1)[..],
         [RequestResult::Failed(ClientError::Protocol(
-            mcp_proto::client::ProtocolError::LimitExceeded {
+            mcp_proto::client::ServerFault::LimitExceeded {
                 limit: Limit::InputRequests
             }
         ))]

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use mcp_proto::client::{ClientError, ClientEvent, Message, ProtocolError, RequestResult};
+use mcp_proto::client::{ClientError, ClientEvent, Message, RequestResult, ServerFault};
 use mcp_tests::client_harness::{Frame, Harness, Match, NetConfig, Reply, ServerConfig, SseEnd};
 use serde_json::json;
 
@@ -128,7 +128,7 @@ fn s_post_6_batch_reply_refused_after_2025_06_18() {
     h.run_for(Duration::from_millis(50));
     assert!(matches!(
         failed(&h, id),
-        ClientError::Protocol(ProtocolError::BatchNotAllowed { .. })
+        ClientError::Protocol(ServerFault::BatchNotAllowed { .. })
     ));
 }
 
@@ -169,11 +169,11 @@ fn unexpected_content_type_and_202_to_a_request_are_typed_errors() {
     h.run_for(Duration::from_millis(50));
     assert!(matches!(
         failed(&h, a),
-        ClientError::Protocol(ProtocolError::UnexpectedContentType { content_type: Some(ct) }) if ct == "text/html"
+        ClientError::Protocol(ServerFault::UnexpectedContentType { content_type: Some(ct) }) if ct == "text/html"
     ));
     assert!(matches!(
         failed(&h, b),
-        ClientError::Protocol(ProtocolError::UnexpectedStatus { status }) if status.as_u16() == 202
+        ClientError::Protocol(ServerFault::UnexpectedStatus { status }) if status.as_u16() == 202
     ));
 }
 
@@ -194,11 +194,11 @@ fn a_json_body_without_the_response_or_not_json_rpc_fails_the_request() {
     h.run_for(Duration::from_millis(50));
     assert!(matches!(
         failed(&h, a),
-        ClientError::Protocol(ProtocolError::MissingResponse)
+        ClientError::Protocol(ServerFault::MissingResponse)
     ));
     assert!(matches!(
         failed(&h, b),
-        ClientError::Protocol(ProtocolError::InvalidJsonRpc { .. })
+        ClientError::Protocol(ServerFault::InvalidJsonRpc { .. })
     ));
 }
 

@@ -8,8 +8,7 @@
 use std::time::Duration;
 
 use mcp_proto::client::{
-    ClientConfig, ClientError, ClientEvent, HttpRequestKind, ProtocolError, RequestResult,
-    StreamRole,
+    ClientConfig, ClientError, ClientEvent, HttpRequestKind, RequestResult, ServerFault, StreamRole,
 };
 use mcp_tests::client_harness::{Frame, Harness, Match, NetConfig, Reply, ServerConfig, SseEnd};
 use serde_json::json;
@@ -148,7 +147,7 @@ fn a_stream_that_breaks_before_any_event_id_fails_instead_of_hanging() {
     assert!(matches!(
         h.outcomes_of(id)[..],
         [RequestResult::Failed(ClientError::Protocol(
-            ProtocolError::StreamEndedWithoutResponse
+            ServerFault::StreamEndedWithoutResponse
         ))]
     ));
     assert!(h.intents_of(HttpRequestKind::Resume).is_empty());
@@ -176,7 +175,7 @@ fn resumes_that_bring_nothing_new_are_bounded() {
     assert!(matches!(
         h.outcomes_of(id)[..],
         [RequestResult::Failed(ClientError::Protocol(
-            ProtocolError::StreamEndedWithoutResponse
+            ServerFault::StreamEndedWithoutResponse
         ))]
     ));
     assert_eq!(h.intents_of(HttpRequestKind::Resume).len(), 4);
@@ -213,7 +212,7 @@ fn random_mid_event_drops_lose_nothing_and_duplicate_nothing() {
                 // resumes that all break before a new event exhausts the resume budget.
                 RequestResult::Failed(ClientError::Transport(_))
                 | RequestResult::Failed(ClientError::Protocol(
-                    ProtocolError::StreamEndedWithoutResponse,
+                    ServerFault::StreamEndedWithoutResponse,
                 )) => {}
                 other => panic!("seed {seed} id {id}: {other:?}"),
             }

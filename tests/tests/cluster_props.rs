@@ -6,7 +6,7 @@
 //! every published message exactly once, in publication order.
 
 use http::StatusCode;
-use mcp_proto::server::{ServerConfig, SessionHandle, StreamId, Target};
+use mcp_proto::server::{ExchangeId, ServerConfig, SessionHandle, Target};
 use mcp_tests::cluster_harness::Cluster;
 use mcp_tests::server_harness::{Req, init_body, init_result, parse_sse};
 use proptest::prelude::*;
@@ -36,7 +36,7 @@ fn step() -> impl Strategy<Value = Step> {
 
 /// The client: its current GET, how much of it was read, what it saw.
 struct Client {
-    get: Option<(usize, StreamId)>,
+    get: Option<(usize, ExchangeId)>,
     read: usize,
     last_id: Option<String>,
     seen: Vec<u64>,

@@ -41,7 +41,7 @@ fn post_call(
     id: i64,
     method: &str,
 ) -> (
-    mcp_proto::server::StreamId,
+    mcp_proto::server::ExchangeId,
     (
         mcp_proto::server::RequestHandle,
         Option<mcp_proto::server::SessionHandle>,
@@ -465,7 +465,7 @@ fn streaming_call(
     sid: &str,
     id: i64,
 ) -> (
-    mcp_proto::server::StreamId,
+    mcp_proto::server::ExchangeId,
     mcp_proto::server::RequestHandle,
     mcp_proto::server::SessionHandle,
 ) {
@@ -480,7 +480,7 @@ fn streaming_call(
     (s, h, session.unwrap())
 }
 
-fn ns(c: &mut Cluster, node: usize, s: mcp_proto::server::StreamId) -> Vec<Value> {
+fn ns(c: &mut Cluster, node: usize, s: mcp_proto::server::ExchangeId) -> Vec<Value> {
     c.node(node)
         .response(s)
         .sse_messages()

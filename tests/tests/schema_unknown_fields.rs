@@ -219,14 +219,14 @@ fn input_required_and_complete_results_are_told_apart() {
 
 #[test]
 fn typed_requests_tie_methods_to_types() {
-    fn method<R: Request>() -> &'static str {
+    fn method<R: RequestKind>() -> &'static str {
         R::METHOD
     }
     assert_eq!(method::<CallTool>(), methods::TOOLS_CALL);
     assert_eq!(method::<Initialize>(), "initialize");
     assert_eq!(method::<Discover>(), "server/discover");
     assert_eq!(
-        <Cancelled as Notification>::METHOD,
+        <Cancelled as NotificationKind>::METHOD,
         "notifications/cancelled"
     );
 
@@ -241,7 +241,7 @@ fn typed_requests_tie_methods_to_types() {
         serde_json::to_value(&request).expect("serializes"),
         json!({ "jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": { "name": "t" } })
     );
-    let result: <CallTool as Request>::Result = CallToolResult::text("ok");
+    let result: <CallTool as RequestKind>::Result = CallToolResult::text("ok");
     assert_eq!(
         serde_json::to_value(&result).expect("serializes"),
         json!({ "content": [{ "type": "text", "text": "ok" }] })

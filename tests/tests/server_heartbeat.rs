@@ -8,7 +8,7 @@ use mcp_tests::server_harness::{Harness, Req};
 
 const V: &str = "2025-06-18";
 
-fn comments(h: &Harness, s: mcp_proto::server::StreamId) -> usize {
+fn comments(h: &Harness, s: mcp_proto::server::ExchangeId) -> usize {
     h.response(s).frames().iter().filter(|f| f.comment).count()
 }
 

@@ -10,7 +10,7 @@
 
 use http::StatusCode;
 use mcp_proto::mirror;
-use mcp_proto::server::{RequestHandle, ServerConfig, ServerOutput, SessionHandle, StreamId};
+use mcp_proto::server::{ExchangeId, RequestHandle, ServerConfig, ServerOutput, SessionHandle};
 use mcp_tests::server_harness::{Harness, Req, raw};
 use proptest::prelude::*;
 use serde_json::json;
@@ -42,7 +42,7 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 struct Pending {
-    stream: StreamId,
+    stream: ExchangeId,
     handle: RequestHandle,
     id: i64,
     modern: bool,

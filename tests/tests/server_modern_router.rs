@@ -39,7 +39,7 @@ fn harness() -> Harness {
     Harness::new(ServerConfig::default().with_modern())
 }
 
-fn error_of(h: &Harness, s: mcp_proto::server::StreamId) -> (StatusCode, Value) {
+fn error_of(h: &Harness, s: mcp_proto::server::ExchangeId) -> (StatusCode, Value) {
     let r = h.response(s);
     (r.status(), r.json())
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use http::StatusCode;
-use mcp_proto::server::{AuthDecision, RequestHead, ServerConfig, ServerOutput, StreamId};
+use mcp_proto::server::{AuthDecision, ExchangeId, RequestHead, ServerConfig, ServerOutput};
 use mcp_proto::{jsonrpc::Notification, mirror};
 use mcp_service::bind::{Routed, ServerBinding};
 use mcp_service::schema::{Elicit, ElicitRequestParams, ListRoots, RequestParams};
@@ -95,13 +95,13 @@ impl Svc {
         panic!("the service never settled");
     }
 
-    fn send(&mut self, req: Req) -> StreamId {
+    fn send(&mut self, req: Req) -> ExchangeId {
         let s = self.h.send(req);
         self.settle();
         s
     }
 
-    fn json(&self, s: StreamId) -> Value {
+    fn json(&self, s: ExchangeId) -> Value {
         let r = self.h.response(s);
         if r.is_sse() {
             r.sse_messages().last().cloned().expect("an SSE message")

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use http::StatusCode;
 use mcp_proto::server::{
-    Delivery, InMemoryEventStore, ResponseMode, Router, ServerConfig, ServerEvent, StreamId, Target,
+    Delivery, ExchangeId, InMemoryEventStore, ResponseMode, Router, ServerConfig, ServerEvent,
+    Target,
 };
 use mcp_tests::server_harness::{Harness, Req, init_body};
 use serde_json::Value;
@@ -24,7 +25,7 @@ fn config() -> ServerConfig {
 }
 
 /// The numbers carried by `notifications/message` payloads `{"n": k}` on `stream`, in order.
-fn numbers(h: &Harness, stream: StreamId) -> Vec<u64> {
+fn numbers(h: &Harness, stream: ExchangeId) -> Vec<u64> {
     h.response(stream)
         .sse_messages()
         .iter()
@@ -33,7 +34,7 @@ fn numbers(h: &Harness, stream: StreamId) -> Vec<u64> {
         .collect()
 }
 
-fn last_id(h: &Harness, stream: StreamId) -> String {
+fn last_id(h: &Harness, stream: ExchangeId) -> String {
     h.response(stream)
         .event_ids()
         .pop()

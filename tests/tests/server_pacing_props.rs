@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use http::StatusCode;
 use mcp_proto::server::{
-    OverflowPolicy, ResponseMode, ServerConfig, ServerEvent, StreamId, Target,
+    ExchangeId, OverflowPolicy, ResponseMode, ServerConfig, ServerEvent, Target,
 };
 use mcp_tests::server_harness::{Harness, Req};
 use proptest::prelude::*;
@@ -53,7 +53,7 @@ fn op() -> impl Strategy<Value = Op> {
 /// read, and the numbers and last event id of the connections before.
 #[derive(Debug, Default)]
 struct Held {
-    conn: Option<StreamId>,
+    conn: Option<ExchangeId>,
     read: usize,
     numbers: Vec<u64>,
     last_id: Option<String>,
@@ -96,7 +96,7 @@ fn numbers_in(events: &[(Option<String>, String)]) -> Vec<u64> {
 }
 
 /// A new connection for `held`: the client reads its first event at once.
-fn open(h: &mut Harness, held: &mut Held, conn: StreamId) {
+fn open(h: &mut Harness, held: &mut Held, conn: ExchangeId) {
     held.conn = Some(conn);
     held.read = 0;
     let body = &h.response(conn).body;

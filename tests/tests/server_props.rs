@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 use http::StatusCode;
 use mcp_proto::jsonrpc::{Notification, Outcome};
 use mcp_proto::server::{
-    CloseReason, RequestHandle, ResponseMode, SendError, ServerConfig, ServerOutput, SessionHandle,
-    StreamId, Target,
+    CloseReason, ExchangeId, RequestHandle, ResponseMode, SendError, ServerConfig, ServerOutput,
+    SessionHandle, Target,
 };
 use mcp_tests::server_harness::{AppEvent, Harness, Req, init_body, init_result, raw};
 use proptest::prelude::*;
@@ -71,7 +71,7 @@ struct MSession {
     handle: SessionHandle,
     alive: bool,
     last_touch: Instant,
-    streams: Vec<StreamId>,
+    streams: Vec<ExchangeId>,
 }
 
 #[derive(Debug)]
@@ -86,7 +86,7 @@ struct World {
     h: Harness,
     sessions: Vec<MSession>,
     requests: BTreeMap<RequestHandle, MRequest>,
-    disconnected: BTreeSet<StreamId>,
+    disconnected: BTreeSet<ExchangeId>,
     next_wire: i64,
     next_marker: u64,
 }
@@ -204,7 +204,7 @@ impl World {
     }
 
     /// Property 1 for a request on session `s`.
-    fn check_status(&self, s: usize, st: StreamId) {
+    fn check_status(&self, s: usize, st: ExchangeId) {
         let c = self.h.response(st);
         if self.sessions[s].alive {
             assert_ne!(
@@ -357,7 +357,7 @@ impl World {
                 self.check_status(s, st);
             }
             Op::Disconnect(k) => {
-                let open: Vec<(usize, StreamId)> = self
+                let open: Vec<(usize, ExchangeId)> = self
                     .sessions
                     .iter()
                     .enumerate()
@@ -428,7 +428,7 @@ impl World {
     }
 
     /// Property 4: the replay is the contiguous run of that stream's events after `last`.
-    fn check_replay(&self, s: usize, st: StreamId, last: &str) {
+    fn check_replay(&self, s: usize, st: ExchangeId, last: &str) {
         let (prefix, after) = last.split_once('-').unwrap();
         let after: u64 = after.parse().unwrap();
         let replayed: Vec<u64> = self

@@ -10,7 +10,7 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use mcp_proto::fuzzing::sse::{Outcome, reference_decode};
+use mcp_proto::fuzzing::sse::{DecodeRun, reference_decode};
 use mcp_proto::sse::{
     SseDecoder, SseError, SseEvent, SseFrame, SseLimits, encode_comment, encode_priming,
 };
@@ -149,7 +149,7 @@ fn chunks<'a>(input: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
 
 /// Decodes `pieces`, choosing `feed` / `feed_bytes` and whether to drain per piece from
 /// `modes` (cycled).
-fn decode(limits: SseLimits, pieces: &[&[u8]], modes: &[u8]) -> Outcome {
+fn decode(limits: SseLimits, pieces: &[&[u8]], modes: &[u8]) -> DecodeRun {
     let mut dec = SseDecoder::with_limits(limits);
     let mut items: Vec<Result<SseEvent, SseError>> = Vec::new();
     let mut failed = false;
@@ -179,7 +179,7 @@ fn decode(limits: SseLimits, pieces: &[&[u8]], modes: &[u8]) -> Outcome {
     dec.finish();
     drain(&mut dec, &mut items, &mut failed);
     assert!(dec.is_finished());
-    Outcome {
+    DecodeRun {
         items,
         last_event_id: if failed {
             String::new()

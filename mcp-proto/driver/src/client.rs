@@ -1,5 +1,5 @@
 //! The client side of the driver: [`ClientDriver`] (the per-turn logic), its run loop, the
-//! one builder vocabulary of every adapter ([`Connect`]) and the [`Client`] it starts.
+//! one builder vocabulary of every adapter ([`Connect`]) and the [`ClientHandle`] it starts.
 //!
 //! # Theory of operation
 //!
@@ -50,7 +50,7 @@ pub trait Engine: Sized + Send + 'static {
     type Options: Default + Send + 'static;
     /// A running exchange: dropping it aborts the exchange.
     type Exchange: Send + 'static;
-    /// The client name [`Client::connect`] announces by default.
+    /// The client name [`ClientHandle::connect`] announces by default.
     const NAME: &'static str;
 
     /// The engine for `url` (already known to be absolute), or why the URL cannot be used.
@@ -76,7 +76,7 @@ pub trait Engine: Sized + Send + 'static {
     }
 }
 
-/// Why [`Client::connect`] failed.
+/// Why [`ClientHandle::connect`] failed.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum ConnectError {
@@ -606,21 +606,21 @@ fn role_name(role: &mcp_proto::client::StreamRole) -> String {
 }
 
 // S-SESS-9.
-/// An MCP client on engine `E`: the service [`Client`](ServiceClient) (reach it through
-/// `Deref` or [`Client::client`]) driven by a task that owns the transport's state machine.
+/// An MCP client on engine `E`: the service [`ClientHandle`](ServiceClient) (reach it through
+/// `Deref` or [`ClientHandle::client`]) driven by a task that owns the transport's state machine.
 ///
 /// Dropping it closes the session in the background (the driver sends the DELETE when the
 /// server issued a session id, then aborts every exchange and ends);
-/// [`Client::close`] does the same and waits for it. Clones of the service client fail their
+/// [`ClientHandle::close`] does the same and waits for it. Clones of the service client fail their
 /// calls afterwards.
-pub struct Client<E> {
+pub struct ClientHandle<E> {
     client: ServiceClient,
     close: Option<oneshot::Sender<()>>,
     stopped: Latch,
     engine: PhantomData<fn() -> E>,
 }
 
-impl<E> std::fmt::Debug for Client<E> {
+impl<E> std::fmt::Debug for ClientHandle<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
             .field("client", &self.client)
@@ -629,7 +629,7 @@ impl<E> std::fmt::Debug for Client<E> {
     }
 }
 
-impl<E> std::ops::Deref for Client<E> {
+impl<E> std::ops::Deref for ClientHandle<E> {
     type Target = ServiceClient;
 
     fn deref(&self) -> &ServiceClient {
@@ -637,7 +637,7 @@ impl<E> std::ops::Deref for Client<E> {
     }
 }
 
-impl<E: Engine> Client<E> {
+impl<E: Engine> ClientHandle<E> {
     /// Connects to the MCP endpoint at `url` (e.g. `http://127.0.0.1:8080/mcp`) with the
     /// default options, and initializes the session.
     ///
@@ -653,12 +653,12 @@ impl<E: Engine> Client<E> {
         Connect::new(url)
     }
 
-    /// [`connect`](Client::connect) with a client definition and a transport configuration
+    /// [`connect`](ClientHandle::connect) with a client definition and a transport configuration
     /// used as given (its jitter seed included).
     ///
     /// # Errors
     ///
-    /// As [`connect`](Client::connect).
+    /// As [`connect`](ClientHandle::connect).
     pub async fn connect_with(
         url: &str,
         definition: ClientBuilder,
@@ -688,7 +688,7 @@ impl<E: Engine> Client<E> {
     }
 }
 
-impl<E> Client<E> {
+impl<E> ClientHandle<E> {
     /// The service client (cheap to clone).
     pub fn client(&self) -> &ServiceClient {
         &self.client
@@ -705,7 +705,7 @@ impl<E> Client<E> {
 }
 
 /// The options of a connection (mcp-go: the `StreamableHTTPCOption`s), from
-/// [`Client::builder`]; [`connect`](Connect::connect) or [`start`](Connect::start) it.
+/// [`ClientHandle::builder`]; [`connect`](Connect::connect) or [`start`](Connect::start) it.
 ///
 /// Every transport option of [`ClientConfig`] is reachable: through the shortcuts below or
 /// through [`config`](Connect::config) as a whole; the engine's own options (a connector, a
@@ -877,7 +877,7 @@ impl<E: Engine> Connect<E> {
     /// # Errors
     ///
     /// As [`start`](Self::start); an `initialize` that fails.
-    pub async fn connect(self) -> Result<Client<E>, ConnectError> {
+    pub async fn connect(self) -> Result<ClientHandle<E>, ConnectError> {
         let uri = parse_url(&self.url)?;
         let url = self.url.clone();
         let (client, ready, dial) = self.launch()?;
@@ -896,13 +896,13 @@ impl<E: Engine> Connect<E> {
     /// # Errors
     ///
     /// A URL that is not absolute, or that the engine cannot reach.
-    pub fn start(self) -> Result<Client<E>, ConnectError> {
+    pub fn start(self) -> Result<ClientHandle<E>, ConnectError> {
         self.launch().map(|(client, _, _)| client)
     }
 
     /// Starts the driver; also says whether the session is ready without an `initialize`,
     /// and where the exchanges record why a connection failed.
-    fn launch(self) -> Result<(Client<E>, bool, DialError), ConnectError> {
+    fn launch(self) -> Result<(ClientHandle<E>, bool, DialError), ConnectError> {
         let uri = parse_url(&self.url)?;
         let (engine, rt) = E::build(self.options, &uri)?;
         let mut config = self.config;
@@ -969,7 +969,7 @@ impl<E: Engine> Connect<E> {
             },
         );
         rt.spawn(Box::pin(fut));
-        let client = Client {
+        let client = ClientHandle {
             client,
             close: Some(close),
             stopped,
@@ -1049,7 +1049,7 @@ struct Inputs {
     redirects: mpsc::UnboundedReceiver<super::oauth::Redirected>,
     wakeup: Arc<Wakeup>,
     dial: DialError,
-    /// Dropped when the loop ends: the [`Client`]'s stop latch is set.
+    /// Dropped when the loop ends: the [`ClientHandle`]'s stop latch is set.
     on_stop: super::signal::SetOnDrop,
 }
 

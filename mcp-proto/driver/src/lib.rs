@@ -26,7 +26,7 @@
 //!   in the core: the asynchronous authentication step ([`AsyncAuthenticator`]) and the
 //!   cluster store ([`ClusterBackend`], [`SharedMemoryCluster`] in one process, `mcp-redis`
 //!   on Redis);
-//! - the **client** side ([`Client`], [`Connect`]): the builder vocabulary of every adapter,
+//! - the **client** side ([`ClientHandle`], [`Connect`]): the builder vocabulary of every adapter,
 //!   the intent ↔ exchange map, network events ([`NetEvents`]), event severity, close and
 //!   drop, handlers of server requests stopped with the driver; the era each origin speaks,
 //!   remembered across sessions ([`EraCache`]); the OAuth 2.1 flow ([`OAuth`]).
@@ -49,7 +49,7 @@
 //! | running | input, wake-up, deadline | running (after one pump) |
 //! | running | server: drain command | draining (`Router::begin_shutdown`) |
 //! | draining | `Router::is_drained` (or the grace deadline) | stopped, after `Router::shutdown` |
-//! | running | client: close command or `Client` dropped | closing (`ClientSession::close`) |
+//! | running | client: close command or `ClientHandle` dropped | closing (`ClientSession::close`) |
 //! | closing | `ClientSession::is_closed` | stopped |
 //! | any | every sender of the inbound queue gone (server) | stopped |
 
@@ -71,7 +71,7 @@ use std::time::Instant;
 
 pub use auth::AsyncAuthenticator;
 pub use client::{
-    Client, ClientDriver, Connect, ConnectError, Engine, NetEvent, NetEventKind, NetEvents,
+    ClientDriver, ClientHandle, Connect, ConnectError, Engine, NetEvent, NetEventKind, NetEvents,
 };
 pub use cluster::{ClusterBackend, ClusterInbox, SharedMemoryCluster, StoreLink};
 pub use era::EraCache;
@@ -80,7 +80,7 @@ pub use oauth::{AuthorizeHandler, OAuth, SharedTokenStore};
 pub use outbox::Exchange;
 pub use serve::{Adapter, Serve};
 pub use server::{
-    Departure, DriverConfig, DriverGone, ExchangeSink, RandomSessionIds, Reply, Response,
+    Departure, DriverConfig, DriverGone, ExchangeSink, HttpResponse, RandomSessionIds, Reply,
     ResponseAborted, ResponseStream, ServerDriver, ServerHandle, Serving, ToDriver, accept_loop,
 };
 pub use signal::Latch;

@@ -44,9 +44,9 @@ use super::short_id;
 use super::signal::{Latch, Wakeup};
 use super::{Runtime, Woke, binding_sleep};
 use mcp_proto::server::{
-    AuthDecision, ClusterDelivery, DEFAULT_SHUTDOWN_GRACE, ProtectedResourceMetadata, RequestHead,
-    Router, ServerConfig, ServerOutput, SessionHandle, SessionIdGenerator, StoreError, StoreReply,
-    StreamId,
+    AuthDecision, ClusterDelivery, DEFAULT_SHUTDOWN_GRACE, ExchangeId, ProtectedResourceMetadata,
+    RequestHead, Router, ServerConfig, ServerOutput, SessionHandle, SessionIdGenerator, StoreError,
+    StoreReply,
 };
 
 use crate::auth::AsyncAuthenticator;
@@ -295,10 +295,10 @@ pub enum ToDriver<X> {
 pub struct ServerDriver<X> {
     router: Router,
     binding: ServerBinding,
-    by_key: HandleMap<u64, StreamId>,
-    exchanges: HandleMap<StreamId, (u64, X)>,
+    by_key: HandleMap<u64, ExchangeId>,
+    exchanges: HandleMap<ExchangeId, (u64, X)>,
     /// The log of each exchange (its span, what it was, how it went).
-    traces: HandleMap<StreamId, Trace>,
+    traces: HandleMap<ExchangeId, Trace>,
     /// Each session's span and short id.
     sessions: HandleMap<SessionHandle, (tracing::Span, String)>,
     tap: Option<Tap>,
@@ -578,7 +578,7 @@ impl<X: ExchangeSink> ServerDriver<X> {
     }
 
     /// Ends the log of an exchange: its duration, and the one line that says how it went.
-    fn finish(&mut self, now: Instant, stream: StreamId, ending: &str) {
+    fn finish(&mut self, now: Instant, stream: ExchangeId, ending: &str) {
         let Some(trace) = self.traces.remove(&stream) else {
             return;
         };
@@ -609,7 +609,7 @@ impl<X: ExchangeSink> ServerDriver<X> {
         }
     }
 
-    fn forget(&mut self, stream: StreamId) -> Option<X> {
+    fn forget(&mut self, stream: ExchangeId) -> Option<X> {
         let (key, sink) = self.exchanges.remove(&stream)?;
         self.by_key.remove(&key);
         Some(sink)
@@ -829,7 +829,7 @@ impl std::fmt::Debug for ServerHandle {
 
 /// A response head and its body, from [`ServerHandle::exchange`].
 #[derive(Debug)]
-pub struct Response {
+pub struct HttpResponse {
     /// The status.
     pub status: StatusCode,
     /// Every header (the router's are the only ones).
@@ -962,7 +962,7 @@ impl ServerHandle {
         parts: http::request::Parts,
         body: B,
         departure: D,
-    ) -> Result<Response, DriverGone>
+    ) -> Result<HttpResponse, DriverGone>
     where
         B: Stream<Item = Result<Bytes, E>> + Unpin,
         D: Departure,
@@ -1016,7 +1016,7 @@ impl ServerHandle {
             guard.armed = false;
             return Err(DriverGone);
         };
-        Ok(Response {
+        Ok(HttpResponse {
             status,
             headers,
             body: ResponseStream {

@@ -5,7 +5,7 @@ use std::fmt;
 
 use serde_json::value::RawValue;
 
-use mcp_proto::client::{ApiMisuse, ClientError, ProtocolError};
+use mcp_proto::client::{ApiMisuse, ClientError, ServerFault};
 use mcp_proto::jsonrpc::{self, error_codes};
 
 /// A failure of an application handler, or of a request sent to the peer.
@@ -187,7 +187,7 @@ pub enum PeerError {
     /// The exchange broke before the answer arrived and could not be resumed (the
     /// connection was cut before any event id reached the client, or every resume brought
     /// nothing): a [`ClientError::Transport`] or
-    /// [`ProtocolError::StreamEndedWithoutResponse`](mcp_proto::client::ProtocolError::StreamEndedWithoutResponse).
+    /// [`ServerFault::StreamEndedWithoutResponse`](mcp_proto::client::ServerFault::StreamEndedWithoutResponse).
     /// The server may or may not have acted on the request: the transport never re-sends it
     /// by itself, so sending it again is the caller's choice.
     #[error("the exchange broke before the answer and cannot be resumed: {0}")]
@@ -214,7 +214,7 @@ impl From<ClientError> for PeerError {
             ClientError::TimedOut => PeerError::Timeout,
             ClientError::Closed => PeerError::Closed,
             ClientError::Transport(_)
-            | ClientError::Protocol(ProtocolError::StreamEndedWithoutResponse) => {
+            | ClientError::Protocol(ServerFault::StreamEndedWithoutResponse) => {
                 PeerError::Interrupted(error)
             }
             other => PeerError::Client(other),
@@ -244,7 +244,7 @@ mod tests {
         assert_eq!(PeerError::from(ApiMisuse::Closed), PeerError::Closed);
         let cut = ClientError::Transport(TransportFailure::Reset);
         assert_eq!(PeerError::from(cut.clone()), PeerError::Interrupted(cut));
-        let ended = ClientError::Protocol(ProtocolError::StreamEndedWithoutResponse);
+        let ended = ClientError::Protocol(ServerFault::StreamEndedWithoutResponse);
         assert_eq!(
             PeerError::from(ended.clone()),
             PeerError::Interrupted(ended)

@@ -395,7 +395,7 @@ impl ClientConfig {
     }
 
     /// How many input requests one `InputRequiredResult` may carry (32); more fail the
-    /// request with [`super::ProtocolError::LimitExceeded`] (`InputRequests`), since each is
+    /// request with [`super::ServerFault::LimitExceeded`] (`InputRequests`), since each is
     /// handed to the app.
     pub fn with_max_input_requests(mut self, n: usize) -> Self {
         self.max_input_requests = n;

@@ -1,6 +1,6 @@
 //! Errors, sorted by blame: the server's, the caller's, and one request's failure.
 //!
-//! - [`ProtocolError`]: the server broke the protocol (a status or content type it must not
+//! - [`ServerFault`]: the server broke the protocol (a status or content type it must not
 //!   send, a body that is not JSON-RPC, a stream over a limit, a missing response).
 //! - [`ApiMisuse`]: the caller broke the API contract (a second in-flight request with the same
 //!   id, cancelling `initialize`, a command after `close`); returned by the command, nothing
@@ -42,10 +42,10 @@ pub enum Limit {
 }
 
 /// The server broke the protocol. Carries the HTTP status that led to it, when there was one
-/// ([`ProtocolError::status_hint`]).
+/// ([`ServerFault::status_hint`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum ProtocolError {
+pub enum ServerFault {
     /// A success status this exchange cannot have (202 to a request, 200 to a resume that is
     /// not an SSE stream …).
     #[error("unexpected HTTP status {status}")]
@@ -100,11 +100,11 @@ pub enum ProtocolError {
     },
 }
 
-impl ProtocolError {
+impl ServerFault {
     /// The HTTP status the server answered that caused this error, if one did.
     pub fn status_hint(&self) -> Option<StatusCode> {
         match self {
-            ProtocolError::UnexpectedStatus { status } => Some(*status),
+            ServerFault::UnexpectedStatus { status } => Some(*status),
             _ => None,
         }
     }
@@ -173,7 +173,7 @@ pub enum ApiMisuse {
 pub enum ClientError {
     /// The server broke the protocol.
     #[error(transparent)]
-    Protocol(#[from] ProtocolError),
+    Protocol(#[from] ServerFault),
     /// The exchange failed below HTTP and could not be resumed.
     #[error("transport: {0}")]
     Transport(TransportFailure),

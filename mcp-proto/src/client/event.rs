@@ -38,7 +38,7 @@ pub enum ListenStop {
 /// How the DELETE of `close` went.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum CloseReason {
+pub enum CloseOutcome {
     /// `close` with no session to delete (none issued, or the modern era).
     NoSession,
     // S-SESS-9.
@@ -236,6 +236,6 @@ pub enum ClientEvent {
     /// The session is closed: no output follows.
     Closed {
         /// How the DELETE went.
-        reason: CloseReason,
+        reason: CloseOutcome,
     },
 }

@@ -92,7 +92,7 @@ pub(super) enum PhaseEvent {
     /// The app closed; the DELETE's exchange and deadline when one was sent.
     CloseRequested { delete: Option<(StreamId, Instant)> },
     /// The DELETE was answered, failed, or timed out.
-    DeleteDone(CloseReason),
+    DeleteDone(CloseOutcome),
 }
 
 impl ClientSession {
@@ -291,7 +291,7 @@ impl ClientSession {
                 None => {
                     self.phase = Phase::Closed;
                     self.event(ClientEvent::Closed {
-                        reason: CloseReason::NoSession,
+                        reason: CloseOutcome::NoSession,
                     });
                 }
             },
@@ -405,7 +405,7 @@ impl ClientSession {
         &self,
         response: &Response,
         head_session: Option<HeaderValue>,
-    ) -> Result<Option<(Option<Box<str>>, ProtocolVersion)>, ProtocolError> {
+    ) -> Result<Option<(Option<Box<str>>, ProtocolVersion)>, ServerFault> {
         let Some(version) = wire::initialize_version(response)? else {
             return Ok(None);
         };
@@ -413,7 +413,7 @@ impl ClientSession {
             None => None,
             Some(v) => {
                 if !wire::valid_session_id(v.as_bytes(), self.limits.max_session_id_bytes) {
-                    return Err(ProtocolError::InvalidSessionId);
+                    return Err(ServerFault::InvalidSessionId);
                 }
                 // Visible ASCII (checked above) is valid UTF-8.
                 Some(String::from_utf8_lossy(v.as_bytes()).into())

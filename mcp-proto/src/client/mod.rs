@@ -123,7 +123,7 @@
 //! `Mcp-Method`, `Mcp-Name`, and `Mcp-Param-*` for tools whose `x-mcp-header` declarations the
 //! session learnt from `tools/list` results (tools with invalid declarations are removed from
 //! the result, [`ClientEvent::InvalidToolDefinition`]). No session id, no GET, no
-//! `Last-Event-ID`: a broken stream fails its request ([`ProtocolError::StreamEndedWithoutResponse`]
+//! `Last-Event-ID`: a broken stream fails its request ([`ServerFault::StreamEndedWithoutResponse`]
 //! or [`ClientError::Transport`]) and the app re-issues it under a new id. A 4xx
 //! whose body is a JSON-RPC error (unknown method → 404 `-32601`, `-32020`, `-32022`)
 //! is delivered as the request's response. The app cannot send responses
@@ -200,8 +200,8 @@ pub use backoff::{BackoffConfig, FailureBudget};
 pub use config::{
     ClientConfig, ClientIdentity, EraMode, HeaderContext, HeaderFn, KnownEra, Limits, TokenProvider,
 };
-pub use error::{ApiMisuse, ClientError, Limit, ProtocolError};
-pub use event::{ClientEvent, CloseReason, ListenStop, StreamRole};
+pub use error::{ApiMisuse, ClientError, Limit, ServerFault};
+pub use event::{ClientEvent, CloseOutcome, ListenStop, StreamRole};
 pub use io::{
     Delivered, HttpRequest, HttpRequestKind, Input, Output, RequestOutcome, RequestResult,
     SendReceipt, StreamId, TlsFailure, TransportFailure,
@@ -781,10 +781,11 @@ impl ClientSession {
         if let Phase::Closing { stream: d, .. } = self.phase {
             if d == stream {
                 match post_input {
-                    PostInput::Head { status, .. } => {
-                        self.step(now, PhaseEvent::DeleteDone(CloseReason::Deleted { status }))
-                    }
-                    _ => self.step(now, PhaseEvent::DeleteDone(CloseReason::DeleteFailed)),
+                    PostInput::Head { status, .. } => self.step(
+                        now,
+                        PhaseEvent::DeleteDone(CloseOutcome::Deleted { status }),
+                    ),
+                    _ => self.step(now, PhaseEvent::DeleteDone(CloseOutcome::DeleteFailed)),
                 }
             }
             return;
@@ -811,7 +812,7 @@ impl ClientSession {
         if let Phase::Closing { stream, deadline } = self.phase {
             if now >= deadline {
                 self.out.push_back(Output::Abort(stream));
-                self.step(now, PhaseEvent::DeleteDone(CloseReason::DeleteTimedOut));
+                self.step(now, PhaseEvent::DeleteDone(CloseOutcome::DeleteTimedOut));
             }
             return;
         }

@@ -79,7 +79,7 @@ use http::{HeaderMap, StatusCode};
 
 use super::backoff::{Backoff, after};
 use super::config::Limits;
-use super::error::{ClientError, Limit, ProtocolError};
+use super::error::{ClientError, Limit, ServerFault};
 use super::io::TransportFailure;
 use super::wire::{RequestId, SseReader};
 use crate::http::{BearerChallenge, bearer_challenge, content_type_is, media_type, mime};
@@ -304,7 +304,7 @@ impl PostStream {
                     let limit = Limit::JsonBody;
                     fx.push(PostEffect::Limit(limit));
                     fx.push(PostEffect::Failed(
-                        ProtocolError::LimitExceeded { limit }.into(),
+                        ServerFault::LimitExceeded { limit }.into(),
                     ));
                     fx.push(PostEffect::Abort);
                     fx.push(PostEffect::Finished);
@@ -344,7 +344,7 @@ impl PostStream {
             (PostState::Sse(mut reader), PostInput::End) => {
                 reader.finish();
                 self.broken(
-                    ProtocolError::StreamEndedWithoutResponse.into(),
+                    ServerFault::StreamEndedWithoutResponse.into(),
                     reader.progressed,
                     ctx,
                     fx,
@@ -470,17 +470,17 @@ impl PostStream {
             } else if status == StatusCode::METHOD_NOT_ALLOWED {
                 // The server has no GET at all: this stream can never be resumed.
                 fx.push(PostEffect::Failed(
-                    ProtocolError::UnexpectedStatus { status }.into(),
+                    ServerFault::UnexpectedStatus { status }.into(),
                 ));
                 PostState::Discard { seen: 0 }
             } else {
                 fx.push(PostEffect::Abort);
                 let err = if status.is_success() {
-                    ProtocolError::UnexpectedContentType {
+                    ServerFault::UnexpectedContentType {
                         content_type: content_type(headers),
                     }
                 } else {
-                    ProtocolError::UnexpectedStatus { status }
+                    ServerFault::UnexpectedStatus { status }
                 };
                 self.broken(err.into(), false, ctx, fx)
             };
@@ -497,7 +497,7 @@ impl PostStream {
         }
         if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
             fx.push(PostEffect::Failed(
-                ProtocolError::UnexpectedStatus { status }.into(),
+                ServerFault::UnexpectedStatus { status }.into(),
             ));
             return PostState::Discard { seen: 0 };
         }
@@ -509,7 +509,7 @@ impl PostStream {
             PostState::Sse(Box::new(SseReader::new(ctx.limits.max_sse_event_bytes)))
         } else {
             fx.push(PostEffect::Failed(
-                ProtocolError::UnexpectedContentType {
+                ServerFault::UnexpectedContentType {
                     content_type: content_type(headers),
                 }
                 .into(),
@@ -551,7 +551,7 @@ impl PostStream {
             }
             fx.push(PostEffect::Limit(Limit::ResumeFailures));
             fx.push(PostEffect::Failed(
-                ProtocolError::StreamEndedWithoutResponse.into(),
+                ServerFault::StreamEndedWithoutResponse.into(),
             ));
         } else {
             fx.push(PostEffect::Failed(cause));

@@ -232,7 +232,7 @@ impl ClientSession {
             PostEffect::JsonBody(b) => {
                 self.route(now, stream, &b, true);
                 if let Some(id) = self.own_request(stream) {
-                    self.fail_from_stream(now, stream, &id, ProtocolError::MissingResponse.into());
+                    self.fail_from_stream(now, stream, &id, ServerFault::MissingResponse.into());
                 }
             }
             PostEffect::Failed(err) => self.on_post_failed(now, stream, err),
@@ -652,7 +652,7 @@ impl ClientSession {
                     replay,
                 },
                 Ok(None) if replay => PhaseEvent::ReinitFailed(
-                    ProtocolError::InvalidJsonRpc {
+                    ServerFault::InvalidJsonRpc {
                         detail: "initialize answered with an error".into(),
                     }
                     .into(),
@@ -1140,7 +1140,7 @@ impl ClientSession {
                     stream: Some(stream),
                     limit,
                 });
-                let err = ProtocolError::LimitExceeded { limit }.into();
+                let err = ServerFault::LimitExceeded { limit }.into();
                 self.end_request(&id, RequestResult::Failed(err), false);
                 return;
             }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use serde::Deserialize;
 
-use super::error::{ApiMisuse, ClientError, Limit, ProtocolError};
+use super::error::{ApiMisuse, ClientError, Limit, ServerFault};
 use crate::jsonrpc::{self, Body, Outcome};
 pub use crate::jsonrpc::{Message, RequestId, Response};
 use crate::sse::{SseDecoder, SseLimits};
@@ -89,23 +89,23 @@ pub(crate) type Parsed = Result<Message, ClientError>;
 pub(crate) fn parse_incoming(
     bytes: &[u8],
     version: Option<ProtocolVersion>,
-) -> Result<Vec<Parsed>, ProtocolError> {
+) -> Result<Vec<Parsed>, ServerFault> {
     match jsonrpc::parse_body(bytes) {
         Ok(Body::Single(m)) => Ok(vec![Ok(m)]),
         Ok(Body::Batch(items)) => match version {
-            Some(v) if !v.allows_batch() => Err(ProtocolError::BatchNotAllowed { version: v }),
+            Some(v) if !v.allows_batch() => Err(ServerFault::BatchNotAllowed { version: v }),
             _ => Ok(items
                 .into_iter()
                 .map(|i| {
                     i.map_err(|e| {
-                        ClientError::Protocol(ProtocolError::InvalidJsonRpc {
+                        ClientError::Protocol(ServerFault::InvalidJsonRpc {
                             detail: e.to_string(),
                         })
                     })
                 })
                 .collect()),
         },
-        Err(e) => Err(ProtocolError::InvalidJsonRpc {
+        Err(e) => Err(ServerFault::InvalidJsonRpc {
             detail: e.to_string(),
         }),
     }
@@ -122,7 +122,7 @@ struct InitializeResultPeek {
 /// legacy era (initialize negotiates only legacy revisions).
 pub(crate) fn initialize_version(
     response: &Response,
-) -> Result<Option<ProtocolVersion>, ProtocolError> {
+) -> Result<Option<ProtocolVersion>, ServerFault> {
     match &response.outcome {
         Outcome::Error(_) => Ok(None),
         Outcome::Result(raw) => {
@@ -131,7 +131,7 @@ pub(crate) fn initialize_version(
                 .and_then(|p| p.protocol_version);
             match offered.as_deref().and_then(ProtocolVersion::parse) {
                 Some(v) if v.has_sessions() => Ok(Some(v)),
-                _ => Err(ProtocolError::UnsupportedVersion { offered }),
+                _ => Err(ServerFault::UnsupportedVersion { offered }),
             }
         }
     }
@@ -195,7 +195,7 @@ pub(crate) struct SseYield {
     /// `data` of each message event, in order (priming and non-message events skipped).
     pub(crate) payloads: Vec<Bytes>,
     /// The stream went over a limit; it must be dropped.
-    pub(crate) error: Option<ProtocolError>,
+    pub(crate) error: Option<ServerFault>,
     /// The server said events after our `Last-Event-ID` were evicted before we resumed
     /// (an [`EVENTS_LOST`](crate::sse::EVENTS_LOST) event).
     pub(crate) events_lost: bool,
@@ -238,7 +238,7 @@ impl SseReader {
                 }
                 Ok(None) => break,
                 Err(_) => {
-                    out.error = Some(ProtocolError::LimitExceeded {
+                    out.error = Some(ServerFault::LimitExceeded {
                         limit: Limit::SseEvent,
                     });
                     break;
@@ -314,7 +314,7 @@ mod tests {
         assert_eq!(parse_incoming(batch, None).unwrap().len(), 2);
         assert_eq!(
             parse_incoming(batch, Some(ProtocolVersion::V2025_06_18)),
-            Err(ProtocolError::BatchNotAllowed {
+            Err(ServerFault::BatchNotAllowed {
                 version: ProtocolVersion::V2025_06_18
             })
         );

@@ -11,8 +11,8 @@ use serde_json::value::RawValue;
 
 use crate::jsonrpc::{ErrorObject, Notification, Outcome};
 use crate::server::{
-    CorsConfig, OutboundId, OverflowPolicy, ProtectedResourceMetadata, RequestHandle, RequestHead,
-    ResponseMode, Router, ServerConfig, ServerOutput, SessionHandle, StreamId, Target,
+    CorsConfig, ExchangeId, OutboundId, OverflowPolicy, ProtectedResourceMetadata, RequestHandle,
+    RequestHead, ResponseMode, Router, ServerConfig, ServerOutput, SessionHandle, Target,
 };
 
 /// A cursor over the fuzzer's bytes; reads zeros once exhausted.
@@ -82,18 +82,18 @@ const BODIES: [&str; 17] = [
 
 #[derive(Default)]
 struct Seen {
-    headed: HashSet<StreamId>,
-    ended: HashSet<StreamId>,
+    headed: HashSet<ExchangeId>,
+    ended: HashSet<ExchangeId>,
     handles: Vec<RequestHandle>,
     sessions: Vec<SessionHandle>,
     session_ids: Vec<String>,
     outbound: Vec<OutboundId>,
-    streams: Vec<StreamId>,
+    streams: Vec<ExchangeId>,
     event_ids: Vec<String>,
-    bodies: HashMap<StreamId, usize>,
+    bodies: HashMap<ExchangeId, usize>,
     /// Bytes handed out and not yet reported taken, per exchange; the router must never go
     /// beyond its send window by more than one chunk.
-    unacked: HashMap<StreamId, usize>,
+    unacked: HashMap<ExchangeId, usize>,
     window: usize,
 }
 

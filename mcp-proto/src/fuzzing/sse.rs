@@ -26,7 +26,7 @@ use crate::sse::{SseDecoder, SseError, SseEvent, SseLimits};
 
 /// Everything observable after decoding a whole stream.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Outcome {
+pub struct DecodeRun {
     /// Dispatched events in order, ending with the error if one occurred.
     pub items: Vec<Result<SseEvent, SseError>>,
     /// `last_event_id()` at the end; `""` after an error (state after an error is not
@@ -36,7 +36,7 @@ pub struct Outcome {
     pub retry: Option<Duration>,
 }
 
-impl Outcome {
+impl DecodeRun {
     fn failed(&self) -> bool {
         matches!(self.items.last(), Some(Err(_)))
     }
@@ -110,12 +110,12 @@ fn decode_chunks(
     input: &[u8],
     size: &mut dyn FnMut(u64) -> usize,
     seed: u64,
-) -> Outcome {
+) -> DecodeRun {
     let mut rng = XorShift64Star::from_seed(seed);
     // Half the runs send every owned chunk through the in-place path, however small.
     let small = if seed & 1 == 0 { 0 } else { 32 };
     let mut dec = SseDecoder::with_limits(limits).with_small_chunk(small);
-    let mut out = Outcome::default();
+    let mut out = DecodeRun::default();
     let mut ok = true;
     let mut rest = input;
     while !rest.is_empty() {
@@ -178,7 +178,7 @@ fn drain(dec: &mut SseDecoder, items: &mut Vec<Result<SseEvent, SseError>>) -> b
 // S-SSE-2 … S-SSE-14.
 /// The WHATWG rules applied to a whole input in the most direct way:
 /// strip a BOM, cut lines, interpret each. Same limits semantics as [`SseDecoder`].
-pub fn reference_decode(input: &[u8], limits: SseLimits) -> Outcome {
+pub fn reference_decode(input: &[u8], limits: SseLimits) -> DecodeRun {
     const BOM: &[u8] = b"\xEF\xBB\xBF";
     let input = if let Some(rest) = input.strip_prefix(BOM) {
         rest
@@ -189,7 +189,7 @@ pub fn reference_decode(input: &[u8], limits: SseLimits) -> Outcome {
         input
     };
 
-    let mut out = Outcome::default();
+    let mut out = DecodeRun::default();
     let mut data: Vec<u8> = Vec::new();
     let mut has_data = false;
     let mut event_type = String::new();

@@ -42,8 +42,8 @@ use serde::de::{self, DeserializeSeed, Deserializer as _, IgnoredAny, MapAccess,
 use serde_json::value::RawValue;
 
 use super::{
-    Body, ErrorObject, InvalidMessage, InvalidReason, Message, MessageKind, Notification,
-    ParseError, ParseFailure, Request, RequestId, Response,
+    Body, DecodeError, ErrorObject, InvalidMessage, InvalidReason, Message, MessageKind,
+    Notification, ParseFailure, Request, RequestId, Response,
 };
 
 // G-8.
@@ -81,7 +81,7 @@ pub fn parse_message(bytes: &[u8]) -> Result<Message, ParseFailure> {
 fn parse(bytes: &[u8], allow_batch: bool) -> Result<Body, ParseFailure> {
     // S-POST-4.
     let text = std::str::from_utf8(bytes).map_err(|e| {
-        ParseError::new(format!(
+        DecodeError::new(format!(
             "invalid UTF-8 at byte {} (MCP messages must be UTF-8)",
             e.valid_up_to()
         ))
@@ -103,7 +103,7 @@ fn parse(bytes: &[u8], allow_batch: bool) -> Result<Body, ParseFailure> {
             let items = elements
                 .into_iter()
                 .map(parse_element)
-                .collect::<Result<Vec<_>, ParseError>>()?;
+                .collect::<Result<Vec<_>, DecodeError>>()?;
             Ok(Body::Batch(items))
         }
         Some(b'[') => {
@@ -125,18 +125,18 @@ fn invalid(reason: InvalidReason) -> InvalidMessage {
 fn complete<'a, T>(
     text: &'a str,
     f: impl FnOnce(&mut serde_json::Deserializer<serde_json::de::StrRead<'a>>) -> serde_json::Result<T>,
-) -> Result<T, ParseError> {
+) -> Result<T, DecodeError> {
     let mut de = serde_json::Deserializer::from_str(text);
     let value = f(&mut de).and_then(|v| de.end().map(|()| v));
     value.map_err(|e| {
         // The visitors accept every JSON type, so only syntax (or EOF) errors can occur.
         debug_assert!(!e.is_data(), "type error from an accept-all visitor: {e}");
-        ParseError::new(e.to_string())
+        DecodeError::new(e.to_string())
     })
 }
 
 /// One batch element (already known to be valid JSON).
-fn parse_element(raw: &RawValue) -> Result<super::BatchItem, ParseError> {
+fn parse_element(raw: &RawValue) -> Result<super::BatchItem, DecodeError> {
     if !raw.get().starts_with('{') {
         return Ok(Err(invalid(InvalidReason::NotAnObject)));
     }
@@ -240,7 +240,7 @@ enum IdSlot {
 }
 
 impl IdSlot {
-    fn read(raw: Option<&RawValue>) -> Result<Self, ParseError> {
+    fn read(raw: Option<&RawValue>) -> Result<Self, DecodeError> {
         let Some(raw) = raw else {
             return Ok(Self::Absent);
         };
@@ -264,7 +264,7 @@ impl IdSlot {
 /// The string a raw value holds, unescaped; `Ok(None)` when it is not a string.
 ///
 /// `raw` is valid JSON, so the only possible failure is an escaped lone surrogate.
-fn read_str(raw: &RawValue) -> Result<Option<Cow<'_, str>>, ParseError> {
+fn read_str(raw: &RawValue) -> Result<Option<Cow<'_, str>>, DecodeError> {
     let text = raw.get();
     let Some(inner) = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')) else {
         return Ok(None);
@@ -274,7 +274,7 @@ fn read_str(raw: &RawValue) -> Result<Option<Cow<'_, str>>, ParseError> {
     }
     serde_json::from_str::<String>(text)
         .map(|s| Some(Cow::Owned(s)))
-        .map_err(|e| ParseError::new(format!("string is not valid Unicode: {e}")))
+        .map_err(|e| DecodeError::new(format!("string is not valid Unicode: {e}")))
 }
 
 /// The integer a raw value holds; `None` when it is not a number written as an integer, or is
@@ -289,7 +289,7 @@ fn read_int(raw: &RawValue) -> Option<i64> {
 }
 
 /// The result of [`classify`]: a parse error (outer), or the message or why it is invalid.
-type Classified = Result<Result<Message, InvalidMessage>, ParseError>;
+type Classified = Result<Result<Message, InvalidMessage>, DecodeError>;
 
 /// Interprets the envelope members of one object.
 ///
@@ -374,7 +374,7 @@ fn classify(m: Members<'_, 6>) -> Classified {
 }
 
 /// Interprets an `error` member.
-fn read_error_object(raw: &RawValue) -> Result<Result<ErrorObject, InvalidReason>, ParseError> {
+fn read_error_object(raw: &RawValue) -> Result<Result<ErrorObject, InvalidReason>, DecodeError> {
     if !raw.get().starts_with('{') {
         return Ok(Err(InvalidReason::ErrorNotObject));
     }

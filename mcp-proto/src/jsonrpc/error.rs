@@ -1,7 +1,7 @@
 //! Why a body is not a JSON-RPC message: [`ParseFailure`] and its two halves.
 //!
 //! Both halves are the **peer's** fault: the bytes came off the wire. The
-//! split follows JSON-RPC 2.0 §5.1: [`ParseError`] (`-32700`) when the bytes are not JSON at
+//! split follows JSON-RPC 2.0 §5.1: [`DecodeError`] (`-32700`) when the bytes are not JSON at
 //! all, [`InvalidMessage`] (`-32600`) when they are JSON but not a JSON-RPC 2.0 message.
 
 use std::fmt;
@@ -21,7 +21,7 @@ use super::{ErrorObject, MessageKind, RequestId, Response, encode, error_codes};
 pub enum ParseFailure {
     /// Not JSON: `-32700`.
     #[error(transparent)]
-    Parse(#[from] ParseError),
+    Parse(#[from] DecodeError),
     /// JSON, but not a JSON-RPC 2.0 message: `-32600`.
     #[error(transparent)]
     Invalid(#[from] InvalidMessage),
@@ -91,11 +91,11 @@ fn detail_data(detail: &str) -> Option<Box<RawValue>> {
 /// a string escape that is not valid Unicode in a member the envelope decodes (`-32700`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("JSON-RPC parse error: {detail}")]
-pub struct ParseError {
+pub struct DecodeError {
     detail: Box<str>,
 }
 
-impl ParseError {
+impl DecodeError {
     pub(crate) fn new(detail: impl Into<Box<str>>) -> Self {
         Self {
             detail: detail.into(),

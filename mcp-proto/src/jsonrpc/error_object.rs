@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 ///
 /// The typed MCP layer (`mcp_service::schema`) uses it with `serde_json::Value` or a typed `D`
 /// (`UnsupportedProtocolVersionData`, …) through serde, which keeps unknown members in
-/// `extra` for a lossless round trip. The spec's bare error shapes (`ParseError`,
+/// `extra` for a lossless round trip. The spec's bare error shapes (`DecodeError`,
 /// `InvalidRequestError`, …) are `ErrorObject<serde_json::Value>` with the matching
 /// [`error_codes`](super::error_codes) constant.
 #[derive(Debug, Clone, Serialize)]

@@ -10,7 +10,7 @@
 //!
 //! - [`parse_body`] reads a whole body: one [`Message`] or a 2025-03-26 batch ([`Body`]).
 //!   [`parse_message`] reads a body that must be a single message (2025-06-18 and later).
-//! - Failures are a [`ParseFailure`]: `-32700` ([`ParseError`], not JSON) or `-32600`
+//! - Failures are a [`ParseFailure`]: `-32700` ([`DecodeError`], not JSON) or `-32600`
 //!   ([`InvalidMessage`], JSON but not JSON-RPC). Each carries the id when it was readable
 //!   and builds its own error response ([`ParseFailure::to_error_response`]).
 //! - [`Message::to_bytes`] and [`encode_batch`] write JSON directly into [`bytes::Bytes`].
@@ -69,7 +69,7 @@ mod tests;
 
 pub use self::decode::{parse_body, parse_message};
 pub use self::encode::encode_batch;
-pub use self::error::{InvalidMessage, InvalidReason, ParseError, ParseFailure};
+pub use self::error::{DecodeError, InvalidMessage, InvalidReason, ParseFailure};
 pub use self::error_object::{ErrorData, ErrorObject};
 pub use self::id::RequestId;
 pub use self::message::{

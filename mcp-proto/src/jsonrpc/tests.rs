@@ -45,7 +45,7 @@ fn reason(body: impl AsRef<[u8]>) -> InvalidReason {
     invalid(body).reason()
 }
 
-fn parse_error(body: impl AsRef<[u8]>) -> ParseError {
+fn parse_error(body: impl AsRef<[u8]>) -> DecodeError {
     match failure(body.as_ref()) {
         ParseFailure::Parse(e) => {
             assert_eq!(e.code(), PARSE_ERROR);

@@ -127,11 +127,11 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, Uri};
 
 use super::error::{CancelReason, CloseReason, ProtocolError};
-use super::session::{Session, SessionState};
+use super::session::{Session, SessionEvent, SessionStep};
 use super::stream::{Phase, StreamKind, event_frame, events_lost_frame};
 use super::timer::Timer;
 use super::{
-    AuthDecision, RequestHandle, RequestHead, Router, ServerOutput, SessionHandle, StreamId,
+    AuthDecision, ExchangeId, RequestHandle, RequestHead, Router, ServerOutput, SessionHandle,
 };
 use crate::ProtocolVersion;
 use crate::jsonrpc::{Outcome, RequestId, Response};
@@ -588,7 +588,7 @@ pub(crate) enum Call {
     Refresh { session: SessionHandle },
     /// `DELETE`, answered when done.
     Delete {
-        conn: StreamId,
+        conn: ExchangeId,
         origin: Option<Box<str>>,
     },
     /// The listen stream `lsid` follows its log.
@@ -602,12 +602,12 @@ pub(crate) enum Call {
 pub(crate) struct ClusterState {
     next_ticket: u64,
     pub(crate) calls: HandleMap<Ticket, (Call, Option<Instant>)>,
-    pub(crate) parked: HandleMap<StreamId, Parked>,
+    pub(crate) parked: HandleMap<ExchangeId, Parked>,
     /// Parked requests by session id, and the ticket of the load they wait on.
-    pub(crate) loading: HashMap<Box<str>, (Ticket, Vec<StreamId>)>,
+    pub(crate) loading: HashMap<Box<str>, (Ticket, Vec<ExchangeId>)>,
     /// A parked request re-running after its session turned out missing (it must not park
     /// again).
-    pub(crate) rerun_missing: Option<StreamId>,
+    pub(crate) rerun_missing: Option<ExchangeId>,
 }
 
 /// The cluster part of a session.
@@ -880,7 +880,7 @@ impl Router {
     /// Parks a request whose session this instance does not hold; `true` when parked.
     pub(crate) fn park_unloaded(
         &mut self,
-        stream: StreamId,
+        stream: ExchangeId,
         head: &RequestHead<'_>,
         principal: Option<&str>,
         origin: Option<&str>,
@@ -937,7 +937,7 @@ impl Router {
     }
 
     /// A parked request's body chunk, end or disconnect; `false` when `stream` is not parked.
-    pub(crate) fn parked_input(&mut self, stream: StreamId, event: ParkEvent<'_>) -> bool {
+    pub(crate) fn parked_input(&mut self, stream: ExchangeId, event: ParkEvent<'_>) -> bool {
         let cap = self.config.max_body_bytes;
         let Some(p) = self.cluster.parked.get_mut(&stream) else {
             return false;
@@ -956,7 +956,7 @@ impl Router {
         true
     }
 
-    fn forget_parked(&mut self, stream: StreamId) -> Option<Parked> {
+    fn forget_parked(&mut self, stream: ExchangeId) -> Option<Parked> {
         let p = self.cluster.parked.remove(&stream)?;
         if let Some((_, waiting)) = self.cluster.loading.get_mut(&p.session) {
             waiting.retain(|s| *s != stream);
@@ -1004,8 +1004,8 @@ impl Router {
         }
     }
 
-    /// Runs a parked request as if it had just arrived (same [`StreamId`]).
-    fn rerun(&mut self, stream: StreamId, p: Parked, missing: bool) {
+    /// Runs a parked request as if it had just arrived (same [`ExchangeId`]).
+    fn rerun(&mut self, stream: ExchangeId, p: Parked, missing: bool) {
         if missing {
             self.cluster.rerun_missing = Some(stream);
         }
@@ -1025,7 +1025,9 @@ impl Router {
     fn adopt(&mut self, record: SessionRecord) {
         let handle = SessionHandle(self.next());
         let mut s = Session::new(record.id.clone(), record.principal, record.version);
-        s.state = SessionState::Ready;
+        // Through the session machine, like every change of state: `Initializing` to `Ready`.
+        let step = s.step(SessionEvent::Adopted);
+        debug_assert_eq!(step, SessionStep::BecomeReady);
         s.share.stored = true;
         s.share.state = record.state.clone();
         s.share.touched = Some(self.now);
@@ -1035,7 +1037,7 @@ impl Router {
             session: handle,
             state: record.state,
         });
-        self.session_step(handle, super::session::SessionEvent::Activity);
+        self.session_step(handle, SessionEvent::Activity);
     }
 
     /// Forgets this instance's copy of a session that lives on in the store.
@@ -1281,7 +1283,7 @@ impl Router {
     /// `DELETE` in a cluster: the record goes first, the answer follows.
     pub(crate) fn cluster_delete(
         &mut self,
-        conn: StreamId,
+        conn: ExchangeId,
         session: SessionHandle,
         origin: Option<Box<str>>,
     ) -> bool {
@@ -1600,7 +1602,7 @@ impl Router {
     /// The head waits for the store's first answer (an unknown stream gets 400).
     pub(crate) fn resume_remote(
         &mut self,
-        conn: StreamId,
+        conn: ExchangeId,
         session: SessionHandle,
         name: Box<str>,
         seq: u64,
@@ -1758,7 +1760,7 @@ impl Router {
         &mut self,
         ticket: Ticket,
         lsid: u64,
-        conn: StreamId,
+        conn: ExchangeId,
         origin: Option<Box<str>>,
         error: ProtocolError,
     ) {

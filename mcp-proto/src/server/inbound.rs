@@ -21,8 +21,8 @@ use super::stream::{
 };
 use super::timer::Timer;
 use super::{
-    FollowFrom, InFlight, RequestHandle, RequestHead, Router, ServerEvent, ServerOutput,
-    SessionHandle, StreamId,
+    ExchangeId, FollowFrom, InFlight, RequestHandle, RequestHead, Router, ServerEvent,
+    ServerOutput, SessionHandle,
 };
 use crate::http::{accepts, content_type_is, header as mcp_header, header_name, mime};
 use crate::jsonrpc::{
@@ -73,19 +73,19 @@ impl Router {
         self.config.needs_authentication(head)
     }
 
-    /// Input: the head of an HTTP request. Returns the exchange's [`StreamId`]; the answer
+    /// Input: the head of an HTTP request. Returns the exchange's [`ExchangeId`]; the answer
     /// (possibly immediate) comes out of [`poll_output`](Router::poll_output). For a POST,
     /// feed the body with [`handle_body`](Router::handle_body) and
     /// [`handle_body_end`](Router::handle_body_end).
-    pub fn handle_request(&mut self, now: Instant, head: RequestHead<'_>) -> StreamId {
+    pub fn handle_request(&mut self, now: Instant, head: RequestHead<'_>) -> ExchangeId {
         self.advance(now);
-        let stream = StreamId(self.next());
+        let stream = ExchangeId(self.next());
         self.start_request(stream, head);
         stream
     }
 
-    /// A request head under its (possibly re-used, for a parked request) [`StreamId`].
-    pub(crate) fn start_request(&mut self, stream: StreamId, head: RequestHead<'_>) {
+    /// A request head under its (possibly re-used, for a parked request) [`ExchangeId`].
+    pub(crate) fn start_request(&mut self, stream: ExchangeId, head: RequestHead<'_>) {
         let origin = origin_of(head.headers);
         if self.is_draining() {
             let stop = head.method == Method::POST;
@@ -111,12 +111,12 @@ impl Router {
     /// (already answered, unknown) are ignored.
     ///
     /// [`ServerConfig::max_body_bytes`]: super::ServerConfig::max_body_bytes
-    pub fn handle_body(&mut self, now: Instant, stream: StreamId, chunk: &[u8]) {
+    pub fn handle_body(&mut self, now: Instant, stream: ExchangeId, chunk: &[u8]) {
         self.advance(now);
         self.body_chunk(stream, chunk);
     }
 
-    pub(crate) fn body_chunk(&mut self, stream: StreamId, chunk: &[u8]) {
+    pub(crate) fn body_chunk(&mut self, stream: ExchangeId, chunk: &[u8]) {
         if self.parked_input(stream, ParkEvent::Body(chunk)) {
             return;
         }
@@ -144,12 +144,12 @@ impl Router {
     }
 
     /// Input: the POST body is complete; the router parses and dispatches it.
-    pub fn handle_body_end(&mut self, now: Instant, stream: StreamId) {
+    pub fn handle_body_end(&mut self, now: Instant, stream: ExchangeId) {
         self.advance(now);
         self.body_end(stream);
     }
 
-    pub(crate) fn body_end(&mut self, stream: StreamId) {
+    pub(crate) fn body_end(&mut self, stream: ExchangeId) {
         if self.parked_input(stream, ParkEvent::BodyEnd) {
             return;
         }
@@ -178,7 +178,7 @@ impl Router {
         now: Instant,
         head: RequestHead<'_>,
         body: &[u8],
-    ) -> StreamId {
+    ) -> ExchangeId {
         let stream = self.handle_request(now, head);
         self.handle_body(now, stream, body);
         self.handle_body_end(now, stream);
@@ -187,7 +187,7 @@ impl Router {
 
     /// Input: the client went away from `stream` (connection closed or reset, or a write
     /// failed). See [`Router`] for what that cancels.
-    pub fn handle_disconnect(&mut self, now: Instant, stream: StreamId) {
+    pub fn handle_disconnect(&mut self, now: Instant, stream: ExchangeId) {
         self.advance(now);
         if self.parked_input(stream, ParkEvent::Disconnect) {
             return;
@@ -203,7 +203,7 @@ impl Router {
     ///
     /// [`ServerConfig::send_window`]: super::ServerConfig::send_window
     /// [`ServerConfig::write_report_threshold`]: super::ServerConfig::write_report_threshold
-    pub fn handle_written(&mut self, now: Instant, stream: StreamId, bytes: usize) {
+    pub fn handle_written(&mut self, now: Instant, stream: ExchangeId, bytes: usize) {
         self.advance(now);
         let window = self.config.send_window;
         let Some(ex) = self.exchanges.get_mut(&stream) else {
@@ -234,7 +234,7 @@ impl Router {
     }
 
     /// The connection of `stream` is gone (the client left, or the slow-reader rule cut it).
-    pub(crate) fn disconnected(&mut self, stream: StreamId) {
+    pub(crate) fn disconnected(&mut self, stream: ExchangeId) {
         let Some(ex) = self.exchanges.get(&stream) else {
             return;
         };
@@ -280,7 +280,7 @@ impl Router {
 
     fn route_head(
         &mut self,
-        stream: StreamId,
+        stream: ExchangeId,
         head: &RequestHead<'_>,
         origin: Option<&str>,
     ) -> Result<(), (ProtocolError, HeaderMap)> {
@@ -323,7 +323,7 @@ impl Router {
 
     fn serve_metadata(
         &mut self,
-        stream: StreamId,
+        stream: ExchangeId,
         head: &RequestHead<'_>,
     ) -> Result<(), ProtocolError> {
         let Some(prm) = &self.config.protected_resource else {
@@ -360,7 +360,7 @@ impl Router {
     /// CORS preflight answer (403 for an origin CORS does not allow).
     fn options(
         &mut self,
-        stream: StreamId,
+        stream: ExchangeId,
         head: &RequestHead<'_>,
         origin: Option<&str>,
     ) -> Result<(), (ProtocolError, HeaderMap)> {
@@ -564,7 +564,7 @@ impl Router {
 
     fn post_head(
         &mut self,
-        stream: StreamId,
+        stream: ExchangeId,
         head: &RequestHead<'_>,
         principal: Option<Box<str>>,
     ) -> Result<(), ProtocolError> {
@@ -629,7 +629,7 @@ impl Router {
 
     fn get_head(
         &mut self,
-        stream: StreamId,
+        stream: ExchangeId,
         head: &RequestHead<'_>,
         principal: Option<Box<str>>,
     ) -> Result<(), ProtocolError> {
@@ -690,7 +690,7 @@ impl Router {
 
     fn delete_head(
         &mut self,
-        stream: StreamId,
+        stream: ExchangeId,
         head: &RequestHead<'_>,
         principal: Option<Box<str>>,
     ) -> Result<(), ProtocolError> {
@@ -712,7 +712,7 @@ impl Router {
     /// modern era's own path, header/body mismatch, unsupported version), session lookup,
     /// version and batch validation, dispatch by message kind, then the answer (202, 400, or
     /// a request stream). Each step that refuses has answered `stream` when it returns `None`.
-    fn process_post(&mut self, stream: StreamId, mut ctx: PostContext) {
+    fn process_post(&mut self, stream: ExchangeId, mut ctx: PostContext) {
         let Some((items, batch)) = self.parse_post(stream, &ctx) else {
             return;
         };
@@ -743,7 +743,7 @@ impl Router {
     /// is not JSON (-32700) or not JSON-RPC (-32600).
     fn parse_post(
         &mut self,
-        stream: StreamId,
+        stream: ExchangeId,
         ctx: &PostContext,
     ) -> Option<(Vec<BatchItem>, bool)> {
         match parse_body(&ctx.body) {
@@ -771,7 +771,7 @@ impl Router {
     /// what the body is (`Some(None)` otherwise).
     fn admit_post<'i>(
         &mut self,
-        stream: StreamId,
+        stream: ExchangeId,
         ctx: &PostContext,
         items: &'i [BatchItem],
         batch: bool,
@@ -814,7 +814,7 @@ impl Router {
     /// (400). Returns `Some(session)`, where `session` is `None` only in stateless mode.
     fn post_session(
         &mut self,
-        stream: StreamId,
+        stream: ExchangeId,
         ctx: &PostContext,
         initialize: Option<&crate::jsonrpc::Request>,
     ) -> Option<Option<SessionHandle>> {
@@ -844,7 +844,7 @@ impl Router {
     /// Returns the revision the request stream speaks.
     fn validate_post(
         &mut self,
-        stream: StreamId,
+        stream: ExchangeId,
         ctx: &PostContext,
         items: &[BatchItem],
         batch: bool,
@@ -973,7 +973,7 @@ impl Router {
     #[allow(clippy::too_many_arguments)]
     fn answer_post(
         &mut self,
-        stream: StreamId,
+        stream: ExchangeId,
         ctx: &PostContext,
         session: Option<SessionHandle>,
         lsid: u64,
@@ -1047,7 +1047,7 @@ impl Router {
     /// the supported list when the modern era is on).
     fn refuse_unsupported(
         &mut self,
-        stream: StreamId,
+        stream: ExchangeId,
         ctx: &PostContext,
         items: &[crate::jsonrpc::BatchItem],
     ) {
@@ -1230,7 +1230,7 @@ impl Router {
     /// Answers `stream` with an error status and a JSON-RPC error body.
     pub(crate) fn refuse(
         &mut self,
-        stream: StreamId,
+        stream: ExchangeId,
         error: ProtocolError,
         origin: Option<&str>,
         mut headers: HeaderMap,
@@ -1258,7 +1258,7 @@ impl Router {
     /// A complete response: head, optional body, end.
     pub(crate) fn answer(
         &mut self,
-        stream: StreamId,
+        stream: ExchangeId,
         status: StatusCode,
         headers: HeaderMap,
         body: Option<Bytes>,

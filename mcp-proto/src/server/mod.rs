@@ -38,7 +38,7 @@
 //! # Methods, by kind
 //!
 //! - **Inputs** (the adapter): [`handle_request`](Router::handle_request) (a request head;
-//!   returns the exchange's [`StreamId`]), [`handle_body`](Router::handle_body) (chunks as they
+//!   returns the exchange's [`ExchangeId`]), [`handle_body`](Router::handle_body) (chunks as they
 //!   arrive, so 413 needs no more than the cap in memory), [`handle_body_end`](Router::handle_body_end),
 //!   [`handle_disconnect`](Router::handle_disconnect), [`handle_written`](Router::handle_written)
 //!   (the client's reading; `inbound.rs`), [`handle_timeout`](Router::handle_timeout)
@@ -126,7 +126,7 @@ use timer::TimerQueue;
 
 /// One HTTP exchange (request and its response), allocated by the router.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct StreamId(pub(crate) u64);
+pub struct ExchangeId(pub(crate) u64);
 
 /// A client request handed to the app; answer it with [`Router::respond`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -152,7 +152,7 @@ macro_rules! id_getters {
         }
     )*};
 }
-id_getters!(StreamId, RequestHandle, OutboundId, SessionHandle);
+id_getters!(ExchangeId, RequestHandle, OutboundId, SessionHandle);
 
 /// The head of an HTTP request, borrowed from the adapter (`http::request::Parts` fits).
 #[derive(Debug, Clone, Copy)]
@@ -244,7 +244,7 @@ pub enum ServerOutput {
     /// Start the response of `stream`.
     ResponseHead {
         /// The exchange.
-        stream: StreamId,
+        stream: ExchangeId,
         /// The status.
         status: StatusCode,
         /// The headers (`Content-Type`; for SSE `Cache-Control: no-cache` and
@@ -254,14 +254,14 @@ pub enum ServerOutput {
     /// Write (and flush) a chunk of the body: one SSE frame or a whole JSON body.
     ResponseBody {
         /// The exchange.
-        stream: StreamId,
+        stream: ExchangeId,
         /// The bytes.
         chunk: Bytes,
     },
     /// The response is complete: finish it (and close an SSE stream).
     ResponseEnd {
         /// The exchange.
-        stream: StreamId,
+        stream: ExchangeId,
     },
     /// Cut the connection: the client stopped reading (the slow-reader rule,
     /// [`ServerConfig::slow_reader_timeout`]). Abort it so that the client cannot mistake the
@@ -269,13 +269,13 @@ pub enum ServerOutput {
     /// more comes for this exchange.
     ResponseAbort {
         /// The exchange.
-        stream: StreamId,
+        stream: ExchangeId,
     },
     /// The request was answered before its body was read: the adapter may stop reading it
     /// (and close the connection rather than drain a large body).
     StopReading {
         /// The exchange.
-        stream: StreamId,
+        stream: ExchangeId,
     },
     /// A client request for the app; answer it exactly once with [`Router::respond`].
     Request {
@@ -374,14 +374,14 @@ pub enum ServerEvent {
     /// A request was refused with an error status.
     Rejected {
         /// The exchange.
-        stream: StreamId,
+        stream: ExchangeId,
         /// Why.
         error: ProtocolError,
     },
     /// A pending JSON answer became an SSE stream.
     Upgraded {
         /// The exchange.
-        stream: StreamId,
+        stream: ExchangeId,
     },
     /// JSON response mode sent a related message to the GET stream instead.
     Rerouted {
@@ -399,14 +399,14 @@ pub enum ServerEvent {
         /// The session.
         session: SessionHandle,
         /// The connection that was ended.
-        old: StreamId,
+        old: ExchangeId,
         /// The new connection.
-        new: StreamId,
+        new: ExchangeId,
     },
     /// A GET with `Last-Event-ID` replayed events.
     Resumed {
         /// The new connection.
-        stream: StreamId,
+        stream: ExchangeId,
         /// How many events were replayed.
         replayed: usize,
         /// Some events after the id had been evicted from the store.
@@ -428,7 +428,7 @@ pub enum ServerEvent {
     /// The server closed a connection so that the client polls.
     ClosedForPolling {
         /// The connection.
-        stream: StreamId,
+        stream: ExchangeId,
     },
     /// A cluster store refused to store an event after its retries; it was written to the
     /// client all the same and kept on this instance only.
@@ -441,7 +441,7 @@ pub enum ServerEvent {
     /// connection was cut ([`ServerOutput::ResponseAbort`]) and treated as a disconnect.
     SlowReader {
         /// The connection.
-        stream: StreamId,
+        stream: ExchangeId,
     },
 }
 
@@ -525,7 +525,7 @@ pub struct Router {
     next_id: u64,
     sessions: HandleMap<SessionHandle, Session>,
     by_id: HashMap<Box<str>, SessionHandle>,
-    exchanges: HandleMap<StreamId, Exchange>,
+    exchanges: HandleMap<ExchangeId, Exchange>,
     streams: HandleMap<u64, LogicalStream>,
     inflight: HandleMap<RequestHandle, InFlight>,
     outbound: HandleMap<OutboundId, Outbound>,

@@ -21,8 +21,8 @@ use super::stream::{
 };
 use super::timer::Timer;
 use super::{
-    Delivery, FollowFrom, Outbound, OutboundId, OverflowPolicy, RequestHandle, ResponseMode,
-    Router, ServerEvent, ServerOutput, SessionHandle, StreamId, Target,
+    Delivery, ExchangeId, FollowFrom, Outbound, OutboundId, OverflowPolicy, RequestHandle,
+    ResponseMode, Router, ServerEvent, ServerOutput, SessionHandle, Target,
 };
 use crate::http::{header as mcp_header, mime};
 use crate::jsonrpc::{ErrorObject, Message, Notification, Outcome, Request, RequestId, Response};
@@ -132,7 +132,7 @@ impl Router {
     /// Query: the exchange (HTTP request) whose response carries request `handle`'s
     /// messages, while it is connected (`None` once it is detached, or for an unknown
     /// handle).
-    pub fn exchange_of(&self, handle: RequestHandle) -> Option<StreamId> {
+    pub fn exchange_of(&self, handle: RequestHandle) -> Option<ExchangeId> {
         let lsid = self.inflight.get(&handle)?.stream;
         self.streams.get(&lsid)?.connection
     }
@@ -317,7 +317,7 @@ impl Router {
                 });
             }
         }
-        let conns: Vec<StreamId> = self.exchanges.keys().copied().collect();
+        let conns: Vec<ExchangeId> = self.exchanges.keys().copied().collect();
         for conn in conns {
             let head_sent = match self.exchanges.get(&conn).map(|e| &e.state) {
                 Some(ExchangeState::Attached(l)) => self
@@ -631,14 +631,14 @@ impl Router {
     }
 
     /// A live chunk on an SSE connection (paced: see `pace.rs`).
-    pub(super) fn write_raw(&mut self, conn: StreamId, chunk: Bytes) {
+    pub(super) fn write_raw(&mut self, conn: ExchangeId, chunk: Bytes) {
         self.send_chunk(conn, chunk, true);
     }
 
     /// A chunk for `conn`, emitted while its send window has room and backlogged otherwise;
     /// `live` is false for replayed events (they do not count against the backlog budget).
     /// Every emitted chunk re-arms the connection's heartbeat.
-    pub(crate) fn send_chunk(&mut self, conn: StreamId, chunk: Bytes, live: bool) {
+    pub(crate) fn send_chunk(&mut self, conn: ExchangeId, chunk: Bytes, live: bool) {
         let (window, budget) = (self.config.send_window, self.config.max_backlog_bytes);
         let Some(ex) = self.exchanges.get_mut(&conn) else {
             return;
@@ -663,7 +663,7 @@ impl Router {
 
     /// Ends `conn`'s response after whatever it still has to write: at once when nothing
     /// waits, else the exchange drains (leaves its stream; its end follows its backlog).
-    pub(crate) fn end_exchange(&mut self, conn: StreamId) {
+    pub(crate) fn end_exchange(&mut self, conn: ExchangeId) {
         let Some(ex) = self.exchanges.get_mut(&conn) else {
             return;
         };
@@ -683,7 +683,7 @@ impl Router {
 
     /// The slow-reader rule fired (see `pace.rs`): abort the connection, then treat it as
     /// the client's disconnect.
-    pub(super) fn cut_slow_reader(&mut self, conn: StreamId) {
+    pub(super) fn cut_slow_reader(&mut self, conn: ExchangeId) {
         self.out
             .push_back(ServerOutput::ResponseAbort { stream: conn });
         self.out
@@ -693,7 +693,7 @@ impl Router {
         self.disconnected(conn);
     }
 
-    pub(super) fn arm_heartbeat(&mut self, conn: StreamId) {
+    pub(super) fn arm_heartbeat(&mut self, conn: ExchangeId) {
         let Some(every) = self.config.heartbeat_interval else {
             return;
         };
@@ -810,7 +810,7 @@ impl Router {
     /// session's queue (messages from before any GET).
     pub(crate) fn open_listen(
         &mut self,
-        conn: StreamId,
+        conn: ExchangeId,
         session: SessionHandle,
         origin: Option<Box<str>>,
     ) {
@@ -821,7 +821,7 @@ impl Router {
     /// listen log from `from` (the log's cursor for a plain GET).
     pub(crate) fn open_listen_from(
         &mut self,
-        conn: StreamId,
+        conn: ExchangeId,
         session: SessionHandle,
         origin: Option<Box<str>>,
         from: FollowFrom,
@@ -870,7 +870,7 @@ impl Router {
     /// GET + `Last-Event-ID`: attach `conn` to `lsid` and replay what followed `seq`.
     pub(crate) fn resume(
         &mut self,
-        conn: StreamId,
+        conn: ExchangeId,
         session: SessionHandle,
         lsid: u64,
         seq: u64,
@@ -893,7 +893,7 @@ impl Router {
     /// reading. When some were evicted, an `events-lost` event (no id, so the client's
     /// `Last-Event-ID` stays where it is) comes first, naming the id the client gave, so it
     /// can tell that messages are missing (ordinary clients ignore the event type).
-    fn replay(&mut self, conn: StreamId, session: SessionHandle, lsid: u64, seq: u64) {
+    fn replay(&mut self, conn: ExchangeId, session: SessionHandle, lsid: u64, seq: u64) {
         let Some(sid) = self.sessions.get(&session).map(|s| s.id.clone()) else {
             return;
         };
@@ -946,7 +946,7 @@ impl Router {
     /// Binds `conn` to the logical stream, ending a previous connection (takeover).
     fn attach(
         &mut self,
-        conn: StreamId,
+        conn: ExchangeId,
         session: SessionHandle,
         lsid: u64,
         origin: Option<Box<str>>,
@@ -1004,7 +1004,7 @@ impl Router {
     }
 
     /// Forgets an exchange (its heartbeat too); the session is no longer busy with it.
-    pub(crate) fn remove_exchange(&mut self, conn: StreamId) {
+    pub(crate) fn remove_exchange(&mut self, conn: ExchangeId) {
         if let Some(mut ex) = self.exchanges.remove(&conn) {
             self.timers.clear(&mut ex.heartbeat, Timer::Heartbeat(conn));
             self.timers.clear(&mut ex.pace.stall, Timer::Stall(conn));
@@ -1196,7 +1196,7 @@ impl Router {
             }
         }
         // Exchanges still reading a body for this session answer 404 at their end.
-        let reading: Vec<StreamId> = self
+        let reading: Vec<ExchangeId> = self
             .exchanges
             .iter()
             .filter(|(_, e)| e.session == Some(handle))
@@ -1221,7 +1221,7 @@ impl Router {
     // S-POST-14.
     /// Ends a connection whose session just closed: a pending JSON answer still gets a
     /// well-formed (error) response; an SSE stream just ends.
-    fn end_connection(&mut self, conn: StreamId, ls: &LogicalStream) {
+    fn end_connection(&mut self, conn: ExchangeId, ls: &LogicalStream) {
         if ls.phase == Phase::Pending {
             let mut headers = HeaderMap::new();
             headers.insert(

@@ -23,7 +23,9 @@
 //! re-armed when it fires).
 //!
 //! A session is born `Initializing` (an `initialize` without `Mcp-Session-Id`, under
-//! `max_sessions`: id minted, `SessionCreated`; at the cap: 503) and, once ended, is absent:
+//! `max_sessions`: id minted, `SessionCreated`; at the cap: 503), or, in a cluster, adopted
+//! from the store's record of a session another instance initialized (born `Initializing`
+//! too, and `Adopted` at once), and, once ended, is absent:
 //! any request with its id gets 404. In between, every change goes through
 //! [`Session::step`], which applies [`SessionState::on`]; the table is that match, row for
 //! row (`live` = either state). Every step but `End` re-arms the idle timer.
@@ -34,6 +36,8 @@
 //!  Initializing  InitializeAnswered { ok: true }   BecomeReady   Ready; version from the result
 //!  Initializing  InitializeAnswered { ok: false }  End           SessionClosed(InitializeFailed)
 //!  Ready         InitializeAnswered (again)        Touch         -
+//!  Initializing  Adopted (record loaded)           BecomeReady   Ready; SessionLoaded
+//!  Ready         Adopted                           Touch         -
 //!  live          Activity (request, GET, …)        Touch         -
 //!  live          Delete                            End           200, SessionClosed(Deleted)
 //!  live          IdleTimer { busy: true }          Touch         -
@@ -119,6 +123,9 @@ pub(crate) enum SessionEvent {
     AppClose,
     /// The router shuts down.
     Shutdown,
+    /// In a cluster: the session's record came from the store (another instance answered
+    /// its `initialize`), so this instance's copy starts where that one is.
+    Adopted,
 }
 
 /// What the router must do.
@@ -144,6 +151,8 @@ impl SessionState {
                 SessionStep::End(CloseReason::InitializeFailed)
             }
             (S::Ready, E::InitializeAnswered { .. }) => SessionStep::Touch,
+            (S::Initializing, E::Adopted) => SessionStep::BecomeReady,
+            (S::Ready, E::Adopted) => SessionStep::Touch,
             (_, E::Activity) => SessionStep::Touch,
             (_, E::Delete) => SessionStep::End(CloseReason::Deleted),
             (_, E::IdleTimer { busy: true }) => SessionStep::Touch,
@@ -359,6 +368,8 @@ mod tests {
             S::Initializing.on(E::Shutdown),
             SessionStep::End(CloseReason::Shutdown)
         );
+        assert_eq!(S::Initializing.on(E::Adopted), SessionStep::BecomeReady);
+        assert_eq!(S::Ready.on(E::Adopted), SessionStep::Touch);
     }
 }
 

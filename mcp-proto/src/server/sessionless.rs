@@ -48,7 +48,7 @@ use serde::Deserialize;
 
 use super::error::ProtocolError;
 use super::stream::{Exchange, ExchangeState, LogicalStream, Phase, PostContext, StreamKind};
-use super::{InFlight, RequestHandle, Router, ServerOutput, StreamId};
+use super::{ExchangeId, InFlight, RequestHandle, Router, ServerOutput};
 use crate::ProtocolVersion;
 use crate::jsonrpc::meta_keys;
 use crate::jsonrpc::{InvalidMessage, Message, Request};
@@ -81,7 +81,7 @@ impl Router {
     /// Admits (or refuses) a complete modern POST body. See the module docs for the order.
     pub(super) fn process_modern(
         &mut self,
-        stream: StreamId,
+        stream: ExchangeId,
         ctx: &PostContext,
         origin: Option<&str>,
         items: Vec<Result<Message, InvalidMessage>>,
@@ -190,7 +190,7 @@ impl Router {
     }
 
     /// Binds an admitted modern request to a fresh request stream and hands it to the app.
-    fn start_modern(&mut self, stream: StreamId, ctx: &PostContext, request: Request) {
+    fn start_modern(&mut self, stream: ExchangeId, ctx: &PostContext, request: Request) {
         let lsid = self.next();
         let handle = RequestHandle(self.next());
         self.modern_streams += 1;

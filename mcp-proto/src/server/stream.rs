@@ -4,7 +4,7 @@
 //!
 //! # Theory of operation
 //!
-//! Every HTTP exchange gets a [`StreamId`]. Most are answered at once (errors, 202, DELETE,
+//! Every HTTP exchange gets a [`ExchangeId`]. Most are answered at once (errors, 202, DELETE,
 //! metadata, preflight) and forgotten. The others are bound to a **logical stream**:
 //!
 //! - a *request stream* per POST that carries requests: it ends when every request in it
@@ -85,7 +85,7 @@
 //! An [`Exchange`] is born `ReadingBody` (a POST whose head was accepted) or `Attached` (bound
 //! to its logical stream: a POST whose answer streams or waits, a GET, a resume). A POST's
 //! `ReadingBody` exchange is removed when its body ends (or goes over the cap: 413); if the
-//! answer is not immediate it comes back `Attached` under the same [`StreamId`]. Any exchange
+//! answer is not immediate it comes back `Attached` under the same [`ExchangeId`]. Any exchange
 //! is removed when its client goes away, is cut as a slow reader, or its session or the
 //! router ends. In between, its state changes only through [`Exchange::step`], which applies
 //! [`ExchangeState::on`]; the table is that match, row for row (`any` = every state).
@@ -105,7 +105,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use super::pace::Pace;
-use super::{RequestHandle, SessionHandle, StreamId};
+use super::{ExchangeId, RequestHandle, SessionHandle};
 use crate::ProtocolVersion;
 use crate::sse::{SseFrame, encode_comment, encode_priming};
 
@@ -211,7 +211,7 @@ pub(crate) struct LogicalStream {
     pub(crate) session: Option<SessionHandle>,
     pub(crate) kind: StreamKind,
     pub(crate) phase: Phase,
-    pub(crate) connection: Option<StreamId>,
+    pub(crate) connection: Option<ExchangeId>,
     /// Events get ids and are stored.
     pub(crate) resumable: bool,
     // G-3.
@@ -307,7 +307,7 @@ impl LogicalStream {
     }
 
     /// Lets go of the connection (if any), remembering how far the stream had written.
-    pub(crate) fn detach(&mut self) -> Option<StreamId> {
+    pub(crate) fn detach(&mut self) -> Option<ExchangeId> {
         self.detached_seq = self.last_seq;
         self.connection.take()
     }

@@ -16,7 +16,7 @@ use std::time::Instant;
 use super::error::{CancelReason, ServerRequestError};
 use super::session::SessionEvent;
 use super::stream::{ExchangeState, Phase, StreamEvent, heartbeat_frame};
-use super::{OutboundId, Router, ServerOutput, SessionHandle, StreamId};
+use super::{ExchangeId, OutboundId, Router, ServerOutput, SessionHandle};
 
 /// What a deadline is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -24,7 +24,7 @@ pub(crate) enum Timer {
     /// A session's idle TTL: evict it when it fires (then its id gets 404).
     SessionIdle(SessionHandle),
     /// An SSE connection's next heartbeat comment.
-    Heartbeat(StreamId),
+    Heartbeat(ExchangeId),
     /// A server→client request's deadline.
     RequestDeadline(OutboundId),
     /// A finished logical stream stops being replayable.
@@ -33,7 +33,7 @@ pub(crate) enum Timer {
     ResumeGrace(u64),
     /// A connection with data waiting whose client has taken nothing since it was armed is
     /// cut as a slow reader (`pace.rs`).
-    Stall(StreamId),
+    Stall(ExchangeId),
     /// A cluster store call got no answer in time (`cluster.rs`).
     Store(super::Ticket),
 }
@@ -177,12 +177,12 @@ mod tests {
         let mut slot = None;
         q.set(
             &mut slot,
-            Timer::Heartbeat(StreamId(1)),
+            Timer::Heartbeat(ExchangeId(1)),
             t0 + Duration::from_secs(5),
         );
         q.set(
             &mut slot,
-            Timer::Heartbeat(StreamId(1)),
+            Timer::Heartbeat(ExchangeId(1)),
             t0 + Duration::from_secs(9),
         );
         assert_eq!(q.len(), 1);

@@ -14,8 +14,8 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 use mcp_proto::jsonrpc::{Notification, Outcome, Request};
 use mcp_proto::server::{
-    OutboundId, RequestHandle, RequestHead, Router, ServerConfig, ServerEvent, ServerOutput,
-    SessionHandle, StreamId, Target,
+    ExchangeId, OutboundId, RequestHandle, RequestHead, Router, ServerConfig, ServerEvent,
+    ServerOutput, SessionHandle, Target,
 };
 use mcp_proto::sse::SseDecoder;
 use serde_json::Value;
@@ -265,7 +265,7 @@ pub struct Harness {
     /// The virtual now.
     pub now: Instant,
     /// Outputs per exchange.
-    pub exchanges: BTreeMap<StreamId, Collected>,
+    pub exchanges: BTreeMap<ExchangeId, Collected>,
     /// Messages and app-facing outputs, in order.
     pub app: VecDeque<AppEvent>,
     /// Observability events, in order.
@@ -277,9 +277,9 @@ pub struct Harness {
     /// [`Harness::stalled`] are not reported; call [`Harness::read`].
     pub auto_read: bool,
     /// Exchanges whose client reads nothing (while `auto_read` is on for the others).
-    pub stalled: std::collections::BTreeSet<StreamId>,
+    pub stalled: std::collections::BTreeSet<ExchangeId>,
     /// Bytes drained and not yet reported, per stalled exchange.
-    pub unread: BTreeMap<StreamId, usize>,
+    pub unread: BTreeMap<ExchangeId, usize>,
 }
 
 impl Harness {
@@ -301,7 +301,7 @@ impl Harness {
     }
 
     /// The client of `stream` takes `bytes` of what it was given (a stalled stream).
-    pub fn read(&mut self, stream: StreamId, bytes: usize) {
+    pub fn read(&mut self, stream: ExchangeId, bytes: usize) {
         let left = self.unread.entry(stream).or_default();
         let n = bytes.min(*left);
         *left -= n;
@@ -310,13 +310,13 @@ impl Harness {
     }
 
     /// The client of `stream` takes everything it was given so far.
-    pub fn read_all(&mut self, stream: StreamId) {
+    pub fn read_all(&mut self, stream: ExchangeId) {
         let n = self.unread.get(&stream).copied().unwrap_or(0);
         self.read(stream, n);
     }
 
     /// Feeds a whole request (head, body in one chunk, end) and drains the outputs.
-    pub fn send(&mut self, req: Req) -> StreamId {
+    pub fn send(&mut self, req: Req) -> ExchangeId {
         let stream = self.send_head(&req);
         if req.method == Method::POST {
             self.router.handle_body(self.now, stream, &req.body);
@@ -327,7 +327,7 @@ impl Harness {
     }
 
     /// Feeds only the head.
-    pub fn send_head(&mut self, req: &Req) -> StreamId {
+    pub fn send_head(&mut self, req: &Req) -> ExchangeId {
         let uri: Uri = req.path.parse().expect("path");
         let head = RequestHead::new(&req.method, &uri, &req.headers)
             .with_principal(req.principal.as_deref());
@@ -352,7 +352,7 @@ impl Harness {
     }
 
     /// Drains the outputs once; returns the bytes to report taken.
-    fn drain(&mut self) -> BTreeMap<StreamId, usize> {
+    fn drain(&mut self) -> BTreeMap<ExchangeId, usize> {
         let mut taken = BTreeMap::new();
         while let Some(out) = self.router.poll_output() {
             self.log.push(format!("{out:?}"));
@@ -421,7 +421,7 @@ impl Harness {
     }
 
     /// What the router wrote for `stream`.
-    pub fn response(&self, stream: StreamId) -> &Collected {
+    pub fn response(&self, stream: ExchangeId) -> &Collected {
         self.exchanges.get(&stream).expect("unknown stream")
     }
 
@@ -561,7 +561,7 @@ impl Harness {
     }
 
     /// A POST of `body` in `session` with the negotiated version header.
-    pub fn post_in(&mut self, session: &str, version: &str, body: &str) -> StreamId {
+    pub fn post_in(&mut self, session: &str, version: &str, body: &str) -> ExchangeId {
         self.send(Req::post(body).session(session).version(version))
     }
 
@@ -572,7 +572,7 @@ impl Harness {
         version: &str,
         id: i64,
         method: &str,
-    ) -> (StreamId, RequestHandle) {
+    ) -> (ExchangeId, RequestHandle) {
         let s = self.post_in(
             session,
             version,

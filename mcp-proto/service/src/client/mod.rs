@@ -638,7 +638,7 @@ impl Client {
     // ---- calls -------------------------------------------------------------------------
 
     /// Sends request `R` and waits for its result.
-    pub async fn request<R: schema::Request>(
+    pub async fn request<R: schema::RequestKind>(
         &self,
         params: R::Params,
     ) -> Result<R::Result, RequestError> {
@@ -647,7 +647,7 @@ impl Client {
     }
 
     /// [`request`](Self::request) with options (a progress callback).
-    pub async fn request_with<R: schema::Request>(
+    pub async fn request_with<R: schema::RequestKind>(
         &self,
         params: R::Params,
         options: RequestOptions,

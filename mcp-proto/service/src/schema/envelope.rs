@@ -12,21 +12,21 @@ use serde::de::{self, DeserializeOwned, Deserializer};
 use serde::{Deserialize, Serialize, Serializer};
 
 use super::tags::JsonRpcVersion;
-use super::{ErrorObject, JsonObject, Notification, Request, RequestId};
+use super::{ErrorObject, JsonObject, NotificationKind, RequestId, RequestKind};
 
 /// `{"jsonrpc": "2.0", "id": …, "method": R::METHOD, "params": …}`: a request of the method
 /// `R` (the spec's `CallToolRequest` and friends).
 ///
 /// `params` is an `Option` because several methods allow leaving it out (`ping`, the list
 /// requests before 2026-07-28); a method that requires it gets `Some`.
-pub struct JsonRpcRequest<R: Request> {
+pub struct JsonRpcRequest<R: RequestKind> {
     /// The request id.
     pub id: RequestId,
     /// The params, when present.
     pub params: Option<R::Params>,
 }
 
-impl<R: Request> JsonRpcRequest<R> {
+impl<R: RequestKind> JsonRpcRequest<R> {
     /// A request with the given id and params.
     pub fn new(id: impl Into<RequestId>, params: R::Params) -> Self {
         Self {
@@ -36,7 +36,7 @@ impl<R: Request> JsonRpcRequest<R> {
     }
 }
 
-impl<R: Request> Clone for JsonRpcRequest<R> {
+impl<R: RequestKind> Clone for JsonRpcRequest<R> {
     fn clone(&self) -> Self {
         Self {
             id: self.id.clone(),
@@ -45,13 +45,13 @@ impl<R: Request> Clone for JsonRpcRequest<R> {
     }
 }
 
-impl<R: Request> PartialEq for JsonRpcRequest<R> {
+impl<R: RequestKind> PartialEq for JsonRpcRequest<R> {
     fn eq(&self, other: &Self) -> bool {
         self.id == other.id && self.params == other.params
     }
 }
 
-impl<R: Request> fmt::Debug for JsonRpcRequest<R> {
+impl<R: RequestKind> fmt::Debug for JsonRpcRequest<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("JsonRpcRequest")
             .field("method", &R::METHOD)
@@ -79,7 +79,7 @@ struct RequestIn<P> {
     params: Option<P>,
 }
 
-impl<R: Request> Serialize for JsonRpcRequest<R> {
+impl<R: RequestKind> Serialize for JsonRpcRequest<R> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         RequestOut {
             jsonrpc: JsonRpcVersion,
@@ -91,7 +91,7 @@ impl<R: Request> Serialize for JsonRpcRequest<R> {
     }
 }
 
-impl<'de, R: Request> Deserialize<'de> for JsonRpcRequest<R> {
+impl<'de, R: RequestKind> Deserialize<'de> for JsonRpcRequest<R> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let wire = RequestIn::<R::Params>::deserialize(deserializer)?;
         check_method::<D::Error>(&wire.method, R::METHOD)?;
@@ -112,12 +112,12 @@ fn check_method<E: de::Error>(got: &str, want: &'static str) -> Result<(), E> {
 
 /// `{"jsonrpc": "2.0", "method": N::METHOD, "params": …}`: a notification of the method `N`
 /// (the spec's `CancelledNotification` and friends).
-pub struct JsonRpcNotification<N: Notification> {
+pub struct JsonRpcNotification<N: NotificationKind> {
     /// The params, when present.
     pub params: Option<N::Params>,
 }
 
-impl<N: Notification> JsonRpcNotification<N> {
+impl<N: NotificationKind> JsonRpcNotification<N> {
     /// A notification with the given params.
     pub fn new(params: N::Params) -> Self {
         Self {
@@ -126,7 +126,7 @@ impl<N: Notification> JsonRpcNotification<N> {
     }
 }
 
-impl<N: Notification> Clone for JsonRpcNotification<N> {
+impl<N: NotificationKind> Clone for JsonRpcNotification<N> {
     fn clone(&self) -> Self {
         Self {
             params: self.params.clone(),
@@ -134,13 +134,13 @@ impl<N: Notification> Clone for JsonRpcNotification<N> {
     }
 }
 
-impl<N: Notification> PartialEq for JsonRpcNotification<N> {
+impl<N: NotificationKind> PartialEq for JsonRpcNotification<N> {
     fn eq(&self, other: &Self) -> bool {
         self.params == other.params
     }
 }
 
-impl<N: Notification> fmt::Debug for JsonRpcNotification<N> {
+impl<N: NotificationKind> fmt::Debug for JsonRpcNotification<N> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("JsonRpcNotification")
             .field("method", &N::METHOD)
@@ -165,7 +165,7 @@ struct NotificationIn<P> {
     params: Option<P>,
 }
 
-impl<N: Notification> Serialize for JsonRpcNotification<N> {
+impl<N: NotificationKind> Serialize for JsonRpcNotification<N> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         NotificationOut {
             jsonrpc: JsonRpcVersion,
@@ -176,7 +176,7 @@ impl<N: Notification> Serialize for JsonRpcNotification<N> {
     }
 }
 
-impl<'de, N: Notification> Deserialize<'de> for JsonRpcNotification<N> {
+impl<'de, N: NotificationKind> Deserialize<'de> for JsonRpcNotification<N> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let wire = NotificationIn::<N::Params>::deserialize(deserializer)?;
         check_method::<D::Error>(&wire.method, N::METHOD)?;
@@ -186,18 +186,18 @@ impl<'de, N: Notification> Deserialize<'de> for JsonRpcNotification<N> {
     }
 }
 
-/// `{"method": R::METHOD, "params": …}` without JSON-RPC framing (the spec's base `Request`):
+/// `{"method": R::METHOD, "params": …}` without JSON-RPC framing (the spec's base `RequestKind`):
 /// how 2026-07-28 writes the server-to-client requests it embeds in an
 /// [`InputRequiredResult`](super::InputRequiredResult) (`CreateMessageRequest`,
 /// `ElicitRequest`, `ListRootsRequest` in that revision).
-pub struct MethodCall<R: Request> {
+pub struct MethodCall<R: RequestKind> {
     /// The params, when present.
     pub params: Option<R::Params>,
     /// Other members (an `id`, say), kept for a lossless round trip.
     pub extra: JsonObject,
 }
 
-impl<R: Request> MethodCall<R> {
+impl<R: RequestKind> MethodCall<R> {
     /// A call with the given params.
     pub fn new(params: R::Params) -> Self {
         Self {
@@ -207,7 +207,7 @@ impl<R: Request> MethodCall<R> {
     }
 }
 
-impl<R: Request> Clone for MethodCall<R> {
+impl<R: RequestKind> Clone for MethodCall<R> {
     fn clone(&self) -> Self {
         Self {
             params: self.params.clone(),
@@ -216,13 +216,13 @@ impl<R: Request> Clone for MethodCall<R> {
     }
 }
 
-impl<R: Request> PartialEq for MethodCall<R> {
+impl<R: RequestKind> PartialEq for MethodCall<R> {
     fn eq(&self, other: &Self) -> bool {
         self.params == other.params && self.extra == other.extra
     }
 }
 
-impl<R: Request> fmt::Debug for MethodCall<R> {
+impl<R: RequestKind> fmt::Debug for MethodCall<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MethodCall")
             .field("method", &R::METHOD)
@@ -249,7 +249,7 @@ struct MethodCallIn<P> {
     extra: JsonObject,
 }
 
-impl<R: Request> Serialize for MethodCall<R> {
+impl<R: RequestKind> Serialize for MethodCall<R> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         MethodCallOut {
             method: R::METHOD,
@@ -260,7 +260,7 @@ impl<R: Request> Serialize for MethodCall<R> {
     }
 }
 
-impl<'de, R: Request> Deserialize<'de> for MethodCall<R> {
+impl<'de, R: RequestKind> Deserialize<'de> for MethodCall<R> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let wire = MethodCallIn::<R::Params>::deserialize(deserializer)?;
         check_method::<D::Error>(&wire.method, R::METHOD)?;

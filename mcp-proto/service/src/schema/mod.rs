@@ -26,20 +26,20 @@
 //! | `modern` | 2026-07-28 additions |
 //! | `errors` | [`ErrorObject`], [`error_codes`], typed error `data` |
 //! | `envelope` | [`JsonRpcRequest`] and friends: typed framed messages |
-//! | [`methods`], `rpc` | method names; the [`Request`] and [`Notification`] traits |
+//! | [`methods`], `rpc` | method names; the [`RequestKind`] and [`NotificationKind`] traits |
 //! | [`tags`] | the zero-sized `type`/`mode`/`jsonrpc` markers |
 //!
 //! Everything is re-exported here, so `crate::schema::CallToolResult` is the path.
 //!
 //! ## Typed requests
 //!
-//! Each method has a zero-sized marker implementing [`Request`] (or [`Notification`]):
-//! `CallTool::METHOD == "tools/call"`, `<CallTool as Request>::Params == CallToolRequestParams`,
-//! `<CallTool as Request>::Result == CallToolResult`. [`JsonRpcRequest<CallTool>`] (alias
+//! Each method has a zero-sized marker implementing [`RequestKind`] (or [`NotificationKind`]):
+//! `CallTool::METHOD == "tools/call"`, `<CallTool as RequestKind>::Params == CallToolRequestParams`,
+//! `<CallTool as RequestKind>::Result == CallToolResult`. [`JsonRpcRequest<CallTool>`] (alias
 //! [`CallToolRequest`]) is the framed message.
 //!
 //! ```
-//! use mcp_service::schema::{CallTool, CallToolRequest, CallToolRequestParams, CallToolResult, Request};
+//! use mcp_service::schema::{CallTool, CallToolRequest, CallToolRequestParams, CallToolResult, RequestKind};
 //! use serde_json::json;
 //!
 //! let request = CallToolRequest::new(1, CallToolRequestParams {
@@ -54,7 +54,7 @@
 //! );
 //!
 //! // The result type follows from the method.
-//! let result: <CallTool as Request>::Result =
+//! let result: <CallTool as RequestKind>::Result =
 //!     serde_json::from_value(json!({ "content": [{ "type": "text", "text": "18°C" }] })).unwrap();
 //! assert_eq!(result, CallToolResult::text("18°C"));
 //! ```

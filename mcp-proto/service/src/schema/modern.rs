@@ -10,7 +10,7 @@ use super::tags;
 use super::{
     CacheScope, ClientCapabilities, CreateMessage, CreateMessageResult, Elicit, ElicitResult,
     Implementation, JsonObject, ListRoots, ListRootsResult, LoggingLevel, Meta, MethodCall,
-    ProgressToken, Request, RequestId, ResultType, ServerCapabilities,
+    ProgressToken, RequestId, RequestKind, ResultType, ServerCapabilities,
 };
 
 /// The `_meta` keys the 2026-07-28 revision reserves (defined by the transport core).
@@ -200,7 +200,7 @@ pub struct SubscriptionFilter {
 pub struct SubscriptionsListenRequestParams {
     /// What to listen for.
     pub notifications: SubscriptionFilter,
-    /// Request metadata.
+    /// RequestKind metadata.
     #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
     pub meta: Option<Meta>,
     /// Fields this crate does not model, kept for a lossless round trip.

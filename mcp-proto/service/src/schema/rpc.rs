@@ -90,7 +90,7 @@ pub mod methods {
 /// In 2026-07-28 a `tools/call`, `prompts/get` or `resources/read` may answer with an
 /// [`InputRequiredResult`] instead of `R::Result`; read such a response as
 /// [`MaybeInputRequired<R::Result>`](MaybeInputRequired).
-pub trait Request: 'static {
+pub trait RequestKind: 'static {
     /// The method name.
     const METHOD: &'static str;
     /// The params type.
@@ -100,7 +100,7 @@ pub trait Request: 'static {
 }
 
 /// A notification method: its name and the type of its params.
-pub trait Notification: 'static {
+pub trait NotificationKind: 'static {
     /// The method name.
     const METHOD: &'static str;
     /// The params type.
@@ -116,7 +116,7 @@ macro_rules! requests {
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
         pub struct $marker;
 
-        impl Request for $marker {
+        impl RequestKind for $marker {
             const METHOD: &'static str = methods::$method;
             type Params = $params;
             type Result = $result;
@@ -137,7 +137,7 @@ macro_rules! notifications {
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
         pub struct $marker;
 
-        impl Notification for $marker {
+        impl NotificationKind for $marker {
             const METHOD: &'static str = methods::$method;
             type Params = $params;
         }

@@ -293,7 +293,7 @@ impl RequestContext {
     /// retries with `inputResponses` the handler runs again and this call resolves with the
     /// answer (see [`mrtr`](super::mrtr) for the re-run rule and its bound). A modern request
     /// of another method cannot ask (no server→client requests).
-    pub async fn send_request<R: schema::Request>(
+    pub async fn send_request<R: schema::RequestKind>(
         &self,
         params: R::Params,
     ) -> Result<R::Result, Error> {
@@ -305,7 +305,7 @@ impl RequestContext {
     /// the default `"{n}:{method}"`. Keys must be unique within the request: asking a key
     /// twice in one run fails. A legacy client gets the same JSON-RPC request as ever (the
     /// key has no meaning there).
-    pub async fn send_request_keyed<R: schema::Request>(
+    pub async fn send_request_keyed<R: schema::RequestKind>(
         &self,
         key: &str,
         params: R::Params,
@@ -313,7 +313,7 @@ impl RequestContext {
         self.ask::<R>(Some(key), params).await
     }
 
-    async fn ask<R: schema::Request>(
+    async fn ask<R: schema::RequestKind>(
         &self,
         key: Option<&str>,
         params: R::Params,

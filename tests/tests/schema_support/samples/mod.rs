@@ -749,10 +749,10 @@ pub(crate) fn empty_result() -> EmptyResult {
     }
 }
 
-pub(crate) fn req<R: Request>(id: i64, params: R::Params) -> JsonRpcRequest<R> {
+pub(crate) fn req<R: RequestKind>(id: i64, params: R::Params) -> JsonRpcRequest<R> {
     JsonRpcRequest::new(id, params)
 }
 
-pub(crate) fn note<N: Notification>(params: N::Params) -> JsonRpcNotification<N> {
+pub(crate) fn note<N: NotificationKind>(params: N::Params) -> JsonRpcNotification<N> {
     JsonRpcNotification::new(params)
 }
