@@ -52,6 +52,8 @@
 //! | running | client: close command or `ClientHandle` dropped | closing (`ClientSession::close`) |
 //! | closing | `ClientSession::is_closed` | stopped |
 //! | any | every sender of the inbound queue gone (server) | stopped |
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod auth;
 mod client;

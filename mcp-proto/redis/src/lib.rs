@@ -84,6 +84,14 @@
 //! [`ClusterInbox::bus_lost`], and reads every live follow again; follows that cannot be
 //! resumed within [`RedisConfig::follow_grace`] are answered `Failed`. A value in Redis that
 //! does not decode is answered `Failed`, never a panic.
+//!
+//! Those decisions about the connection — when a dial is due, the backoff, when timeouts in
+//! a row or a break lose it, a recovery, the follows' grace — are one sans-IO machine, its
+//! state table in the `link` module, time passed in, tested on a virtual clock; the worker
+//! only dials, subscribes and runs commands, and holds the connection exactly while that
+//! machine says it is up.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::pin::Pin;
@@ -105,6 +113,9 @@ use redis::{
 use serde::{Deserialize, Serialize};
 
 use mcp_driver::{ClusterBackend, ClusterInbox, Runtime, StoreLink};
+
+mod link;
+use link::{LinkEffect, LinkEvent, LinkLimits, LinkMachine, LinkState};
 use mcp_proto::jsonrpc::{Message, RequestId};
 use mcp_proto::server::{
     BusMessage, FollowFrom, LogEvent, SessionRecord, StoreError, StoreOp, StoreReply, StreamEnd,
@@ -346,13 +357,16 @@ impl<R: Runtime> ClusterBackend for RedisBackend<R> {
             queued_follows: HashMap::new(),
             starting: HashSet::new(),
             woken: HashSet::new(),
-            generation: 0,
             push_tx,
-            ever_connected: false,
-            lost_since: None,
-            next_dial: now,
-            dial_backoff: self.config.retry_backoff,
-            timeouts: 0,
+            link: LinkMachine::new(
+                LinkLimits {
+                    retries: self.config.retries,
+                    retry_backoff: self.config.retry_backoff,
+                    reconnect_backoff_max: self.config.reconnect_backoff_max,
+                    follow_grace: self.config.follow_grace,
+                },
+                now,
+            ),
             follows: HashMap::new(),
             stream_follows: HashMap::new(),
             owner: format!("{instance}:{}", incarnation()).into(),
@@ -882,6 +896,13 @@ impl Fail {
             link: LinkTrouble::None,
         }
     }
+    fn dropped(why: impl Into<String>) -> Fail {
+        Fail {
+            sent: false,
+            why: why.into(),
+            link: LinkTrouble::Dropped,
+        }
+    }
     fn sent(why: impl Into<String>) -> Fail {
         Fail {
             sent: true,
@@ -1059,16 +1080,11 @@ struct Worker<R: Runtime> {
     /// wake-up channel), and those of them woken meanwhile (read again once registered).
     starting: HashSet<Box<str>>,
     woken: HashSet<Box<str>>,
-    /// Which dial the current connection is (pushes of older ones are ignored).
-    generation: u64,
     push_tx: mpsc::UnboundedSender<(u64, PushInfo)>,
-    ever_connected: bool,
-    /// Since when the connection is lost (the follows' grace).
-    lost_since: Option<Instant>,
-    next_dial: Instant,
-    dial_backoff: Duration,
-    /// Timeouts in a row on the current connection.
-    timeouts: u32,
+    /// The connection's life: when to dial, backoff, when it is lost, the follows' grace,
+    /// which dial it is (pushes of older ones are ignored). `conn` is `Some` exactly while
+    /// the machine is `Subscribing` or `Up`.
+    link: LinkMachine,
     /// Live follows: ticket → session, last sequence number answered.
     follows: HashMap<Ticket, (Box<str>, u64)>,
     /// Live request-stream follows.
@@ -1121,17 +1137,17 @@ impl<R: Runtime> Worker<R> {
         mut pushes: mpsc::UnboundedReceiver<(u64, PushInfo)>,
     ) {
         loop {
-            let timer = match self.conn {
-                None => self.next_dial.min(self.next_beat),
-                Some(_) => self.next_beat,
-            };
+            let timer = self
+                .link
+                .deadline()
+                .map_or(self.next_beat, |due| due.min(self.next_beat));
             match self.next_input(&mut ops, &mut pushes, Some(timer)).await {
                 Input::Op(ticket, op) => self.submit(ticket, op).await,
                 Input::Done(Landed::Batch(done)) => self.finish(done).await,
                 Input::Done(Landed::Follow(done)) => self.follow_landed(done).await,
                 Input::Push(generation, push) => self.on_push(generation, push).await,
                 Input::Timer => {
-                    if self.conn.is_none() && self.rt.now() >= self.next_dial {
+                    if self.link.dial_due(self.rt.now()) {
                         self.redial_idle().await;
                     }
                     if self.rt.now() >= self.next_beat {
@@ -1226,7 +1242,7 @@ impl<R: Runtime> Worker<R> {
                 state.busy = true;
                 self.in_flight_ops += batch.len();
                 let (s, con) = (self.stateless(), con.clone());
-                let (generation, lane) = (self.generation, lane.clone());
+                let (generation, lane) = (self.link.generation(), lane.clone());
                 self.in_flight.push(Box::pin(async move {
                     let attempts = batch.iter().map(|(_, op)| s.once(con.clone(), op));
                     let results = in_order(attempts.collect()).await;
@@ -1258,7 +1274,7 @@ impl<R: Runtime> Worker<R> {
                 let subscribe = !self.is_followed(&session);
                 self.starting.insert(session.clone());
                 let s = self.stateless();
-                let (generation, lane) = (self.generation, lane.clone());
+                let (generation, lane) = (self.link.generation(), lane.clone());
                 self.in_flight.push(Box::pin(async move {
                     let result = s.follow_start(con, &session, from, subscribe).await;
                     Landed::Follow(Box::new(FollowDone {
@@ -1325,7 +1341,7 @@ impl<R: Runtime> Worker<R> {
         self.in_flight_ops = self.in_flight_ops.saturating_sub(1);
         self.starting.remove(&session);
         let woken = self.woken.remove(&session);
-        if generation == self.generation {
+        if generation == self.link.generation() {
             self.note(result.as_ref().map(|_| ()));
         }
         match result {
@@ -1373,7 +1389,7 @@ impl<R: Runtime> Worker<R> {
         for (i, (ticket, op, result)) in ops.into_iter().enumerate() {
             // What the batch says of the connection: each answer, and its first failure
             // (the rest of a broken or silent batch fail with it).
-            if generation == self.generation && (result.is_ok() || !noted_failure) {
+            if generation == self.link.generation() && (result.is_ok() || !noted_failure) {
                 noted_failure |= result.is_err();
                 self.note(result.as_ref().map(|_| ()));
             }
@@ -1478,25 +1494,15 @@ impl<R: Runtime> Worker<R> {
     /// the timeouts in a row; a broken connection is lost; timing out again and again (more
     /// than the retries), the connection is likely dead silently.
     fn note(&mut self, outcome: Result<(), &Fail>) {
-        match outcome.map_err(|f| f.link) {
-            Ok(()) => self.timeouts = 0,
-            Err(LinkTrouble::Dropped) => self.lost(),
-            Err(LinkTrouble::TimedOut) => {
-                self.timeouts += 1;
-                if self.timeouts > self.cfg.retries {
-                    self.lost();
-                }
-            }
-            Err(LinkTrouble::None) => {}
-        }
-    }
-
-    fn lost(&mut self) {
-        if self.conn.take().is_some() {
-            let now = self.rt.now();
-            self.lost_since.get_or_insert(now);
-            self.next_dial = now;
-            self.timeouts = 0;
+        let event = match outcome.map_err(|f| f.link) {
+            Ok(()) => LinkEvent::Answered,
+            // Redis answered an error, or its reply did not decode: nothing about the link.
+            Err(LinkTrouble::None) => return,
+            Err(LinkTrouble::Dropped) => LinkEvent::Dropped,
+            Err(LinkTrouble::TimedOut) => LinkEvent::TimedOut,
+        };
+        if self.link.on(self.rt.now(), event) == LinkEffect::Lost {
+            self.conn = None;
             tracing::warn!(instance = &*self.instance, "the Redis connection is lost");
         }
     }
@@ -1509,8 +1515,7 @@ impl<R: Runtime> Worker<R> {
             .await
             .ok_or_else(|| Fail::unsent("connecting timed out"))?
             .map_err(|e| Fail::unsent(format!("cannot connect: {e}")))?;
-        self.generation += 1;
-        let generation = self.generation;
+        let generation = self.link.generation();
         let tx = self.push_tx.clone();
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(None)
@@ -1534,23 +1539,26 @@ impl<R: Runtime> Worker<R> {
 
     /// The connection, dialing (and resubscribing) when it is lost and a dial is due.
     async fn connection(&mut self) -> Result<MultiplexedConnection, Fail> {
+        debug_assert_eq!(
+            self.conn.is_some(),
+            matches!(self.link.state(), LinkState::Subscribing | LinkState::Up),
+            "the connection is held exactly while the link machine says it is"
+        );
         if let Some(c) = &self.conn {
             return Ok(c.clone());
         }
-        let now = self.rt.now();
-        if now < self.next_dial {
-            return Err(Fail::unsent("the store is unreachable"));
+        match self.link.on(self.rt.now(), LinkEvent::DialStart) {
+            LinkEffect::Dial { .. } => {}
+            _ => return Err(Fail::unsent("the store is unreachable")),
         }
         let mut con = match self.dial_once().await {
             Ok(c) => c,
             Err(f) => {
-                self.next_dial = self.rt.now() + self.dial_backoff;
-                self.dial_backoff = (self.dial_backoff * 2)
-                    .min(self.cfg.reconnect_backoff_max)
-                    .max(Duration::from_millis(1));
+                self.link.on(self.rt.now(), LinkEvent::DialFailed);
                 return Err(f);
             }
         };
+        self.link.on(self.rt.now(), LinkEvent::Dialed);
         let mut channels = vec![self.keys.bus()];
         let sessions: HashSet<&str> = self.follows.values().map(|(s, _)| &**s).collect();
         channels.extend(sessions.into_iter().map(|s| self.keys.wake(s)));
@@ -1561,7 +1569,6 @@ impl<R: Runtime> Worker<R> {
             .collect();
         channels.extend(streams);
         self.conn = Some(con.clone());
-        self.timeouts = 0;
         self.timed(con.subscribe(channels)).await?;
         if self.conn.is_none() {
             return Err(Fail::unsent("the connection was lost while subscribing"));
@@ -1572,12 +1579,11 @@ impl<R: Runtime> Worker<R> {
         for script in scripts.all() {
             self.timed(script.load_async(&mut con)).await?;
         }
-        self.dial_backoff = self.cfg.retry_backoff;
-        self.lost_since = None;
+        let up = self.link.on(self.rt.now(), LinkEvent::Ready);
         if let Err(f) = self.renew_liveness(con.clone()).await {
             tracing::debug!(why = f.why, "renewing the liveness key failed");
         }
-        if self.ever_connected {
+        if up == LinkEffect::Recovered {
             tracing::info!(instance = &*self.instance, "the Redis connection is back");
             let _ = self.inbox.bus_lost();
             let tickets: Vec<Ticket> = self.follows.keys().copied().collect();
@@ -1591,7 +1597,6 @@ impl<R: Runtime> Worker<R> {
                 let _ = self.advance_stream(con.clone(), t).await;
             }
         }
-        self.ever_connected = true;
         Ok(con)
     }
 
@@ -1601,11 +1606,7 @@ impl<R: Runtime> Worker<R> {
         if self.connection().await.is_ok() {
             return;
         }
-        let now = self.rt.now();
-        let expired = self
-            .lost_since
-            .is_some_and(|since| now.saturating_duration_since(since) >= self.cfg.follow_grace);
-        if expired {
+        if self.link.on(self.rt.now(), LinkEvent::Tick) == LinkEffect::FollowsExpired {
             let e = StoreError("the store connection is lost".into());
             let tickets: Vec<Ticket> = self
                 .follows
@@ -1620,11 +1621,11 @@ impl<R: Runtime> Worker<R> {
     }
 
     async fn on_push(&mut self, generation: u64, push: PushInfo) {
-        if generation != self.generation {
+        if generation != self.link.generation() {
             return;
         }
         match push.kind {
-            PushKind::Disconnection => self.lost(),
+            PushKind::Disconnection => self.note(Err(&Fail::dropped("the connection closed"))),
             PushKind::Message => {
                 let (Some(channel), Some(payload)) = (push.data.first(), push.data.get(1)) else {
                     return;

@@ -119,6 +119,8 @@
 //! - **Notifications are fire-and-forget** from handlers (progress and logs return nothing);
 //!   order is the [`Peer`]'s obligation: everything a handler sends precedes its response.
 //! - **Time comes from the transport** ([`Peer::sleep`]), never from a clock read here.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 mod args;
 pub mod bind;
