@@ -199,7 +199,7 @@ where
 /// As a tower service it takes any request body and never fails (`Error = Infallible`, as
 /// axum's `route_service` wants): once the driver is gone (after a shutdown) it answers 503.
 /// It is always ready; a request waits for room in the driver's queue inside its future.
-/// Bodies are read as through [`serve`], up to [`ServerConfig::max_body_bytes`] (413 past it).
+/// Bodies are read as through [`serve`], up to [`ServerLimits::max_body_bytes`](mcp_proto::server::ServerLimits::max_body_bytes) (413 past it).
 ///
 /// `McpService::new` takes the configuration as given; install what [`serve`] would, then
 /// mount it (in axum: `Router::new().route_service("/mcp", service.clone())`;

@@ -1738,13 +1738,16 @@ fn heartbeats_required_restores_the_core_default() {
         .with_heartbeat_interval(None)
         .with_heartbeats_required();
     assert_eq!(
-        config.heartbeat_interval,
+        config.streams.heartbeat_interval,
         Some(ServerConfig::DEFAULT_HEARTBEAT_INTERVAL)
     );
     let config = ServerConfig::default()
         .with_heartbeat_interval(Some(Duration::from_millis(30)))
         .with_heartbeats_required();
-    assert_eq!(config.heartbeat_interval, Some(Duration::from_millis(30)));
+    assert_eq!(
+        config.streams.heartbeat_interval,
+        Some(Duration::from_millis(30))
+    );
 }
 
 /// The custom-endpoints composition of `demo/examples/axum.rs`: [`McpService`] at `/mcp` in an

@@ -74,7 +74,10 @@ fn body_over_the_cap_is_413_without_buffering() {
 
 #[test]
 fn default_cap_is_4_mib() {
-    assert_eq!(ServerConfig::default().max_body_bytes, 4 * 1024 * 1024);
+    assert_eq!(
+        ServerConfig::default().limits.max_body_bytes,
+        4 * 1024 * 1024
+    );
 }
 
 #[test]

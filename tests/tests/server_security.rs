@@ -58,9 +58,9 @@ fn s_sec_5_dns_rebinding_host_and_origin_are_403() {
 #[test]
 fn bound_to_a_public_address_turns_loopback_validation_off() {
     let cfg = ServerConfig::default().bound_to("0.0.0.0".parse().unwrap());
-    assert_eq!(cfg.host_validation, HostValidation::Disabled);
+    assert_eq!(cfg.security.host_validation, HostValidation::Disabled);
     let cfg = ServerConfig::default().bound_to("127.0.0.1".parse().unwrap());
-    assert_eq!(cfg.host_validation, HostValidation::Loopback);
+    assert_eq!(cfg.security.host_validation, HostValidation::Loopback);
 }
 
 #[test]

@@ -191,7 +191,7 @@ fn max_sessions_cap_is_503_and_frees_up() {
 #[test]
 fn default_session_limits() {
     let c = ServerConfig::default();
-    assert_eq!(c.max_sessions, 10_000);
+    assert_eq!(c.limits.max_sessions, 10_000);
     assert_eq!(
         c.session_idle_ttl,
         Some(std::time::Duration::from_secs(1800))

@@ -65,7 +65,7 @@ pub struct DriverConfig {
     /// Messages queued from all connections to the driver (heads, body chunks, ends,
     /// disconnects), beyond one in flight per exchange. When full, connections wait before
     /// reading more. Default 1024. (What a response may hold is bounded by the core:
-    /// `ServerConfig::send_window`.)
+    /// `ServerConfig::limits.send_window`.)
     pub inbound: usize,
     /// How long an accepted connection may take to send the head of its first request
     /// (counted after its TLS handshake, if any): the adapter closes a slower one, HTTP/1.1
@@ -87,7 +87,7 @@ pub struct DriverConfig {
     pub spawn_handlers: bool,
     /// Validates each request's credentials asynchronously (see [`AsyncAuthenticator`]): run
     /// on the connection's task before the router sees the head; the router applies its
-    /// verdict. `None` (the default): no such step (`ServerConfig::authenticator`, the
+    /// verdict. `None` (the default): no such step (`ServerConfig::security.authenticator`, the
     /// synchronous hook, may still judge).
     pub authenticator: Option<Arc<dyn AsyncAuthenticator>>,
     /// How long [`authenticator`](Self::authenticator) may take per request before the
@@ -719,7 +719,7 @@ impl DriverGone {
 }
 
 /// Why a response ended early: the client stopped reading it and the core cut it
-/// (`ServerConfig::slow_reader_timeout`); the HTTP library must then abort the connection
+/// (`ServerConfig::limits.slow_reader_timeout`); the HTTP library must then abort the connection
 /// rather than end the body as if it were complete.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ResponseAborted;
@@ -763,7 +763,7 @@ impl AuthStep {
             validator: driver.authenticator.clone()?,
             timeout: driver.authentication_timeout,
             endpoint_path: config.endpoint_path.clone(),
-            metadata: config.protected_resource.clone(),
+            metadata: config.security.protected_resource.clone(),
             sleep,
         })
     }
@@ -854,7 +854,7 @@ impl ServerHandle {
         let driver_config = driver_config.clone().with_inbound(driver_config.inbound);
         let mut config = with_incarnation(config.or_session_ids(RandomSessionIds));
         // A request without the step's verdict fails closed (503), never unjudged.
-        config.requires_verdict |= driver_config.authenticator.is_some();
+        config.security.requires_verdict |= driver_config.authenticator.is_some();
         let report_every = config.write_report_threshold();
         let auth = AuthStep::new(&driver_config, &config, binding_sleep(rt));
         let (tx, rx) = mpsc::channel(driver_config.inbound);

@@ -278,7 +278,7 @@ pub fn router(data: &[u8]) {
     let mut now = start;
     let mut router = Router::new(config(&mut b).with_insecure_test_session_ids(), now);
     let mut seen = Seen {
-        window: router.config().send_window,
+        window: router.config().limits.send_window,
         ..Seen::default()
     };
     let mut steps = 0;

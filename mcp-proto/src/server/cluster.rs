@@ -21,7 +21,7 @@
 //!   *parked*: its head (and body, as it arrives) waits while the record is loaded
 //!   ([`StoreOp::Load`]); then the session is adopted and the request runs exactly as if the
 //!   session had been created here. `initialize` creates the record when the app answers
-//!   ([`StoreOp::Create`], which also enforces [`ServerConfig::max_sessions`] across the
+//!   ([`StoreOp::Create`], which also enforces [`ServerLimits::max_sessions`] across the
 //!   cluster), and the answer carrying `Mcp-Session-Id` leaves only once the record is
 //!   stored. Changes to the service's state ([`Router::set_session_state`]) are written
 //!   ([`StoreOp::Save`]) before any later answer of that session leaves this instance.
@@ -938,7 +938,7 @@ impl Router {
 
     /// A parked request's body chunk, end or disconnect; `false` when `stream` is not parked.
     pub(crate) fn parked_input(&mut self, stream: ExchangeId, event: ParkEvent<'_>) -> bool {
-        let cap = self.config.max_body_bytes;
+        let cap = self.config.limits.max_body_bytes;
         let Some(p) = self.cluster.parked.get_mut(&stream) else {
             return false;
         };
@@ -981,7 +981,7 @@ impl Router {
         let failed = matches!(event, ParkEvent::Failed);
         let missing = matches!(event, ParkEvent::Missing);
         for stream in waiting {
-            let cap = self.config.max_body_bytes;
+            let cap = self.config.limits.max_body_bytes;
             let Some(mut p) = self.cluster.parked.remove(&stream) else {
                 continue;
             };
@@ -1082,7 +1082,7 @@ impl Router {
             }
             let op = StoreOp::Create {
                 record,
-                max_sessions: self.config.max_sessions,
+                max_sessions: self.config.limits.max_sessions,
                 ttl: self.config.session_idle_ttl,
             };
             self.store_call(op, Call::Create { session });
@@ -1410,7 +1410,7 @@ impl Router {
             ls.primed = true;
             ls.last_seq = ls.last_seq.max(after);
             if ls.resumable && ls.version.allows_priming() {
-                let retry = self.config.retry_interval;
+                let retry = self.config.streams.retry_interval;
                 chunks.push(super::stream::priming_frame(&listen_event_id(after), retry));
                 ls.id_sent = true;
             }
@@ -1573,7 +1573,7 @@ impl Router {
         if self.config.cluster.is_none() {
             return false;
         }
-        let retain = self.config.finished_stream_retention;
+        let retain = self.config.streams.finished_stream_retention;
         let name: Box<str> = self.stream_name(lsid).into();
         let Some(ls) = self.streams.get(&lsid) else {
             return false;

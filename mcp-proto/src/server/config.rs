@@ -7,11 +7,11 @@
 //! | `WithEndpointPath` | [`ServerConfig::endpoint_path`] | `/mcp` |
 //! | `WithStateLess` | [`ServerConfig::stateless`] | `false` (stateful) |
 //! | `WithSessionIdleTTL` | [`ServerConfig::session_idle_ttl`] | 30 min (mcp-go: off) |
-//! | `WithHeartbeatInterval` | [`ServerConfig::heartbeat_interval`] | 15 s comment frames |
-//! | `WithStreamableHTTPCORS` | [`ServerConfig::cors`] | off |
-//! | `WithProtectedResourceMetadata` | [`ServerConfig::protected_resource`] | off |
+//! | `WithHeartbeatInterval` | [`StreamConfig::heartbeat_interval`] | 15 s comment frames |
+//! | `WithStreamableHTTPCORS` | [`SecurityConfig::cors`] | off |
+//! | `WithProtectedResourceMetadata` | [`SecurityConfig::protected_resource`] | off |
 //! | `WithDisableStreaming` (GET) | [`ServerConfig::enable_get_stream`] | GET enabled |
-//! | auth middleware | [`ServerConfig::authenticator`], or the driver's asynchronous authenticator (`DriverConfig::authenticator` in mcp-driver) when the check awaits | none |
+//! | auth middleware | [`SecurityConfig::authenticator`], or the driver's asynchronous authenticator (`DriverConfig::authenticator` in mcp-driver) when the check awaits | none |
 //! | session id manager | [`ServerConfig::session_ids`] | none: the adapters install a CSPRNG-backed one; a core without one refuses `initialize` (500) |
 //! | event store | [`ServerConfig::event_store`] | [`InMemoryEventStore`] |
 
@@ -60,7 +60,10 @@ pub enum OverflowPolicy {
 }
 
 /// The configuration of a [`Router`](super::Router). Build it with [`ServerConfig::default`]
-/// and the `with_*` methods, or set the public fields directly.
+/// and the `with_*` methods, or set the public fields directly. What the router bounds,
+/// how its streams behave and who may call are grouped ([`limits`](Self::limits),
+/// [`streams`](Self::streams), [`security`](Self::security)); every field has its `with_*`
+/// shortcut here too.
 #[non_exhaustive]
 pub struct ServerConfig {
     // S-POST-1.
@@ -81,39 +84,60 @@ pub struct ServerConfig {
     pub enable_delete: bool,
     /// JSON, SSE, or JSON upgraded to SSE on demand.
     pub response_mode: ResponseMode,
-    /// The largest POST body accepted, in bytes; larger ones get 413. Default 4 MiB.
-    pub max_body_bytes: usize,
-    /// The most JSON-RPC messages accepted in one 2025-03-26 batch. Default 100.
-    pub max_batch_len: usize,
     /// A session that has seen no request and had no open stream for this long is evicted,
     /// and its id then gets 404. `None` disables eviction. Default 30 min. mcp-go:
     /// `WithSessionIdleTTL`.
     pub session_idle_ttl: Option<Duration>,
+    /// What the router bounds: bodies, batches, sessions, queues, windows, requests in flight.
+    pub limits: ServerLimits,
+    /// How SSE streams behave: heartbeats, resumability, retry, retention, queue overflow.
+    pub streams: StreamConfig,
+    // S-NEW-10, G-11.
+    /// The protocol revisions accepted in `MCP-Protocol-Version` and negotiated by
+    /// `initialize`. Default: every revision ([`ProtocolVersion::ALL`]), so one router serves
+    /// both eras at once: requests whose `MCP-Protocol-Version` is 2026-07-28 are served
+    /// sessionless (see [`Router`](super::Router)), an unsupported version gets
+    /// `UnsupportedProtocolVersionError` (-32022), and `initialize` negotiates among the
+    /// legacy revisions only. [`ServerConfig::legacy_only`] keeps to the legacy revisions
+    /// (2025-03-26, 2025-06-18, 2025-11-25): a 2026-07-28 probe then gets 400 (-32000), which
+    /// is how a modern client detects a legacy server.
+    pub supported_versions: Vec<ProtocolVersion>,
+    // S-NEW-8.
+    /// The `x-mcp-header` declarations of the server's tools, to check a modern
+    /// `tools/call`'s `Mcp-Param-*` headers against its arguments. `None`: no
+    /// parameter headers are checked. The service binding builds the table from the server's
+    /// tools and hands it to the router ([`Router::set_param_headers`](super::Router::set_param_headers))
+    /// whenever they change, unless one is configured here.
+    pub param_headers: Option<crate::mirror::ParamHeaderTable>,
+    /// Who may call: `Host`/`Origin` validation, CORS, RFC 9728 metadata, authentication.
+    pub security: SecurityConfig,
+    /// Where session ids come from. `None` (the default): every adapter's constructor
+    /// installs a CSPRNG-backed generator, and a router used without an adapter refuses
+    /// `initialize` with 500 rather than hand out guessable ids. A deterministic generator
+    /// only by [`with_insecure_test_session_ids`](Self::with_insecure_test_session_ids).
+    pub session_ids: Option<Box<dyn SessionIdGenerator + Send>>,
+    /// Where SSE events are kept for replay.
+    pub event_store: Box<dyn EventStore + Send>,
+    /// Membership in a cluster of instances sharing sessions through a store (see
+    /// [`ClusterConfig`](super::ClusterConfig)). `None` (the default): this router alone.
+    pub cluster: Option<super::ClusterConfig>,
+}
+
+/// What a [`Router`](super::Router) bounds (part of [`ServerConfig`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ServerLimits {
+    /// The largest POST body accepted, in bytes; larger ones get 413. Default 4 MiB.
+    pub max_body_bytes: usize,
+    /// The most JSON-RPC messages accepted in one 2025-03-26 batch. Default 100.
+    pub max_batch_len: usize,
     /// The most live sessions; an `initialize` beyond it gets 503. Default 10,000.
     pub max_sessions: usize,
-    /// A `:` comment frame is written on an SSE stream that has been silent this long.
-    /// `None` disables heartbeats. Default 15 s. mcp-go: `WithHeartbeatInterval`.
-    pub heartbeat_interval: Option<Duration>,
-    /// Attach event ids to SSE events and keep them in the [`EventStore`] so a client can
-    /// resume with `Last-Event-ID` (S-RES-*). Stateful mode only. Default on.
-    pub resumability: bool,
-    // S-POST-22.
-    /// The `retry` value sent in priming events and before a server-side close.
-    pub retry_interval: Duration,
-    /// How long a finished request stream stays replayable after its last event.
-    pub finished_stream_retention: Duration,
-    /// How long a resumable stream whose connection dropped keeps its handlers running while
-    /// waiting for the client to resume; then they are cancelled.
-    pub resume_grace: Duration,
     /// Capacity of a session's queue of messages for a GET stream that was never opened.
     /// Once the session has a GET stream, messages for it while its connection is away are
     /// written to the [`EventStore`] under that stream's event ids instead (a resume
     /// replays them; a plain GET gets the ones never written to any connection).
     pub listen_queue_capacity: usize,
-    /// What a full queue does.
-    pub overflow_policy: OverflowPolicy,
-    /// Deadline of a server→client request when the caller gives none.
-    pub server_request_timeout: Duration,
     /// Bytes of a streaming response the router hands to the adapter ahead of what the
     /// client has taken ([`Router::handle_written`](super::Router::handle_written)); further
     /// chunks wait in the router until the client reads (see `pace.rs`). Default 256 KiB.
@@ -134,27 +158,70 @@ pub struct ServerConfig {
     pub listen_takeovers: u32,
     /// The window of [`listen_takeovers`](Self::listen_takeovers). Default 60 s.
     pub listen_takeover_window: Duration,
-    // S-NEW-10, G-11.
-    /// The protocol revisions accepted in `MCP-Protocol-Version` and negotiated by
-    /// `initialize`. Default: every revision ([`ProtocolVersion::ALL`]), so one router serves
-    /// both eras at once: requests whose `MCP-Protocol-Version` is 2026-07-28 are served
-    /// sessionless (see [`Router`](super::Router)), an unsupported version gets
-    /// `UnsupportedProtocolVersionError` (-32022), and `initialize` negotiates among the
-    /// legacy revisions only. [`ServerConfig::legacy_only`] keeps to the legacy revisions
-    /// (2025-03-26, 2025-06-18, 2025-11-25): a 2026-07-28 probe then gets 400 (-32000), which
-    /// is how a modern client detects a legacy server.
-    pub supported_versions: Vec<ProtocolVersion>,
-    // S-NEW-8.
-    /// The `x-mcp-header` declarations of the server's tools, to check a modern
-    /// `tools/call`'s `Mcp-Param-*` headers against its arguments. `None`: no
-    /// parameter headers are checked. The service binding builds the table from the server's
-    /// tools and hands it to the router ([`Router::set_param_headers`](super::Router::set_param_headers))
-    /// whenever they change, unless one is configured here.
-    pub param_headers: Option<crate::mirror::ParamHeaderTable>,
     /// At most this many 2026-07-28 requests in flight at once (each holds its HTTP
     /// exchange; `subscriptions/listen` streams count until closed); beyond it, 503.
     /// Default 10 000.
     pub max_modern_in_flight: usize,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            max_body_bytes: 4 * 1024 * 1024,
+            max_batch_len: 100,
+            max_sessions: 10_000,
+            listen_queue_capacity: 64,
+            send_window: 256 * 1024,
+            slow_reader_timeout: Duration::from_secs(30),
+            max_backlog_bytes: 8 * 1024 * 1024,
+            listen_takeovers: 3,
+            listen_takeover_window: Duration::from_secs(60),
+            max_modern_in_flight: 10_000,
+        }
+    }
+}
+
+/// How a [`Router`](super::Router)'s SSE streams behave (part of [`ServerConfig`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StreamConfig {
+    /// A `:` comment frame is written on an SSE stream that has been silent this long.
+    /// `None` disables heartbeats. Default 15 s. mcp-go: `WithHeartbeatInterval`.
+    pub heartbeat_interval: Option<Duration>,
+    /// Attach event ids to SSE events and keep them in the [`EventStore`] so a client can
+    /// resume with `Last-Event-ID` (S-RES-*). Stateful mode only. Default on.
+    pub resumability: bool,
+    // S-POST-22.
+    /// The `retry` value sent in priming events and before a server-side close.
+    pub retry_interval: Duration,
+    /// How long a finished request stream stays replayable after its last event.
+    pub finished_stream_retention: Duration,
+    /// How long a resumable stream whose connection dropped keeps its handlers running while
+    /// waiting for the client to resume; then they are cancelled.
+    pub resume_grace: Duration,
+    /// What a full queue does.
+    pub overflow_policy: OverflowPolicy,
+    /// Deadline of a server→client request when the caller gives none.
+    pub server_request_timeout: Duration,
+}
+
+impl Default for StreamConfig {
+    fn default() -> Self {
+        StreamConfig {
+            heartbeat_interval: Some(ServerConfig::DEFAULT_HEARTBEAT_INTERVAL),
+            resumability: true,
+            retry_interval: Duration::from_secs(3),
+            finished_stream_retention: Duration::from_secs(60),
+            resume_grace: Duration::from_secs(60),
+            overflow_policy: OverflowPolicy::DropOldestNotification,
+            server_request_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Who may call a [`Router`](super::Router) (part of [`ServerConfig`]).
+#[non_exhaustive]
+pub struct SecurityConfig {
     // S-SEC-1/2/5.
     /// `Host`/`Origin` validation. Default: loopback only.
     pub host_validation: HostValidation,
@@ -165,21 +232,35 @@ pub struct ServerConfig {
     /// Validates each request's credentials; sessions are bound to the principal it returns.
     pub authenticator: Option<Box<dyn Authenticator + Send>>,
     /// Whether every request the authentication step judges
-    /// ([`needs_authentication`](Self::needs_authentication)) must come with its verdict
+    /// ([`needs_authentication`](ServerConfig::needs_authentication)) must come with its verdict
     /// ([`RequestHead::verdict`](super::RequestHead::verdict)): set when an asynchronous step
     /// outside the core (the driver's authenticator) judges requests before the router sees
     /// them. A head without a verdict is then answered 503, failing closed. Default `false`.
     pub requires_verdict: bool,
-    /// Where session ids come from. `None` (the default): every adapter's constructor
-    /// installs a CSPRNG-backed generator, and a router used without an adapter refuses
-    /// `initialize` with 500 rather than hand out guessable ids. A deterministic generator
-    /// only by [`with_insecure_test_session_ids`](Self::with_insecure_test_session_ids).
-    pub session_ids: Option<Box<dyn SessionIdGenerator + Send>>,
-    /// Where SSE events are kept for replay.
-    pub event_store: Box<dyn EventStore + Send>,
-    /// Membership in a cluster of instances sharing sessions through a store (see
-    /// [`ClusterConfig`](super::ClusterConfig)). `None` (the default): this router alone.
-    pub cluster: Option<super::ClusterConfig>,
+}
+
+impl Default for SecurityConfig {
+    fn default() -> Self {
+        SecurityConfig {
+            host_validation: HostValidation::Loopback,
+            cors: None,
+            protected_resource: None,
+            authenticator: None,
+            requires_verdict: false,
+        }
+    }
+}
+
+impl fmt::Debug for SecurityConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SecurityConfig")
+            .field("host_validation", &self.host_validation)
+            .field("cors", &self.cors)
+            .field("protected_resource", &self.protected_resource)
+            .field("authenticator", &self.authenticator.is_some())
+            .field("requires_verdict", &self.requires_verdict)
+            .finish()
+    }
 }
 
 impl Default for ServerConfig {
@@ -191,31 +272,12 @@ impl Default for ServerConfig {
             enable_get_stream: true,
             enable_delete: true,
             response_mode: ResponseMode::Auto,
-            max_body_bytes: 4 * 1024 * 1024,
-            max_batch_len: 100,
             session_idle_ttl: Some(Duration::from_secs(30 * 60)),
-            max_sessions: 10_000,
-            heartbeat_interval: Some(ServerConfig::DEFAULT_HEARTBEAT_INTERVAL),
-            resumability: true,
-            retry_interval: Duration::from_secs(3),
-            finished_stream_retention: Duration::from_secs(60),
-            resume_grace: Duration::from_secs(60),
-            listen_queue_capacity: 64,
-            overflow_policy: OverflowPolicy::DropOldestNotification,
-            server_request_timeout: Duration::from_secs(60),
-            send_window: 256 * 1024,
-            slow_reader_timeout: Duration::from_secs(30),
-            max_backlog_bytes: 8 * 1024 * 1024,
-            listen_takeovers: 3,
-            listen_takeover_window: Duration::from_secs(60),
+            limits: ServerLimits::default(),
+            streams: StreamConfig::default(),
             supported_versions: ProtocolVersion::ALL.to_vec(),
             param_headers: None,
-            max_modern_in_flight: 10_000,
-            host_validation: HostValidation::Loopback,
-            cors: None,
-            protected_resource: None,
-            authenticator: None,
-            requires_verdict: false,
+            security: SecurityConfig::default(),
             session_ids: None,
             event_store: Box::new(InMemoryEventStore::default()),
             cluster: None,
@@ -231,16 +293,10 @@ impl fmt::Debug for ServerConfig {
             .field("enable_get_stream", &self.enable_get_stream)
             .field("enable_delete", &self.enable_delete)
             .field("response_mode", &self.response_mode)
-            .field("max_body_bytes", &self.max_body_bytes)
             .field("session_idle_ttl", &self.session_idle_ttl)
-            .field("max_sessions", &self.max_sessions)
-            .field("heartbeat_interval", &self.heartbeat_interval)
-            .field("resumability", &self.resumability)
-            .field("host_validation", &self.host_validation)
-            .field("cors", &self.cors)
-            .field("protected_resource", &self.protected_resource)
-            .field("authenticator", &self.authenticator.is_some())
-            .field("requires_verdict", &self.requires_verdict)
+            .field("limits", &self.limits)
+            .field("streams", &self.streams)
+            .field("security", &self.security)
             .finish_non_exhaustive()
     }
 }
@@ -285,11 +341,11 @@ impl ServerConfig {
 
     /// The most live sessions (503 beyond).
     pub fn with_max_sessions(mut self, max: usize) -> Self {
-        self.max_sessions = max;
+        self.limits.max_sessions = max;
         self
     }
 
-    /// The default [`heartbeat_interval`](ServerConfig::heartbeat_interval): 15 s.
+    /// The default [`heartbeat_interval`](StreamConfig::heartbeat_interval): 15 s.
     pub const DEFAULT_HEARTBEAT_INTERVAL: Duration = Duration::from_secs(15);
 
     // S-SSE-16.
@@ -299,21 +355,21 @@ impl ServerConfig {
     /// heartbeats, an idle SSE stream of a departed client would never be written to, so
     /// never noticed.
     pub fn with_heartbeats_required(mut self) -> Self {
-        if self.heartbeat_interval.is_none() {
-            self.heartbeat_interval = Some(Self::DEFAULT_HEARTBEAT_INTERVAL);
+        if self.streams.heartbeat_interval.is_none() {
+            self.streams.heartbeat_interval = Some(Self::DEFAULT_HEARTBEAT_INTERVAL);
         }
         self
     }
 
     /// The heartbeat interval (mcp-go: `WithHeartbeatInterval`); `None` or zero disables it.
     pub fn with_heartbeat_interval(mut self, every: Option<Duration>) -> Self {
-        self.heartbeat_interval = every.filter(|d| !d.is_zero());
+        self.streams.heartbeat_interval = every.filter(|d| !d.is_zero());
         self
     }
 
     /// The body size cap (413 beyond).
     pub fn with_max_body_bytes(mut self, max: usize) -> Self {
-        self.max_body_bytes = max;
+        self.limits.max_body_bytes = max;
         self
     }
 
@@ -331,25 +387,25 @@ impl ServerConfig {
 
     /// CORS (mcp-go: `WithStreamableHTTPCORS`).
     pub fn with_cors(mut self, cors: CorsConfig) -> Self {
-        self.cors = Some(cors);
+        self.security.cors = Some(cors);
         self
     }
 
     /// RFC 9728 metadata (mcp-go: `WithProtectedResourceMetadata`).
     pub fn with_protected_resource(mut self, metadata: ProtectedResourceMetadata) -> Self {
-        self.protected_resource = Some(metadata);
+        self.security.protected_resource = Some(metadata);
         self
     }
 
     /// The auth hook (mcp-go: its auth middleware).
     pub fn with_authenticator(mut self, auth: impl Authenticator + Send + 'static) -> Self {
-        self.authenticator = Some(Box::new(auth));
+        self.security.authenticator = Some(Box::new(auth));
         self
     }
 
-    /// Sets [`requires_verdict`](Self::requires_verdict).
+    /// Sets [`requires_verdict`](SecurityConfig::requires_verdict).
     pub fn with_requires_verdict(mut self, required: bool) -> Self {
-        self.requires_verdict = required;
+        self.security.requires_verdict = required;
         self
     }
 
@@ -358,7 +414,7 @@ impl ServerConfig {
     pub fn needs_authentication(&self, head: &super::RequestHead<'_>) -> bool {
         super::security::needs_authentication(
             &self.endpoint_path,
-            self.protected_resource.as_ref(),
+            self.security.protected_resource.as_ref(),
             head,
         )
     }
@@ -393,29 +449,29 @@ impl ServerConfig {
 
     /// How many bytes an adapter may take from a streaming body before it reports them with
     /// [`Router::handle_written`](super::Router::handle_written): a quarter of
-    /// [`send_window`](Self::send_window).
+    /// [`send_window`](ServerLimits::send_window).
     pub fn write_report_threshold(&self) -> usize {
-        (self.send_window / 4).max(1)
+        (self.limits.send_window / 4).max(1)
     }
 
-    /// The pacing window (see [`ServerConfig::send_window`]; at least 1 byte).
+    /// The pacing window (see [`ServerLimits::send_window`]; at least 1 byte).
     pub fn with_send_window(mut self, bytes: usize) -> Self {
-        self.send_window = bytes.max(1);
+        self.limits.send_window = bytes.max(1);
         self
     }
 
-    /// The slow-reader rule (see [`ServerConfig::slow_reader_timeout`] and
-    /// [`ServerConfig::max_backlog_bytes`]).
+    /// The slow-reader rule (see [`ServerLimits::slow_reader_timeout`] and
+    /// [`ServerLimits::max_backlog_bytes`]).
     pub fn with_slow_reader(mut self, timeout: Duration, max_backlog_bytes: usize) -> Self {
-        self.slow_reader_timeout = timeout;
-        self.max_backlog_bytes = max_backlog_bytes;
+        self.limits.slow_reader_timeout = timeout;
+        self.limits.max_backlog_bytes = max_backlog_bytes;
         self
     }
 
-    /// The GET takeover budget (see [`ServerConfig::listen_takeovers`]).
+    /// The GET takeover budget (see [`ServerLimits::listen_takeovers`]).
     pub fn with_listen_takeovers(mut self, takeovers: u32, window: Duration) -> Self {
-        self.listen_takeovers = takeovers;
-        self.listen_takeover_window = window;
+        self.limits.listen_takeovers = takeovers;
+        self.limits.listen_takeover_window = window;
         self
     }
 
@@ -434,50 +490,50 @@ impl ServerConfig {
 
     /// Host/Origin validation.
     pub fn with_host_validation(mut self, validation: HostValidation) -> Self {
-        self.host_validation = validation;
+        self.security.host_validation = validation;
         self
     }
 
     /// Resumability (event ids, event store, `Last-Event-ID` replay).
     pub fn with_resumability(mut self, enabled: bool) -> Self {
-        self.resumability = enabled;
+        self.streams.resumability = enabled;
         self
     }
 
     /// The `retry` interval announced before server-side closes.
     pub fn with_retry_interval(mut self, retry: Duration) -> Self {
-        self.retry_interval = retry;
+        self.streams.retry_interval = retry;
         self
     }
 
     /// Capacity and overflow policy of the queue for a GET stream that is not open.
     pub fn with_listen_queue(mut self, capacity: usize, policy: OverflowPolicy) -> Self {
-        self.listen_queue_capacity = capacity;
-        self.overflow_policy = policy;
+        self.limits.listen_queue_capacity = capacity;
+        self.streams.overflow_policy = policy;
         self
     }
 
     /// The default deadline of server→client requests.
     pub fn with_server_request_timeout(mut self, timeout: Duration) -> Self {
-        self.server_request_timeout = timeout;
+        self.streams.server_request_timeout = timeout;
         self
     }
 
     /// How long a resumable stream whose client went away keeps its handlers running.
     pub fn with_resume_grace(mut self, grace: Duration) -> Self {
-        self.resume_grace = grace;
+        self.streams.resume_grace = grace;
         self
     }
 
     /// How long a finished request stream stays replayable.
     pub fn with_finished_stream_retention(mut self, retention: Duration) -> Self {
-        self.finished_stream_retention = retention;
+        self.streams.finished_stream_retention = retention;
         self
     }
 
     /// The most messages in one 2025-03-26 batch.
     pub fn with_max_batch_len(mut self, max: usize) -> Self {
-        self.max_batch_len = max;
+        self.limits.max_batch_len = max;
         self
     }
 
@@ -504,9 +560,9 @@ impl ServerConfig {
         self
     }
 
-    /// The cap on modern requests in flight (see [`ServerConfig::max_modern_in_flight`]).
+    /// The cap on modern requests in flight (see [`ServerLimits::max_modern_in_flight`]).
     pub fn with_max_modern_in_flight(mut self, max: usize) -> Self {
-        self.max_modern_in_flight = max;
+        self.limits.max_modern_in_flight = max;
         self
     }
 
@@ -529,8 +585,8 @@ impl ServerConfig {
     /// address unless an allow-list was already configured. Adapters call this with their
     /// bind address; the default (no call) stays loopback-only, which fails closed.
     pub fn bound_to(mut self, ip: IpAddr) -> Self {
-        if matches!(self.host_validation, HostValidation::Loopback) && !ip.is_loopback() {
-            self.host_validation = HostValidation::Disabled;
+        if matches!(self.security.host_validation, HostValidation::Loopback) && !ip.is_loopback() {
+            self.security.host_validation = HostValidation::Disabled;
         }
         self
     }

@@ -115,7 +115,7 @@ pub enum ProtocolError {
         "invalid request: 2026-07-28 clients must not POST JSON-RPC responses; answer input requests with inputResponses on a retry"
     )]
     ModernResponse,
-    /// 2026-07-28: [`ServerConfig::max_modern_in_flight`](super::ServerConfig) requests are
+    /// 2026-07-28: [`ServerConfig::limits.max_modern_in_flight`](super::ServerConfig) requests are
     /// already in flight (503).
     #[error("too many requests in flight; try again later")]
     TooManyRequests,
@@ -128,7 +128,7 @@ pub enum ProtocolError {
     #[error("the server cannot create sessions: no session id generator is configured")]
     NoSessionIdGenerator,
     /// A GET for a session whose GET stream already has a live connection, after the
-    /// session's takeover budget ([`ServerConfig::listen_takeovers`](super::ServerConfig))
+    /// session's takeover budget ([`ServerConfig::limits.listen_takeovers`](super::ServerConfig))
     /// was spent (409): keep using the open stream.
     #[error(
         "another GET stream is open for this session; keep using it (or close it before opening a new one)"

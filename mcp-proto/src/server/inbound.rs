@@ -106,11 +106,11 @@ impl Router {
         }
     }
 
-    /// Input: a chunk of a POST body. Bytes beyond [`ServerConfig::max_body_bytes`] get 413
+    /// Input: a chunk of a POST body. Bytes beyond [`ServerLimits::max_body_bytes`] get 413
     /// at once, without being buffered. Chunks for an exchange that is not reading a body
     /// (already answered, unknown) are ignored.
     ///
-    /// [`ServerConfig::max_body_bytes`]: super::ServerConfig::max_body_bytes
+    /// [`ServerLimits::max_body_bytes`]: super::ServerLimits::max_body_bytes
     pub fn handle_body(&mut self, now: Instant, stream: ExchangeId, chunk: &[u8]) {
         self.advance(now);
         self.body_chunk(stream, chunk);
@@ -120,7 +120,7 @@ impl Router {
         if self.parked_input(stream, ParkEvent::Body(chunk)) {
             return;
         }
-        let cap = self.config.max_body_bytes;
+        let cap = self.config.limits.max_body_bytes;
         let Some(ex) = self.exchanges.get_mut(&stream) else {
             return;
         };
@@ -196,16 +196,16 @@ impl Router {
     }
 
     /// Input: the client took `bytes` more of `stream`'s body (the adapter handed them to the
-    /// connection). Lets the waiting chunks out up to [`ServerConfig::send_window`]. Report
+    /// connection). Lets the waiting chunks out up to [`ServerLimits::send_window`]. Report
     /// at least every [`ServerConfig::write_report_threshold`] bytes taken, and whenever the
     /// body has taken everything it was given and waits for more; more often is harmless.
     /// Unknown or finished streams are ignored.
     ///
-    /// [`ServerConfig::send_window`]: super::ServerConfig::send_window
+    /// [`ServerLimits::send_window`]: super::ServerLimits::send_window
     /// [`ServerConfig::write_report_threshold`]: super::ServerConfig::write_report_threshold
     pub fn handle_written(&mut self, now: Instant, stream: ExchangeId, bytes: usize) {
         self.advance(now);
-        let window = self.config.send_window;
+        let window = self.config.limits.send_window;
         let Some(ex) = self.exchanges.get_mut(&stream) else {
             return;
         };
@@ -216,7 +216,7 @@ impl Router {
             self.timers.clear(&mut ex.pace.stall, Timer::Stall(stream));
         } else if bytes > 0 {
             // Progress: the client gets a full timeout again.
-            let at = self.now + self.config.slow_reader_timeout;
+            let at = self.now + self.config.limits.slow_reader_timeout;
             self.timers
                 .set(&mut ex.pace.stall, Timer::Stall(stream), at);
         }
@@ -267,7 +267,7 @@ impl Router {
         let keep = listen || (ls.resumable && ls.id_sent);
         match ls.step(StreamEvent::Disconnect { keep }) {
             Some(Phase::Detached) if !listen => {
-                let at = self.now + self.config.resume_grace;
+                let at = self.now + self.config.streams.resume_grace;
                 self.timers.set(&mut ls.grace, Timer::ResumeGrace(lsid), at);
             }
             Some(Phase::Done) => {
@@ -286,7 +286,7 @@ impl Router {
     ) -> Result<(), (ProtocolError, HeaderMap)> {
         let plain = |e| (e, HeaderMap::new());
         let path = head.uri.path();
-        if let Some(prm) = &self.config.protected_resource
+        if let Some(prm) = &self.config.security.protected_resource
             && prm.serves(path, &self.config.endpoint_path)
         {
             return self.serve_metadata(stream, head).map_err(plain);
@@ -295,8 +295,9 @@ impl Router {
             return Err(plain(ProtocolError::NotFound));
         }
         self.config
+            .security
             .host_validation
-            .check(head, self.config.cors.as_ref())
+            .check(head, self.config.security.cors.as_ref())
             .map_err(plain)?;
         if head.method == Method::OPTIONS {
             return self.options(stream, head, origin);
@@ -326,7 +327,7 @@ impl Router {
         stream: ExchangeId,
         head: &RequestHead<'_>,
     ) -> Result<(), ProtocolError> {
-        let Some(prm) = &self.config.protected_resource else {
+        let Some(prm) = &self.config.security.protected_resource else {
             return Err(ProtocolError::NotFound);
         };
         let mut headers = HeaderMap::new();
@@ -365,7 +366,7 @@ impl Router {
         origin: Option<&str>,
     ) -> Result<(), (ProtocolError, HeaderMap)> {
         let allow = self.allow(Some(head.headers));
-        let mut headers = match (&self.config.cors, origin) {
+        let mut headers = match (&self.config.security.cors, origin) {
             (Some(cors), Some(origin)) => cors
                 .preflight(Some(origin), allow.clone())
                 .ok_or((ProtocolError::OriginNotAllowed, HeaderMap::new()))?,
@@ -402,16 +403,16 @@ impl Router {
         &mut self,
         head: &RequestHead<'_>,
     ) -> Result<Option<Box<str>>, (ProtocolError, HeaderMap)> {
-        let decision = match (head.verdict, self.config.authenticator.as_mut()) {
+        let decision = match (head.verdict, self.config.security.authenticator.as_mut()) {
             (Some(verdict), _) => verdict.clone(),
             // Configured but not run (a router driven without the driver): fail closed.
-            (None, _) if self.config.requires_verdict => AuthDecision::Unavailable {
+            (None, _) if self.config.security.requires_verdict => AuthDecision::Unavailable {
                 description: Some("the asynchronous authenticator did not run".to_owned()),
             },
             (None, Some(auth)) => auth.authenticate(head),
             (None, None) => return Ok(head.principal.map(Into::into)),
         };
-        let prm = self.config.protected_resource.as_ref();
+        let prm = self.config.security.protected_resource.as_ref();
         let mut extra = HeaderMap::new();
         match decision {
             AuthDecision::Allow { principal } => Ok(principal.map(Into::into)),
@@ -591,8 +592,10 @@ impl Router {
             .get(header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.trim().parse::<u64>().ok());
-        if declared.is_some_and(|n| n > self.config.max_body_bytes as u64) {
-            return Err(ProtocolError::PayloadTooLarge(self.config.max_body_bytes));
+        if declared.is_some_and(|n| n > self.config.limits.max_body_bytes as u64) {
+            return Err(ProtocolError::PayloadTooLarge(
+                self.config.limits.max_body_bytes,
+            ));
         }
         // S-NEW-2: a modern request has no session; its `Mcp-Session-Id` is ignored.
         let header_version = self.header_version(head.headers);
@@ -875,7 +878,7 @@ impl Router {
             );
             return None;
         }
-        if batch && items.len() > self.config.max_batch_len {
+        if batch && items.len() > self.config.limits.max_batch_len {
             let e = ProtocolError::InvalidRequest("the batch has too many messages");
             self.refuse(stream, e, origin, HeaderMap::new(), None, false);
             return None;
@@ -1003,7 +1006,7 @@ impl Router {
             }
             return;
         }
-        let resumable = session.is_some() && self.config.resumability;
+        let resumable = session.is_some() && self.config.streams.resumability;
         if let Some(s) = session.and_then(|s| self.sessions.get_mut(&s)) {
             s.work.streams.push(lsid);
             s.open_connections += 1;
@@ -1074,7 +1077,7 @@ impl Router {
         principal: Option<Box<str>>,
         requested: Option<ProtocolVersion>,
     ) -> Result<SessionHandle, ProtocolError> {
-        if self.sessions.len() >= self.config.max_sessions {
+        if self.sessions.len() >= self.config.limits.max_sessions {
             return Err(ProtocolError::TooManySessions);
         }
         let ids = self
@@ -1276,7 +1279,7 @@ impl Router {
     }
 
     pub(crate) fn cors_headers(&self, origin: Option<&str>, headers: &mut HeaderMap) {
-        if let Some(cors) = &self.config.cors {
+        if let Some(cors) = &self.config.security.cors {
             cors.apply(origin, headers);
         }
     }

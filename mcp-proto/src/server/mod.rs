@@ -106,7 +106,9 @@ pub use cluster::{
     BusMessage, ClusterConfig, FollowFrom, InvalidInstanceName, LogEvent, SessionRecord,
     StoreError, StoreOp, StoreReply, StreamEnd, Ticket,
 };
-pub use config::{OverflowPolicy, ResponseMode, ServerConfig};
+pub use config::{
+    OverflowPolicy, ResponseMode, SecurityConfig, ServerConfig, ServerLimits, StreamConfig,
+};
 pub use drain::DEFAULT_SHUTDOWN_GRACE;
 pub use error::{CancelReason, CloseReason, ProtocolError, SendError, ServerRequestError};
 pub use memory_cluster::{ClusterDelivery, MemberId, MemoryCluster};
@@ -264,7 +266,7 @@ pub enum ServerOutput {
         stream: ExchangeId,
     },
     /// Cut the connection: the client stopped reading (the slow-reader rule,
-    /// [`ServerConfig::slow_reader_timeout`]). Abort it so that the client cannot mistake the
+    /// [`ServerLimits::slow_reader_timeout`]). Abort it so that the client cannot mistake the
     /// cut for a complete response (with chunked encoding: no terminating chunk); nothing
     /// more comes for this exchange.
     ResponseAbort {
@@ -437,7 +439,7 @@ pub enum ServerEvent {
         reason: Box<str>,
     },
     /// A client took nothing of a streaming response for
-    /// [`ServerConfig::slow_reader_timeout`] while data waited (or let too much pile up): its
+    /// [`ServerLimits::slow_reader_timeout`] while data waited (or let too much pile up): its
     /// connection was cut ([`ServerOutput::ResponseAbort`]) and treated as a disconnect.
     SlowReader {
         /// The connection.
@@ -483,7 +485,7 @@ struct Outbound {
 /// - **Cancellation and disconnects.** `notifications/cancelled` cancels the handler. A
 ///   client disconnecting from a stream it cannot resume (no event id reached it) cancels
 ///   the handlers of that stream at once; from a resumable stream, after
-///   [`ServerConfig::resume_grace`] unless it resumed. This departs from the
+///   [`StreamConfig::resume_grace`] unless it resumed. This departs from the
 ///   specification's "SHOULD NOT be read as cancelling" (2025-11-25, Transports › Sending
 ///   Messages to the Server) only where resuming is impossible, which is what the
 ///   2026-07-28 revision mandates anyway.
@@ -492,13 +494,13 @@ struct Outbound {
 ///   accepts only JSON, a -32800 error so the exchange still ends well-formed).
 /// - **GET takeover.** A second GET for a session replaces the first (ends its connection),
 ///   because proxies drop GETs silently and the client must get a working stream at once;
-///   but only [`ServerConfig::listen_takeovers`] times per
-///   [`ServerConfig::listen_takeover_window`] (3 per minute): after that a GET for a stream
+///   but only [`ServerLimits::listen_takeovers`] times per
+///   [`ServerLimits::listen_takeover_window`] (3 per minute): after that a GET for a stream
 ///   that has a live connection gets 409, so two live GETs of one client cannot end each
 ///   other forever.
 /// - **Pacing.** Streaming bodies go out as the client takes them
 ///   ([`Router::handle_written`]); a client that takes nothing for
-///   [`ServerConfig::slow_reader_timeout`] while data waits is cut as a slow reader, never a
+///   [`ServerLimits::slow_reader_timeout`] while data waits is cut as a slow reader, never a
 ///   fresh response for its size.
 /// - **The GET stream while away.** Messages for a session's GET stream while its
 ///   connection is away are stored as its events and replayed on resume (as for request
@@ -632,6 +634,7 @@ impl Router {
         path == self.config.endpoint_path
             || self
                 .config
+                .security
                 .protected_resource
                 .as_ref()
                 .is_some_and(|p| p.serves(path, &self.config.endpoint_path))

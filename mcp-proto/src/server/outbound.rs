@@ -151,7 +151,7 @@ impl Router {
 
     /// Command: sends a server→client request (sampling, elicitation, roots, ping). Its
     /// answer arrives as [`ServerOutput::ClientResponse`]; without one before `timeout`
-    /// (default [`ServerConfig::server_request_timeout`](super::ServerConfig)), it fails
+    /// (default [`ServerConfig::streams.server_request_timeout`](super::ServerConfig)), it fails
     /// with [`ServerRequestError::Timeout`] and the client is sent `notifications/cancelled`.
     /// In stateless mode it fails at once with [`SendError::Stateless`] (rather than never
     /// reaching the client and timing out).
@@ -193,7 +193,7 @@ impl Router {
         .to_bytes();
         self.route(target, payload, Some(id))?;
         let mut deadline = None;
-        let at = self.now + timeout.unwrap_or(self.config.server_request_timeout);
+        let at = self.now + timeout.unwrap_or(self.config.streams.server_request_timeout);
         self.timers
             .set(&mut deadline, Timer::RequestDeadline(id), at);
         self.outbound.insert(id, Outbound { session, deadline });
@@ -271,10 +271,10 @@ impl Router {
         };
         ls.step(StreamEvent::Release);
         if matches!(ls.kind, StreamKind::Request { .. }) {
-            let at = self.now + self.config.resume_grace;
+            let at = self.now + self.config.streams.resume_grace;
             self.timers.set(&mut ls.grace, Timer::ResumeGrace(lsid), at);
         }
-        self.send_chunk(conn, retry_frame(self.config.retry_interval), true);
+        self.send_chunk(conn, retry_frame(self.config.streams.retry_interval), true);
         self.end_exchange(conn);
         self.out
             .push_back(ServerOutput::Event(ServerEvent::ClosedForPolling {
@@ -467,8 +467,8 @@ impl Router {
                 return Ok(delivery);
             }
         }
-        if s.work.queue.len() >= self.config.listen_queue_capacity {
-            match self.config.overflow_policy {
+        if s.work.queue.len() >= self.config.limits.listen_queue_capacity {
+            match self.config.streams.overflow_policy {
                 OverflowPolicy::DropOldestNotification => {
                     match s.work.queue.iter().position(|q| q.request.is_none()) {
                         Some(i) => {
@@ -561,7 +561,7 @@ impl Router {
     // S-POST-19, G-3.
     /// The priming event, for clients that understand it.
     fn prime(&mut self, lsid: u64) {
-        let retry = self.config.retry_interval;
+        let retry = self.config.streams.retry_interval;
         let Some(ls) = self.streams.get_mut(&lsid) else {
             return;
         };
@@ -639,7 +639,10 @@ impl Router {
     /// `live` is false for replayed events (they do not count against the backlog budget).
     /// Every emitted chunk re-arms the connection's heartbeat.
     pub(crate) fn send_chunk(&mut self, conn: ExchangeId, chunk: Bytes, live: bool) {
-        let (window, budget) = (self.config.send_window, self.config.max_backlog_bytes);
+        let (window, budget) = (
+            self.config.limits.send_window,
+            self.config.limits.max_backlog_bytes,
+        );
         let Some(ex) = self.exchanges.get_mut(&conn) else {
             return;
         };
@@ -653,7 +656,7 @@ impl Router {
             }
             Push::Held { newly_blocked } => {
                 if newly_blocked {
-                    let at = self.now + self.config.slow_reader_timeout;
+                    let at = self.now + self.config.limits.slow_reader_timeout;
                     self.timers.set(&mut ex.pace.stall, Timer::Stall(conn), at);
                 }
             }
@@ -694,7 +697,7 @@ impl Router {
     }
 
     pub(super) fn arm_heartbeat(&mut self, conn: ExchangeId) {
-        let Some(every) = self.config.heartbeat_interval else {
+        let Some(every) = self.config.streams.heartbeat_interval else {
             return;
         };
         if let Some(ex) = self.exchanges.get_mut(&conn) {
@@ -775,7 +778,7 @@ impl Router {
 
     /// Open/Detached → Finished: the connection ends; kept for replay when it had ids.
     fn finish_sse(&mut self, lsid: u64) {
-        let retention = self.config.finished_stream_retention;
+        let retention = self.config.streams.finished_stream_retention;
         let Some(ls) = self.streams.get_mut(&lsid) else {
             return;
         };
@@ -839,7 +842,7 @@ impl Router {
                     Some(session),
                     StreamKind::Listen,
                     Phase::Detached,
-                    self.config.resumability,
+                    self.config.streams.resumability,
                     version,
                 );
                 self.streams.insert(l, ls);
@@ -921,8 +924,8 @@ impl Router {
     /// (the old connection will be ended) while the session's takeover budget lasts.
     pub(crate) fn charge_takeover(&mut self, lsid: u64) -> Result<(), ProtocolError> {
         let (budget, window, now) = (
-            self.config.listen_takeovers,
-            self.config.listen_takeover_window,
+            self.config.limits.listen_takeovers,
+            self.config.limits.listen_takeover_window,
             self.now,
         );
         let Some(s) = self

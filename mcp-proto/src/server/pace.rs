@@ -5,16 +5,16 @@
 //!
 //! The router emits a connection's body chunks ([`ServerOutput::ResponseBody`]) while the
 //! bytes it emitted and the adapter has not yet reported taken ([`Router::handle_written`])
-//! stay within [`ServerConfig::send_window`]. Beyond the window, chunks wait in the
+//! stay within [`ServerLimits::send_window`]. Beyond the window, chunks wait in the
 //! connection's **backlog**, in order, and leave it as the client takes bytes. A resume that
 //! replays a thousand stored events is therefore written as fast as the client reads it, an
 //! adapter never holds more than one window per connection, and a client is never judged by
 //! how fast the server *produced* its events, only by whether it *takes* them.
 //!
 //! The **slow-reader rule** fires on a connection that has data waiting and whose client took
-//! no byte for [`ServerConfig::slow_reader_timeout`], or whose backlog of *live* bytes (not
+//! no byte for [`ServerLimits::slow_reader_timeout`], or whose backlog of *live* bytes (not
 //! counting replayed events, which the event store holds anyway) grows past
-//! [`ServerConfig::max_backlog_bytes`]. Such a connection is cut: the adapter aborts it
+//! [`ServerLimits::max_backlog_bytes`]. Such a connection is cut: the adapter aborts it
 //! ([`ServerOutput::ResponseAbort`], never a clean end that the client could mistake for a
 //! complete stream) and the router treats it as a disconnect, so a resumable stream detaches
 //! and its later events stay in the event store for a `Last-Event-ID` resume. A fresh
@@ -42,9 +42,9 @@
 //! [`ServerOutput::ResponseBody`]: super::ServerOutput::ResponseBody
 //! [`ServerOutput::ResponseAbort`]: super::ServerOutput::ResponseAbort
 //! [`Router::handle_written`]: super::Router::handle_written
-//! [`ServerConfig::send_window`]: super::ServerConfig::send_window
-//! [`ServerConfig::slow_reader_timeout`]: super::ServerConfig::slow_reader_timeout
-//! [`ServerConfig::max_backlog_bytes`]: super::ServerConfig::max_backlog_bytes
+//! [`ServerLimits::send_window`]: super::ServerLimits::send_window
+//! [`ServerLimits::slow_reader_timeout`]: super::ServerLimits::slow_reader_timeout
+//! [`ServerLimits::max_backlog_bytes`]: super::ServerLimits::max_backlog_bytes
 
 use std::collections::VecDeque;
 use std::time::Instant;

@@ -141,7 +141,7 @@ impl Router {
             Ok(Message::Request(r)) => r,
         };
         let mut admitted = self.admit_modern(&request, &mirrored);
-        if admitted.is_ok() && self.modern_streams >= self.config.max_modern_in_flight {
+        if admitted.is_ok() && self.modern_streams >= self.config.limits.max_modern_in_flight {
             admitted = Err(ProtocolError::TooManyRequests);
         }
         if let Err(e) = admitted {

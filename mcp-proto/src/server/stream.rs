@@ -73,7 +73,7 @@
 //!
 //! A GET for a listen stream that has a connection *takes over* (ends the old connection,
 //! which may have died silently behind a proxy) while the session's takeover budget lasts
-//! (`ServerConfig::listen_takeovers` per `listen_takeover_window`); after that it is refused
+//! (`ServerConfig::limits.listen_takeovers` per `listen_takeover_window`); after that it is refused
 //! with 409 and the live connection stays, so two GETs of one client cannot evict each other
 //! forever (the "Open, Attach" row above).
 //!
