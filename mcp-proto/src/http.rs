@@ -200,9 +200,41 @@ fn find_scheme(lower: &str, scheme: &str) -> Option<usize> {
     None
 }
 
+/// Whether a response with `status` has no body (RFC 9110, 6.4.1: every 1xx, 204 and 304):
+/// an adapter sends it without one, whatever its HTTP library would frame (async-h1 frames
+/// an empty body of unknown length as chunked, terminating chunk included, which a browser
+/// after a 204 takes for the start of the next response).
+pub fn status_forbids_body(status: http::StatusCode) -> bool {
+    status.is_informational()
+        || status == http::StatusCode::NO_CONTENT
+        || status == http::StatusCode::NOT_MODIFIED
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bodiless_statuses_are_1xx_204_and_304() {
+        use http::StatusCode as S;
+        for s in [
+            S::CONTINUE,
+            S::SWITCHING_PROTOCOLS,
+            S::NO_CONTENT,
+            S::NOT_MODIFIED,
+        ] {
+            assert!(status_forbids_body(s), "{s}");
+        }
+        for s in [
+            S::OK,
+            S::ACCEPTED,
+            S::BAD_REQUEST,
+            S::NOT_FOUND,
+            S::INTERNAL_SERVER_ERROR,
+        ] {
+            assert!(!status_forbids_body(s), "{s}");
+        }
+    }
     use http::HeaderValue;
 
     fn h(name: http::header::HeaderName, values: &[&str]) -> HeaderMap {

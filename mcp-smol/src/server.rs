@@ -182,16 +182,11 @@ async fn exchange(
     let mut res = http_types::Response::new(status);
     convert::headers_to_h1(&head.headers, |name, value| res.append_header(name, value))
         .map_err(no_response)?;
-    // A 204 (the CORS preflight answer, OPTIONS) or 304 has no body (RFC 9110, 6.4.1), but
-    // async-h1 frames every body of unknown length as chunked, terminating chunk included:
-    // a browser reads no body after a 204, takes that `0\r\n\r\n` for the start of the next
-    // response on the connection and fails it (Chromium: the POST after the preflight). So
-    // such a response keeps its empty body (async-h1 writes `content-length: 0`), and the
-    // driver's stream, which ends at once, is dropped.
-    if !(status.is_informational()
-        || status == http_types::StatusCode::NoContent
-        || status == http_types::StatusCode::NotModified)
-    {
+    // A status without a body (the core says which: a 204 answers a CORS preflight) keeps
+    // async-h1's empty body (it writes `content-length: 0`; a chunked empty body would read
+    // as the start of the next response, and Chromium fails the POST after the preflight),
+    // and the driver's stream, which ends at once, is dropped.
+    if !mcp_proto::http::status_forbids_body(head.status) {
         // A body the driver gave whole (a JSON answer) goes with a `Content-Length`; a
         // stream in chunks (async-h1's encoder makes each read one chunk).
         let body = ResponseReader::new(head.body);
