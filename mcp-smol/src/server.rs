@@ -79,10 +79,10 @@ pub fn serve(listener: smol::net::TcpListener, server: Server) -> Serve<Smol> {
 
 impl Adapter for Smol {
     type Listener = smol::net::TcpListener;
+    const TLS: bool = cfg!(feature = "tls");
 
     fn start(serve: Serve<Smol>) -> io::Result<Serving> {
         let local_addr = serve.listener.local_addr()?;
-        let wants_tls = serve.wants_tls();
         let config = serve.config.with_heartbeats_required();
         #[cfg(feature = "tls")]
         if let Some(tls) = serve.tls {
@@ -90,12 +90,6 @@ impl Adapter for Smol {
                 Serving::start_https(&Smol, local_addr, serve.server, config, serve.driver);
             let tls = Acceptor::tls(tls, &[b"http/1.1"]);
             return Ok(launch(serve.listener, started, tls));
-        }
-        if wants_tls {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "mcp-smol was built without its `tls` feature",
-            ));
         }
         let started = Serving::start(&Smol, local_addr, serve.server, config, serve.driver);
         Ok(launch(serve.listener, started, Acceptor::plain()))

@@ -73,6 +73,7 @@ pub fn serve(listener: TcpListener, server: Server) -> Serve<Tokio> {
 
 impl Adapter for Tokio {
     type Listener = TcpListener;
+    const TLS: bool = cfg!(feature = "tls");
 
     fn start(serve: Serve<Tokio>) -> io::Result<Serving> {
         let local_addr = serve.listener.local_addr()?;
@@ -94,12 +95,6 @@ impl Adapter for Tokio {
                 })
             });
             return Ok(launch(serve.listener, started, serve_one));
-        }
-        if serve.wants_tls() {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "mcp-tokio was built without its `tls` feature",
-            ));
         }
         let started = Serving::start(&Tokio, local_addr, serve.server, serve.config, serve.driver);
         Ok(launch(

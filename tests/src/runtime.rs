@@ -180,20 +180,40 @@ impl Runtime {
         config: ServerConfig,
         driver: DriverConfig,
     ) -> io::Result<Serving> {
+        self.bind_and_serve(addr, server, config, driver, None)
+            .await
+    }
+
+    /// Binds `addr` on this runtime and serves through its adapter's one entry point.
+    async fn bind_and_serve(
+        self,
+        addr: SocketAddr,
+        server: Server,
+        config: ServerConfig,
+        driver: DriverConfig,
+        tls: Option<mcp_driver::ServerTls>,
+    ) -> io::Result<Serving> {
+        /// The same builder calls on either adapter's `Serve`.
+        fn start<A: mcp_driver::Adapter>(
+            serve: mcp_driver::Serve<A>,
+            config: ServerConfig,
+            driver: DriverConfig,
+            tls: Option<mcp_driver::ServerTls>,
+        ) -> io::Result<Serving> {
+            let serve = serve.config(config).driver(driver);
+            match tls {
+                Some(tls) => serve.tls(tls).start(),
+                None => serve.start(),
+            }
+        }
         match self {
             Runtime::Tokio => {
                 let listener = tokio::net::TcpListener::bind(addr).await?;
-                mcp_tokio::serve(listener, server)
-                    .config(config)
-                    .driver(driver)
-                    .start()
+                start(mcp_tokio::serve(listener, server), config, driver, tls)
             }
             Runtime::Smol => {
                 let listener = smol::net::TcpListener::bind(addr).await?;
-                mcp_smol::serve(listener, server)
-                    .config(config)
-                    .driver(driver)
-                    .start()
+                start(mcp_smol::serve(listener, server), config, driver, tls)
             }
         }
     }
@@ -284,25 +304,9 @@ impl Runtime {
         driver: DriverConfig,
         tls: mcp_driver::ServerTls,
     ) -> io::Result<Serving> {
-        let addr = SocketAddr::from(([127, 0, 0, 1], 0));
-        match self {
-            Runtime::Tokio => {
-                let listener = tokio::net::TcpListener::bind(addr).await?;
-                mcp_tokio::serve(listener, server)
-                    .config(config)
-                    .driver(driver)
-                    .tls(tls)
-                    .start()
-            }
-            Runtime::Smol => {
-                let listener = smol::net::TcpListener::bind(addr).await?;
-                mcp_smol::serve(listener, server)
-                    .config(config)
-                    .driver(driver)
-                    .tls(tls)
-                    .start()
-            }
-        }
+        let loopback = SocketAddr::from(([127, 0, 0, 1], 0));
+        self.bind_and_serve(loopback, server, config, driver, Some(tls))
+            .await
     }
 
     /// Connects over `security` (over HTTPS, trusting the test CA alone) and initializes.

@@ -15,12 +15,16 @@ pub trait Adapter: Sized {
     /// What connections are accepted on (the runtime's TCP listener).
     type Listener;
 
-    /// Starts serving `serve`: the driver, then the accept loop.
+    /// Whether this build of the adapter terminates TLS (its own `tls` feature: the driver's
+    /// may be on through another crate of the build while the adapter's is off).
+    const TLS: bool;
+
+    /// Starts serving `serve`: the driver, then the accept loop. [`Serve::start`] has
+    /// refused TLS already when [`TLS`](Self::TLS) is `false`.
     ///
     /// # Errors
     ///
-    /// When the listener's local address cannot be read, or TLS is asked of an adapter built
-    /// without it.
+    /// When the listener's local address cannot be read.
     fn start(serve: Serve<Self>) -> std::io::Result<Serving>;
 }
 
@@ -119,6 +123,12 @@ impl<A: Adapter> Serve<A> {
     /// When the listener's local address cannot be read, or TLS was asked of an adapter
     /// built without it.
     pub fn start(self) -> std::io::Result<Serving> {
+        if self.wants_tls() && !A::TLS {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::Unsupported,
+                "TLS asked of an adapter built without its `tls` feature",
+            ));
+        }
         A::start(self)
     }
 }

@@ -851,7 +851,8 @@ impl ServerHandle {
         config: ServerConfig,
         driver_config: DriverConfig,
     ) -> ServerHandle {
-        let driver_config = driver_config.clone().with_inbound(driver_config.inbound);
+        let inbound = driver_config.inbound;
+        let driver_config = driver_config.with_inbound(inbound);
         let mut config = with_incarnation(config.or_session_ids(RandomSessionIds));
         // A request without the step's verdict fails closed (503), never unjudged.
         config.security.requires_verdict |= driver_config.authenticator.is_some();
