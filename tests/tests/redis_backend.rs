@@ -69,6 +69,8 @@ struct Twin {
     inboxes: Vec<mpsc::Receiver<ClusterDelivery>>,
     next: u64,
     step: usize,
+    /// The instant the last operation was run at, on both stores.
+    last: Instant,
 }
 
 impl Twin {
@@ -91,6 +93,7 @@ impl Twin {
             inboxes,
             next: 0,
             step: 0,
+            last: Instant::now(),
         }
     }
 
@@ -101,6 +104,7 @@ impl Twin {
         self.next += 1;
         let ticket = Ticket::from_u64(self.next);
         let now = Instant::now();
+        self.last = now;
         self.memory
             .execute(now, self.members[m], ticket, op.clone());
         self.links[m]
@@ -152,6 +156,11 @@ impl Twin {
             );
         }
     }
+}
+
+/// Sleeps until `at` (at once if it has passed).
+fn sleep_until(at: Instant) {
+    std::thread::sleep(at.saturating_duration_since(Instant::now()));
 }
 
 fn publish(session: &str, seq: u64, capacity: usize) -> StoreOp {
@@ -207,17 +216,21 @@ fn conformance(backend: &dyn ClusterBackend, redis: &Redis) {
     std::thread::sleep(SHORT + Duration::from_millis(150));
     t.run(1, load("s4"));
     t.run(2, create("s5", 3, long));
-    // A touch renews.
-    t.run(0, create("s6", 10, Some(SHORT)));
-    std::thread::sleep(SHORT * 2 / 3);
+    // A touch renews. The sleeps are measured from the instant each operation ran (comparing
+    // the deliveries after a step takes some 100 ms, more on a loaded machine), with a third of
+    // the TTL as the margin on either side: without the touch the record would be expired at
+    // the load, with it the load comes at two thirds of its new life.
+    const RENEWED: Duration = Duration::from_millis(900);
+    t.run(0, create("s6", 10, Some(RENEWED)));
+    sleep_until(t.last + RENEWED * 2 / 3);
     t.run(
         1,
         StoreOp::Touch {
             session: "s6".into(),
-            ttl: Some(SHORT),
+            ttl: Some(RENEWED),
         },
     );
-    std::thread::sleep(SHORT * 2 / 3);
+    sleep_until(t.last + RENEWED * 2 / 3);
     t.run(2, load("s6"));
     // Delete: the record goes, the others hear it on the bus.
     t.run(
@@ -388,12 +401,14 @@ fn request_streams(
     std::thread::sleep(SHORT + Duration::from_millis(150));
     t.run(2, follow_stream("r1", "b.3", 0)); // Unknown
     // The streams live as long as their session: a touch renews them, expiry removes them.
-    // (A TTL longer than SHORT: each step takes some 100 ms of comparing.)
+    // (A TTL longer than SHORT: each step takes some 100 ms of comparing; the sleeps count
+    // from the instant the operations ran.)
     let ttl = Duration::from_millis(1500);
     let opened = Instant::now();
     t.run(0, create("r2", 100, Some(ttl)));
+    let created = t.last;
     t.run(1, open("r2", "b.4", &[n(1)]));
-    std::thread::sleep(ttl * 2 / 3);
+    sleep_until(created + ttl * 2 / 3);
     let touched = Instant::now();
     t.run(
         0,
@@ -402,7 +417,7 @@ fn request_streams(
             ttl: Some(ttl),
         },
     );
-    std::thread::sleep(ttl * 2 / 3);
+    sleep_until(t.last + ttl * 2 / 3);
     let live = t.run(2, follow_stream("r2", "b.4", 0)); // still there
     assert!(
         opened.elapsed() > ttl && touched.elapsed() < ttl,
