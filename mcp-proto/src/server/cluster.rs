@@ -127,7 +127,7 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, Uri};
 
 use super::error::{CancelReason, CloseReason, ProtocolError};
-use super::session::{Session, SessionEvent, SessionStep};
+use super::session::{Session, SessionEvent};
 use super::stream::{Phase, StreamKind, event_frame, events_lost_frame};
 use super::timer::Timer;
 use super::{
@@ -610,41 +610,6 @@ pub(crate) struct ClusterState {
     pub(crate) rerun_missing: Option<ExchangeId>,
 }
 
-/// The cluster part of a session.
-#[derive(Debug, Default)]
-pub(crate) struct SessionShare {
-    /// The record is in the store (created here and answered, or loaded).
-    pub(crate) stored: bool,
-    /// The service's state, as last set.
-    pub(crate) state: Option<Bytes>,
-    /// Saves not yet acknowledged.
-    pub(crate) unsaved: u32,
-    /// The state changed while the record's creation was on its way: save it once created.
-    pub(crate) resave: bool,
-    /// Answers waiting for the record to be stored.
-    pub(crate) held: Vec<(RequestHandle, Outcome)>,
-    /// The last touch sent.
-    pub(crate) touched: Option<Instant>,
-    /// The last activity seen here.
-    pub(crate) active: Option<Instant>,
-}
-
-static NO_SHARE: SessionShare = SessionShare {
-    stored: false,
-    state: None,
-    unsaved: 0,
-    resave: false,
-    held: Vec::new(),
-    touched: None,
-    active: None,
-};
-
-impl super::session::Empty for SessionShare {
-    fn empty() -> &'static Self {
-        &NO_SHARE
-    }
-}
-
 impl Router {
     /// Whether this router is a cluster member.
     pub fn is_clustered(&self) -> bool {
@@ -741,17 +706,17 @@ impl Router {
         self.advance(now);
         match message {
             BusMessage::SessionDeleted { session } => {
-                if let Some(h) = self.by_id.get(&session).copied() {
+                if let Some(h) = self.sessions.by_id(&session) {
                     self.end_session(h, CloseReason::Deleted);
                 }
             }
             BusMessage::SessionSaved { session } => {
-                if let Some(h) = self.by_id.get(&session).copied() {
+                if let Some(h) = self.sessions.by_id(&session) {
                     self.store_call(StoreOp::Load { session }, Call::Refresh { session: h });
                 }
             }
             BusMessage::Cancel { session, request } => {
-                if let Some(h) = self.by_id.get(&session).copied() {
+                if let Some(h) = self.sessions.by_id(&session) {
                     self.cancel_client_request(h, &request);
                 }
             }
@@ -761,7 +726,7 @@ impl Router {
                 response,
             } => {
                 if *instance == *self.instance()
-                    && let Some(h) = self.by_id.get(&session).copied()
+                    && let Some(h) = self.sessions.by_id(&session)
                 {
                     self.match_client_response(h, response);
                 }
@@ -771,9 +736,9 @@ impl Router {
                     Some(EventRef::Stream(lsid, _)) => Some(lsid),
                     _ => None,
                 };
-                let owner = self.by_id.get(&session).copied();
+                let owner = self.sessions.by_id(&session);
                 if let (Some(lsid), Some(owner)) = (mine, owner)
-                    && let Some(ls) = self.streams.get_mut(&lsid)
+                    && let Some(ls) = self.streams.stream_mut(&lsid)
                     && ls.session == Some(owner)
                 {
                     // Resumed elsewhere: its handlers run on, their events go to the store.
@@ -782,7 +747,7 @@ impl Router {
             }
             BusMessage::ListenTaken { session, by } => {
                 if *by != *self.instance()
-                    && let Some(h) = self.by_id.get(&session).copied()
+                    && let Some(h) = self.sessions.by_id(&session)
                     && let Some(lsid) = self.sessions.get(&h).and_then(|s| s.listen)
                 {
                     self.release_listen(lsid);
@@ -867,7 +832,7 @@ impl Router {
         self.sessions
             .get(&session)
             .and_then(|s| s.listen)
-            .is_some_and(|l| self.streams.contains_key(&l))
+            .is_some_and(|l| self.streams.has_stream(&l))
     }
 
     /// The service's state of a session, as last set here or loaded from the store.
@@ -901,7 +866,7 @@ impl Router {
         else {
             return false;
         };
-        if self.by_id.contains_key(id) {
+        if self.sessions.by_id(id).is_some() {
             return false;
         }
         let session: Box<str> = id.into();
@@ -970,7 +935,7 @@ impl Router {
         };
         let event = match reply {
             StoreReply::Session(Some(record)) => {
-                if !self.by_id.contains_key(&*record.id) && *record.id == *session {
+                if self.sessions.by_id(&record.id).is_none() && *record.id == *session {
                     self.adopt(record);
                 }
                 ParkEvent::Loaded
@@ -1024,15 +989,13 @@ impl Router {
     /// A session record from the store becomes a session here.
     fn adopt(&mut self, record: SessionRecord) {
         let handle = SessionHandle(self.next());
-        let mut s = Session::new(record.id.clone(), record.principal, record.version);
         // Through the session machine, like every change of state: `Initializing` to `Ready`.
-        let step = s.step(SessionEvent::Adopted);
-        debug_assert_eq!(step, SessionStep::BecomeReady);
+        let s = self
+            .sessions
+            .adopt(handle, record.id, record.principal, record.version);
         s.share.stored = true;
         s.share.state = record.state.clone();
         s.share.touched = Some(self.now);
-        self.by_id.insert(record.id, handle);
-        self.sessions.insert(handle, s);
         self.out.push_back(ServerOutput::SessionLoaded {
             session: handle,
             state: record.state,
@@ -1074,7 +1037,7 @@ impl Router {
         if create {
             let mut record = record_of(s);
             if let Outcome::Result(r) = &s.share.held[0].1
-                && let Some(v) = super::inbound::read_protocol_version(Some(r))
+                && let Some(v) = super::wire::read_protocol_version(Some(r))
                 && self.config.supported_versions.contains(&v)
                 && v.era() == crate::Era::Legacy
             {
@@ -1148,12 +1111,12 @@ impl Router {
             };
             let pending_conn = self
                 .streams
-                .get(&f.stream)
+                .stream(&f.stream)
                 .filter(|ls| ls.phase == Phase::Pending)
                 .and_then(|ls| ls.connection.map(|c| (c, ls.origin.clone(), f.stream)));
             if let Some((conn, origin, lsid)) = pending_conn {
                 self.inflight.remove(&handle);
-                if let Some(ls) = self.streams.get_mut(&lsid) {
+                if let Some(ls) = self.streams.stream_mut(&lsid) {
                     ls.connection = None;
                 }
                 self.remove_exchange(conn);
@@ -1336,7 +1299,7 @@ impl Router {
             },
             Call::Follow { lsid },
         );
-        if let Some(ls) = self.streams.get_mut(&lsid) {
+        if let Some(ls) = self.streams.stream_mut(&lsid) {
             ls.follow = Some(ticket);
             ls.primed = false;
         }
@@ -1351,7 +1314,7 @@ impl Router {
 
     /// Stops following a listen log (its connection went away or was taken over).
     pub(crate) fn unfollow(&mut self, lsid: u64) {
-        if let Some(ticket) = self.streams.get_mut(&lsid).and_then(|l| l.follow.take()) {
+        if let Some(ticket) = self.streams.stream_mut(&lsid).and_then(|l| l.follow.take()) {
             self.forget_follow(ticket);
         }
     }
@@ -1364,7 +1327,7 @@ impl Router {
     /// Another instance took the GET stream: end ours.
     fn release_listen(&mut self, lsid: u64) {
         self.unfollow(lsid);
-        let Some(ls) = self.streams.get_mut(&lsid) else {
+        let Some(ls) = self.streams.stream_mut(&lsid) else {
             return;
         };
         if let Some(conn) = ls.detach() {
@@ -1376,7 +1339,7 @@ impl Router {
     fn followed(&mut self, ticket: Ticket, lsid: u64, reply: StoreReply) {
         let live = self
             .streams
-            .get(&lsid)
+            .stream(&lsid)
             .is_some_and(|l| l.follow == Some(ticket) && l.connection.is_some());
         if !live {
             self.cluster.calls.remove(&ticket);
@@ -1388,7 +1351,7 @@ impl Router {
                 // The log cannot be followed: end the connection; the client resumes with
                 // its Last-Event-ID (and gets 503 while the store is away).
                 self.cluster.calls.remove(&ticket);
-                if let Some(ls) = self.streams.get_mut(&lsid) {
+                if let Some(ls) = self.streams.stream_mut(&lsid) {
                     ls.follow = None;
                     if let Some(conn) = ls.connection {
                         self.out
@@ -1400,7 +1363,7 @@ impl Router {
             }
             _ => return,
         };
-        let Some(ls) = self.streams.get_mut(&lsid) else {
+        let Some(ls) = self.streams.stream_mut(&lsid) else {
             return;
         };
         let Some(conn) = ls.connection else { return };
@@ -1462,7 +1425,7 @@ impl Router {
         if self.config.cluster.is_none() {
             return false;
         }
-        let Some(ls) = self.streams.get(&lsid) else {
+        let Some(ls) = self.streams.stream(&lsid) else {
             return false;
         };
         let StreamKind::Request { pending, .. } = &ls.kind else {
@@ -1490,7 +1453,7 @@ impl Router {
                 requests,
             };
             self.store_call(op, Call::Commit { lsid, seq: 0 });
-            if let Some(ls) = self.streams.get_mut(&lsid) {
+            if let Some(ls) = self.streams.stream_mut(&lsid) {
                 ls.registered = true;
             }
         }
@@ -1504,7 +1467,7 @@ impl Router {
             };
             self.store_call(op, Call::Commit { lsid, seq });
         }
-        if let Some(ls) = self.streams.get_mut(&lsid) {
+        if let Some(ls) = self.streams.stream_mut(&lsid) {
             ls.uncommitted.push_back((seq, frame));
         }
         true
@@ -1520,7 +1483,7 @@ impl Router {
                     reason: e.0.clone(),
                 }));
         }
-        let Some(ls) = self.streams.get_mut(&lsid) else {
+        let Some(ls) = self.streams.stream_mut(&lsid) else {
             return;
         };
         ls.committed.insert(seq);
@@ -1559,7 +1522,7 @@ impl Router {
         if poll_close && !end {
             self.release_for_polling(lsid);
         }
-        if end && let Some(ls) = self.streams.get_mut(&lsid) {
+        if end && let Some(ls) = self.streams.stream_mut(&lsid) {
             ls.end_after_commit = false;
             if let Some(conn) = ls.connection.take() {
                 self.end_exchange(conn);
@@ -1575,7 +1538,7 @@ impl Router {
         }
         let retain = self.config.streams.finished_stream_retention;
         let name: Box<str> = self.stream_name(lsid).into();
-        let Some(ls) = self.streams.get(&lsid) else {
+        let Some(ls) = self.streams.stream(&lsid) else {
             return false;
         };
         let sid = ls
@@ -1592,7 +1555,7 @@ impl Router {
             };
             self.store_call(op, Call::Detached);
         }
-        if waiting && let Some(ls) = self.streams.get_mut(&lsid) {
+        if waiting && let Some(ls) = self.streams.stream_mut(&lsid) {
             ls.end_after_commit = true;
         }
         waiting
@@ -1624,12 +1587,12 @@ impl Router {
         ls.connection = Some(conn);
         ls.origin = origin;
         ls.last_seq = seq;
-        self.streams.insert(lsid, ls);
+        self.streams.insert_stream(lsid, ls);
         if let Some(s) = self.sessions.get_mut(&session) {
             s.work.streams.push(lsid);
             s.open_connections += 1;
         }
-        self.exchanges.insert(
+        self.streams.insert_exchange(
             conn,
             super::stream::Exchange::new(
                 super::stream::ExchangeState::Attached(lsid),
@@ -1642,7 +1605,7 @@ impl Router {
             after: seq,
         };
         let ticket = self.store_call(op, Call::FollowStream { lsid });
-        if let Some(ls) = self.streams.get_mut(&lsid) {
+        if let Some(ls) = self.streams.stream_mut(&lsid) {
             ls.follow = Some(ticket);
         }
     }
@@ -1650,13 +1613,13 @@ impl Router {
     fn stream_followed(&mut self, ticket: Ticket, lsid: u64, reply: StoreReply) {
         let live = self
             .streams
-            .get(&lsid)
+            .stream(&lsid)
             .is_some_and(|l| l.follow == Some(ticket) && l.connection.is_some());
         if !live {
             self.cluster.calls.remove(&ticket);
             return;
         }
-        let Some(ls) = self.streams.get(&lsid) else {
+        let Some(ls) = self.streams.stream(&lsid) else {
             return;
         };
         let (Some(conn), StreamKind::Remote { name }) = (ls.connection, &ls.kind) else {
@@ -1688,7 +1651,7 @@ impl Router {
                     ProtocolError::UnknownLastEventId,
                 );
             }
-            let Some(ls) = self.streams.get_mut(&lsid) else {
+            let Some(ls) = self.streams.stream_mut(&lsid) else {
                 return;
             };
             ls.primed = true;
@@ -1696,7 +1659,7 @@ impl Router {
             ls.id_sent = true;
             let headers = self
                 .streams
-                .get(&lsid)
+                .stream(&lsid)
                 .map(|ls| self.sse_head(ls))
                 .unwrap_or_default();
             self.out.push_back(ServerOutput::ResponseHead {
@@ -1707,7 +1670,7 @@ impl Router {
             self.arm_heartbeat(conn);
             if let Some(sid) = self
                 .streams
-                .get(&lsid)
+                .stream(&lsid)
                 .and_then(|l| l.session)
                 .and_then(|s| self.sessions.get(&s))
                 .map(|s| s.id.clone())
@@ -1720,7 +1683,7 @@ impl Router {
             }
         }
         let mut chunks = Vec::new();
-        if let Some(ls) = self.streams.get_mut(&lsid) {
+        if let Some(ls) = self.streams.stream_mut(&lsid) {
             for e in events {
                 if e.seq <= ls.last_seq {
                     continue; // written already
@@ -1735,7 +1698,7 @@ impl Router {
         };
         for id in lost {
             // No id: these answers are this instance's, not events of the stream.
-            let body = super::inbound::error_body(
+            let body = super::wire::error_body(
                 Some(id),
                 crate::jsonrpc::error_codes::INTERNAL_ERROR,
                 "the server instance running this request stopped before answering it",
@@ -1747,7 +1710,7 @@ impl Router {
         }
         if end.is_some() {
             self.cluster.calls.remove(&ticket);
-            if let Some(ls) = self.streams.get_mut(&lsid) {
+            if let Some(ls) = self.streams.stream_mut(&lsid) {
                 ls.follow = None;
                 ls.connection = None;
             }
@@ -1765,7 +1728,7 @@ impl Router {
         error: ProtocolError,
     ) {
         self.cluster.calls.remove(&ticket);
-        if let Some(ls) = self.streams.get_mut(&lsid) {
+        if let Some(ls) = self.streams.stream_mut(&lsid) {
             ls.follow = None;
             ls.connection = None;
         }

@@ -14,12 +14,13 @@ use serde_json::value::RawValue;
 use super::cluster::{EventRef, Owner, ParkEvent};
 use super::error::{CancelReason, ProtocolError};
 use super::security::{AuthDecision, bearer_challenge};
-use super::session::{Session, SessionEvent, SessionStep, is_valid_session_id};
+use super::session::{SessionEvent, SessionStep, is_valid_session_id};
 use super::stream::{
     Exchange, ExchangeEvent, ExchangeState, ExchangeStep, LogicalStream, Phase, PostContext,
     StreamEvent, StreamKind,
 };
 use super::timer::Timer;
+use super::wire::{error_body, join_array, read_protocol_version};
 use super::{
     ExchangeId, FollowFrom, InFlight, RequestHandle, RequestHead, Router, ServerEvent,
     ServerOutput, SessionHandle,
@@ -30,33 +31,6 @@ use crate::jsonrpc::{
 };
 
 use crate::{Era, ProtocolVersion};
-
-#[derive(Deserialize)]
-struct VersionField<'a> {
-    #[serde(rename = "protocolVersion", borrow)]
-    protocol_version: Option<&'a str>,
-}
-
-/// `protocolVersion` of an `initialize` params or result object, without the schema.
-pub(crate) fn read_protocol_version(raw: Option<&RawValue>) -> Option<ProtocolVersion> {
-    let raw = raw?;
-    let v: VersionField<'_> = serde_json::from_str(raw.get()).ok()?;
-    ProtocolVersion::parse(v.protocol_version?)
-}
-
-/// A JSON-RPC error response body.
-pub(crate) fn error_body(id: Option<crate::jsonrpc::RequestId>, code: i64, message: &str) -> Bytes {
-    Message::Response(Response {
-        id,
-        outcome: Outcome::Error(ErrorObject {
-            code,
-            message: message.into(),
-            data: None,
-            extra: serde_json::Map::new(),
-        }),
-    })
-    .to_bytes()
-}
 
 fn origin_of(headers: &HeaderMap) -> Option<Box<str>> {
     headers
@@ -121,7 +95,7 @@ impl Router {
             return;
         }
         let cap = self.config.limits.max_body_bytes;
-        let Some(ex) = self.exchanges.get_mut(&stream) else {
+        let Some(ex) = self.streams.exchange_mut(&stream) else {
             return;
         };
         let ExchangeState::ReadingBody(ctx) = &mut ex.state else {
@@ -153,14 +127,14 @@ impl Router {
         if self.parked_input(stream, ParkEvent::BodyEnd) {
             return;
         }
-        let Some(ex) = self.exchanges.get_mut(&stream) else {
+        let Some(ex) = self.streams.exchange_mut(&stream) else {
             return;
         };
         if !matches!(ex.state, ExchangeState::ReadingBody(_)) {
             return;
         }
         let session = ex.session;
-        let Some(ex) = self.exchanges.remove(&stream) else {
+        let Some(ex) = self.streams.remove_exchange(stream, &mut self.timers) else {
             return;
         };
         let ExchangeState::ReadingBody(ctx) = ex.state else {
@@ -206,7 +180,7 @@ impl Router {
     pub fn handle_written(&mut self, now: Instant, stream: ExchangeId, bytes: usize) {
         self.advance(now);
         let window = self.config.limits.send_window;
-        let Some(ex) = self.exchanges.get_mut(&stream) else {
+        let Some(ex) = self.streams.exchange_mut(&stream) else {
             return;
         };
         let ready = ex.pace.taken(bytes, window);
@@ -235,7 +209,7 @@ impl Router {
 
     /// The connection of `stream` is gone (the client left, or the slow-reader rule cut it).
     pub(crate) fn disconnected(&mut self, stream: ExchangeId) {
-        let Some(ex) = self.exchanges.get(&stream) else {
+        let Some(ex) = self.streams.exchange(&stream) else {
             return;
         };
         let attached = match ex.state {
@@ -244,7 +218,7 @@ impl Router {
         };
         self.remove_exchange(stream);
         let Some(lsid) = attached else { return };
-        let Some(ls) = self.streams.get_mut(&lsid) else {
+        let Some(ls) = self.streams.stream_mut(&lsid) else {
             return;
         };
         if ls.connection != Some(stream) {
@@ -259,7 +233,7 @@ impl Router {
         if listen {
             self.unfollow(lsid);
         }
-        let Some(ls) = self.streams.get_mut(&lsid) else {
+        let Some(ls) = self.streams.stream_mut(&lsid) else {
             return;
         };
         // A listen stream never ends on its own: it waits detached (its messages are stored
@@ -467,7 +441,10 @@ impl Router {
         if !is_valid_session_id(id) {
             return Err(ProtocolError::UnknownSession);
         }
-        let handle = *self.by_id.get(id).ok_or(ProtocolError::UnknownSession)?;
+        let handle = self
+            .sessions
+            .by_id(id)
+            .ok_or(ProtocolError::UnknownSession)?;
         let session = self
             .sessions
             .get(&handle)
@@ -623,7 +600,7 @@ impl Router {
             mirrored: modern.then(|| mirrored_headers(head.headers)),
             requested_version: raw_version(head.headers).map(Into::into),
         };
-        self.exchanges.insert(
+        self.streams.insert_exchange(
             stream,
             Exchange::new(ExchangeState::ReadingBody(Box::new(ctx)), session),
         );
@@ -666,7 +643,7 @@ impl Router {
                         return Ok(());
                     }
                 };
-                let owned = self.streams.get(&lsid).is_some_and(|s| {
+                let owned = self.streams.stream(&lsid).is_some_and(|s| {
                     // Only streams whose ids reached the wire can be resumed: a pending
                     // JSON answer has no ids, and a guessed id must not hijack it.
                     s.session == Some(session)
@@ -823,7 +800,7 @@ impl Router {
     ) -> Option<Option<SessionHandle>> {
         let origin = ctx.origin.as_deref();
         let refusal = match ctx.session {
-            Some(s) if self.sessions.contains_key(&s) => return Some(Some(s)),
+            Some(s) if self.sessions.contains(&s) => return Some(Some(s)),
             Some(_) => ProtocolError::UnknownSession,
             None if self.config.stateless => return Some(None),
             None => match initialize {
@@ -1011,7 +988,7 @@ impl Router {
             s.work.streams.push(lsid);
             s.open_connections += 1;
         }
-        self.streams.insert(
+        self.streams.insert_stream(
             lsid,
             LogicalStream {
                 connection: Some(stream),
@@ -1031,7 +1008,7 @@ impl Router {
                 )
             },
         );
-        self.exchanges.insert(
+        self.streams.insert_exchange(
             stream,
             Exchange::new(ExchangeState::Attached(lsid), session),
         );
@@ -1088,7 +1065,8 @@ impl Router {
         let mut id = None;
         for _ in 0..3 {
             let candidate = ids.generate();
-            if is_valid_session_id(&candidate) && !self.by_id.contains_key(candidate.as_str()) {
+            if is_valid_session_id(&candidate) && self.sessions.by_id(candidate.as_str()).is_none()
+            {
                 id = Some(candidate.into_boxed_str());
                 break;
             }
@@ -1111,9 +1089,7 @@ impl Router {
             })
             .unwrap_or(ProtocolVersion::LATEST_LEGACY);
         let handle = SessionHandle(self.next());
-        self.by_id.insert(id.clone(), handle);
-        self.sessions
-            .insert(handle, Session::new(id, principal, version));
+        self.sessions.begin(handle, id, principal, version);
         self.out
             .push_back(ServerOutput::SessionCreated { session: handle });
         self.session_step(handle, SessionEvent::Activity);
@@ -1189,12 +1165,10 @@ impl Router {
     /// Applies a session event ([`Session::step`]) and its effects: the idle timer re-armed,
     /// or the session ended.
     pub(crate) fn session_step(&mut self, handle: SessionHandle, event: SessionEvent) {
-        let Some(s) = self.sessions.get_mut(&handle) else {
-            return;
-        };
-        match s.step(event) {
-            SessionStep::Touch | SessionStep::BecomeReady => {}
-            SessionStep::End(reason) => return self.end_session(handle, reason),
+        match self.sessions.step(handle, event) {
+            None => return,
+            Some(SessionStep::Touch | SessionStep::BecomeReady) => {}
+            Some(SessionStep::End(reason)) => return self.end_session(handle, reason),
         }
         if event == SessionEvent::Activity {
             self.cluster_activity(handle);
@@ -1215,19 +1189,7 @@ impl Router {
             return;
         };
         let at = self.cluster_idle_deadline(s, ttl).unwrap_or(self.now + ttl);
-        let Some(s) = self.sessions.get_mut(&handle) else {
-            return;
-        };
-        if let Some(armed) = s.idle_deadline
-            && let Some(later) = at.checked_duration_since(armed)
-            && let Ok(ms) = u32::try_from(later.as_micros().div_ceil(1000))
-        {
-            s.idle_extension_ms = ms;
-            return;
-        }
-        s.idle_extension_ms = 0;
-        self.timers
-            .set(&mut s.idle_deadline, Timer::SessionIdle(handle), at);
+        self.sessions.arm_idle(handle, at, &mut self.timers);
     }
 
     /// Answers `stream` with an error status and a JSON-RPC error body.
@@ -1283,20 +1245,6 @@ impl Router {
             cors.apply(origin, headers);
         }
     }
-}
-
-/// `[a,b,c]` from encoded messages.
-pub(crate) fn join_array(parts: &[Bytes]) -> Bytes {
-    let mut v = Vec::with_capacity(parts.iter().map(|p| p.len() + 1).sum::<usize>() + 2);
-    v.push(b'[');
-    for (i, p) in parts.iter().enumerate() {
-        if i > 0 {
-            v.push(b',');
-        }
-        v.extend_from_slice(p);
-    }
-    v.push(b']');
-    Bytes::from(v)
 }
 
 /// The raw `MCP-Protocol-Version` text, if readable.

@@ -41,16 +41,67 @@
 //!   returns the exchange's [`ExchangeId`]), [`handle_body`](Router::handle_body) (chunks as they
 //!   arrive, so 413 needs no more than the cap in memory), [`handle_body_end`](Router::handle_body_end),
 //!   [`handle_disconnect`](Router::handle_disconnect), [`handle_written`](Router::handle_written)
-//!   (the client's reading; `inbound.rs`), [`handle_timeout`](Router::handle_timeout)
-//!   (`timer.rs`).
+//!   (the client's reading), [`handle_timeout`](Router::handle_timeout), and in a cluster
+//!   [`handle_store`](Router::handle_store), [`handle_bus`](Router::handle_bus),
+//!   [`handle_bus_lost`](Router::handle_bus_lost).
 //! - **Commands** (the app): [`respond`](Router::respond), [`notify`](Router::notify),
 //!   [`send_request`](Router::send_request), [`cancel_request`](Router::cancel_request),
-//!   [`close_for_polling`](Router::close_for_polling), [`close_session`](Router::close_session).
+//!   [`close_for_polling`](Router::close_for_polling), [`close_session`](Router::close_session),
+//!   [`set_session_state`](Router::set_session_state), [`begin_shutdown`](Router::begin_shutdown),
+//!   [`shutdown`](Router::shutdown).
 //! - **Outputs**: [`poll_output`](Router::poll_output) ([`ServerOutput`]: response heads,
 //!   body chunks and ends per stream; messages for the app; session and observability
 //!   events) and [`poll_timeout`](Router::poll_timeout).
 //! - **Getters**: [`session_id`](Router::session_id), [`session_version`](Router::session_version),
 //!   [`session_count`](Router::session_count), [`owns_path`](Router::owns_path).
+//!
+//! # The parts, and what each input drives
+//!
+//! The router owns five machines; each opens its module with its theory and its state table,
+//! and changes state only through its one transition function:
+//!
+//! | part | module | state | transition |
+//! |---|---|---|---|
+//! | sessions | `session.rs` | `Initializing`, `Ready` (ended: absent) | `Sessions::step` |
+//! | logical streams | `stream.rs` | `Pending`, `Open`, `Detached`, `Finished`, `Done` | `LogicalStream::step` |
+//! | exchanges | `stream.rs` | `ReadingBody`, `Attached`, `Draining` | `Exchange::step` |
+//! | parked requests (cluster) | `cluster.rs` | waiting for a session's record | `Parked::on` |
+//! | drain | `drain.rs` | `Running`, `Draining`, `Forced` | `Drain::on` |
+//!
+//! Beside them: the requests in flight and the server→client requests (tables without a
+//! life of their own: a request is in flight from its dispatch to its answer or
+//! cancellation), the timer set (`timer.rs`), the cluster's store calls (`cluster.rs`) and
+//! the output queue. The router's own code is the glue between the parts: it reads an
+//! input, asks the parts' tables, and performs the effects they return, in this order:
+//!
+//! ```text
+//!  input / command        parts it drives, in order                           module
+//!  ---------------------  --------------------------------------------------  -------------
+//!  handle_request         drain (503) → checks: path, Host/Origin, CORS,       inbound.rs
+//!                         auth, method, headers → sessions (404 | park on the
+//!                         store's record) → exchange ReadingBody (POST) |
+//!                         stream Attach (GET) | session Delete (DELETE)
+//!  handle_body            exchange ReadingBody (413 over the cap) | parked     inbound.rs
+//!  handle_body_end        parse → sessions (initialize: begin; Activity) →     inbound.rs,
+//!                         in flight + stream Pending → Request/Notification;   sessionless.rs
+//!                         responses → server→client requests; 202
+//!  handle_disconnect      exchange removed → stream Disconnect{keep} →         inbound.rs
+//!                         handlers cancelled (not resumable) or grace timer
+//!  handle_written         exchange pace → BacklogWritten → End                 inbound.rs
+//!  handle_timeout         drain Tick → timers: session IdleTimer, heartbeat,   timeout.rs
+//!                         stall (slow reader), request deadline, stream
+//!                         RetentionOver / GraceOver, store call timed out
+//!  handle_store/bus/…     store calls → parked Loaded/Missing/Failed →         cluster.rs
+//!                         sessions adopt; follows feed streams
+//!  respond                in flight → stream write / LastResponse;             outbound.rs
+//!                         initialize → session InitializeAnswered
+//!  notify, send_request   stream Upgrade / write | listen stream | session     outbound.rs
+//!                         queue | cluster publish
+//!  close_for_polling      stream Release                                       outbound.rs
+//!  close_session          session AppClose                                     outbound.rs
+//!  begin_shutdown         drain Begin → streams Release (GET)                  drain.rs
+//!  shutdown               sessions Shutdown (each)                             outbound.rs
+//! ```
 //!
 //! # Both eras, one machine
 //!
@@ -93,10 +144,12 @@ mod session;
 mod sessionless;
 mod store;
 mod stream;
+mod timeout;
 mod timer;
+mod wire;
 
 use crate::HandleMap;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -122,8 +175,8 @@ pub use store::{EventStore, InMemoryEventStore, Replay, StoredEvent};
 
 use crate::ProtocolVersion;
 use crate::jsonrpc::{Notification, Request, RequestId, Response};
-use session::Session;
-use stream::{Exchange, LogicalStream};
+use session::Sessions;
+use stream::Streams;
 use timer::TimerQueue;
 
 /// One HTTP exchange (request and its response), allocated by the router.
@@ -525,20 +578,14 @@ pub struct Router {
     config: ServerConfig,
     now: Instant,
     next_id: u64,
-    sessions: HandleMap<SessionHandle, Session>,
-    by_id: HashMap<Box<str>, SessionHandle>,
-    exchanges: HandleMap<ExchangeId, Exchange>,
-    streams: HandleMap<u64, LogicalStream>,
+    sessions: Sessions,
+    streams: Streams,
     inflight: HandleMap<RequestHandle, InFlight>,
     outbound: HandleMap<OutboundId, Outbound>,
     timers: TimerQueue,
     out: VecDeque<ServerOutput>,
-    /// Modern request streams alive (bounded by `max_modern_in_flight`).
-    modern_streams: usize,
-    /// The end of a draining shutdown's grace period, once one began (see `drain.rs`).
-    drain_deadline: Option<Instant>,
-    /// The grace period ended and the hard shutdown ran.
-    drain_forced: bool,
+    /// The draining shutdown (`drain.rs`).
+    drain: drain::Drain,
     /// Store calls in flight and parked requests (`cluster.rs`).
     cluster: cluster::ClusterState,
 }
@@ -547,8 +594,8 @@ impl std::fmt::Debug for Router {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Router")
             .field("sessions", &self.sessions.len())
-            .field("exchanges", &self.exchanges.len())
-            .field("streams", &self.streams.len())
+            .field("exchanges", &self.streams.exchange_count())
+            .field("streams", &self.streams.stream_count())
             .field("inflight", &self.inflight.len())
             .field("outbound", &self.outbound.len())
             .finish_non_exhaustive()
@@ -562,17 +609,13 @@ impl Router {
             config,
             now,
             next_id: 0,
-            sessions: HandleMap::default(),
-            by_id: HashMap::new(),
-            exchanges: HandleMap::default(),
-            streams: HandleMap::default(),
+            sessions: Sessions::default(),
+            streams: Streams::default(),
             inflight: HandleMap::default(),
             outbound: HandleMap::default(),
             timers: TimerQueue::default(),
             out: VecDeque::new(),
-            modern_streams: 0,
-            drain_deadline: None,
-            drain_forced: false,
+            drain: drain::Drain::default(),
             cluster: cluster::ClusterState::default(),
         }
     }
@@ -595,7 +638,7 @@ impl Router {
 
     /// The earliest instant at which [`handle_timeout`](Router::handle_timeout) has work.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        match (self.timers.next(), self.drain_timeout()) {
+        match (self.timers.next(), self.drain.deadline()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
@@ -608,7 +651,7 @@ impl Router {
 
     /// The live session with this `Mcp-Session-Id`.
     pub fn session_by_id(&self, id: &str) -> Option<SessionHandle> {
-        self.by_id.get(id).copied()
+        self.sessions.by_id(id)
     }
 
     /// The revision negotiated by a live session.

@@ -11,7 +11,6 @@ use serde_json::value::RawValue;
 
 use super::error::ProtocolError;
 use super::error::{CancelReason, CloseReason, SendError, ServerRequestError};
-use super::inbound::{error_body, join_array, read_protocol_version};
 use super::pace::Push;
 use super::session::{Queued, SessionEvent};
 use super::store::Replay;
@@ -20,6 +19,7 @@ use super::stream::{
     StreamKind, event_frame, events_lost_frame, priming_frame, retry_frame,
 };
 use super::timer::Timer;
+use super::wire::{error_body, join_array, read_protocol_version};
 use super::{
     Delivery, ExchangeId, FollowFrom, Outbound, OutboundId, OverflowPolicy, RequestHandle,
     ResponseMode, Router, ServerEvent, ServerOutput, SessionHandle, Target,
@@ -61,7 +61,7 @@ impl Router {
                     && v.era() == crate::Era::Legacy
                 {
                     s.version = v;
-                    if let Some(ls) = self.streams.get_mut(&inflight.stream) {
+                    if let Some(ls) = self.streams.stream_mut(&inflight.stream) {
                         ls.version = v;
                     }
                 }
@@ -77,7 +77,7 @@ impl Router {
         {
             w.inflight.remove(&inflight.client_id);
         }
-        if let (Outcome::Error(e), Some(ls)) = (&outcome, self.streams.get_mut(&inflight.stream))
+        if let (Outcome::Error(e), Some(ls)) = (&outcome, self.streams.stream_mut(&inflight.stream))
             && ls.modern
         {
             ls.error_status = super::sessionless::modern_error_status(e.code);
@@ -90,8 +90,10 @@ impl Router {
         .to_bytes();
         if init_ok == Some(false) {
             // No session id for a failed initialize: strip it from a pending JSON head.
-            if let Some(StreamKind::Request { initialize, .. }) =
-                self.streams.get_mut(&inflight.stream).map(|s| &mut s.kind)
+            if let Some(StreamKind::Request { initialize, .. }) = self
+                .streams
+                .stream_mut(&inflight.stream)
+                .map(|s| &mut s.kind)
             {
                 *initialize = false;
             }
@@ -134,7 +136,7 @@ impl Router {
     /// handle).
     pub fn exchange_of(&self, handle: RequestHandle) -> Option<ExchangeId> {
         let lsid = self.inflight.get(&handle)?.stream;
-        self.streams.get(&lsid)?.connection
+        self.streams.stream(&lsid)?.connection
     }
 
     /// Command: sends a notification, related to a request or not (see [`Target`]).
@@ -171,14 +173,14 @@ impl Router {
             Target::Session(s) => s,
             Target::Request(h) => {
                 let f = self.inflight.get(&h).ok_or(SendError::UnknownHandle)?;
-                if self.streams.get(&f.stream).is_some_and(|l| l.modern) {
+                if self.streams.stream(&f.stream).is_some_and(|l| l.modern) {
                     // S-NEW-5: never a JSON-RPC request on a modern stream.
                     return Err(SendError::ModernNoRequests);
                 }
                 f.session.ok_or(SendError::Stateless)?
             }
         };
-        if !self.sessions.contains_key(&session) {
+        if !self.sessions.contains(&session) {
             return Err(SendError::UnknownSession);
         }
         let id = OutboundId(self.next());
@@ -236,7 +238,7 @@ impl Router {
                 .listen
                 .ok_or(SendError::NotResumable)?,
         };
-        let Some(ls) = self.streams.get(&lsid) else {
+        let Some(ls) = self.streams.stream(&lsid) else {
             return Err(SendError::UnknownHandle);
         };
         if !(ls.resumable && ls.version.allows_priming()) {
@@ -245,7 +247,7 @@ impl Router {
         if ls.phase == Phase::Pending {
             self.upgrade(lsid);
         }
-        match self.streams.get_mut(&lsid) {
+        match self.streams.stream_mut(&lsid) {
             // In a cluster, what the client was sent must be stored first (it resumes from
             // there): the close follows the commits.
             Some(ls) if !ls.uncommitted.is_empty() => {
@@ -263,7 +265,7 @@ impl Router {
     /// The connection of `lsid` lets go so that the client polls (see
     /// [`close_for_polling`](Router::close_for_polling)).
     pub(crate) fn release_for_polling(&mut self, lsid: u64) {
-        let Some(ls) = self.streams.get_mut(&lsid) else {
+        let Some(ls) = self.streams.stream_mut(&lsid) else {
             return;
         };
         let Some(conn) = ls.detach() else {
@@ -287,7 +289,7 @@ impl Router {
     /// server→client requests fail, and its id gets 404 from now on.
     pub fn close_session(&mut self, now: Instant, session: SessionHandle) -> Result<(), SendError> {
         self.advance(now);
-        if !self.sessions.contains_key(&session) {
+        if !self.sessions.contains(&session) {
             return Err(SendError::UnknownSession);
         }
         self.session_step(session, SessionEvent::AppClose);
@@ -299,7 +301,7 @@ impl Router {
     /// that has not answered yet gets 503), and the router is left empty.
     pub fn shutdown(&mut self, now: Instant) {
         self.advance(now);
-        let sessions: Vec<SessionHandle> = self.sessions.keys().copied().collect();
+        let sessions = self.sessions.handles();
         for s in sessions {
             self.session_step(s, SessionEvent::Shutdown);
         }
@@ -307,7 +309,7 @@ impl Router {
         for h in handles {
             if let Some(f) = self.inflight.remove(&h) {
                 if let Some(StreamKind::Request { pending, .. }) =
-                    self.streams.get_mut(&f.stream).map(|l| &mut l.kind)
+                    self.streams.stream_mut(&f.stream).map(|l| &mut l.kind)
                 {
                     pending.retain(|x| *x != h);
                 }
@@ -317,12 +319,12 @@ impl Router {
                 });
             }
         }
-        let conns: Vec<ExchangeId> = self.exchanges.keys().copied().collect();
+        let conns: Vec<ExchangeId> = self.streams.exchange_ids();
         for conn in conns {
-            let head_sent = match self.exchanges.get(&conn).map(|e| &e.state) {
+            let head_sent = match self.streams.exchange(&conn).map(|e| &e.state) {
                 Some(ExchangeState::Attached(l)) => self
                     .streams
-                    .get(l)
+                    .stream(l)
                     .is_some_and(|l| l.phase != Phase::Pending),
                 _ => false,
             };
@@ -340,9 +342,9 @@ impl Router {
                 self.answer(conn, StatusCode::SERVICE_UNAVAILABLE, headers, Some(body));
             }
         }
-        let streams: Vec<u64> = self.streams.keys().copied().collect();
+        let streams: Vec<u64> = self.streams.stream_ids();
         for l in streams {
-            if let Some(ls) = self.streams.get_mut(&l) {
+            if let Some(ls) = self.streams.stream_mut(&l) {
                 ls.connection = None;
             }
             self.drop_stream(l);
@@ -360,16 +362,8 @@ impl Router {
 
     /// Gives back table capacity once most of it is unused (after a burst of sessions).
     fn shrink_tables(&mut self) {
-        if self.sessions.capacity() > 64 && self.sessions.len() * 4 < self.sessions.capacity() {
-            self.sessions.shrink_to_fit();
-            self.by_id.shrink_to_fit();
-        }
-        if self.streams.capacity() > 64 && self.streams.len() * 4 < self.streams.capacity() {
-            self.streams.shrink_to_fit();
-        }
-        if self.exchanges.capacity() > 64 && self.exchanges.len() * 4 < self.exchanges.capacity() {
-            self.exchanges.shrink_to_fit();
-        }
+        self.sessions.shrink();
+        self.streams.shrink();
         if self.inflight.capacity() > 64 && self.inflight.len() * 4 < self.inflight.capacity() {
             self.inflight.shrink_to_fit();
         }
@@ -402,7 +396,7 @@ impl Router {
         payload: Bytes,
         request: Option<OutboundId>,
     ) -> Result<Delivery, SendError> {
-        let ls = self.streams.get(&lsid).ok_or(SendError::UnknownHandle)?;
+        let ls = self.streams.stream(&lsid).ok_or(SendError::UnknownHandle)?;
         match ls.phase {
             Phase::Pending => {
                 // A modern stream in SSE mode waits Pending too (its head may still become an
@@ -442,7 +436,7 @@ impl Router {
         if self.config.stateless {
             return Err(SendError::Stateless);
         }
-        if !self.sessions.contains_key(&session) {
+        if !self.sessions.contains(&session) {
             return Err(SendError::UnknownSession);
         }
         if self.publish(session, payload.clone()) {
@@ -453,7 +447,7 @@ impl Router {
             .get_mut(&session)
             .ok_or(SendError::UnknownSession)?;
         if let Some(lsid) = s.listen
-            && let Some(ls) = self.streams.get(&lsid)
+            && let Some(ls) = self.streams.stream(&lsid)
         {
             // The GET stream is as durable as a request stream: while its connection is
             // away, messages are stored under its event ids for the resume.
@@ -527,7 +521,7 @@ impl Router {
 
     /// Pending → Open: the SSE head, the priming event, then the responses kept so far.
     pub(crate) fn upgrade(&mut self, lsid: u64) {
-        let Some(ls) = self.streams.get(&lsid) else {
+        let Some(ls) = self.streams.stream(&lsid) else {
             return;
         };
         // Only a pending stream sends a head (the table's other Upgrade rows change nothing).
@@ -535,7 +529,7 @@ impl Router {
             return;
         }
         let headers = self.sse_head(ls);
-        let Some(ls) = self.streams.get_mut(&lsid) else {
+        let Some(ls) = self.streams.stream_mut(&lsid) else {
             return;
         };
         ls.step(StreamEvent::Upgrade);
@@ -562,7 +556,7 @@ impl Router {
     /// The priming event, for clients that understand it.
     fn prime(&mut self, lsid: u64) {
         let retry = self.config.streams.retry_interval;
-        let Some(ls) = self.streams.get_mut(&lsid) else {
+        let Some(ls) = self.streams.stream_mut(&lsid) else {
             return;
         };
         if !(ls.resumable && ls.version.allows_priming()) {
@@ -590,7 +584,7 @@ impl Router {
         payload: Bytes,
         answers: Option<RequestId>,
     ) {
-        let Some(ls) = self.streams.get_mut(&lsid) else {
+        let Some(ls) = self.streams.stream_mut(&lsid) else {
             return;
         };
         let id = if ls.resumable {
@@ -600,7 +594,7 @@ impl Router {
         } else {
             None
         };
-        let Some(ls) = self.streams.get_mut(&lsid) else {
+        let Some(ls) = self.streams.stream_mut(&lsid) else {
             return;
         };
         let frame = event_frame(id.as_deref(), &payload);
@@ -608,7 +602,7 @@ impl Router {
         if id.is_some() && self.gate_event(lsid, seq, frame.clone(), Some((payload, answers))) {
             return; // stored in the cluster first, written once committed
         }
-        let Some(ls) = self.streams.get_mut(&lsid) else {
+        let Some(ls) = self.streams.stream_mut(&lsid) else {
             return;
         };
         if id.is_some() {
@@ -643,7 +637,7 @@ impl Router {
             self.config.limits.send_window,
             self.config.limits.max_backlog_bytes,
         );
-        let Some(ex) = self.exchanges.get_mut(&conn) else {
+        let Some(ex) = self.streams.exchange_mut(&conn) else {
             return;
         };
         match ex.pace.push(chunk, live, window, budget) {
@@ -667,7 +661,7 @@ impl Router {
     /// Ends `conn`'s response after whatever it still has to write: at once when nothing
     /// waits, else the exchange drains (leaves its stream; its end follows its backlog).
     pub(crate) fn end_exchange(&mut self, conn: ExchangeId) {
-        let Some(ex) = self.exchanges.get_mut(&conn) else {
+        let Some(ex) = self.streams.exchange_mut(&conn) else {
             return;
         };
         let backlog = ex.pace.is_blocked();
@@ -700,7 +694,7 @@ impl Router {
         let Some(every) = self.config.streams.heartbeat_interval else {
             return;
         };
-        if let Some(ex) = self.exchanges.get_mut(&conn) {
+        if let Some(ex) = self.streams.exchange_mut(&conn) {
             let at = self.now + every;
             self.timers
                 .set(&mut ex.heartbeat, Timer::Heartbeat(conn), at);
@@ -715,7 +709,7 @@ impl Router {
         payload: Bytes,
         answered: RequestId,
     ) {
-        let Some(ls) = self.streams.get_mut(&lsid) else {
+        let Some(ls) = self.streams.stream_mut(&lsid) else {
             return;
         };
         if let StreamKind::Request { pending, .. } = &mut ls.kind {
@@ -739,7 +733,7 @@ impl Router {
             }
             Phase::Finished | Phase::Done => return,
         }
-        let Some(ls) = self.streams.get(&lsid) else {
+        let Some(ls) = self.streams.stream(&lsid) else {
             return;
         };
         match (last, ls.phase.on(StreamEvent::LastResponse)) {
@@ -751,7 +745,7 @@ impl Router {
 
     /// Pending → Done: one JSON body (an array for a batch).
     fn finish_json(&mut self, lsid: u64) {
-        let Some(ls) = self.streams.get(&lsid) else {
+        let Some(ls) = self.streams.stream(&lsid) else {
             return;
         };
         let mut headers = HeaderMap::new();
@@ -779,7 +773,7 @@ impl Router {
     /// Open/Detached → Finished: the connection ends; kept for replay when it had ids.
     fn finish_sse(&mut self, lsid: u64) {
         let retention = self.config.streams.finished_stream_retention;
-        let Some(ls) = self.streams.get_mut(&lsid) else {
+        let Some(ls) = self.streams.stream_mut(&lsid) else {
             return;
         };
         // Called for an Open or Detached stream (a pending one is upgraded first).
@@ -791,13 +785,13 @@ impl Router {
             // The connection ends once its last frames are committed and written.
         } else if let Some(conn) = self
             .streams
-            .get_mut(&lsid)
+            .stream_mut(&lsid)
             .and_then(|l| l.connection.take())
         {
             self.end_exchange(conn);
         }
         if keep {
-            let Some(ls) = self.streams.get_mut(&lsid) else {
+            let Some(ls) = self.streams.stream_mut(&lsid) else {
                 return;
             };
             let at = self.now + retention;
@@ -833,7 +827,7 @@ impl Router {
             return;
         };
         let version = s.version;
-        let existing = s.listen.filter(|l| self.streams.contains_key(l));
+        let existing = s.listen.filter(|l| self.streams.has_stream(l));
         let lsid = match existing {
             Some(l) => l,
             None => {
@@ -845,7 +839,7 @@ impl Router {
                     self.config.streams.resumability,
                     version,
                 );
-                self.streams.insert(l, ls);
+                self.streams.insert_stream(l, ls);
                 if let Some(s) = self.sessions.get_mut(&session) {
                     s.listen = Some(l);
                     s.work.streams.push(l);
@@ -859,7 +853,7 @@ impl Router {
         }
         let unseen = self
             .streams
-            .get(&lsid)
+            .stream(&lsid)
             .filter(|ls| ls.resumable && ls.connection.is_none() && ls.last_seq > ls.detached_seq)
             .map(|ls| ls.detached_seq);
         self.attach(conn, session, lsid, origin);
@@ -881,7 +875,7 @@ impl Router {
     ) {
         self.attach(conn, session, lsid, origin);
         self.replay(conn, session, lsid, seq);
-        let Some(ls) = self.streams.get_mut(&lsid) else {
+        let Some(ls) = self.streams.stream_mut(&lsid) else {
             return;
         };
         if ls.phase == Phase::Finished {
@@ -930,7 +924,7 @@ impl Router {
         );
         let Some(s) = self
             .streams
-            .get_mut(&lsid)
+            .stream_mut(&lsid)
             .filter(|l| l.connection.is_some())
         else {
             return Ok(());
@@ -954,14 +948,14 @@ impl Router {
         lsid: u64,
         origin: Option<Box<str>>,
     ) {
-        let Some(ls) = self.streams.get_mut(&lsid) else {
+        let Some(ls) = self.streams.stream_mut(&lsid) else {
             return;
         };
         let old = ls.connection.replace(conn);
         ls.step(StreamEvent::Attach);
         ls.origin = origin;
         self.timers.clear(&mut ls.grace, Timer::ResumeGrace(lsid));
-        self.exchanges.insert(
+        self.streams.insert_exchange(
             conn,
             Exchange::new(ExchangeState::Attached(lsid), Some(session)),
         );
@@ -979,7 +973,7 @@ impl Router {
                     new: conn,
                 }));
         }
-        let Some(ls) = self.streams.get(&lsid) else {
+        let Some(ls) = self.streams.stream(&lsid) else {
             return;
         };
         let headers = self.sse_head(ls);
@@ -1008,28 +1002,21 @@ impl Router {
 
     /// Forgets an exchange (its heartbeat too); the session is no longer busy with it.
     pub(crate) fn remove_exchange(&mut self, conn: ExchangeId) {
-        if let Some(mut ex) = self.exchanges.remove(&conn) {
-            self.timers.clear(&mut ex.heartbeat, Timer::Heartbeat(conn));
-            self.timers.clear(&mut ex.pace.stall, Timer::Stall(conn));
-            if let Some(h) = ex.session {
-                if let Some(s) = self.sessions.get_mut(&h) {
-                    s.open_connections = s.open_connections.saturating_sub(1);
-                }
-                self.session_step(h, SessionEvent::Activity);
+        if let Some(ex) = self.streams.remove_exchange(conn, &mut self.timers)
+            && let Some(h) = ex.session
+        {
+            if let Some(s) = self.sessions.get_mut(&h) {
+                s.open_connections = s.open_connections.saturating_sub(1);
             }
+            self.session_step(h, SessionEvent::Activity);
         }
     }
 
     /// Forgets a logical stream, its connection, timers and stored events.
     pub(crate) fn drop_stream(&mut self, lsid: u64) {
-        let Some(mut ls) = self.streams.remove(&lsid) else {
+        let Some(mut ls) = self.streams.remove_stream(lsid, &mut self.timers) else {
             return;
         };
-        self.timers.clear(&mut ls.retention, Timer::Retention(lsid));
-        self.timers.clear(&mut ls.grace, Timer::ResumeGrace(lsid));
-        if ls.modern {
-            self.modern_streams = self.modern_streams.saturating_sub(1);
-        }
         if let Some(conn) = ls.connection.take() {
             self.end_exchange(conn);
         }
@@ -1049,7 +1036,7 @@ impl Router {
 
     /// Cancels every request still owed on a stream.
     pub(crate) fn cancel_stream_handlers(&mut self, lsid: u64, reason: CancelReason) {
-        let pending = match self.streams.get(&lsid).map(|l| &l.kind) {
+        let pending = match self.streams.stream(&lsid).map(|l| &l.kind) {
             Some(StreamKind::Request { pending, .. }) => pending.clone(),
             _ => return,
         };
@@ -1072,7 +1059,7 @@ impl Router {
         }
         self.out
             .push_back(ServerOutput::Cancelled { handle, reason });
-        let Some(ls) = self.streams.get_mut(&f.stream) else {
+        let Some(ls) = self.streams.stream_mut(&f.stream) else {
             return;
         };
         if let StreamKind::Request { pending, .. } = &mut ls.kind {
@@ -1157,12 +1144,9 @@ impl Router {
     /// Ends a session (`Some(reason)`) or, in a cluster, only forgets this instance's copy of
     /// it (`None`: it lives on in the store), freeing everything it held here.
     pub(crate) fn end_session_as(&mut self, handle: SessionHandle, reason: Option<CloseReason>) {
-        let Some(mut s) = self.sessions.remove(&handle) else {
+        let Some(mut s) = self.sessions.remove(handle, &mut self.timers) else {
             return;
         };
-        self.by_id.remove(&s.id);
-        self.timers
-            .clear(&mut s.idle_deadline, Timer::SessionIdle(handle));
         let work = s.work.take();
         for (_, h) in work.inflight {
             if self.inflight.remove(&h).is_some() {
@@ -1183,30 +1167,29 @@ impl Router {
             }
         }
         for lsid in work.streams {
-            if let Some(mut ls) = self.streams.remove(&lsid) {
+            if let Some(mut ls) = self.streams.remove_stream(lsid, &mut self.timers) {
                 if let Some(follow) = ls.follow.take() {
                     self.forget_follow(follow);
                 }
-                self.timers.clear(&mut ls.retention, Timer::Retention(lsid));
-                self.timers.clear(&mut ls.grace, Timer::ResumeGrace(lsid));
                 if let Some(conn) = ls.connection
-                    && let Some(mut ex) = self.exchanges.remove(&conn)
+                    && self
+                        .streams
+                        .remove_exchange(conn, &mut self.timers)
+                        .is_some()
                 {
-                    self.timers.clear(&mut ex.heartbeat, Timer::Heartbeat(conn));
-                    self.timers.clear(&mut ex.pace.stall, Timer::Stall(conn));
                     self.end_connection(conn, &ls);
                 }
             }
         }
         // Exchanges still reading a body for this session answer 404 at their end.
         let reading: Vec<ExchangeId> = self
-            .exchanges
-            .iter()
+            .streams
+            .iter_exchanges()
             .filter(|(_, e)| e.session == Some(handle))
             .map(|(k, _)| *k)
             .collect();
         for conn in reading {
-            if let Some(ex) = self.exchanges.get_mut(&conn) {
+            if let Some(ex) = self.streams.exchange_mut(&conn) {
                 ex.session = None;
             }
         }

@@ -45,17 +45,28 @@
 //!  live          AppClose                          End           SessionClosed(ClosedByApp)
 //!  live          Shutdown                          End           SessionClosed(Shutdown)
 //! ```
+//!
+//! # The registry
+//!
+//! [`Sessions`] owns every live session: the table by handle and the index by
+//! `Mcp-Session-Id`, which it keeps in step (a session is in both or in neither). A session
+//! enters only through [`Sessions::begin`] (minted here) or [`Sessions::adopt`] (loaded from
+//! the store, stepped `Adopted` on the way in), changes state only through
+//! [`Sessions::step`], and leaves only through [`Sessions::remove`]; the router performs the
+//! effects each returns (the idle timer, `SessionClosed`, freeing what the session held).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::ops::{Deref, DerefMut};
 use std::time::Instant;
 
 use bytes::Bytes;
 
 use super::error::CloseReason;
-use super::{OutboundId, RequestHandle};
+use super::timer::{Timer, TimerQueue};
+use super::{OutboundId, RequestHandle, SessionHandle};
+use crate::HandleMap;
 use crate::ProtocolVersion;
-use crate::jsonrpc::RequestId;
+use crate::jsonrpc::{Outcome, RequestId};
 
 // S-SESS-2, S-SESS-12, S-SESS-3.
 /// Where session ids come from (globally unique, cryptographically
@@ -177,13 +188,12 @@ pub(crate) struct Queued {
 /// write and released when it empties. An idle session is 88 bytes inline (296 with those
 /// parts inline, before they were split off).
 ///
-/// [`SessionShare`]: super::cluster::SessionShare
 #[derive(Debug)]
 pub(crate) struct Session {
     pub(crate) id: Box<str>,
     pub(crate) principal: Option<Box<str>>,
     pub(crate) version: ProtocolVersion,
-    pub(crate) state: SessionState,
+    state: SessionState,
     /// The idle timer as armed (see [`Router::rearm_idle`](super::Router)).
     pub(crate) idle_deadline: Option<Instant>,
     /// How far past `idle_deadline` the session's idle TTL really ends, in milliseconds
@@ -197,7 +207,42 @@ pub(crate) struct Session {
     /// What the session has in progress.
     pub(crate) work: Lazy<Work>,
     /// Its cluster part (stored record, service state, held answers; `cluster.rs`).
-    pub(crate) share: Lazy<super::cluster::SessionShare>,
+    pub(crate) share: Lazy<SessionShare>,
+}
+
+/// The cluster part of a session.
+#[derive(Debug, Default)]
+pub(crate) struct SessionShare {
+    /// The record is in the store (created here and answered, or loaded).
+    pub(crate) stored: bool,
+    /// The service's state, as last set.
+    pub(crate) state: Option<Bytes>,
+    /// Saves not yet acknowledged.
+    pub(crate) unsaved: u32,
+    /// The state changed while the record's creation was on its way: save it once created.
+    pub(crate) resave: bool,
+    /// Answers waiting for the record to be stored.
+    pub(crate) held: Vec<(RequestHandle, Outcome)>,
+    /// The last touch sent.
+    pub(crate) touched: Option<Instant>,
+    /// The last activity seen here.
+    pub(crate) active: Option<Instant>,
+}
+
+static NO_SHARE: SessionShare = SessionShare {
+    stored: false,
+    state: None,
+    unsaved: 0,
+    resave: false,
+    held: Vec::new(),
+    touched: None,
+    active: None,
+};
+
+impl Empty for SessionShare {
+    fn empty() -> &'static Self {
+        &NO_SHARE
+    }
 }
 
 /// What a session has in progress: empty for an idle session.
@@ -284,7 +329,7 @@ impl<T: Empty> DerefMut for Lazy<T> {
 }
 
 impl Session {
-    pub(crate) fn new(id: Box<str>, principal: Option<Box<str>>, version: ProtocolVersion) -> Self {
+    fn new(id: Box<str>, principal: Option<Box<str>>, version: ProtocolVersion) -> Self {
         Session {
             id,
             principal,
@@ -301,7 +346,7 @@ impl Session {
 
     /// The one place the state changes: applies `event` through [`SessionState::on`] (an idle
     /// timer is judged busy or idle here) and returns what the router must do besides.
-    pub(crate) fn step(&mut self, event: SessionEvent) -> SessionStep {
+    fn step(&mut self, event: SessionEvent) -> SessionStep {
         let event = match event {
             SessionEvent::IdleTimer { .. } => SessionEvent::IdleTimer {
                 busy: self.is_busy(),
@@ -323,6 +368,171 @@ impl Session {
     /// Releases what emptied (idle sessions stay small).
     pub(crate) fn shrink(&mut self) {
         self.work.release_if(Work::is_empty);
+    }
+}
+
+/// What a fired idle timer means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum IdleFired {
+    /// Activity moved the end later: the timer is armed again for the rest.
+    Later,
+    /// The TTL is over.
+    Due,
+}
+
+/// The live sessions: the session machine's owned table (see the module's registry notes).
+#[derive(Debug, Default)]
+pub(crate) struct Sessions {
+    table: HandleMap<SessionHandle, Session>,
+    by_id: HashMap<Box<str>, SessionHandle>,
+}
+
+impl Sessions {
+    /// A live session.
+    pub(crate) fn get(&self, handle: &SessionHandle) -> Option<&Session> {
+        self.table.get(handle)
+    }
+
+    /// A live session, to change what it holds (its state changes only through
+    /// [`step`](Sessions::step)).
+    pub(crate) fn get_mut(&mut self, handle: &SessionHandle) -> Option<&mut Session> {
+        self.table.get_mut(handle)
+    }
+
+    /// Whether the session is live.
+    pub(crate) fn contains(&self, handle: &SessionHandle) -> bool {
+        self.table.contains_key(handle)
+    }
+
+    /// How many sessions are live.
+    pub(crate) fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// The live sessions' handles.
+    pub(crate) fn handles(&self) -> Vec<SessionHandle> {
+        self.table.keys().copied().collect()
+    }
+
+    /// The live sessions.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&SessionHandle, &Session)> {
+        self.table.iter()
+    }
+
+    /// The live session with this `Mcp-Session-Id`.
+    pub(crate) fn by_id(&self, id: &str) -> Option<SessionHandle> {
+        self.by_id.get(id).copied()
+    }
+
+    /// A session minted here (an `initialize` without `Mcp-Session-Id`): born `Initializing`.
+    /// `id` must not be live (the caller drew it and checked with [`by_id`](Sessions::by_id)).
+    pub(crate) fn begin(
+        &mut self,
+        handle: SessionHandle,
+        id: Box<str>,
+        principal: Option<Box<str>>,
+        version: ProtocolVersion,
+    ) {
+        debug_assert!(
+            !self.by_id.contains_key(&id),
+            "a live session id minted again"
+        );
+        self.by_id.insert(id.clone(), handle);
+        self.table
+            .insert(handle, Session::new(id, principal, version));
+    }
+
+    /// A session another instance initialized, from the store's record: born `Initializing`
+    /// and stepped `Adopted` at once, so it enters `Ready` through the machine like any
+    /// other change. Returns the session, for its cluster part to be filled.
+    pub(crate) fn adopt(
+        &mut self,
+        handle: SessionHandle,
+        id: Box<str>,
+        principal: Option<Box<str>>,
+        version: ProtocolVersion,
+    ) -> &mut Session {
+        self.begin(handle, id, principal, version);
+        let step = self.step(handle, SessionEvent::Adopted);
+        debug_assert_eq!(step, Some(SessionStep::BecomeReady));
+        self.table.get_mut(&handle).expect("just inserted")
+    }
+
+    /// The one transition of a live session ([`Session::step`]); `None` when it is not live.
+    /// On [`SessionStep::End`] the session is still here: the router ends it with
+    /// [`remove`](Sessions::remove) and frees what it held.
+    pub(crate) fn step(
+        &mut self,
+        handle: SessionHandle,
+        event: SessionEvent,
+    ) -> Option<SessionStep> {
+        self.table.get_mut(&handle).map(|s| s.step(event))
+    }
+
+    /// Arms `handle`'s idle timer to end at `at`. An end later than the timer already armed
+    /// is only noted (`idle_extension_ms`), and the timer, when it fires, armed again for
+    /// the rest ([`idle_fired`](Sessions::idle_fired)): one operation on the timer set per
+    /// TTL of a busy session, not one per request.
+    pub(crate) fn arm_idle(&mut self, handle: SessionHandle, at: Instant, timers: &mut TimerQueue) {
+        let Some(s) = self.table.get_mut(&handle) else {
+            return;
+        };
+        if let Some(armed) = s.idle_deadline
+            && let Some(later) = at.checked_duration_since(armed)
+            && let Ok(ms) = u32::try_from(later.as_micros().div_ceil(1000))
+        {
+            s.idle_extension_ms = ms;
+            return;
+        }
+        s.idle_extension_ms = 0;
+        timers.set(&mut s.idle_deadline, Timer::SessionIdle(handle), at);
+    }
+
+    /// `handle`'s idle timer fired at `now`: armed again for the rest when activity moved the
+    /// end later ([`IdleFired::Later`]), else the TTL is over ([`IdleFired::Due`]: the router
+    /// steps the session `IdleTimer`).
+    pub(crate) fn idle_fired(
+        &mut self,
+        handle: SessionHandle,
+        now: Instant,
+        timers: &mut TimerQueue,
+    ) -> IdleFired {
+        let Some(s) = self.table.get_mut(&handle) else {
+            return IdleFired::Due;
+        };
+        let armed = s.idle_deadline.take();
+        let extension = std::mem::take(&mut s.idle_extension_ms);
+        if let Some(armed) = armed
+            && extension > 0
+        {
+            let end = armed + std::time::Duration::from_millis(extension.into());
+            if end > now {
+                timers.set(&mut s.idle_deadline, Timer::SessionIdle(handle), end);
+                return IdleFired::Later;
+            }
+        }
+        IdleFired::Due
+    }
+
+    /// Takes a session out of the table and the index, its idle timer disarmed: it is
+    /// unknown from now on (404).
+    pub(crate) fn remove(
+        &mut self,
+        handle: SessionHandle,
+        timers: &mut TimerQueue,
+    ) -> Option<Session> {
+        let mut s = self.table.remove(&handle)?;
+        self.by_id.remove(&s.id);
+        timers.clear(&mut s.idle_deadline, Timer::SessionIdle(handle));
+        Some(s)
+    }
+
+    /// Gives back capacity once most of it is unused (after a burst of sessions).
+    pub(crate) fn shrink(&mut self) {
+        if self.table.capacity() > 64 && self.table.len() * 4 < self.table.capacity() {
+            self.table.shrink_to_fit();
+            self.by_id.shrink_to_fit();
+        }
     }
 }
 
@@ -370,6 +580,67 @@ mod tests {
         );
         assert_eq!(S::Initializing.on(E::Adopted), SessionStep::BecomeReady);
         assert_eq!(S::Ready.on(E::Adopted), SessionStep::Touch);
+    }
+
+    #[test]
+    fn the_registry_keeps_its_table_and_index_in_step() {
+        let mut sessions = Sessions::default();
+        let v = ProtocolVersion::V2025_03_26;
+        sessions.begin(SessionHandle(1), "a".into(), None, v);
+        let adopted = sessions.adopt(SessionHandle(2), "b".into(), Some("alice".into()), v);
+        assert_eq!(adopted.state, SessionState::Ready);
+        assert_eq!(
+            sessions.get(&SessionHandle(1)).unwrap().state,
+            SessionState::Initializing
+        );
+        assert_eq!(sessions.by_id("b"), Some(SessionHandle(2)));
+        assert_eq!(
+            sessions.step(
+                SessionHandle(1),
+                SessionEvent::InitializeAnswered { ok: true }
+            ),
+            Some(SessionStep::BecomeReady)
+        );
+        assert_eq!(
+            sessions.get(&SessionHandle(1)).unwrap().state,
+            SessionState::Ready
+        );
+        let mut timers = TimerQueue::default();
+        assert!(sessions.remove(SessionHandle(2), &mut timers).is_some());
+        assert_eq!(sessions.by_id("b"), None);
+        assert!(!sessions.contains(&SessionHandle(2)));
+        assert_eq!(
+            sessions.step(SessionHandle(2), SessionEvent::Activity),
+            None
+        );
+        assert_eq!(sessions.len(), 1);
+        assert_eq!(sessions.handles(), vec![SessionHandle(1)]);
+    }
+
+    #[test]
+    fn an_idle_timer_moved_later_is_armed_once_and_again_for_the_rest() {
+        use std::time::Duration;
+        let t0 = Instant::now();
+        let s = |secs| t0 + Duration::from_secs(secs);
+        let h = SessionHandle(1);
+        let mut sessions = Sessions::default();
+        let mut timers = TimerQueue::default();
+        sessions.begin(h, "a".into(), None, ProtocolVersion::V2025_03_26);
+        sessions.arm_idle(h, s(10), &mut timers);
+        // Activity moves the end later: noted, the timer set untouched.
+        sessions.arm_idle(h, s(15), &mut timers);
+        assert_eq!(timers.len(), 1);
+        assert_eq!(timers.next(), Some(s(10)));
+        assert_eq!(timers.pop_due(s(10)), Some((s(10), Timer::SessionIdle(h))));
+        assert_eq!(sessions.idle_fired(h, s(10), &mut timers), IdleFired::Later);
+        assert_eq!(timers.next(), Some(s(15)));
+        assert_eq!(timers.pop_due(s(15)), Some((s(15), Timer::SessionIdle(h))));
+        assert_eq!(sessions.idle_fired(h, s(15), &mut timers), IdleFired::Due);
+        // An earlier end re-arms at once; removing the session disarms it.
+        sessions.arm_idle(h, s(20), &mut timers);
+        assert_eq!(timers.len(), 1);
+        assert!(sessions.remove(h, &mut timers).is_some());
+        assert_eq!(timers.len(), 0);
     }
 }
 

@@ -141,7 +141,8 @@ impl Router {
             Ok(Message::Request(r)) => r,
         };
         let mut admitted = self.admit_modern(&request, &mirrored);
-        if admitted.is_ok() && self.modern_streams >= self.config.limits.max_modern_in_flight {
+        if admitted.is_ok() && self.streams.modern_live() >= self.config.limits.max_modern_in_flight
+        {
             admitted = Err(ProtocolError::TooManyRequests);
         }
         if let Err(e) = admitted {
@@ -193,7 +194,6 @@ impl Router {
     fn start_modern(&mut self, stream: ExchangeId, ctx: &PostContext, request: Request) {
         let lsid = self.next();
         let handle = RequestHandle(self.next());
-        self.modern_streams += 1;
         self.inflight.insert(
             handle,
             InFlight {
@@ -203,7 +203,7 @@ impl Router {
                 initialize: false,
             },
         );
-        self.streams.insert(
+        self.streams.insert_stream(
             lsid,
             LogicalStream {
                 connection: Some(stream),
@@ -225,8 +225,8 @@ impl Router {
                 )
             },
         );
-        self.exchanges
-            .insert(stream, Exchange::new(ExchangeState::Attached(lsid), None));
+        self.streams
+            .insert_exchange(stream, Exchange::new(ExchangeState::Attached(lsid), None));
         self.out.push_back(ServerOutput::Request {
             handle,
             session: None,

@@ -105,9 +105,10 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use super::pace::Pace;
+use super::timer::{Timer, TimerQueue};
 use super::{ExchangeId, RequestHandle, SessionHandle};
-use crate::ProtocolVersion;
 use crate::sse::{SseFrame, encode_comment, encode_priming};
+use crate::{HandleMap, ProtocolVersion};
 
 /// The phase of a logical stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -421,6 +422,141 @@ pub(crate) struct PostContext {
     pub(crate) mirrored: Option<http::HeaderMap>,
     /// The raw `MCP-Protocol-Version`, echoed in an `UnsupportedProtocolVersionError`.
     pub(crate) requested_version: Option<Box<str>>,
+}
+
+/// The router's logical streams and HTTP exchanges: the two machines' owned tables.
+///
+/// A stream or an exchange enters with [`insert_stream`](Streams::insert_stream) /
+/// [`insert_exchange`](Streams::insert_exchange) and leaves only through
+/// [`remove_stream`](Streams::remove_stream) / [`remove_exchange`](Streams::remove_exchange),
+/// which disarm its timers on the way out (the timer set never holds an entry for something
+/// gone) and keep the count of modern request streams alive, the bound
+/// `max_modern_in_flight` is checked against. In between, their states change only through
+/// [`LogicalStream::step`] and [`Exchange::step`].
+#[derive(Debug, Default)]
+pub(crate) struct Streams {
+    logical: HandleMap<u64, LogicalStream>,
+    exchanges: HandleMap<ExchangeId, Exchange>,
+    /// Modern request streams alive.
+    modern_live: usize,
+}
+
+impl Streams {
+    /// A logical stream.
+    pub(crate) fn stream(&self, lsid: &u64) -> Option<&LogicalStream> {
+        self.logical.get(lsid)
+    }
+
+    /// A logical stream, to change (its phase only through [`LogicalStream::step`]).
+    pub(crate) fn stream_mut(&mut self, lsid: &u64) -> Option<&mut LogicalStream> {
+        self.logical.get_mut(lsid)
+    }
+
+    /// Whether the logical stream lives.
+    pub(crate) fn has_stream(&self, lsid: &u64) -> bool {
+        self.logical.contains_key(lsid)
+    }
+
+    /// A new logical stream.
+    pub(crate) fn insert_stream(&mut self, lsid: u64, ls: LogicalStream) {
+        if ls.modern {
+            self.modern_live += 1;
+        }
+        if let Some(old) = self.logical.insert(lsid, ls) {
+            debug_assert!(false, "logical stream {lsid} inserted twice");
+            if old.modern {
+                self.modern_live = self.modern_live.saturating_sub(1);
+            }
+        }
+    }
+
+    /// Takes a logical stream out, its retention and grace timers disarmed.
+    pub(crate) fn remove_stream(
+        &mut self,
+        lsid: u64,
+        timers: &mut TimerQueue,
+    ) -> Option<LogicalStream> {
+        let mut ls = self.logical.remove(&lsid)?;
+        timers.clear(&mut ls.retention, Timer::Retention(lsid));
+        timers.clear(&mut ls.grace, Timer::ResumeGrace(lsid));
+        if ls.modern {
+            self.modern_live = self.modern_live.saturating_sub(1);
+        }
+        Some(ls)
+    }
+
+    /// The live logical streams' numbers.
+    pub(crate) fn stream_ids(&self) -> Vec<u64> {
+        self.logical.keys().copied().collect()
+    }
+
+    /// How many logical streams live.
+    pub(crate) fn stream_count(&self) -> usize {
+        self.logical.len()
+    }
+
+    /// How many modern request streams live.
+    pub(crate) fn modern_live(&self) -> usize {
+        self.modern_live
+    }
+
+    /// An exchange.
+    pub(crate) fn exchange(&self, conn: &ExchangeId) -> Option<&Exchange> {
+        self.exchanges.get(conn)
+    }
+
+    /// An exchange, to change (its state only through [`Exchange::step`]).
+    pub(crate) fn exchange_mut(&mut self, conn: &ExchangeId) -> Option<&mut Exchange> {
+        self.exchanges.get_mut(conn)
+    }
+
+    /// A new exchange.
+    pub(crate) fn insert_exchange(&mut self, conn: ExchangeId, ex: Exchange) {
+        let old = self.exchanges.insert(conn, ex);
+        debug_assert!(old.is_none(), "exchange {conn:?} inserted twice");
+    }
+
+    /// Takes an exchange out, its heartbeat and stall timers disarmed.
+    pub(crate) fn remove_exchange(
+        &mut self,
+        conn: ExchangeId,
+        timers: &mut TimerQueue,
+    ) -> Option<Exchange> {
+        let mut ex = self.exchanges.remove(&conn)?;
+        timers.clear(&mut ex.heartbeat, Timer::Heartbeat(conn));
+        timers.clear(&mut ex.pace.stall, Timer::Stall(conn));
+        Some(ex)
+    }
+
+    /// The open exchanges.
+    pub(crate) fn iter_exchanges(&self) -> impl Iterator<Item = (&ExchangeId, &Exchange)> {
+        self.exchanges.iter()
+    }
+
+    /// The open exchanges' ids.
+    pub(crate) fn exchange_ids(&self) -> Vec<ExchangeId> {
+        self.exchanges.keys().copied().collect()
+    }
+
+    /// How many exchanges are open.
+    pub(crate) fn exchange_count(&self) -> usize {
+        self.exchanges.len()
+    }
+
+    /// Whether no exchange is open.
+    pub(crate) fn no_exchanges(&self) -> bool {
+        self.exchanges.is_empty()
+    }
+
+    /// Gives back capacity once most of it is unused (after a burst).
+    pub(crate) fn shrink(&mut self) {
+        if self.logical.capacity() > 64 && self.logical.len() * 4 < self.logical.capacity() {
+            self.logical.shrink_to_fit();
+        }
+        if self.exchanges.capacity() > 64 && self.exchanges.len() * 4 < self.exchanges.capacity() {
+            self.exchanges.shrink_to_fit();
+        }
+    }
 }
 
 /// Parses an event id `"<stream>-<seq>"`.

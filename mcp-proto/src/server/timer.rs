@@ -1,7 +1,7 @@
 //! The router's timers: one ordered set of `(deadline, timer)` pairs whose minimum is
-//! [`Router::poll_timeout`](super::Router::poll_timeout), and the input that fires them,
-//! [`Router::handle_timeout`](super::Router::handle_timeout) (with the drain's deadline,
-//! which `drain.rs` keeps outside the set).
+//! [`Router::poll_timeout`](super::Router::poll_timeout) (with the drain's deadline, which
+//! `drain.rs` keeps outside the set); `timeout.rs` holds the input that fires them,
+//! [`Router::handle_timeout`](super::Router::handle_timeout).
 //!
 //! Each owner (session, connection, logical stream, server→client request) remembers the
 //! deadline it armed, so re-arming removes the old entry exactly: the set never holds stale
@@ -13,10 +13,7 @@
 use std::collections::BTreeSet;
 use std::time::Instant;
 
-use super::error::{CancelReason, ServerRequestError};
-use super::session::SessionEvent;
-use super::stream::{ExchangeState, Phase, StreamEvent, heartbeat_frame};
-use super::{ExchangeId, OutboundId, Router, ServerOutput, SessionHandle};
+use super::{ExchangeId, OutboundId, SessionHandle};
 
 /// What a deadline is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -36,90 +33,6 @@ pub(crate) enum Timer {
     Stall(ExchangeId),
     /// A cluster store call got no answer in time (`cluster.rs`).
     Store(super::Ticket),
-}
-
-impl Router {
-    /// Input: time passed. Fires every timer due at `now`; early calls do nothing.
-    pub fn handle_timeout(&mut self, now: Instant) {
-        self.advance(now);
-        if self.drain_expired(now) {
-            return;
-        }
-        while let Some((_, timer)) = self.timers.pop_due(self.now) {
-            match timer {
-                Timer::SessionIdle(h) => {
-                    if let Some(s) = self.sessions.get_mut(&h) {
-                        // Activity since it was armed moved the end later: armed again.
-                        let armed = s.idle_deadline.take();
-                        let extension = std::mem::take(&mut s.idle_extension_ms);
-                        if let Some(armed) = armed
-                            && extension > 0
-                        {
-                            let end = armed + std::time::Duration::from_millis(extension.into());
-                            if end > self.now {
-                                self.timers
-                                    .set(&mut s.idle_deadline, Timer::SessionIdle(h), end);
-                                continue;
-                            }
-                        }
-                    }
-                    if !self.cluster_idle(h) {
-                        self.session_step(h, SessionEvent::IdleTimer { busy: false });
-                    }
-                }
-                Timer::Heartbeat(stream) => {
-                    // A connection with data waiting needs no keep-alive (and a draining one
-                    // only finishes its backlog).
-                    let live = self.exchanges.get_mut(&stream).is_some_and(|ex| {
-                        ex.heartbeat = None;
-                        !ex.pace.is_blocked() && matches!(ex.state, ExchangeState::Attached(_))
-                    });
-                    if live {
-                        self.write_raw(stream, heartbeat_frame());
-                    }
-                }
-                Timer::Stall(stream) => {
-                    let stalled = self.exchanges.get_mut(&stream).is_some_and(|ex| {
-                        ex.pace.stall = None;
-                        ex.pace.is_blocked()
-                    });
-                    if stalled {
-                        self.cut_slow_reader(stream);
-                    }
-                }
-                Timer::RequestDeadline(id) => {
-                    if let Some(o) = self.outbound.get_mut(&id) {
-                        o.deadline = None;
-                    }
-                    if self.outbound.contains_key(&id) {
-                        self.abandon_outbound(id, "timed out");
-                        self.out.push_back(ServerOutput::ServerRequestFailed {
-                            request: id,
-                            error: ServerRequestError::Timeout,
-                        });
-                    }
-                }
-                Timer::Retention(lsid) => {
-                    if let Some(ls) = self.streams.get_mut(&lsid) {
-                        ls.retention = None;
-                        if ls.step(StreamEvent::RetentionOver) == Some(Phase::Done) {
-                            self.drop_stream(lsid);
-                        }
-                    }
-                }
-                Timer::Store(ticket) => self.store_timed_out(ticket),
-                Timer::ResumeGrace(lsid) => {
-                    if let Some(ls) = self.streams.get_mut(&lsid) {
-                        ls.grace = None;
-                        if ls.step(StreamEvent::GraceOver) == Some(Phase::Done) {
-                            self.cancel_stream_handlers(lsid, CancelReason::Disconnected);
-                            self.drop_stream(lsid);
-                        }
-                    }
-                }
-            }
-        }
-    }
 }
 
 /// The ordered set of armed timers.
