@@ -102,6 +102,27 @@
 //!   restarted instance takes a new incarnation (the driver adds it to the name), so no id
 //!   of its previous life is minted again.
 //!
+//! # The seam's own state
+//!
+//! [`ClusterState`] owns what the router waits on: the store calls by [`Ticket`], the parked
+//! requests, and which session loads they wait for. A store call is registered by
+//! `ClusterState::call` (the router then outputs its [`StoreOp`]) and leaves through
+//! `ClusterState::answered` (its answer, or its deadline firing as a `Failed` answer);
+//! the table below is those two functions, row for row.
+//!
+//! ```text
+//!  call                          registered as               answer / deadline   then
+//!  ----------------------------  --------------------------  ------------------  ---------------
+//!  Detached (touch, publish,     not kept                    ignored             -
+//!   broadcast, cursor)
+//!  Load, Create, Save, Refresh,  Waiting, deadline armed     answer              gone, deadline
+//!   Delete, Commit                (store_timeout)                                disarmed; run
+//!                                                            deadline            answered Failed
+//!  Follow, FollowStream          Following, no deadline      answer              kept: a follow's
+//!                                                                                answers continue
+//!                                                                                until unfollowed
+//! ```
+//!
 //! # The parked request
 //!
 //! A request waiting for its session's record changes state only through
@@ -127,9 +148,10 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, Uri};
 
 use super::error::{CancelReason, CloseReason, ProtocolError};
+use super::names::EventRef;
 use super::session::{Session, SessionEvent};
 use super::stream::{Phase, StreamKind, event_frame, events_lost_frame};
-use super::timer::Timer;
+use super::timer::{Timer, TimerQueue};
 use super::{
     AuthDecision, ExchangeId, RequestHandle, RequestHead, Router, ServerOutput, SessionHandle,
 };
@@ -610,37 +632,78 @@ pub(crate) struct ClusterState {
     pub(crate) rerun_missing: Option<ExchangeId>,
 }
 
+impl ClusterState {
+    /// Registers a store call (`Detached` ones are not kept: nothing waits for them) and
+    /// arms its deadline; returns its ticket.
+    pub(crate) fn call(
+        &mut self,
+        call: Call,
+        deadline: Option<Instant>,
+        timers: &mut TimerQueue,
+    ) -> Ticket {
+        self.next_ticket += 1;
+        let ticket = Ticket(self.next_ticket);
+        let waits = !matches!(
+            call,
+            Call::Detached | Call::Follow { .. } | Call::FollowStream { .. }
+        );
+        let mut slot = None;
+        if let (Some(at), true) = (deadline, waits) {
+            timers.set(&mut slot, Timer::Store(ticket), at);
+        }
+        if !matches!(call, Call::Detached) {
+            self.calls.insert(ticket, (call, slot));
+        }
+        ticket
+    }
+
+    /// The call an answer to `ticket` is for: a follow stays registered (its answers
+    /// continue until it is unfollowed); any other is taken out, its deadline disarmed.
+    /// `None`: nobody waits (late, after a timeout, or a detached call).
+    pub(crate) fn answered(&mut self, ticket: Ticket, timers: &mut TimerQueue) -> Option<Call> {
+        match self.calls.get(&ticket) {
+            Some((Call::Follow { lsid }, _)) => return Some(Call::Follow { lsid: *lsid }),
+            Some((Call::FollowStream { lsid }, _)) => {
+                return Some(Call::FollowStream { lsid: *lsid });
+            }
+            _ => {}
+        }
+        let (call, mut deadline) = self.calls.remove(&ticket)?;
+        timers.clear(&mut deadline, Timer::Store(ticket));
+        Some(call)
+    }
+
+    /// A call's deadline fired: its timer is no longer armed.
+    pub(crate) fn deadline_fired(&mut self, ticket: Ticket) {
+        if let Some((_, deadline)) = self.calls.get_mut(&ticket) {
+            *deadline = None;
+        }
+    }
+
+    /// Takes a parked request out, and out of the list of those waiting for its session.
+    pub(crate) fn forget_parked(&mut self, stream: ExchangeId) -> Option<Parked> {
+        let p = self.parked.remove(&stream)?;
+        if let Some((_, waiting)) = self.loading.get_mut(&p.session) {
+            waiting.retain(|s| *s != stream);
+        }
+        Some(p)
+    }
+}
+
 impl Router {
     /// Whether this router is a cluster member.
     pub fn is_clustered(&self) -> bool {
         self.config.cluster.is_some()
     }
 
-    fn instance(&self) -> &str {
-        self.config
-            .cluster
-            .as_ref()
-            .map(|c| &*c.instance)
-            .unwrap_or_default()
-    }
-
     /// Emits a store operation and remembers what waits on it.
     pub(crate) fn store_call(&mut self, op: StoreOp, call: Call) -> Ticket {
-        let timeout = self.config.cluster.as_ref().map(|c| c.store_timeout);
-        self.cluster.next_ticket += 1;
-        let ticket = Ticket(self.cluster.next_ticket);
-        let mut deadline = None;
-        let waits = !matches!(
-            call,
-            Call::Detached | Call::Follow { .. } | Call::FollowStream { .. }
-        );
-        if let (Some(t), true) = (timeout, waits) {
-            self.timers
-                .set(&mut deadline, Timer::Store(ticket), self.now + t);
-        }
-        if !matches!(call, Call::Detached) {
-            self.cluster.calls.insert(ticket, (call, deadline));
-        }
+        let deadline = self
+            .config
+            .cluster
+            .as_ref()
+            .map(|c| self.now + c.store_timeout);
+        let ticket = self.cluster.call(call, deadline, &mut self.timers);
         self.out.push_back(ServerOutput::Store { ticket, op });
         ticket
     }
@@ -649,21 +712,8 @@ impl Router {
     /// (late, after a timeout; or to operations that need none) are ignored.
     pub fn handle_store(&mut self, now: Instant, ticket: Ticket, reply: StoreReply) {
         self.advance(now);
-        let call = match self.cluster.calls.get(&ticket) {
-            Some((Call::Follow { lsid }, _)) => Some(Call::Follow { lsid: *lsid }),
-            Some((Call::FollowStream { lsid }, _)) => Some(Call::FollowStream { lsid: *lsid }),
-            _ => None,
-        };
-        let call = if let Some(call) = call {
-            call
-        } else {
-            match self.cluster.calls.remove(&ticket) {
-                Some((call, mut deadline)) => {
-                    self.timers.clear(&mut deadline, Timer::Store(ticket));
-                    call
-                }
-                None => return,
-            }
+        let Some(call) = self.cluster.answered(ticket, &mut self.timers) else {
+            return;
         };
         match call {
             Call::Load { session } => self.loaded(&session, reply),
@@ -681,7 +731,7 @@ impl Router {
                 ),
                 _ => {
                     let mut headers = HeaderMap::new();
-                    self.cors_headers(origin.as_deref(), &mut headers);
+                    self.config.cors_headers(origin.as_deref(), &mut headers);
                     self.answer(conn, http::StatusCode::OK, headers, None);
                 }
             },
@@ -694,9 +744,7 @@ impl Router {
 
     /// A store call timed out (the timer fired before its answer).
     pub(crate) fn store_timed_out(&mut self, ticket: Ticket) {
-        if let Some((_, deadline)) = self.cluster.calls.get_mut(&ticket) {
-            *deadline = None;
-        }
+        self.cluster.deadline_fired(ticket);
         let e = StoreError("no answer in time".into());
         self.handle_store(self.now, ticket, StoreReply::Failed(e));
     }
@@ -725,14 +773,14 @@ impl Router {
                 session,
                 response,
             } => {
-                if *instance == *self.instance()
+                if *instance == *self.config.instance()
                     && let Some(h) = self.sessions.by_id(&session)
                 {
                     self.match_client_response(h, response);
                 }
             }
             BusMessage::StreamResumed { session, stream } => {
-                let mine = match self.resolve_event_id(&format!("{stream}-0")) {
+                let mine = match self.config.resolve_event_id(&format!("{stream}-0")) {
                     Some(EventRef::Stream(lsid, _)) => Some(lsid),
                     _ => None,
                 };
@@ -746,7 +794,7 @@ impl Router {
                 }
             }
             BusMessage::ListenTaken { session, by } => {
-                if *by != *self.instance()
+                if *by != *self.config.instance()
                     && let Some(h) = self.sessions.by_id(&session)
                     && let Some(lsid) = self.sessions.get(&h).and_then(|s| s.listen)
                 {
@@ -755,7 +803,7 @@ impl Router {
             }
             BusMessage::Notice { from, payload } => {
                 // Our own, echoed: the service told its listeners here when it sent it.
-                if self.is_clustered() && *from != *self.instance() {
+                if self.is_clustered() && *from != *self.config.instance() {
                     self.out
                         .push_back(ServerOutput::ClusterNotice { from, payload });
                 }
@@ -774,7 +822,7 @@ impl Router {
             return false;
         }
         let message = BusMessage::Notice {
-            from: self.instance().into(),
+            from: self.config.instance().into(),
             payload,
         };
         self.store_call(StoreOp::Broadcast { message }, Call::Detached);
@@ -910,23 +958,15 @@ impl Router {
         match p.on(event, cap) {
             ParkStep::Wait => {}
             ParkStep::TooLarge => {
-                let origin = self.forget_parked(stream).and_then(|p| p.origin);
+                let origin = self.cluster.forget_parked(stream).and_then(|p| p.origin);
                 let e = ProtocolError::PayloadTooLarge(cap);
                 self.refuse(stream, e, origin.as_deref(), HeaderMap::new(), None, true);
             }
             _ => {
-                self.forget_parked(stream);
+                self.cluster.forget_parked(stream);
             }
         }
         true
-    }
-
-    fn forget_parked(&mut self, stream: ExchangeId) -> Option<Parked> {
-        let p = self.cluster.parked.remove(&stream)?;
-        if let Some((_, waiting)) = self.cluster.loading.get_mut(&p.session) {
-            waiting.retain(|s| *s != stream);
-        }
-        Some(p)
     }
 
     fn loaded(&mut self, session: &str, reply: StoreReply) {
@@ -1303,7 +1343,7 @@ impl Router {
             ls.follow = Some(ticket);
             ls.primed = false;
         }
-        let by = self.instance().into();
+        let by = self.config.instance().into();
         self.store_call(
             StoreOp::Broadcast {
                 message: BusMessage::ListenTaken { session: id, by },
@@ -1441,7 +1481,7 @@ impl Router {
         else {
             return false;
         };
-        let name: Box<str> = self.stream_name(lsid).into();
+        let name: Box<str> = self.config.stream_name(lsid).into();
         if !ls.registered {
             let requests = pending
                 .iter()
@@ -1537,7 +1577,7 @@ impl Router {
             return false;
         }
         let retain = self.config.streams.finished_stream_retention;
-        let name: Box<str> = self.stream_name(lsid).into();
+        let name: Box<str> = self.config.stream_name(lsid).into();
         let Some(ls) = self.streams.stream(&lsid) else {
             return false;
         };
@@ -1744,39 +1784,7 @@ impl Router {
         );
     }
 
-    /// The name of stream `lsid` in event ids and the store (`<instance>.<lsid>`).
-    pub(crate) fn stream_name(&self, lsid: u64) -> String {
-        match &self.config.cluster {
-            Some(c) => format!("{}.{lsid}", c.instance),
-            None => lsid.to_string(),
-        }
-    }
-
     // ---- server→client requests and cancellation --------------------------------------
-
-    /// The JSON-RPC id of a server→client request: a number alone, `"<instance>.<n>"` in a
-    /// cluster.
-    pub(crate) fn outbound_wire_id(&self, n: u64) -> Option<RequestId> {
-        match &self.config.cluster {
-            Some(c) => Some(RequestId::String(format!("{}.{n}", c.instance).into())),
-            None => i64::try_from(n).ok().map(RequestId::Number),
-        }
-    }
-
-    /// The local number of a server→client request id, or the instance it belongs to.
-    pub(crate) fn outbound_owner(&self, id: &RequestId) -> Owner {
-        match (&self.config.cluster, id) {
-            (None, RequestId::Number(n)) => u64::try_from(*n).map_or(Owner::Unknown, Owner::Here),
-            (Some(c), RequestId::String(s)) => match s.split_once('.') {
-                Some((inst, n)) if inst == &*c.instance => {
-                    n.parse().map_or(Owner::Unknown, Owner::Here)
-                }
-                Some((inst, _)) if !inst.is_empty() => Owner::Elsewhere(inst.into()),
-                _ => Owner::Unknown,
-            },
-            _ => Owner::Unknown,
-        }
-    }
 
     /// Forwards the client's answer to the instance that asked.
     pub(crate) fn forward_response(
@@ -1811,43 +1819,6 @@ impl Router {
         self.store_call(StoreOp::Broadcast { message }, Call::Detached);
     }
 
-    /// Whether a `Last-Event-ID` names this instance's stream number (`Some(lsid)`), a
-    /// clustered session's listen log (`Listen(seq)`), or nothing resumable here.
-    pub(crate) fn resolve_event_id(&self, id: &str) -> Option<EventRef> {
-        let id = id.trim();
-        match &self.config.cluster {
-            None => super::stream::parse_event_id(id).map(|(l, s)| EventRef::Stream(l, s)),
-            Some(c) => {
-                let (name, seq) = id.rsplit_once('-')?;
-                let seq: u64 = digits(seq)?;
-                if name == "l" {
-                    return Some(EventRef::Listen(seq));
-                }
-                let (inst, n) = name.split_once('.')?;
-                let n = digits(n)?;
-                let valid = !inst.is_empty()
-                    && inst.len() <= 32
-                    && inst.bytes().all(|b| b.is_ascii_alphanumeric());
-                if !valid {
-                    return None;
-                }
-                if inst == &*c.instance {
-                    Some(EventRef::Stream(n, seq))
-                } else {
-                    Some(EventRef::Remote(name.into(), seq))
-                }
-            }
-        }
-    }
-
-    /// The event id of `seq` on stream `lsid` (`"<instance>.<lsid>-<seq>"` in a cluster).
-    pub(crate) fn stream_event_id(&self, lsid: u64, seq: u64) -> String {
-        match &self.config.cluster {
-            None => super::stream::event_id(lsid, seq),
-            Some(_) => format!("{}-{seq}", self.stream_name(lsid)),
-        }
-    }
-
     /// Cancels the client request `id` of `session` if it runs here; `false` otherwise.
     pub(crate) fn cancel_client_request(&mut self, session: SessionHandle, id: &RequestId) -> bool {
         let Some(handle) = self
@@ -1863,31 +1834,6 @@ impl Router {
         self.cancel_handle(handle, CancelReason::ClientCancelled);
         true
     }
-}
-
-/// Whom a server→client request id belongs to.
-#[derive(Debug)]
-pub(crate) enum Owner {
-    Here(u64),
-    Elsewhere(Box<str>),
-    Unknown,
-}
-
-/// What a `Last-Event-ID` names.
-#[derive(Debug, Clone)]
-pub(crate) enum EventRef {
-    /// Stream `lsid` of this instance, after `seq`.
-    Stream(u64, u64),
-    /// The session's listen log, after `seq`.
-    Listen(u64),
-    /// Another instance's request stream `name`, after `seq`.
-    Remote(Box<str>, u64),
-}
-
-fn digits(s: &str) -> Option<u64> {
-    (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
-        .then(|| s.parse().ok())
-        .flatten()
 }
 
 /// The event id of `seq` in a listen log.
@@ -1913,4 +1859,60 @@ fn record_of(s: &Session) -> SessionRecord {
 
 fn unavailable(e: &StoreError) -> ProtocolError {
     ProtocolError::StoreUnavailable(e.0.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_call_table() {
+        let t0 = Instant::now();
+        let at = t0 + Duration::from_secs(5);
+        let mut state = ClusterState::default();
+        let mut timers = TimerQueue::default();
+        // Detached: not kept, no deadline; its answer finds nobody.
+        let detached = state.call(Call::Detached, Some(at), &mut timers);
+        assert!(state.answered(detached, &mut timers).is_none());
+        assert_eq!(timers.len(), 0);
+        // Waiting: a deadline armed, disarmed by the answer, which takes the call out.
+        let save = state.call(
+            Call::Save {
+                session: SessionHandle(1),
+            },
+            Some(at),
+            &mut timers,
+        );
+        assert_eq!(timers.next(), Some(at));
+        assert!(matches!(
+            state.answered(save, &mut timers),
+            Some(Call::Save { .. })
+        ));
+        assert_eq!(timers.len(), 0);
+        assert!(state.answered(save, &mut timers).is_none(), "answered once");
+        // Following: no deadline, kept across answers.
+        let follow = state.call(Call::Follow { lsid: 7 }, Some(at), &mut timers);
+        assert_eq!(timers.len(), 0);
+        for _ in 0..2 {
+            assert!(matches!(
+                state.answered(follow, &mut timers),
+                Some(Call::Follow { lsid: 7 })
+            ));
+        }
+        // A deadline that fired leaves nothing armed; the Failed answer then takes it out.
+        let load = state.call(
+            Call::Load {
+                session: "s".into(),
+            },
+            Some(at),
+            &mut timers,
+        );
+        assert_eq!(timers.pop_due(at), Some((at, Timer::Store(load))));
+        state.deadline_fired(load);
+        assert!(matches!(
+            state.answered(load, &mut timers),
+            Some(Call::Load { .. })
+        ));
+        assert_eq!(timers.len(), 0);
+    }
 }

@@ -1,7 +1,8 @@
 //! Inputs: request heads, bodies, disconnects, and the client's reading of a response
-//! (time passing is `timer.rs`'s input). The checks run in a fixed order so that a refused
+//! (time passing is `timeout.rs`'s input). The checks run in a fixed order so that a refused
 //! request learns as little as possible: path, `Host`/`Origin`, CORS preflight,
-//! authentication, method, headers, session, version, body.
+//! authentication, method, headers, session, version, body; those that need only the
+//! configuration are `admission.rs`'s.
 
 use std::time::Instant;
 
@@ -11,9 +12,10 @@ use http::{Method, StatusCode};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use super::cluster::{EventRef, Owner, ParkEvent};
+use super::admission::{mirrored_headers, origin_of, raw_version};
+use super::cluster::ParkEvent;
 use super::error::{CancelReason, ProtocolError};
-use super::security::{AuthDecision, bearer_challenge};
+use super::names::{EventRef, Owner};
 use super::session::{SessionEvent, SessionStep, is_valid_session_id};
 use super::stream::{
     Exchange, ExchangeEvent, ExchangeState, ExchangeStep, LogicalStream, Phase, PostContext,
@@ -25,19 +27,10 @@ use super::{
     ExchangeId, FollowFrom, InFlight, RequestHandle, RequestHead, Router, ServerEvent,
     ServerOutput, SessionHandle,
 };
-use crate::http::{accepts, content_type_is, header as mcp_header, header_name, mime};
-use crate::jsonrpc::{
-    BatchItem, Body, ErrorObject, Message, Outcome, Response, error_codes, parse_body,
-};
+use crate::http::{accepts, header_name, mime};
+use crate::jsonrpc::{BatchItem, Body, Message, Response, error_codes, parse_body};
 
 use crate::{Era, ProtocolVersion};
-
-fn origin_of(headers: &HeaderMap) -> Option<Box<str>> {
-    headers
-        .get(header::ORIGIN)
-        .and_then(|v| v.to_str().ok())
-        .map(Into::into)
-}
 
 impl Router {
     /// Whether `head` is a request the authentication step judges: what a driver running an
@@ -277,15 +270,15 @@ impl Router {
             return self.options(stream, head, origin);
         }
         debug_assert!(self.config.needs_authentication(head));
-        let principal = self.authenticate(head)?;
-        let modern = self.is_modern(head.headers);
+        let principal = self.config.authenticate(head)?;
+        let modern = self.config.is_modern(head.headers);
         if !modern && self.park_unloaded(stream, head, principal.as_deref(), origin) {
             return Ok(());
         }
         if modern && matches!(*head.method, Method::GET | Method::DELETE) {
             // S-NEW-1: no GET stream and no session to delete in 2026-07-28.
             let mut allow = HeaderMap::new();
-            allow.insert(header::ALLOW, self.allow(Some(head.headers)));
+            allow.insert(header::ALLOW, self.config.allow(Some(head.headers)));
             return Err((ProtocolError::MethodNotAllowed, allow));
         }
         match *head.method {
@@ -301,33 +294,8 @@ impl Router {
         stream: ExchangeId,
         head: &RequestHead<'_>,
     ) -> Result<(), ProtocolError> {
-        let Some(prm) = &self.config.security.protected_resource else {
-            return Err(ProtocolError::NotFound);
-        };
-        let mut headers = HeaderMap::new();
-        // Public metadata: readable from any browser origin.
-        headers.insert(
-            header::ACCESS_CONTROL_ALLOW_ORIGIN,
-            HeaderValue::from_static("*"),
-        );
-        if head.method == Method::OPTIONS {
-            headers.insert(
-                header::ACCESS_CONTROL_ALLOW_METHODS,
-                HeaderValue::from_static("GET, OPTIONS"),
-            );
-            self.answer(stream, StatusCode::NO_CONTENT, headers, None);
-            return Ok(());
-        }
-        if head.method != Method::GET && head.method != Method::HEAD {
-            return Err(ProtocolError::MethodNotAllowed);
-        }
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static(mime::APPLICATION_JSON),
-        );
-        let body = Bytes::from(prm.to_json());
-        let body = (head.method == Method::GET).then_some(body);
-        self.answer(stream, StatusCode::OK, headers, body);
+        let (status, headers, body) = self.config.metadata_answer(head)?;
+        self.answer(stream, status, headers, body);
         Ok(())
     }
 
@@ -339,90 +307,9 @@ impl Router {
         head: &RequestHead<'_>,
         origin: Option<&str>,
     ) -> Result<(), (ProtocolError, HeaderMap)> {
-        let allow = self.allow(Some(head.headers));
-        let mut headers = match (&self.config.security.cors, origin) {
-            (Some(cors), Some(origin)) => cors
-                .preflight(Some(origin), allow.clone())
-                .ok_or((ProtocolError::OriginNotAllowed, HeaderMap::new()))?,
-            _ => {
-                let mut headers = HeaderMap::new();
-                self.cors_headers(origin, &mut headers);
-                headers
-            }
-        };
-        headers.insert(header::ALLOW, allow);
+        let headers = self.config.options_answer(head, origin)?;
         self.answer(stream, StatusCode::NO_CONTENT, headers, None);
         Ok(())
-    }
-
-    /// The methods the endpoint answers, for `Allow`: POST and OPTIONS always; GET and DELETE
-    /// when sessions exist (a legacy revision is served, the server is not stateless, the
-    /// request does not name the modern revision) and the config enables them.
-    fn allow(&self, headers: Option<&HeaderMap>) -> HeaderValue {
-        let c = &self.config;
-        let sessions = !c.stateless
-            && c.supported_versions.iter().any(|v| v.era() == Era::Legacy)
-            && !headers.is_some_and(|h| self.is_modern(h));
-        HeaderValue::from_static(
-            match (sessions && c.enable_get_stream, sessions && c.enable_delete) {
-                (true, true) => "GET, POST, DELETE, OPTIONS",
-                (true, false) => "GET, POST, OPTIONS",
-                (false, true) => "POST, DELETE, OPTIONS",
-                (false, false) => "POST, OPTIONS",
-            },
-        )
-    }
-
-    fn authenticate(
-        &mut self,
-        head: &RequestHead<'_>,
-    ) -> Result<Option<Box<str>>, (ProtocolError, HeaderMap)> {
-        let decision = match (head.verdict, self.config.security.authenticator.as_mut()) {
-            (Some(verdict), _) => verdict.clone(),
-            // Configured but not run (a router driven without the driver): fail closed.
-            (None, _) if self.config.security.requires_verdict => AuthDecision::Unavailable {
-                description: Some("the asynchronous authenticator did not run".to_owned()),
-            },
-            (None, Some(auth)) => auth.authenticate(head),
-            (None, None) => return Ok(head.principal.map(Into::into)),
-        };
-        let prm = self.config.security.protected_resource.as_ref();
-        let mut extra = HeaderMap::new();
-        match decision {
-            AuthDecision::Allow { principal } => Ok(principal.map(Into::into)),
-            AuthDecision::Unavailable { description } => Err((
-                ProtocolError::AuthenticationUnavailable(description.map(Into::into)),
-                extra,
-            )),
-            AuthDecision::Unauthorized {
-                error,
-                description,
-                scope,
-            } => {
-                extra.insert(
-                    header::WWW_AUTHENTICATE,
-                    bearer_challenge(
-                        prm,
-                        error.as_deref(),
-                        description.as_deref(),
-                        scope.as_deref(),
-                    ),
-                );
-                Err((ProtocolError::Unauthorized, extra))
-            }
-            AuthDecision::InsufficientScope { scope, description } => {
-                extra.insert(
-                    header::WWW_AUTHENTICATE,
-                    bearer_challenge(
-                        prm,
-                        Some("insufficient_scope"),
-                        description.as_deref(),
-                        Some(&scope),
-                    ),
-                );
-                Err((ProtocolError::InsufficientScope, extra))
-            }
-        }
     }
 
     /// The session named by `Mcp-Session-Id`, checked against the principal.
@@ -456,76 +343,6 @@ impl Router {
         Ok(Some(handle))
     }
 
-    /// `MCP-Protocol-Version`: `Ok(None)` when absent, `Err` when unsupported.
-    fn header_version(&self, headers: &HeaderMap) -> Result<Option<ProtocolVersion>, ()> {
-        let Some(v) = headers.get(&header_name::MCP_PROTOCOL_VERSION) else {
-            return Ok(None);
-        };
-        let v = v.to_str().map_err(|_| ())?;
-        match ProtocolVersion::parse(v) {
-            Some(v) if self.config.supported_versions.contains(&v) => Ok(Some(v)),
-            _ => Err(()),
-        }
-    }
-
-    // S-NEW-7.
-    /// Whether the request speaks the modern era: modern revisions are enabled and its
-    /// `MCP-Protocol-Version` names one (the header selects the era).
-    pub(crate) fn is_modern(&self, headers: &HeaderMap) -> bool {
-        self.is_modern_version(self.header_version(headers))
-    }
-
-    /// [`is_modern`](Self::is_modern) of a header version already read.
-    fn is_modern_version(&self, version: Result<Option<ProtocolVersion>, ()>) -> bool {
-        self.config.modern_enabled() && matches!(version, Ok(Some(v)) if v.era() == Era::Modern)
-    }
-
-    // S-NEW-7, S-VER-4, G-11.
-    /// The refusal for an unsupported `MCP-Protocol-Version`: -32022 with the supported list
-    /// when the modern era is on, else the legacy -32000.
-    fn unsupported_version(&self, requested: Option<&str>) -> ProtocolError {
-        if self.config.modern_enabled() {
-            ProtocolError::UnsupportedProtocolVersion(requested.unwrap_or_default().into())
-        } else {
-            ProtocolError::UnsupportedVersion
-        }
-    }
-
-    /// A JSON-RPC error body for `error`, with `id`; the -32022 body carries `data.supported`
-    /// and `data.requested` (`UnsupportedProtocolVersionError`).
-    pub(crate) fn protocol_error_body(
-        &self,
-        id: Option<crate::jsonrpc::RequestId>,
-        error: &ProtocolError,
-    ) -> Bytes {
-        let data = match error {
-            ProtocolError::UnsupportedProtocolVersion(requested) => {
-                let supported: Vec<&str> = self
-                    .config
-                    .supported_versions
-                    .iter()
-                    .map(|v| v.as_str())
-                    .collect();
-                serde_json::value::to_raw_value(&serde_json::json!({
-                    "supported": supported,
-                    "requested": requested,
-                }))
-                .ok()
-            }
-            _ => None,
-        };
-        Message::Response(Response {
-            id,
-            outcome: Outcome::Error(ErrorObject {
-                code: error.code(),
-                message: error.to_string(),
-                data,
-                extra: serde_json::Map::new(),
-            }),
-        })
-        .to_bytes()
-    }
-
     fn require_session(
         &mut self,
         head: &RequestHead<'_>,
@@ -534,8 +351,9 @@ impl Router {
         let session = self
             .lookup_session(head.headers, principal)?
             .ok_or(ProtocolError::MissingSessionId)?;
-        self.header_version(head.headers)
-            .map_err(|()| self.unsupported_version(raw_version(head.headers)))?;
+        self.config
+            .header_version(head.headers)
+            .map_err(|()| self.config.unsupported_version(raw_version(head.headers)))?;
         self.session_step(session, SessionEvent::Activity);
         Ok(session)
     }
@@ -546,44 +364,18 @@ impl Router {
         head: &RequestHead<'_>,
         principal: Option<Box<str>>,
     ) -> Result<(), ProtocolError> {
-        use super::ResponseMode as M;
-        let accept_json = accepts(head.headers, mime::APPLICATION_JSON);
-        let accept_sse = accepts(head.headers, mime::TEXT_EVENT_STREAM);
-        match self.config.response_mode {
-            M::Json if !accept_json => {
-                return Err(ProtocolError::NotAcceptable(mime::APPLICATION_JSON));
-            }
-            M::Sse if !accept_sse => {
-                return Err(ProtocolError::NotAcceptable(mime::TEXT_EVENT_STREAM));
-            }
-            _ if !accept_json && !accept_sse => {
-                return Err(ProtocolError::NotAcceptable(mime::POST_ACCEPT));
-            }
-            _ => {}
-        }
-        if !content_type_is(head.headers, mime::APPLICATION_JSON) {
-            return Err(ProtocolError::UnsupportedMediaType);
-        }
-        let declared = head
-            .headers
-            .get(header::CONTENT_LENGTH)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok());
-        if declared.is_some_and(|n| n > self.config.limits.max_body_bytes as u64) {
-            return Err(ProtocolError::PayloadTooLarge(
-                self.config.limits.max_body_bytes,
-            ));
-        }
+        let (accept_json, accept_sse) = self.config.post_head_checks(head)?;
         // S-NEW-2: a modern request has no session; its `Mcp-Session-Id` is ignored.
-        let header_version = self.header_version(head.headers);
-        let modern = self.is_modern_version(header_version);
+        let header_version = self.config.header_version(head.headers);
+        let modern = self.config.is_modern_version(header_version);
         let session = if self.config.stateless || modern {
             None
         } else {
             self.lookup_session(head.headers, principal.as_deref())?
         };
         if let Some(s) = session {
-            header_version.map_err(|()| self.unsupported_version(raw_version(head.headers)))?;
+            header_version
+                .map_err(|()| self.config.unsupported_version(raw_version(head.headers)))?;
             self.session_step(s, SessionEvent::Activity);
             if let Some(sess) = self.sessions.get_mut(&s) {
                 sess.open_connections += 1;
@@ -627,7 +419,7 @@ impl Router {
                 let named = v
                     .to_str()
                     .ok()
-                    .and_then(|v| self.resolve_event_id(v))
+                    .and_then(|v| self.config.resolve_event_id(v))
                     .ok_or(ProtocolError::UnknownLastEventId)?;
                 let (lsid, seq) = match named {
                     EventRef::Stream(lsid, seq) => (lsid, seq),
@@ -683,7 +475,8 @@ impl Router {
         }
         self.session_step(session, SessionEvent::Delete);
         let mut headers = HeaderMap::new();
-        self.cors_headers(origin_of(head.headers).as_deref(), &mut headers);
+        self.config
+            .cors_headers(origin_of(head.headers).as_deref(), &mut headers);
         self.answer(stream, StatusCode::OK, headers, None);
         Ok(())
     }
@@ -771,7 +564,7 @@ impl Router {
                 )
                 .into(),
             );
-            let body = self.protocol_error_body(Some(r.id.clone()), &e);
+            let body = self.config.protocol_error_body(Some(r.id.clone()), &e);
             self.refuse(stream, e, origin, HeaderMap::new(), Some(body), false);
             return None;
         }
@@ -966,7 +759,7 @@ impl Router {
         let origin = ctx.origin.as_deref();
         if handles.is_empty() {
             let mut headers = HeaderMap::new();
-            self.cors_headers(origin, &mut headers);
+            self.config.cors_headers(origin, &mut headers);
             if kept.is_empty() {
                 self.answer(stream, StatusCode::ACCEPTED, headers, None);
             } else {
@@ -1031,13 +824,15 @@ impl Router {
         ctx: &PostContext,
         items: &[crate::jsonrpc::BatchItem],
     ) {
-        let e = self.unsupported_version(ctx.requested_version.as_deref());
+        let e = self
+            .config
+            .unsupported_version(ctx.requested_version.as_deref());
         let id = match items {
             // The legacy answer keeps its historical null id.
             [Ok(Message::Request(r))] if self.config.modern_enabled() => Some(r.id.clone()),
             _ => None,
         };
-        let body = self.protocol_error_body(id, &e);
+        let body = self.config.protocol_error_body(id, &e);
         let origin = ctx.origin.clone();
         self.refuse(
             stream,
@@ -1123,7 +918,7 @@ impl Router {
     /// The client answered a server→client request.
     fn client_response(&mut self, session: Option<SessionHandle>, response: Response) {
         if let (Some(s), Some(id)) = (session, &response.id)
-            && let Owner::Elsewhere(instance) = self.outbound_owner(id)
+            && let Owner::Elsewhere(instance) = self.config.outbound_owner(id)
         {
             return self.forward_response(s, instance, response);
         }
@@ -1140,7 +935,11 @@ impl Router {
     /// The client answered a server→client request of this instance.
     pub(crate) fn match_client_response(&mut self, s: SessionHandle, response: Response) {
         let session = Some(s);
-        let matched = match response.id.as_ref().map(|id| self.outbound_owner(id)) {
+        let matched = match response
+            .id
+            .as_ref()
+            .map(|id| self.config.outbound_owner(id))
+        {
             Some(Owner::Here(n)) => Some(super::OutboundId(n))
                 .filter(|id| self.outbound.get(id).is_some_and(|o| o.session == s)),
             _ => None,
@@ -1203,14 +1002,14 @@ impl Router {
         stop_reading: bool,
     ) {
         if error == ProtocolError::MethodNotAllowed && !headers.contains_key(header::ALLOW) {
-            headers.insert(header::ALLOW, self.allow(None));
+            headers.insert(header::ALLOW, self.config.allow(None));
         }
         headers.insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static(mime::APPLICATION_JSON),
         );
-        self.cors_headers(origin, &mut headers);
-        let body = body.unwrap_or_else(|| self.protocol_error_body(None, &error));
+        self.config.cors_headers(origin, &mut headers);
+        let body = body.unwrap_or_else(|| self.config.protocol_error_body(None, &error));
         let status = error.status_hint();
         self.out
             .push_back(ServerOutput::Event(ServerEvent::Rejected { stream, error }));
@@ -1239,38 +1038,6 @@ impl Router {
         }
         self.out.push_back(ServerOutput::ResponseEnd { stream });
     }
-
-    pub(crate) fn cors_headers(&self, origin: Option<&str>, headers: &mut HeaderMap) {
-        if let Some(cors) = &self.config.security.cors {
-            cors.apply(origin, headers);
-        }
-    }
-}
-
-/// The raw `MCP-Protocol-Version` text, if readable.
-fn raw_version(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get(&header_name::MCP_PROTOCOL_VERSION)
-        .and_then(|v| v.to_str().ok())
-        .map(str::trim)
-}
-
-// S-NEW-7, S-NEW-8.
-/// The headers a modern request mirrors from its body, kept until the
-/// body is complete: `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Mcp-Param-*`.
-fn mirrored_headers(headers: &HeaderMap) -> HeaderMap {
-    let mut kept = HeaderMap::new();
-    for (name, value) in headers {
-        let n = name.as_str();
-        if n == mcp_header::MCP_PROTOCOL_VERSION
-            || n == mcp_header::MCP_METHOD
-            || n == mcp_header::MCP_NAME
-            || n.starts_with(crate::mirror::MCP_PARAM_PREFIX)
-        {
-            kept.append(name.clone(), value.clone());
-        }
-    }
-    kept
 }
 
 /// `params._meta["io.modelcontextprotocol/protocolVersion"]` when it names a modern revision.

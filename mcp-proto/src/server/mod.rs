@@ -131,12 +131,14 @@
 //!
 //! Listed in the [`Router`] docs.
 
+mod admission;
 mod cluster;
 mod config;
 mod drain;
 mod error;
 mod inbound;
 mod memory_cluster;
+mod names;
 mod outbound;
 mod pace;
 pub(crate) mod security;

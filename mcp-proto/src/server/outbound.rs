@@ -185,6 +185,7 @@ impl Router {
         }
         let id = OutboundId(self.next());
         let wire_id = self
+            .config
             .outbound_wire_id(id.0)
             .ok_or(SendError::InvalidMessage)?;
         let payload = Message::Request(Request {
@@ -500,7 +501,7 @@ impl Router {
             HeaderValue::from_static("no"),
         );
         self.session_header(ls, &mut headers);
-        self.cors_headers(ls.origin.as_deref(), &mut headers);
+        self.config.cors_headers(ls.origin.as_deref(), &mut headers);
         headers
     }
 
@@ -565,7 +566,7 @@ impl Router {
         let Some(conn) = ls.connection else { return };
         ls.id_sent = true;
         let seq = ls.last_seq;
-        let frame = priming_frame(&self.stream_event_id(lsid, seq), retry);
+        let frame = priming_frame(&self.config.stream_event_id(lsid, seq), retry);
         if self.gate_event(lsid, 0, frame.clone(), None) {
             return; // written once the store registered the stream
         }
@@ -590,7 +591,7 @@ impl Router {
         let id = if ls.resumable {
             ls.last_seq += 1;
             let seq = ls.last_seq;
-            Some(self.stream_event_id(lsid, seq))
+            Some(self.config.stream_event_id(lsid, seq))
         } else {
             None
         };
@@ -754,7 +755,7 @@ impl Router {
             HeaderValue::from_static(mime::APPLICATION_JSON),
         );
         self.session_header(ls, &mut headers);
-        self.cors_headers(ls.origin.as_deref(), &mut headers);
+        self.config.cors_headers(ls.origin.as_deref(), &mut headers);
         let body = match &ls.kind {
             StreamKind::Request { kept, batch, .. } => match (kept.as_slice(), *batch) {
                 ([one], false) => one.clone(),
@@ -906,7 +907,7 @@ impl Router {
                 gap,
             }));
         if gap {
-            let id = self.stream_event_id(lsid, seq);
+            let id = self.config.stream_event_id(lsid, seq);
             self.send_chunk(conn, events_lost_frame(&id), false);
         }
         for e in events {
@@ -1123,7 +1124,7 @@ impl Router {
             s.shrink();
             return;
         }
-        let Some(wire_id) = self.outbound_wire_id(id.0) else {
+        let Some(wire_id) = self.config.outbound_wire_id(id.0) else {
             return;
         };
         let params = serde_json::json!({ "requestId": wire_id, "reason": reason });

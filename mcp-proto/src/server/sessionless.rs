@@ -135,7 +135,7 @@ impl Router {
                     });
                 }
                 let mut headers = HeaderMap::new();
-                self.cors_headers(origin, &mut headers);
+                self.config.cors_headers(origin, &mut headers);
                 return self.answer(stream, http::StatusCode::ACCEPTED, headers, None);
             }
             Ok(Message::Request(r)) => r,
@@ -146,7 +146,9 @@ impl Router {
             admitted = Err(ProtocolError::TooManyRequests);
         }
         if let Err(e) = admitted {
-            let body = self.protocol_error_body(Some(request.id.clone()), &e);
+            let body = self
+                .config
+                .protocol_error_body(Some(request.id.clone()), &e);
             return self.refuse(stream, e, origin, HeaderMap::new(), Some(body), false);
         }
         self.start_modern(stream, ctx, request);

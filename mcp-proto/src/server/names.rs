@@ -1,0 +1,111 @@
+//! The names the router gives its things on the wire and in the store: stream names, event
+//! ids, server→client request ids, and back. Alone they are numbers; in a cluster they carry
+//! the instance's name (`"<instance>.<n>"`), so every instance can tell its own from
+//! another's. Only the configuration is read here.
+
+use super::ServerConfig;
+use crate::jsonrpc::RequestId;
+
+impl ServerConfig {
+    /// This instance's name in a cluster (empty alone).
+    pub(crate) fn instance(&self) -> &str {
+        self.cluster
+            .as_ref()
+            .map(|c| &*c.instance)
+            .unwrap_or_default()
+    }
+
+    /// The name of stream `lsid` in event ids and the store (`<instance>.<lsid>`).
+    pub(crate) fn stream_name(&self, lsid: u64) -> String {
+        match &self.cluster {
+            Some(c) => format!("{}.{lsid}", c.instance),
+            None => lsid.to_string(),
+        }
+    }
+
+    /// The JSON-RPC id of a server→client request: a number alone, `"<instance>.<n>"` in a
+    /// cluster.
+    pub(crate) fn outbound_wire_id(&self, n: u64) -> Option<RequestId> {
+        match &self.cluster {
+            Some(c) => Some(RequestId::String(format!("{}.{n}", c.instance).into())),
+            None => i64::try_from(n).ok().map(RequestId::Number),
+        }
+    }
+
+    /// The local number of a server→client request id, or the instance it belongs to.
+    pub(crate) fn outbound_owner(&self, id: &RequestId) -> Owner {
+        match (&self.cluster, id) {
+            (None, RequestId::Number(n)) => u64::try_from(*n).map_or(Owner::Unknown, Owner::Here),
+            (Some(c), RequestId::String(s)) => match s.split_once('.') {
+                Some((inst, n)) if inst == &*c.instance => {
+                    n.parse().map_or(Owner::Unknown, Owner::Here)
+                }
+                Some((inst, _)) if !inst.is_empty() => Owner::Elsewhere(inst.into()),
+                _ => Owner::Unknown,
+            },
+            _ => Owner::Unknown,
+        }
+    }
+
+    /// Whether a `Last-Event-ID` names this instance's stream number (`Some(lsid)`), a
+    /// clustered session's listen log (`Listen(seq)`), or nothing resumable here.
+    pub(crate) fn resolve_event_id(&self, id: &str) -> Option<EventRef> {
+        let id = id.trim();
+        match &self.cluster {
+            None => super::stream::parse_event_id(id).map(|(l, s)| EventRef::Stream(l, s)),
+            Some(c) => {
+                let (name, seq) = id.rsplit_once('-')?;
+                let seq: u64 = digits(seq)?;
+                if name == "l" {
+                    return Some(EventRef::Listen(seq));
+                }
+                let (inst, n) = name.split_once('.')?;
+                let n = digits(n)?;
+                let valid = !inst.is_empty()
+                    && inst.len() <= 32
+                    && inst.bytes().all(|b| b.is_ascii_alphanumeric());
+                if !valid {
+                    return None;
+                }
+                if inst == &*c.instance {
+                    Some(EventRef::Stream(n, seq))
+                } else {
+                    Some(EventRef::Remote(name.into(), seq))
+                }
+            }
+        }
+    }
+
+    /// The event id of `seq` on stream `lsid` (`"<instance>.<lsid>-<seq>"` in a cluster).
+    pub(crate) fn stream_event_id(&self, lsid: u64, seq: u64) -> String {
+        match &self.cluster {
+            None => super::stream::event_id(lsid, seq),
+            Some(_) => format!("{}-{seq}", self.stream_name(lsid)),
+        }
+    }
+}
+
+/// Whom a server→client request id belongs to.
+#[derive(Debug)]
+pub(crate) enum Owner {
+    Here(u64),
+    Elsewhere(Box<str>),
+    Unknown,
+}
+
+/// What a `Last-Event-ID` names.
+#[derive(Debug, Clone)]
+pub(crate) enum EventRef {
+    /// Stream `lsid` of this instance, after `seq`.
+    Stream(u64, u64),
+    /// The session's listen log, after `seq`.
+    Listen(u64),
+    /// Another instance's request stream `name`, after `seq`.
+    Remote(Box<str>, u64),
+}
+
+fn digits(s: &str) -> Option<u64> {
+    (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| s.parse().ok())
+        .flatten()
+}
