@@ -46,7 +46,7 @@
 //! | `p:sessions` | sorted set | live session ids, scored by expiry (ms, server clock; `+inf`: none): the cluster-wide cap |
 //! | `p:log:<s>` | stream | the listen log, entry ids `<seq>-0`, field `p` = payload, trimmed `MAXLEN =` capacity |
 //! | `p:meta:<s>` | hash | `last` (the log's sequence counter), `cursor` |
-//! | `p:bus` | channel | [`BusMessage`]s of every instance (JSON, with the sender's name) |
+//! | `p:bus` | channel | [`BusMessage`](mcp_proto::server::BusMessage)s of every instance (JSON, with the sender's name) |
 //! | `p:wake:<s>` | channel | "the log of `s` grew" (the followers then read with `XRANGE`) |
 //! | `p:rss:<s>` | set | the names of the session's request streams |
 //! | `p:rs:<s>:<name>` | stream | request stream `name`'s events, ids `<seq>-0`, field `p` |
@@ -89,19 +89,23 @@
 //! a row or a break lose it, a recovery, the follows' grace — are one sans-IO machine, its
 //! state table in the `link` module, time passed in, tested on a virtual clock; the worker
 //! only dials, subscribes and runs commands, and holds the connection exactly while that
-//! machine says it is up.
+//! machine says it is up. Likewise sans-IO, tested without a server: the order of the
+//! operations (their lanes, batches, places in flight, an `Unfollow` behind its follow) is
+//! the `lanes` module's, and the command each operation sends and what its reply means
+//! are the `plan` module's (the scripts in `scripts`, the key names and encodings in
+//! `wire`); the worker sends what they say and performs the turns they start. A link's
+//! incarnation (its owner name's random part) is drawn by the backend, not the worker
+//! ([`RedisBackend::with_incarnations`]).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
-use bytes::Bytes;
 use futures_channel::mpsc;
 use futures_core::Stream;
 use futures_util::stream::FuturesUnordered;
@@ -110,18 +114,23 @@ use redis::{
     AsyncConnectionConfig, ConnectionAddr, IntoConnectionInfo, ProtocolVersion, PushInfo, PushKind,
     RedisConnectionInfo, Value,
 };
-use serde::{Deserialize, Serialize};
 
 use mcp_driver::{ClusterBackend, ClusterInbox, Runtime, StoreLink};
 
+mod lanes;
 mod link;
+mod plan;
+mod scripts;
+mod wire;
+use lanes::{Lane, Lanes, Start, Submitted, is_stateless};
 use link::{LinkEffect, LinkEvent, LinkLimits, LinkMachine, LinkState};
-use mcp_proto::jsonrpc::{Message, RequestId};
-use mcp_proto::server::{
-    BusMessage, FollowFrom, LogEvent, SessionRecord, StoreError, StoreOp, StoreReply, StreamEnd,
-    Ticket,
-};
+use mcp_proto::server::{FollowFrom, LogEvent, StoreError, StoreOp, StoreReply, StreamEnd, Ticket};
 use mcp_service::server::BoxFuture;
+use plan::{
+    Fail, LinkTrouble, Planner, Request, decode_cursor, decode_int, decode_log, decode_unit,
+};
+use scripts::Scripts;
+use wire::{StreamRead, bulk, decode_bus};
 
 /// A byte stream to Redis, with tokio's I/O traits (what the `redis` crate's codec reads).
 pub trait RedisIo: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static {}
@@ -314,47 +323,77 @@ impl RedisTarget {
     }
 }
 
+/// Draws a link's incarnation: a number that differs between processes and between the
+/// links of one process (no two incarnations of one instance name may share a liveness
+/// key). [`RedisBackend::with_incarnations`] sets it.
+type Incarnations = Arc<dyn Fn() -> u64 + Send + Sync>;
+
 /// The Redis [`ClusterBackend`] (see the module docs).
 pub struct RedisBackend<R: Runtime> {
     runtime: R,
     info: RedisConnectionInfo,
     dial: Dial,
     config: Arc<RedisConfig>,
+    incarnations: Incarnations,
 }
 
 impl<R: Runtime> RedisBackend<R> {
-    /// A backend dialing with `dial`, handshaking with `info`, on `runtime`.
+    /// A backend dialing with `dial`, handshaking with `info`, on `runtime`; its links'
+    /// incarnations are random ([`with_incarnations`](Self::with_incarnations)).
     pub fn new(runtime: R, info: RedisConnectionInfo, dial: Dial, config: RedisConfig) -> Self {
         RedisBackend {
             runtime,
             info: info.set_protocol(ProtocolVersion::RESP3),
             dial,
             config: Arc::new(config),
+            incarnations: Arc::new(random_incarnation),
         }
+    }
+
+    /// Draws each link's incarnation (its owner name in request streams is
+    /// `<instance>:<incarnation>`, in 16 hex digits) from `source` instead of the operating
+    /// system's random numbers: for tests that want fixed names, or a runtime of one's own
+    /// entropy. Every link of every process of the cluster must draw a different number.
+    ///
+    /// The entropy is an input, not read by the worker, so that the worker decides nothing
+    /// from the environment; the source is given to the backend (not to [`RedisConfig`] or
+    /// [`backend`]) so that their callers, the adapters, need not change.
+    pub fn with_incarnations(mut self, source: impl Fn() -> u64 + Send + Sync + 'static) -> Self {
+        self.incarnations = Arc::new(source);
+        self
     }
 }
 
-impl<R: Runtime> ClusterBackend for RedisBackend<R> {
-    fn connect(&self, instance: &str, inbox: ClusterInbox) -> Box<dyn StoreLink> {
-        let (ops_tx, ops_rx) = mpsc::unbounded();
-        let (push_tx, push_rx) = mpsc::unbounded();
-        let queued = Arc::new(AtomicUsize::new(0));
+impl<R: Runtime> RedisBackend<R> {
+    /// The worker of a new link of `instance`, incarnation `incarnation` (drawn by the
+    /// caller: the worker reads no entropy).
+    fn worker(
+        &self,
+        instance: &str,
+        inbox: ClusterInbox,
+        incarnation: u64,
+        push_tx: mpsc::UnboundedSender<(u64, PushInfo)>,
+        queued: Arc<AtomicUsize>,
+    ) -> Worker<R> {
         let now = self.runtime.now();
-        let worker = Worker {
+        Worker {
             rt: self.runtime.clone(),
             cfg: self.config.clone(),
             info: self.info.clone(),
             dial: self.dial.clone(),
             instance: instance.into(),
-            inbox: inbox.clone(),
-            keys: Arc::new(Keys::new(&self.config.prefix)),
+            inbox,
+            planner: Arc::new(Planner::new(
+                &self.config.prefix,
+                instance,
+                &owner_name(instance, incarnation),
+                self.config.read_batch,
+                self.config.liveness_ttl,
+            )),
             scripts: Arc::new(Scripts::new()),
             conn: None,
-            lanes: HashMap::new(),
-            waiting: VecDeque::new(),
+            lanes: Lanes::new(self.config.max_in_flight),
             in_flight: FuturesUnordered::new(),
-            in_flight_ops: 0,
-            queued_follows: HashMap::new(),
             starting: HashSet::new(),
             woken: HashSet::new(),
             push_tx,
@@ -369,10 +408,25 @@ impl<R: Runtime> ClusterBackend for RedisBackend<R> {
             ),
             follows: HashMap::new(),
             stream_follows: HashMap::new(),
-            owner: format!("{instance}:{}", incarnation()).into(),
             next_beat: now,
-            queued: queued.clone(),
-        };
+            queued,
+        }
+    }
+}
+
+impl<R: Runtime> ClusterBackend for RedisBackend<R> {
+    fn connect(&self, instance: &str, inbox: ClusterInbox) -> Box<dyn StoreLink> {
+        let (ops_tx, ops_rx) = mpsc::unbounded();
+        let (push_tx, push_rx) = mpsc::unbounded();
+        let queued = Arc::new(AtomicUsize::new(0));
+        let incarnation = (self.incarnations)();
+        let worker = self.worker(
+            instance,
+            inbox.clone(),
+            incarnation,
+            push_tx,
+            queued.clone(),
+        );
         self.runtime.spawn(Box::pin(worker.run(ops_rx, push_rx)));
         Box::new(RedisLink {
             ops: ops_tx,
@@ -408,573 +462,6 @@ impl StoreLink for RedisLink {
     }
 }
 
-/// Key and channel names.
-struct Keys {
-    prefix: String,
-}
-
-impl Keys {
-    fn new(prefix: &str) -> Keys {
-        Keys {
-            prefix: prefix.into(),
-        }
-    }
-    fn record(&self, s: &str) -> String {
-        format!("{}:s:{s}", self.prefix)
-    }
-    fn sessions(&self) -> String {
-        format!("{}:sessions", self.prefix)
-    }
-    fn log(&self, s: &str) -> String {
-        format!("{}:log:{s}", self.prefix)
-    }
-    fn meta(&self, s: &str) -> String {
-        format!("{}:meta:{s}", self.prefix)
-    }
-    fn bus(&self) -> String {
-        format!("{}:bus", self.prefix)
-    }
-    fn wake(&self, s: &str) -> String {
-        format!("{}:wake:{s}", self.prefix)
-    }
-    fn streams(&self, s: &str) -> String {
-        format!("{}:rss:{s}", self.prefix)
-    }
-    fn stream_log(&self, s: &str, stream: &str) -> String {
-        format!("{}:rs:{s}:{stream}", self.prefix)
-    }
-    fn stream_meta(&self, s: &str, stream: &str) -> String {
-        format!("{}:rsm:{s}:{stream}", self.prefix)
-    }
-    fn stream_wake(&self, s: &str, stream: &str) -> String {
-        format!("{}:rsw:{s}:{stream}", self.prefix)
-    }
-    fn instances(&self) -> String {
-        format!("{}:inst:", self.prefix)
-    }
-    fn wake_session<'a>(&self, channel: &'a str) -> Option<&'a str> {
-        channel
-            .strip_prefix(self.prefix.as_str())?
-            .strip_prefix(":wake:")
-    }
-}
-
-/// The server's clock in ms (Lua), and the renewal of a record, its log, its hash and its
-/// unfinished request streams: KEYS[1] record, [2] sessions, [3] log, [4] meta, [5] the set
-/// of its request streams (`<prefix>:rss:<id>`); ARGV[1] id, ARGV[2] ttl ms (0: none). The
-/// streams' keys are named from KEYS[5] (one Redis, not Redis Cluster). A finished stream
-/// keeps its retention expiry; the names of streams gone are dropped from the set.
-const RENEW: &str = r"
-local function now_ms()
-  local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-local function stream_keys(name)
-  local base = string.sub(KEYS[5], 1, #KEYS[5] - #ARGV[1] - 5)
-  local tail = ':' .. ARGV[1] .. ':' .. name
-  return base .. ':rs' .. tail, base .. ':rsm' .. tail
-end
-local function renew_streams(ttl)
-  for _, name in ipairs(redis.call('SMEMBERS', KEYS[5])) do
-    local l, m = stream_keys(name)
-    if redis.call('EXISTS', m) == 0 then
-      redis.call('SREM', KEYS[5], name)
-    elseif redis.call('HEXISTS', m, 'finished') == 0 then
-      if ttl > 0 then
-        redis.call('PEXPIRE', l, ttl)
-        redis.call('PEXPIRE', m, ttl)
-      else
-        redis.call('PERSIST', l)
-        redis.call('PERSIST', m)
-      end
-    end
-  end
-  if ttl > 0 then
-    redis.call('PEXPIRE', KEYS[5], ttl)
-  else
-    redis.call('PERSIST', KEYS[5])
-  end
-end
-local function renew(ttl)
-  renew_streams(ttl)
-  if ttl > 0 then
-    redis.call('PEXPIRE', KEYS[1], ttl)
-    redis.call('PEXPIRE', KEYS[3], ttl)
-    redis.call('PEXPIRE', KEYS[4], ttl)
-    redis.call('ZADD', KEYS[2], now_ms() + ttl, ARGV[1])
-  else
-    redis.call('PERSIST', KEYS[1])
-    redis.call('PERSIST', KEYS[3])
-    redis.call('PERSIST', KEYS[4])
-    redis.call('ZADD', KEYS[2], '+inf', ARGV[1])
-  end
-end
-";
-
-/// Create: ARGV[3] record, ARGV[4] cap. 1 created, 0 at capacity, -1 the id is taken.
-const CREATE: &str = r"
-local ttl = tonumber(ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now_ms())
-if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
-if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then return 0 end
-redis.call('SET', KEYS[1], ARGV[3])
-renew(ttl)
-return 1
-";
-
-/// Save: ARGV[3] record, ARGV[4] bus channel, ARGV[5] the bus message (`SessionSaved`,
-/// published only when saved). 1 saved, 0 missing.
-const SAVE: &str = r"
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('SET', KEYS[1], ARGV[3])
-renew(tonumber(ARGV[2]))
-redis.call('PUBLISH', ARGV[4], ARGV[5])
-return 1
-";
-
-/// Touch. 1 renewed, 0 missing.
-const TOUCH: &str = r"
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-renew(tonumber(ARGV[2]))
-return 1
-";
-
-/// Delete: ARGV[3] bus channel, ARGV[4] the bus message.
-const DELETE: &str = r"
-for _, name in ipairs(redis.call('SMEMBERS', KEYS[5])) do
-  local l, m = stream_keys(name)
-  redis.call('DEL', l, m)
-end
-redis.call('DEL', KEYS[1], KEYS[3], KEYS[4], KEYS[5])
-redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('PUBLISH', ARGV[3], ARGV[4])
-return 1
-";
-
-/// Publish: ARGV[3] payload, ARGV[4] capacity, ARGV[5] wake channel. The seq, 0 missing.
-const PUBLISH: &str = r"
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-local seq = redis.call('HINCRBY', KEYS[4], 'last', 1)
-redis.call('XADD', KEYS[3], 'MAXLEN', '=', ARGV[4], seq .. '-0', 'p', ARGV[3])
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl > 0 then
-  redis.call('PEXPIRE', KEYS[3], ttl)
-  redis.call('PEXPIRE', KEYS[4], ttl)
-end
-redis.call('PUBLISH', ARGV[5], seq)
-return seq
-";
-
-/// Delivered: ARGV[3] seq. 1 moved (or kept), 0 missing.
-const DELIVERED: &str = r"
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-local cur = tonumber(redis.call('HGET', KEYS[4], 'cursor') or '0') or 0
-if tonumber(ARGV[3]) > cur then redis.call('HSET', KEYS[4], 'cursor', ARGV[3]) end
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl > 0 then redis.call('PEXPIRE', KEYS[4], ttl) end
-return 1
-";
-
-/// OpenStream: KEYS[6] its log, [7] its hash, [8] the owner's liveness key; ARGV[3] name,
-/// ARGV[4] owner, ARGV[5] requests (JSON), ARGV[6] liveness TTL ms. Replaces a stream of the
-/// name. 1 opened, 0 no such session.
-const OPEN_STREAM: &str = r"
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('DEL', KEYS[6], KEYS[7])
-redis.call('HSET', KEYS[7], 'owner', ARGV[4], 'requests', ARGV[5])
-redis.call('SADD', KEYS[5], ARGV[3])
-redis.call('SET', KEYS[8], '1', 'PX', ARGV[6])
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl > 0 then
-  redis.call('PEXPIRE', KEYS[7], ttl)
-  redis.call('PEXPIRE', KEYS[5], ttl)
-else
-  redis.call('PERSIST', KEYS[5])
-end
-return 1
-";
-
-/// Append: KEYS[6] log, [7] hash; ARGV[3] seq, ARGV[4] payload, ARGV[5] the answered
-/// request's field (`a:<id JSON>`, empty: none), ARGV[6] wake channel. An event at or below
-/// the log's last one is already there (a retry) and is not added again. 1 stored, 0 no such
-/// stream.
-const APPEND: &str = r"
-if redis.call('EXISTS', KEYS[7]) == 0 then return 0 end
-if ARGV[5] ~= '' then redis.call('HSET', KEYS[7], ARGV[5], '1') end
-local seq = tonumber(ARGV[3])
-if seq > 0 then
-  local top = redis.call('XREVRANGE', KEYS[6], '+', '-', 'COUNT', 1)
-  local last = 0
-  if #top > 0 then last = tonumber(string.match(top[1][1], '^(%d+)')) or 0 end
-  if seq > last then redis.call('XADD', KEYS[6], seq .. '-0', 'p', ARGV[4]) end
-end
-local ttl
-if redis.call('HEXISTS', KEYS[7], 'finished') == 0 then
-  ttl = redis.call('PTTL', KEYS[1])
-else
-  ttl = redis.call('PTTL', KEYS[7])
-end
-if ttl > 0 then redis.call('PEXPIRE', KEYS[6], ttl) end
-redis.call('PUBLISH', ARGV[6], 'a')
-return 1
-";
-
-/// EndStream: KEYS[6] log, [7] hash; ARGV[3] retention ms (at least 1), ARGV[4] wake
-/// channel. 1 ended, 0 no such stream.
-const END_STREAM: &str = r"
-if redis.call('EXISTS', KEYS[7]) == 0 then return 0 end
-redis.call('HSET', KEYS[7], 'finished', '1')
-redis.call('PEXPIRE', KEYS[7], ARGV[3])
-redis.call('PEXPIRE', KEYS[6], ARGV[3])
-redis.call('PUBLISH', ARGV[4], 'e')
-return 1
-";
-
-/// A request stream's state: KEYS[6] log, [7] hash; ARGV[3] after, ARGV[4] count, ARGV[5]
-/// the liveness keys' prefix. `{0}`: no such session or stream; else `{1, owner alive (0/1),
-/// the hash (HGETALL), the events after (XRANGE)}`.
-const STREAM_READ: &str = r"
-if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('EXISTS', KEYS[7]) == 0 then return {0} end
-local h = redis.call('HGETALL', KEYS[7])
-local owner = ''
-for i = 1, #h, 2 do
-  if h[i] == 'owner' then owner = h[i + 1] end
-end
-local alive = redis.call('EXISTS', ARGV[5] .. owner)
-local events = redis.call('XRANGE', KEYS[6], '(' .. ARGV[3] .. '-0', '+', 'COUNT', ARGV[4])
-return {1, alive, h, events}
-";
-
-struct Scripts {
-    create: redis::Script,
-    save: redis::Script,
-    touch: redis::Script,
-    delete: redis::Script,
-    publish: redis::Script,
-    delivered: redis::Script,
-    open_stream: redis::Script,
-    append: redis::Script,
-    end_stream: redis::Script,
-    stream_read: redis::Script,
-}
-
-impl Scripts {
-    fn new() -> Scripts {
-        let s = |body: &str| redis::Script::new(&format!("{RENEW}{body}"));
-        Scripts {
-            create: s(CREATE),
-            save: s(SAVE),
-            touch: s(TOUCH),
-            delete: s(DELETE),
-            publish: s(PUBLISH),
-            delivered: s(DELIVERED),
-            open_stream: s(OPEN_STREAM),
-            append: s(APPEND),
-            end_stream: s(END_STREAM),
-            stream_read: s(STREAM_READ),
-        }
-    }
-
-    fn all(&self) -> [&redis::Script; 10] {
-        [
-            &self.create,
-            &self.save,
-            &self.touch,
-            &self.delete,
-            &self.publish,
-            &self.delivered,
-            &self.open_stream,
-            &self.append,
-            &self.end_stream,
-            &self.stream_read,
-        ]
-    }
-}
-
-/// A record as stored (JSON; the state in base64).
-#[derive(Serialize, Deserialize)]
-struct WireRecord {
-    id: String,
-    principal: Option<String>,
-    version: String,
-    state: Option<String>,
-}
-
-fn encode_record(r: &SessionRecord) -> Vec<u8> {
-    let w = WireRecord {
-        id: r.id.to_string(),
-        principal: r.principal.as_deref().map(str::to_owned),
-        version: r.version.as_str().to_owned(),
-        state: r
-            .state
-            .as_ref()
-            .map(|s| base64::engine::general_purpose::STANDARD.encode(s)),
-    };
-    serde_json::to_vec(&w).unwrap_or_default()
-}
-
-fn decode_record(session: &str, bytes: &[u8]) -> Option<SessionRecord> {
-    let w: WireRecord = serde_json::from_slice(bytes).ok()?;
-    if w.id != session {
-        return None;
-    }
-    let state = match w.state {
-        Some(s) => Some(Bytes::from(
-            base64::engine::general_purpose::STANDARD.decode(s).ok()?,
-        )),
-        None => None,
-    };
-    Some(SessionRecord {
-        id: w.id.into(),
-        principal: w.principal.map(Into::into),
-        version: mcp_proto::ProtocolVersion::parse(&w.version)?,
-        state,
-    })
-}
-
-/// A bus message as published: the sender's instance name, and the message.
-#[derive(Serialize, Deserialize)]
-struct WireBus {
-    from: String,
-    msg: WireMsg,
-}
-
-#[derive(Serialize, Deserialize)]
-enum WireMsg {
-    SessionDeleted {
-        session: String,
-    },
-    Cancel {
-        session: String,
-        request: RequestId,
-    },
-    ClientResponse {
-        instance: String,
-        session: String,
-        response: Box<serde_json::value::RawValue>,
-    },
-    ListenTaken {
-        session: String,
-        by: String,
-    },
-    SessionSaved {
-        session: String,
-    },
-    StreamResumed {
-        session: String,
-        stream: String,
-    },
-    /// [`BusMessage::Notice`]: the payload in base64 (it is opaque bytes).
-    Notice {
-        from: String,
-        payload: String,
-    },
-}
-
-fn encode_bus(from: &str, message: &BusMessage) -> Option<Vec<u8>> {
-    let msg = match message {
-        BusMessage::SessionDeleted { session } => WireMsg::SessionDeleted {
-            session: session.to_string(),
-        },
-        BusMessage::Cancel { session, request } => WireMsg::Cancel {
-            session: session.to_string(),
-            request: request.clone(),
-        },
-        BusMessage::ClientResponse {
-            instance,
-            session,
-            response,
-        } => {
-            let text = String::from_utf8(response.to_bytes().to_vec()).ok()?;
-            WireMsg::ClientResponse {
-                instance: instance.to_string(),
-                session: session.to_string(),
-                response: serde_json::value::RawValue::from_string(text).ok()?,
-            }
-        }
-        BusMessage::ListenTaken { session, by } => WireMsg::ListenTaken {
-            session: session.to_string(),
-            by: by.to_string(),
-        },
-        BusMessage::SessionSaved { session } => WireMsg::SessionSaved {
-            session: session.to_string(),
-        },
-        BusMessage::StreamResumed { session, stream } => WireMsg::StreamResumed {
-            session: session.to_string(),
-            stream: stream.to_string(),
-        },
-        BusMessage::Notice { from, payload } => WireMsg::Notice {
-            from: from.to_string(),
-            payload: base64::engine::general_purpose::STANDARD.encode(payload),
-        },
-    };
-    serde_json::to_vec(&WireBus {
-        from: from.into(),
-        msg,
-    })
-    .ok()
-}
-
-/// The sender and the message of a published bus message (`None`: malformed).
-fn decode_bus(bytes: &[u8]) -> Option<(String, BusMessage)> {
-    let w: WireBus = serde_json::from_slice(bytes).ok()?;
-    let msg = match w.msg {
-        WireMsg::SessionDeleted { session } => BusMessage::SessionDeleted {
-            session: session.into(),
-        },
-        WireMsg::Cancel { session, request } => BusMessage::Cancel {
-            session: session.into(),
-            request,
-        },
-        WireMsg::ClientResponse {
-            instance,
-            session,
-            response,
-        } => match mcp_proto::jsonrpc::parse_message(response.get().as_bytes()).ok()? {
-            Message::Response(response) => BusMessage::ClientResponse {
-                instance: instance.into(),
-                session: session.into(),
-                response,
-            },
-            _ => return None,
-        },
-        WireMsg::ListenTaken { session, by } => BusMessage::ListenTaken {
-            session: session.into(),
-            by: by.into(),
-        },
-        WireMsg::SessionSaved { session } => BusMessage::SessionSaved {
-            session: session.into(),
-        },
-        WireMsg::StreamResumed { session, stream } => BusMessage::StreamResumed {
-            session: session.into(),
-            stream: stream.into(),
-        },
-        WireMsg::Notice { from, payload } => BusMessage::Notice {
-            from: from.into(),
-            payload: Bytes::from(
-                base64::engine::general_purpose::STANDARD
-                    .decode(payload)
-                    .ok()?,
-            ),
-        },
-    };
-    Some((w.from, msg))
-}
-
-/// The idle TTL as the scripts take it: ms, at least 1; 0 for none.
-fn ttl_ms(ttl: Option<Duration>) -> u64 {
-    ttl.map_or(0, |t| {
-        u64::try_from(t.as_millis()).unwrap_or(u64::MAX).max(1)
-    })
-}
-
-/// One failed attempt.
-struct Fail {
-    /// The command may have reached Redis.
-    sent: bool,
-    why: String,
-    /// What the failure says of the connection.
-    link: LinkTrouble,
-}
-
-/// What a failed command says of its connection (the worker acts on it: [`Worker::note`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum LinkTrouble {
-    /// Nothing (Redis answered an error, or its reply did not decode).
-    None,
-    /// The connection broke.
-    Dropped,
-    /// No answer within the command timeout.
-    TimedOut,
-}
-
-impl Fail {
-    fn unsent(why: impl Into<String>) -> Fail {
-        Fail {
-            sent: false,
-            why: why.into(),
-            link: LinkTrouble::None,
-        }
-    }
-    fn dropped(why: impl Into<String>) -> Fail {
-        Fail {
-            sent: false,
-            why: why.into(),
-            link: LinkTrouble::Dropped,
-        }
-    }
-    fn sent(why: impl Into<String>) -> Fail {
-        Fail {
-            sent: true,
-            why: why.into(),
-            link: LinkTrouble::None,
-        }
-    }
-}
-
-/// The lane of an operation: one session's operations, or the service notices (which carry
-/// no session). A lane runs one operation at a time, in submission order, its retries
-/// included; different lanes run side by side.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-enum Lane {
-    Session(Box<str>),
-    Notices,
-}
-
-impl Lane {
-    /// The lane of `op`; `None` for an `Unfollow`, whose lane is its follow's.
-    fn of(op: &StoreOp) -> Option<Lane> {
-        let session = match op {
-            StoreOp::Load { session }
-            | StoreOp::Touch { session, .. }
-            | StoreOp::Delete { session }
-            | StoreOp::Publish { session, .. }
-            | StoreOp::Follow { session, .. }
-            | StoreOp::Delivered { session, .. }
-            | StoreOp::OpenStream { session, .. }
-            | StoreOp::Append { session, .. }
-            | StoreOp::EndStream { session, .. }
-            | StoreOp::FollowStream { session, .. } => session,
-            StoreOp::Create { record, .. } | StoreOp::Save { record, .. } => &record.id,
-            StoreOp::Broadcast { message } => match message {
-                BusMessage::SessionDeleted { session }
-                | BusMessage::SessionSaved { session }
-                | BusMessage::Cancel { session, .. }
-                | BusMessage::ClientResponse { session, .. }
-                | BusMessage::StreamResumed { session, .. }
-                | BusMessage::ListenTaken { session, .. } => session,
-                BusMessage::Notice { .. } => return Some(Lane::Notices),
-            },
-            StoreOp::Unfollow { .. } => return None,
-        };
-        Some(Lane::Session(session.clone()))
-    }
-}
-
-/// A lane's operations: the one running (in flight or here) or waiting for a place in
-/// flight is out of `queue`.
-#[derive(Default)]
-struct LaneState {
-    /// An operation of the lane runs.
-    busy: bool,
-    /// The lane's next operation waits for a place in flight (the lane is in
-    /// [`Worker::waiting`]).
-    waiting: bool,
-    queue: VecDeque<(Ticket, StoreOp)>,
-}
-
-/// Whether `op` needs none of the worker's state (follows, subscriptions): one command,
-/// its answer from the reply alone. Those run pipelined.
-fn is_stateless(op: &StoreOp) -> bool {
-    !matches!(
-        op,
-        StoreOp::Follow { .. }
-            | StoreOp::FollowStream { .. }
-            | StoreOp::Unfollow { .. }
-            | StoreOp::Delete { .. }
-    )
-}
-
 /// Whether `op` may be repeated once it may have reached Redis.
 fn is_idempotent(op: &StoreOp) -> bool {
     !matches!(
@@ -982,9 +469,6 @@ fn is_idempotent(op: &StoreOp) -> bool {
         StoreOp::Create { .. } | StoreOp::Publish { .. } | StoreOp::Broadcast { .. }
     )
 }
-
-/// Operations of one lane sent together at most (a batch in flight).
-const MAX_BATCH: usize = 64;
 
 /// A batch in flight ended: a lane's operations, in order, each with its outcome.
 struct Done {
@@ -1041,10 +525,8 @@ async fn in_order<F: std::future::Future>(futs: Vec<F>) -> Vec<F::Output> {
 struct Stateless<R: Runtime> {
     rt: R,
     cfg: Arc<RedisConfig>,
-    keys: Arc<Keys>,
+    planner: Arc<Planner>,
     scripts: Arc<Scripts>,
-    instance: Arc<str>,
-    owner: Arc<str>,
 }
 
 enum Input {
@@ -1062,20 +544,16 @@ struct Worker<R: Runtime> {
     dial: Dial,
     instance: Arc<str>,
     inbox: ClusterInbox,
-    keys: Arc<Keys>,
+    /// What to send for each operation, and what its reply means.
+    planner: Arc<Planner>,
     scripts: Arc<Scripts>,
     conn: Option<MultiplexedConnection>,
-    /// Operations by lane: one at a time per lane, in submission order.
-    lanes: HashMap<Lane, LaneState>,
-    /// Lanes whose next operation waits for a place in flight, in the order they asked.
-    waiting: VecDeque<Lane>,
-    /// Batches of stateless operations in flight on the connection.
+    /// The order of the operations: their lanes, the places in flight (at most
+    /// [`RedisConfig::max_in_flight`] operations), the follows an `Unfollow` queues behind.
+    lanes: Lanes,
+    /// The batches and follow starts in flight on the connection (as [`Lanes`] started
+    /// them).
     in_flight: FuturesUnordered<BoxFuture<'static, Landed>>,
-    /// The operations in them, at most [`RedisConfig::max_in_flight`].
-    in_flight_ops: usize,
-    /// Follows not yet registered (queued in their lane, or starting in flight): an
-    /// `Unfollow` of one queues behind it.
-    queued_follows: HashMap<Ticket, Lane>,
     /// Sessions whose follow is starting in flight (subscribed, or subscribing, to their
     /// wake-up channel), and those of them woken meanwhile (read again once registered).
     starting: HashSet<Box<str>>,
@@ -1089,9 +567,6 @@ struct Worker<R: Runtime> {
     follows: HashMap<Ticket, (Box<str>, u64)>,
     /// Live request-stream follows.
     stream_follows: HashMap<Ticket, StreamFollow>,
-    /// This link's owner name in request streams, `<instance>:<incarnation>`: its liveness
-    /// key is `p:inst:<owner>` (a restarted instance of the same name is another owner).
-    owner: Arc<str>,
     /// When the liveness key is renewed and the stream follows are checked next.
     next_beat: Instant,
     /// Operations submitted and not yet done (the link refuses more than
@@ -1107,19 +582,13 @@ struct StreamFollow {
     last: u64,
 }
 
-/// A request stream as read: the events after the asked one (at most one batch), its end
-/// (`None` while it runs, or while more events are left to read), and whether the batch was
-/// full (read again).
-struct StreamRead {
-    events: Vec<LogEvent>,
-    end: Option<StreamEnd>,
-    full: bool,
-}
-
-/// A number that differs between processes and links (no two incarnations of one instance
-/// name share a liveness key).
-fn incarnation() -> String {
+/// The default source of incarnations: the operating system's random numbers; should they fail,
+/// a hash of a per-process link counter, the process id and the time.
+fn random_incarnation() -> u64 {
     use std::hash::{BuildHasher, Hasher};
+    if let Ok(n) = getrandom::u64() {
+        return n;
+    }
     static LINKS: AtomicUsize = AtomicUsize::new(0);
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_usize(LINKS.fetch_add(1, Ordering::Relaxed));
@@ -1127,7 +596,13 @@ fn incarnation() -> String {
     if let Ok(t) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
         h.write_u128(t.as_nanos());
     }
-    format!("{:016x}", h.finish())
+    h.finish()
+}
+
+/// Link `incarnation`'s owner name in request streams: its liveness key is
+/// `p:inst:<owner>` (a restarted instance of the same name is another owner).
+fn owner_name(instance: &str, incarnation: u64) -> String {
+    format!("{instance}:{incarnation:016x}")
 }
 
 impl<R: Runtime> Worker<R> {
@@ -1157,8 +632,8 @@ impl<R: Runtime> Worker<R> {
                 Input::Closed => {
                     // Gone in order: the owned streams' followers need not wait for the TTL.
                     if let Some(mut con) = self.conn.clone() {
-                        let cmd = redis::cmd("DEL").arg(self.liveness_key()).to_owned();
-                        let _ = self.timed(cmd.query_async::<i64>(&mut con)).await;
+                        let req = self.planner.drop_liveness();
+                        let _ = self.query(&mut con, &req, decode_int).await;
                     }
                     return;
                 }
@@ -1166,136 +641,83 @@ impl<R: Runtime> Worker<R> {
         }
     }
 
-    fn liveness_key(&self) -> String {
-        liveness_key(&self.keys, &self.owner)
-    }
-
     fn stateless(&self) -> Stateless<R> {
         Stateless {
             rt: self.rt.clone(),
             cfg: self.cfg.clone(),
-            keys: self.keys.clone(),
+            planner: self.planner.clone(),
             scripts: self.scripts.clone(),
-            instance: self.instance.clone(),
-            owner: self.owner.clone(),
         }
     }
 
     /// Queues `op` in its lane and starts what the lane can start.
     async fn submit(&mut self, ticket: Ticket, op: StoreOp) {
-        let lane = match Lane::of(&op) {
-            Some(lane) => lane,
-            None => match &op {
-                StoreOp::Unfollow { follow } if self.queued_follows.contains_key(follow) => {
-                    self.queued_follows[follow].clone()
-                }
-                _ => {
-                    // Its follow ran already (or never was): nothing waits for it.
-                    self.execute(ticket, op).await;
-                    self.queued.fetch_sub(1, Ordering::Relaxed);
-                    return;
-                }
-            },
-        };
-        if matches!(op, StoreOp::Follow { .. } | StoreOp::FollowStream { .. }) {
-            self.queued_follows.insert(ticket, lane.clone());
+        match self.lanes.submit(ticket, op) {
+            Submitted::Queued(lane) => self.run_lane(lane).await,
+            Submitted::Now(ticket, op) => {
+                self.execute(ticket, op).await;
+                self.queued.fetch_sub(1, Ordering::Relaxed);
+            }
         }
-        self.lanes
-            .entry(lane.clone())
-            .or_default()
-            .queue
-            .push_back((ticket, op));
-        self.run_lane(lane).await;
     }
 
-    /// Runs `lane`'s next operations while it is free: the stateless ones at its head go
-    /// in flight together, in order (a batch of at most [`MAX_BATCH`] and of the places left
-    /// in flight, or they wait for a place); any other runs here to its end. With no
-    /// connection every operation runs here (its attempts dial).
+    /// Performs `lane`'s next turns ([`Lanes::next`]) while it is free: a batch or a
+    /// follow's start goes in flight; any other operation runs here to its end. With no
+    /// connection every operation runs here (its attempts dial). Bounded: each turn run
+    /// here takes an operation off the lane, and nothing is queued meanwhile.
     async fn run_lane(&mut self, lane: Lane) {
-        let max = self.cfg.max_in_flight.max(1);
-        loop {
-            let Some(state) = self.lanes.get_mut(&lane) else {
-                return;
-            };
-            if state.busy || state.waiting {
-                return;
-            }
-            let Some((_, op)) = state.queue.front() else {
-                self.lanes.remove(&lane);
-                return;
-            };
-            if let (Some(con), true) = (&self.conn, is_stateless(op)) {
-                let room = max.saturating_sub(self.in_flight_ops).min(MAX_BATCH);
-                if room == 0 {
-                    state.waiting = true;
-                    self.waiting.push_back(lane);
+        while let Some(start) = self.lanes.next(&lane, self.conn.is_some()) {
+            match start {
+                Start::Batch(batch) => {
+                    let Some(con) = self.conn.clone() else {
+                        return; // not reached: `next` starts a batch only with a connection
+                    };
+                    let s = self.stateless();
+                    let (generation, lane) = (self.link.generation(), lane.clone());
+                    self.in_flight.push(Box::pin(async move {
+                        let attempts = batch.iter().map(|(_, op)| s.once(con.clone(), op));
+                        let results = in_order(attempts.collect()).await;
+                        let ops = batch
+                            .into_iter()
+                            .zip(results)
+                            .map(|((ticket, op), result)| (ticket, op, result))
+                            .collect();
+                        Landed::Batch(Done {
+                            lane,
+                            generation,
+                            ops,
+                        })
+                    }));
                     return;
                 }
-                let take = state
-                    .queue
-                    .iter()
-                    .take(room)
-                    .take_while(|(_, op)| is_stateless(op))
-                    .count();
-                let batch: Vec<(Ticket, StoreOp)> = state.queue.drain(..take).collect();
-                state.busy = true;
-                self.in_flight_ops += batch.len();
-                let (s, con) = (self.stateless(), con.clone());
-                let (generation, lane) = (self.link.generation(), lane.clone());
-                self.in_flight.push(Box::pin(async move {
-                    let attempts = batch.iter().map(|(_, op)| s.once(con.clone(), op));
-                    let results = in_order(attempts.collect()).await;
-                    let ops = batch
-                        .into_iter()
-                        .zip(results)
-                        .map(|((ticket, op), result)| (ticket, op, result))
-                        .collect();
-                    Landed::Batch(Done {
-                        lane,
-                        generation,
-                        ops,
-                    })
-                }));
-                return;
-            }
-            if let (Some(con), StoreOp::Follow { session, from }) = (&self.conn, op) {
-                let (session, from, con) = (session.clone(), *from, con.clone());
-                if self.in_flight_ops >= max {
-                    state.waiting = true;
-                    self.waiting.push_back(lane);
+                Start::Follow(ticket, op) => {
+                    let (Some(con), StoreOp::Follow { session, from }) = (self.conn.clone(), &op)
+                    else {
+                        return; // not reached: `next` starts a follow only with a connection
+                    };
+                    let (session, from) = (session.clone(), *from);
+                    let subscribe = !self.is_followed(&session);
+                    self.starting.insert(session.clone());
+                    let s = self.stateless();
+                    let (generation, lane) = (self.link.generation(), lane.clone());
+                    self.in_flight.push(Box::pin(async move {
+                        let result = s.follow_start(con, &session, from, subscribe).await;
+                        Landed::Follow(Box::new(FollowDone {
+                            lane,
+                            generation,
+                            ticket,
+                            op,
+                            session,
+                            result,
+                        }))
+                    }));
                     return;
                 }
-                let Some((ticket, op)) = state.queue.pop_front() else {
-                    return;
-                };
-                state.busy = true;
-                self.in_flight_ops += 1;
-                let subscribe = !self.is_followed(&session);
-                self.starting.insert(session.clone());
-                let s = self.stateless();
-                let (generation, lane) = (self.link.generation(), lane.clone());
-                self.in_flight.push(Box::pin(async move {
-                    let result = s.follow_start(con, &session, from, subscribe).await;
-                    Landed::Follow(Box::new(FollowDone {
-                        lane,
-                        generation,
-                        ticket,
-                        op,
-                        session,
-                        result,
-                    }))
-                }));
-                return;
+                Start::Run(ticket, op) => {
+                    self.execute(ticket, op).await;
+                    self.queued.fetch_sub(1, Ordering::Relaxed);
+                }
             }
-            let Some((ticket, op)) = state.queue.pop_front() else {
-                return;
-            };
-            if matches!(op, StoreOp::Follow { .. } | StoreOp::FollowStream { .. }) {
-                self.queued_follows.remove(&ticket);
-            }
-            self.execute(ticket, op).await;
-            self.queued.fetch_sub(1, Ordering::Relaxed);
         }
     }
 
@@ -1316,7 +738,7 @@ impl<R: Runtime> Worker<R> {
         events: Vec<LogEvent>,
         woken: bool,
     ) {
-        let full = events.len() >= self.cfg.read_batch.max(1);
+        let full = events.len() >= self.planner.read_batch();
         self.follows.insert(ticket, (session.into(), after));
         self.answer(ticket, after, events);
         if (full || woken)
@@ -1338,7 +760,6 @@ impl<R: Runtime> Worker<R> {
             session,
             result,
         } = *done;
-        self.in_flight_ops = self.in_flight_ops.saturating_sub(1);
         self.starting.remove(&session);
         let woken = self.woken.remove(&session);
         if generation == self.link.generation() {
@@ -1351,23 +772,16 @@ impl<R: Runtime> Worker<R> {
             }
             Err(f) => self.attempts(ticket, &op, 1, f.why).await,
         }
-        self.queued_follows.remove(&ticket);
         self.queued.fetch_sub(1, Ordering::Relaxed);
-        if let Some(state) = self.lanes.get_mut(&lane) {
-            state.busy = false;
-        }
+        self.lanes.landed(&lane, 1, Some(ticket));
         self.run_lane(lane).await;
         self.fill_places().await;
     }
 
     /// Lets the lanes that waited for a place in flight go, in order, while places are free.
     async fn fill_places(&mut self) {
-        while self.in_flight_ops < self.cfg.max_in_flight.max(1)
-            && let Some(next) = self.waiting.pop_front()
-        {
-            if let Some(state) = self.lanes.get_mut(&next) {
-                state.waiting = false;
-            }
+        // Bounded: each lane leaves the line, and joins it again only when no place is free.
+        while let Some(next) = self.lanes.next_waiting() {
             self.run_lane(next).await;
         }
     }
@@ -1382,7 +796,7 @@ impl<R: Runtime> Worker<R> {
             generation,
             ops,
         } = done;
-        self.in_flight_ops = self.in_flight_ops.saturating_sub(ops.len());
+        let landed = ops.len();
         let last_applied = ops.iter().rposition(|(_, _, r)| r.is_ok());
         let mut noted_failure = false;
         let mut again = Vec::new();
@@ -1410,9 +824,7 @@ impl<R: Runtime> Worker<R> {
             self.attempts(ticket, &op, 1, why).await;
             self.queued.fetch_sub(1, Ordering::Relaxed);
         }
-        if let Some(state) = self.lanes.get_mut(&lane) {
-            state.busy = false;
-        }
+        self.lanes.landed(&lane, landed, None);
         self.run_lane(lane).await;
         self.fill_places().await;
     }
@@ -1423,13 +835,8 @@ impl<R: Runtime> Worker<R> {
 
     /// Renews this link's liveness key.
     async fn renew_liveness(&mut self, mut con: MultiplexedConnection) -> Result<(), Fail> {
-        let cmd = redis::cmd("SET")
-            .arg(self.liveness_key())
-            .arg("1")
-            .arg("PX")
-            .arg(ttl_ms(Some(self.cfg.liveness_ttl)))
-            .to_owned();
-        self.timed(cmd.query_async::<()>(&mut con)).await
+        let req = self.planner.renew_liveness();
+        self.query(&mut con, &req, decode_unit).await
     }
 
     /// Every third of the liveness TTL: renew the liveness key, and read every stream follow
@@ -1486,6 +893,22 @@ impl<R: Runtime> Worker<R> {
         fut: impl std::future::Future<Output = redis::RedisResult<T>>,
     ) -> Result<T, Fail> {
         let out = timed_on(&self.rt, self.cfg.command_timeout, fut).await;
+        self.note(out.as_ref().map(|_| ()));
+        out
+    }
+
+    /// Planned request `req` on `con` under the command timeout, its reply read by
+    /// `decode`; the outcome noted ([`note`](Self::note)) as a typed query's would be.
+    async fn query<T>(
+        &mut self,
+        con: &mut MultiplexedConnection,
+        req: &Request,
+        decode: impl FnOnce(Value) -> Result<T, Fail>,
+    ) -> Result<T, Fail> {
+        let timeout = self.cfg.command_timeout;
+        let out = send_on(&self.rt, timeout, &self.scripts, con, req)
+            .await
+            .and_then(decode);
         self.note(out.as_ref().map(|_| ()));
         out
     }
@@ -1559,13 +982,13 @@ impl<R: Runtime> Worker<R> {
             }
         };
         self.link.on(self.rt.now(), LinkEvent::Dialed);
-        let mut channels = vec![self.keys.bus()];
+        let mut channels = vec![self.planner.keys().bus()];
         let sessions: HashSet<&str> = self.follows.values().map(|(s, _)| &**s).collect();
-        channels.extend(sessions.into_iter().map(|s| self.keys.wake(s)));
+        channels.extend(sessions.into_iter().map(|s| self.planner.keys().wake(s)));
         let streams: HashSet<String> = self
             .stream_follows
             .values()
-            .map(|f| self.keys.stream_wake(&f.session, &f.stream))
+            .map(|f| self.planner.keys().stream_wake(&f.session, &f.stream))
             .collect();
         channels.extend(streams);
         self.conn = Some(con.clone());
@@ -1639,7 +1062,9 @@ impl<R: Runtime> Worker<R> {
                 let streams: Vec<Ticket> = self
                     .stream_follows
                     .iter()
-                    .filter(|(_, f)| self.keys.stream_wake(&f.session, &f.stream) == channel)
+                    .filter(|(_, f)| {
+                        self.planner.keys().stream_wake(&f.session, &f.stream) == channel
+                    })
                     .map(|(t, _)| *t)
                     .collect();
                 if !streams.is_empty() {
@@ -1651,7 +1076,7 @@ impl<R: Runtime> Worker<R> {
                             tracing::debug!(why = f.why, "a stream follow read failed");
                         }
                     }
-                } else if channel == self.keys.bus() {
+                } else if channel == self.planner.keys().bus() {
                     match decode_bus(payload) {
                         Some((from, message)) if *from != *self.instance => {
                             let _ = self.inbox.bus(message);
@@ -1659,7 +1084,7 @@ impl<R: Runtime> Worker<R> {
                         Some(_) => {}
                         None => tracing::warn!("a malformed bus message is ignored"),
                     }
-                } else if let Some(session) = self.keys.wake_session(channel) {
+                } else if let Some(session) = self.planner.keys().wake_session(channel) {
                     if self.starting.contains(session) {
                         self.woken.insert(session.into());
                     }
@@ -1709,7 +1134,7 @@ impl<R: Runtime> Worker<R> {
             if events.is_empty() {
                 return Ok(());
             }
-            let full = events.len() >= self.cfg.read_batch.max(1);
+            let full = events.len() >= self.planner.read_batch();
             self.answer(ticket, last, events);
             if !full {
                 return Ok(());
@@ -1786,7 +1211,9 @@ impl<R: Runtime> Worker<R> {
         }
         if let Some(mut con) = self.conn.clone() {
             // Best effort: a stale subscription only costs ignored wake-ups.
-            let _ = self.timed(con.unsubscribe(self.keys.wake(&session))).await;
+            let _ = self
+                .timed(con.unsubscribe(self.planner.keys().wake(&session)))
+                .await;
         }
     }
 
@@ -1805,7 +1232,7 @@ impl<R: Runtime> Worker<R> {
             .any(|f| *f.session == *session && *f.stream == *stream);
         if !used && let Some(mut con) = self.conn.clone() {
             // Best effort: a stale subscription only costs ignored wake-ups.
-            let channel = self.keys.stream_wake(session, stream);
+            let channel = self.planner.keys().stream_wake(session, stream);
             let _ = self.timed(con.unsubscribe(channel)).await;
         }
     }
@@ -1819,18 +1246,11 @@ impl<R: Runtime> Worker<R> {
         stream: &str,
         after: u64,
     ) -> Result<Option<StreamRead>, Fail> {
-        let k = self.keys.clone();
-        let scripts = self.scripts.clone();
-        let batch = self.cfg.read_batch.max(1);
-        let mut inv = invocation(&scripts.stream_read, &k, session, 0);
-        inv.key(k.stream_log(session, stream))
-            .key(k.stream_meta(session, stream))
-            .arg(after)
-            .arg(batch)
-            .arg(k.instances());
-        let reply: Value = self.timed(inv.invoke_async(&mut con)).await?;
-        let read = parse_stream(&reply, batch).ok_or_else(|| Fail::sent("a malformed stream"))?;
-        Ok(read)
+        let req = self.planner.read_stream(session, stream, after);
+        // The reply is noted as an answer before it is read (as a malformed one says
+        // nothing of the connection).
+        let reply = self.query(&mut con, &req, Ok).await?;
+        self.planner.decode_stream(&reply)
     }
 
     /// Answers stream follow `ticket` (registered or not) with `events` after `after` and
@@ -1895,19 +1315,10 @@ impl<R: Runtime> Worker<R> {
             self.note(out.as_ref().map(|_| ()));
             return out.map(Some);
         }
-        let k = self.keys.clone();
-        let scripts = self.scripts.clone();
         let reply = match op {
             StoreOp::Delete { session } => {
-                let message = BusMessage::SessionDeleted {
-                    session: session.clone(),
-                };
-                let wire = encode_bus(&self.instance, &message)
-                    .ok_or_else(|| Fail::unsent("the bus message cannot be encoded"))?;
-                let mut inv = invocation(&scripts.delete, &k, session, 0);
-                inv.arg(k.bus());
-                inv.arg(wire);
-                self.timed(inv.invoke_async::<i64>(&mut con)).await?;
+                let req = self.planner.delete(session)?;
+                self.query(&mut con, &req, decode_int).await?;
                 self.follows.retain(|_, (s, _)| *s != *session);
                 self.stream_follows.retain(|_, f| f.session != *session);
                 StoreReply::Done
@@ -1935,8 +1346,8 @@ impl<R: Runtime> Worker<R> {
                     .values()
                     .any(|f| f.session == *session && f.stream == *stream);
                 if !subscribed {
-                    self.timed(con.subscribe(k.stream_wake(session, stream)))
-                        .await?;
+                    let channel = self.planner.keys().stream_wake(session, stream);
+                    self.timed(con.subscribe(channel)).await?;
                 }
                 let read = match self.read_stream(con.clone(), session, stream, *after).await {
                     Ok(r) => r,
@@ -1986,6 +1397,12 @@ impl<R: Runtime> Stateless<R> {
         timed_on(&self.rt, self.cfg.command_timeout, fut).await
     }
 
+    /// Sends `req` on `con` under the command timeout: the reply (its failure is noted by
+    /// the worker).
+    async fn send(&self, con: &mut MultiplexedConnection, req: &Request) -> Result<Value, Fail> {
+        send_on(&self.rt, self.cfg.command_timeout, &self.scripts, con, req).await
+    }
+
     /// Reads a log after `after`, at most one batch.
     async fn read_log(
         &self,
@@ -1993,15 +1410,8 @@ impl<R: Runtime> Stateless<R> {
         session: &str,
         after: u64,
     ) -> Result<Vec<LogEvent>, Fail> {
-        let cmd = redis::cmd("XRANGE")
-            .arg(self.keys.log(session))
-            .arg(format!("({after}-0"))
-            .arg("+")
-            .arg("COUNT")
-            .arg(self.cfg.read_batch.max(1))
-            .to_owned();
-        let reply: Value = self.timed(cmd.query_async(&mut con)).await?;
-        parse_entries(&reply).ok_or_else(|| Fail::sent("a malformed listen log"))
+        let req = self.planner.read_log(session, after);
+        decode_log(self.send(&mut con, &req).await?)
     }
 
     /// The start of a follow of `session`: its wake-up channel subscribed first (when
@@ -2015,175 +1425,26 @@ impl<R: Runtime> Stateless<R> {
         subscribe: bool,
     ) -> Result<(u64, Vec<LogEvent>), Fail> {
         if subscribe {
-            self.timed(con.subscribe(self.keys.wake(session))).await?;
+            let channel = self.planner.keys().wake(session);
+            self.timed(con.subscribe(channel)).await?;
         }
         let after = match from {
             FollowFrom::After(n) => n,
             FollowFrom::Cursor => {
-                let cur: Option<String> = self
-                    .timed(
-                        redis::cmd("HGET")
-                            .arg(self.keys.meta(session))
-                            .arg("cursor")
-                            .to_owned()
-                            .query_async(&mut con),
-                    )
-                    .await?;
-                match cur {
-                    None => 0,
-                    Some(c) => c.parse().map_err(|_| Fail::sent("a malformed cursor"))?,
-                }
+                let req = self.planner.cursor(session);
+                decode_cursor(self.send(&mut con, &req).await?)?
             }
         };
         let events = self.read_log(con, session, after).await?;
         Ok((after, events))
     }
 
-    /// One attempt at stateless operation `op` ([`is_stateless`]) on `con`.
+    /// One attempt at stateless operation `op` ([`is_stateless`]) on `con`: the planned
+    /// request sent, its reply decoded.
     async fn once(&self, mut con: MultiplexedConnection, op: &StoreOp) -> Result<StoreReply, Fail> {
-        let k = self.keys.clone();
-        let scripts = self.scripts.clone();
-        let reply = match op {
-            StoreOp::Load { session } => {
-                let got: Option<Vec<u8>> = self
-                    .timed(
-                        redis::cmd("GET")
-                            .arg(k.record(session))
-                            .to_owned()
-                            .query_async(&mut con),
-                    )
-                    .await?;
-                match got {
-                    None => StoreReply::Session(None),
-                    Some(b) => StoreReply::Session(Some(
-                        decode_record(session, &b)
-                            .ok_or_else(|| Fail::sent("a malformed record"))?,
-                    )),
-                }
-            }
-            StoreOp::Create {
-                record,
-                max_sessions,
-                ttl,
-            } => {
-                let mut inv = invocation(&scripts.create, &k, &record.id, ttl_ms(*ttl));
-                inv.arg(encode_record(record));
-                inv.arg(u64::try_from(*max_sessions).unwrap_or(u64::MAX));
-                match self.timed(inv.invoke_async::<i64>(&mut con)).await? {
-                    1 => StoreReply::Created,
-                    0 => StoreReply::AtCapacity,
-                    _ => StoreReply::Failed(StoreError("the session id is taken".into())),
-                }
-            }
-            StoreOp::Save { record, ttl } => {
-                let message = BusMessage::SessionSaved {
-                    session: record.id.clone(),
-                };
-                let wire = encode_bus(&self.instance, &message)
-                    .ok_or_else(|| Fail::unsent("the bus message cannot be encoded"))?;
-                let mut inv = invocation(&scripts.save, &k, &record.id, ttl_ms(*ttl));
-                inv.arg(encode_record(record));
-                inv.arg(k.bus());
-                inv.arg(wire);
-                match self.timed(inv.invoke_async::<i64>(&mut con)).await? {
-                    1 => StoreReply::Done,
-                    _ => StoreReply::Session(None),
-                }
-            }
-            StoreOp::Touch { session, ttl } => {
-                let inv = invocation(&scripts.touch, &k, session, ttl_ms(*ttl));
-                self.timed(inv.invoke_async::<i64>(&mut con)).await?;
-                StoreReply::Done
-            }
-            StoreOp::Publish {
-                session,
-                payload,
-                capacity,
-            } => {
-                let mut inv = invocation(&scripts.publish, &k, session, 0);
-                inv.arg(payload.as_ref());
-                inv.arg(u64::try_from((*capacity).max(1)).unwrap_or(u64::MAX));
-                inv.arg(k.wake(session));
-                let seq = self.timed(inv.invoke_async::<i64>(&mut con)).await?;
-                StoreReply::Published {
-                    seq: u64::try_from(seq).unwrap_or(0),
-                }
-            }
-            StoreOp::Delivered { session, seq } => {
-                let mut inv = invocation(&scripts.delivered, &k, session, 0);
-                inv.arg(*seq);
-                self.timed(inv.invoke_async::<i64>(&mut con)).await?;
-                StoreReply::Done
-            }
-            StoreOp::Broadcast { message } => {
-                let wire = encode_bus(&self.instance, message)
-                    .ok_or_else(|| Fail::unsent("the bus message cannot be encoded"))?;
-                let cmd = redis::cmd("PUBLISH").arg(k.bus()).arg(wire).to_owned();
-                self.timed(cmd.query_async::<i64>(&mut con)).await?;
-                StoreReply::Done
-            }
-            StoreOp::OpenStream {
-                session,
-                stream,
-                requests,
-            } => {
-                let requests = serde_json::to_string(requests)
-                    .map_err(|_| Fail::unsent("the requests cannot be encoded"))?;
-                let mut inv = invocation(&scripts.open_stream, &k, session, 0);
-                inv.key(k.stream_log(session, stream))
-                    .key(k.stream_meta(session, stream))
-                    .key(liveness_key(&k, &self.owner))
-                    .arg(&**stream)
-                    .arg(&*self.owner)
-                    .arg(requests)
-                    .arg(ttl_ms(Some(self.cfg.liveness_ttl)));
-                self.timed(inv.invoke_async::<i64>(&mut con)).await?;
-                StoreReply::Done
-            }
-            StoreOp::Append {
-                session,
-                stream,
-                seq,
-                payload,
-                answers,
-            } => {
-                let answered = match answers {
-                    None => String::new(),
-                    Some(id) => answered_field(id)
-                        .ok_or_else(|| Fail::unsent("the request id cannot be encoded"))?,
-                };
-                let mut inv = invocation(&scripts.append, &k, session, 0);
-                inv.key(k.stream_log(session, stream))
-                    .key(k.stream_meta(session, stream))
-                    .arg(*seq)
-                    .arg(payload.as_ref())
-                    .arg(answered)
-                    .arg(k.stream_wake(session, stream));
-                self.timed(inv.invoke_async::<i64>(&mut con)).await?;
-                StoreReply::Done
-            }
-            StoreOp::EndStream {
-                session,
-                stream,
-                retain,
-            } => {
-                let mut inv = invocation(&scripts.end_stream, &k, session, 0);
-                inv.key(k.stream_log(session, stream))
-                    .key(k.stream_meta(session, stream))
-                    .arg(ttl_ms(Some(*retain)))
-                    .arg(k.stream_wake(session, stream));
-                self.timed(inv.invoke_async::<i64>(&mut con)).await?;
-                StoreReply::Done
-            }
-            _ => return Err(Fail::unsent("not a stateless operation")),
-        };
-        Ok(reply)
+        let (req, expect) = self.planner.stateless(op)?;
+        expect.decode(self.send(&mut con, &req).await?)
     }
-}
-
-/// The liveness key of link `owner`.
-fn liveness_key(keys: &Keys, owner: &str) -> String {
-    format!("{}{}", keys.instances(), owner)
 }
 
 /// `fut` under `timeout`: a failure says what it means for the connection; nothing is done
@@ -2195,43 +1456,27 @@ async fn timed_on<R: Runtime, T>(
 ) -> Result<T, Fail> {
     match race(rt, rt.now() + timeout, fut).await {
         Some(Ok(v)) => Ok(v),
-        Some(Err(e)) => {
-            let dropped =
-                e.is_connection_dropped() || e.is_io_error() || e.is_unrecoverable_error();
-            Err(Fail {
-                sent: true,
-                why: e.to_string(),
-                link: if dropped {
-                    LinkTrouble::Dropped
-                } else {
-                    LinkTrouble::None
-                },
-            })
-        }
-        None => Err(Fail {
-            sent: true,
-            why: "timed out".into(),
-            link: LinkTrouble::TimedOut,
-        }),
+        Some(Err(e)) => Err(Fail::redis(&e)),
+        None => Err(Fail::timed_out()),
     }
 }
 
-/// A script's invocation on a session's keys (record, sessions, log, meta, streams) with its
-/// first two arguments (id, ttl ms).
-fn invocation<'a>(
-    script: &'a redis::Script,
-    k: &Keys,
-    session: &str,
-    ttl: u64,
-) -> redis::ScriptInvocation<'a> {
-    let mut inv = script.key(k.record(session));
-    inv.key(k.sessions())
-        .key(k.log(session))
-        .key(k.meta(session))
-        .key(k.streams(session))
-        .arg(session)
-        .arg(ttl);
-    inv
+/// Sends planned request `req` on `con` under `timeout` (a script as its `EVALSHA`): the
+/// reply, for the planner's decoders.
+async fn send_on<R: Runtime>(
+    rt: &R,
+    timeout: Duration,
+    scripts: &Scripts,
+    con: &mut MultiplexedConnection,
+    req: &Request,
+) -> Result<Value, Fail> {
+    match req {
+        Request::Command(cmd) => timed_on(rt, timeout, cmd.query_async::<Value>(con)).await,
+        Request::Script(call) => {
+            let inv = call.invocation(scripts);
+            timed_on(rt, timeout, inv.invoke_async::<Value>(con)).await
+        }
+    }
 }
 
 /// `fut`, or `None` at `deadline`.
@@ -2251,264 +1496,64 @@ async fn race<R: Runtime, T>(
     .await
 }
 
-fn bulk(v: &Value) -> Option<&[u8]> {
-    match v {
-        Value::BulkString(b) => Some(b),
-        Value::SimpleString(s) => Some(s.as_bytes()),
-        _ => None,
-    }
-}
-
-/// The entries of an `XRANGE` reply (`None`: malformed): ids `<seq>-0`, field `p`.
-fn parse_entries(v: &Value) -> Option<Vec<LogEvent>> {
-    let Value::Array(entries) = v else {
-        return None;
-    };
-    let mut out = Vec::with_capacity(entries.len());
-    for entry in entries {
-        let Value::Array(pair) = entry else {
-            return None;
-        };
-        let [id, fields] = pair.as_slice() else {
-            return None;
-        };
-        let id = std::str::from_utf8(bulk(id)?).ok()?;
-        let (seq, zero) = id.split_once('-')?;
-        if zero != "0" {
-            return None;
-        }
-        let seq: u64 = seq.parse().ok()?;
-        let payload = match fields {
-            Value::Array(kv) => kv
-                .chunks(2)
-                .find(|c| c.len() == 2 && bulk(&c[0]) == Some(b"p"))
-                .and_then(|c| bulk(&c[1])),
-            Value::Map(kv) => kv
-                .iter()
-                .find(|(k, _)| bulk(k) == Some(b"p"))
-                .and_then(|(_, v)| bulk(v)),
-            _ => None,
-        }?;
-        out.push(LogEvent {
-            seq,
-            payload: Bytes::copy_from_slice(payload),
-        });
-    }
-    Some(out)
-}
-
-/// The hash field naming an answered request: `a:` and the id's JSON.
-fn answered_field(id: &RequestId) -> Option<String> {
-    serde_json::to_string(id).ok().map(|j| format!("a:{j}"))
-}
-
-/// A `STREAM_READ` reply (`None`: malformed; `Some(None)`: no such stream).
-fn parse_stream(v: &Value, batch: usize) -> Option<Option<StreamRead>> {
-    let Value::Array(parts) = v else {
-        return None;
-    };
-    match parts.as_slice() {
-        [Value::Int(0)] => Some(None),
-        [Value::Int(1), Value::Int(alive), hash, events] => {
-            let fields: Vec<(&[u8], &[u8])> = match hash {
-                Value::Array(kv) if kv.len() % 2 == 0 => kv
-                    .chunks(2)
-                    .map(|c| Some((bulk(&c[0])?, bulk(&c[1])?)))
-                    .collect::<Option<_>>()?,
-                Value::Map(kv) => kv
-                    .iter()
-                    .map(|(k, v)| Some((bulk(k)?, bulk(v)?)))
-                    .collect::<Option<_>>()?,
-                _ => return None,
-            };
-            let events = parse_entries(events)?;
-            let full = events.len() >= batch;
-            let finished = fields.iter().any(|(k, _)| *k == b"finished");
-            let end = if full {
-                None
-            } else if finished {
-                Some(StreamEnd::Finished)
-            } else if *alive == 0 {
-                let requests = fields.iter().find(|(k, _)| *k == b"requests")?.1;
-                let requests: Vec<RequestId> = serde_json::from_slice(requests).ok()?;
-                let answered: Vec<RequestId> = fields
-                    .iter()
-                    .filter_map(|(k, _)| k.strip_prefix(b"a:"))
-                    .map(|j| serde_json::from_slice(j).ok())
-                    .collect::<Option<_>>()?;
-                let unanswered = requests
-                    .into_iter()
-                    .filter(|r| !answered.contains(r))
-                    .collect();
-                Some(StreamEnd::OwnerGone { unanswered })
-            } else {
-                None
-            };
-            Some(Some(StreamRead { events, end, full }))
-        }
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn records_and_bus_messages_round_trip_and_garbage_is_refused() {
-        let r = SessionRecord {
-            id: "abc".into(),
-            principal: Some("alice".into()),
-            version: mcp_proto::ProtocolVersion::V2025_03_26,
-            state: Some(Bytes::from_static(b"\x00\xffstate")),
-        };
-        assert_eq!(decode_record("abc", &encode_record(&r)), Some(r.clone()));
-        assert_eq!(decode_record("other", &encode_record(&r)), None);
-        assert_eq!(decode_record("abc", b"{not json"), None);
-        assert_eq!(
-            decode_record(
-                "abc",
-                br#"{"id":"abc","principal":null,"version":"1999","state":null}"#
-            ),
-            None
-        );
-        let response = mcp_proto::jsonrpc::Response::result(
-            RequestId::String("a.1".into()),
-            serde_json::value::RawValue::from_string("{\"x\":1}".into()).unwrap(),
-        );
-        for m in [
-            BusMessage::SessionDeleted {
-                session: "s".into(),
-            },
-            BusMessage::Cancel {
-                session: "s".into(),
-                request: RequestId::Number(7),
-            },
-            BusMessage::ClientResponse {
-                instance: "b".into(),
-                session: "s".into(),
-                response,
-            },
-            BusMessage::ListenTaken {
-                session: "s".into(),
-                by: "c".into(),
-            },
-            BusMessage::SessionSaved {
-                session: "s".into(),
-            },
-            BusMessage::StreamResumed {
-                session: "s".into(),
-                stream: "b.7".into(),
-            },
-            BusMessage::Notice {
-                from: "a".into(),
-                payload: Bytes::from_static(b"{\"method\":\"x\"}\x00\xff"),
-            },
-        ] {
-            let wire = encode_bus("a", &m).unwrap();
-            assert_eq!(decode_bus(&wire), Some(("a".to_string(), m)));
+    use std::sync::atomic::AtomicU64;
+
+    /// A runtime whose tasks never run and whose timers never fire.
+    #[derive(Clone)]
+    struct Idle;
+
+    impl Runtime for Idle {
+        type Sleep = std::future::Pending<()>;
+        fn sleep_until(&self, _deadline: Instant) -> Self::Sleep {
+            std::future::pending()
         }
-        assert_eq!(decode_bus(b"[]"), None);
-        // A message of a newer version, or a notice whose payload is not base64: refused
-        // (the worker logs it), never a panic.
-        assert_eq!(decode_bus(br#"{"from":"a","msg":{"Later":{"x":1}}}"#), None);
-        assert_eq!(
-            decode_bus(br#"{"from":"a","msg":{"Notice":{"from":"a","payload":"%%"}}}"#),
-            None
-        );
-        assert_eq!(
-            decode_bus(br#"{"from":"a","msg":{"Notice":{"from":"a"}}}"#),
-            None
-        );
+        fn spawn(&self, _task: BoxFuture<'static, ()>) {}
+    }
+
+    fn backend() -> RedisBackend<Idle> {
+        let info = RedisTarget::parse("redis://127.0.0.1/")
+            .expect("a URL")
+            .info;
+        let dial: Dial = Arc::new(|| Box::pin(async { Err(std::io::Error::other("no")) }));
+        RedisBackend::new(Idle, info, dial, RedisConfig::default().with_prefix("p"))
+    }
+
+    /// The liveness key a worker renews (its owner's).
+    fn liveness_key(w: &Worker<Idle>) -> String {
+        let Request::Command(cmd) = w.planner.renew_liveness() else {
+            panic!("a command")
+        };
+        let arg = cmd.args_iter().nth(1).expect("a key");
+        let redis::Arg::Simple(key) = arg else {
+            panic!("a key")
+        };
+        String::from_utf8_lossy(key).into_owned()
     }
 
     #[test]
-    fn stream_reads_decode_their_end_and_garbage_is_refused() {
-        let b = |s: &str| Value::BulkString(s.as_bytes().to_vec());
-        let entry = |id: &str| Value::Array(vec![b(id), Value::Array(vec![b("p"), b("x")])]);
-        let read = |alive: i64, hash: Vec<Value>, events: Vec<Value>| {
-            Value::Array(vec![
-                Value::Int(1),
-                Value::Int(alive),
-                Value::Array(hash),
-                Value::Array(events),
-            ])
-        };
-        let meta = |extra: &[(&str, &str)]| {
-            let mut h = vec![b("owner"), b("b:1"), b("requests"), b(r#"[1,"two",3]"#)];
-            for (k, v) in extra {
-                h.push(b(k));
-                h.push(b(v));
-            }
-            h
-        };
-        let end = |v: &Value, batch| {
-            parse_stream(v, batch).map(|r| r.map(|r| (r.events.len(), r.end, r.full)))
-        };
-        assert_eq!(end(&Value::Array(vec![Value::Int(0)]), 8), Some(None));
-        assert_eq!(
-            end(&read(1, meta(&[]), vec![entry("1-0")]), 8),
-            Some(Some((1, None, false)))
-        );
-        assert_eq!(
-            end(&read(1, meta(&[("finished", "1")]), vec![]), 8),
-            Some(Some((0, Some(StreamEnd::Finished), false)))
-        );
-        // The owner is gone: the requests not answered, in order.
-        let answered = answered_field(&RequestId::String("two".into())).unwrap();
-        assert_eq!(
-            end(&read(0, meta(&[(&answered, "1")]), vec![]), 8),
-            Some(Some((
-                0,
-                Some(StreamEnd::OwnerGone {
-                    unanswered: vec![RequestId::Number(1), RequestId::Number(3)]
-                }),
-                false
-            )))
-        );
-        // A full batch: no end yet (more to read first).
-        assert_eq!(
-            end(&read(0, meta(&[]), vec![entry("1-0"), entry("2-0")]), 2),
-            Some(Some((2, None, true)))
-        );
-        for bad in [
-            Value::Int(1),
-            Value::Array(vec![Value::Int(2)]),
-            read(0, vec![b("owner")], vec![]),
-            read(0, vec![b("requests"), b("{not json")], vec![]),
-            read(0, meta(&[("a:{bad", "1")]), vec![]),
-            read(1, meta(&[]), vec![entry("1-1")]),
-        ] {
-            assert!(parse_stream(&bad, 8).is_none(), "{bad:?}");
-        }
+    fn a_link_s_owner_is_its_instance_and_the_incarnation_it_is_given() {
+        let b = backend();
+        let (tx, _rx) = mpsc::unbounded();
+        let inbox = ClusterInbox::new(|_| true);
+        let w = b.worker("a", inbox, 0x2a, tx, Arc::default());
+        assert_eq!(liveness_key(&w), "p:inst:a:000000000000002a");
+        assert_eq!(owner_name("b", u64::MAX), "b:ffffffffffffffff");
     }
 
     #[test]
-    fn malformed_log_entries_are_refused() {
-        let entry = |id: &str, field: &str| {
-            Value::Array(vec![
-                Value::BulkString(id.as_bytes().to_vec()),
-                Value::Array(vec![
-                    Value::BulkString(field.as_bytes().to_vec()),
-                    Value::BulkString(b"x".to_vec()),
-                ]),
-            ])
-        };
-        let ok = Value::Array(vec![entry("3-0", "p")]);
-        assert_eq!(
-            parse_entries(&ok),
-            Some(vec![LogEvent {
-                seq: 3,
-                payload: Bytes::from_static(b"x")
-            }])
-        );
-        for bad in [
-            Value::Array(vec![entry("3-1", "p")]),
-            Value::Array(vec![entry("x-0", "p")]),
-            Value::Array(vec![entry("3-0", "q")]),
-            Value::Int(1),
-        ] {
-            assert_eq!(parse_entries(&bad), None, "{bad:?}");
-        }
+    fn each_link_draws_its_incarnation_from_the_backend_s_source() {
+        let drawn = Arc::new(AtomicU64::new(0));
+        let counter = drawn.clone();
+        let b = backend().with_incarnations(move || counter.fetch_add(1, Ordering::Relaxed));
+        let inbox = ClusterInbox::new(|_| true);
+        let _one = b.connect("a", inbox.clone());
+        let _two = b.connect("a", inbox);
+        assert_eq!(drawn.load(Ordering::Relaxed), 2);
+        // The default source: two draws differ.
+        assert_ne!(random_incarnation(), random_incarnation());
     }
 }

@@ -1,0 +1,959 @@
+//! [`Planner`]: what to send to Redis for each store operation, and what its reply means,
+//! sans-IO.
+//!
+//! # Theory of operation
+//!
+//! Every store operation becomes one command or script call (a follow's start a few, and
+//! the worker's own upkeep two more). Which command, on which keys, with which arguments,
+//! and what its reply means are decided here alone: a [`Planner`] method builds a
+//! [`Request`] (a command, or a [`ScriptCall`] of one of the store's scripts) from the
+//! operation and the link's names (key prefix, instance, owner) and limits, and a decoder
+//! turns the [`Value`] that came back into the answer. Nothing here touches a connection,
+//! a clock or a timer: the worker sends the request under its command timeout, retries as
+//! it decides, and hands the reply back here. The `redis` crate does RESP and the
+//! conversions of a reply to Rust types; the readers of the store's own values (records,
+//! log entries, a request stream's state) are in `wire`.
+//!
+//! A request that cannot be built (a bus message or request id that does not encode) is a
+//! [`Fail`] that was not sent; a reply that does not decode is a [`Fail`] that was sent,
+//! never a panic. Neither a reply of the wrong type nor a value of the right type that does
+//! not read (a malformed record, log or stream) says anything of the connection: it came
+//! whole, so the connection stays up and only that operation fails.
+//!
+//! # Operations
+//!
+//! ```text
+//!  operation     request                                   reply             answer
+//!  ------------  ----------------------------------------  ----------------  -----------------------
+//!  Load          GET p:s:<s>                               nil | record      Session(None | Some)
+//!  Create        script Create: record, cap                1 | 0 | other     Created | AtCapacity |
+//!                                                                            Failed (id taken)
+//!  Save          script Save: record, p:bus, SessionSaved  1 | other         Done | Session(None)
+//!  Touch         script Touch                              integer           Done
+//!  Publish       script Publish: payload, cap, p:wake:<s>  seq (0 missing)   Published { seq }
+//!  Delivered     script Delivered: seq                     integer           Done
+//!  OpenStream    script OpenStream: name, owner,           integer           Done
+//!                requests, liveness TTL
+//!  Append        script Append: seq, payload, a:<id>,      integer           Done
+//!                p:rsw:<s>:<name>
+//!  EndStream     script EndStream: retention, p:rsw:..     integer           Done
+//!  Broadcast     PUBLISH p:bus <message>                   integer           Done
+//!  Delete        script Delete: p:bus, SessionDeleted      integer           Done (the worker drops
+//!                                                                            the session's follows)
+//!  Follow        HGET p:meta:<s> cursor (from the cursor)  nil | digits      where it starts
+//!                XRANGE p:log:<s> (<after>-0 + COUNT n     entries           Events (the worker)
+//!  FollowStream  script StreamRead: after, n, p:inst:      {0} | {1, ..}     StreamEvents (the worker)
+//!  (beat)        SET p:inst:<owner> 1 PX <liveness TTL>    anything          -
+//!  (closed)      DEL p:inst:<owner>                        integer           -
+//! ```
+//!
+//! Every script call starts with the session's five keys (record, sessions, log, meta,
+//! streams) and two arguments (id, idle TTL ms; 0 for none or where unused); the table
+//! lists what follows them. The subscriptions (wake-up channels) are the worker's: they
+//! are connection state, not commands with replies.
+
+use std::time::Duration;
+
+use redis::{ToRedisArgs, Value};
+
+use mcp_proto::server::{BusMessage, LogEvent, StoreError, StoreOp, StoreReply};
+
+use crate::scripts::{ScriptId, Scripts};
+use crate::wire::{
+    Keys, StreamRead, answered_field, decode_record, encode_bus, encode_record, parse_entries,
+    parse_stream, ttl_ms,
+};
+
+/// One failed attempt.
+#[derive(Debug)]
+pub(crate) struct Fail {
+    /// The command may have reached Redis.
+    pub(crate) sent: bool,
+    pub(crate) why: String,
+    /// What the failure says of the connection.
+    pub(crate) link: LinkTrouble,
+}
+
+/// What a failed command says of its connection (the worker acts on it: `Worker::note`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LinkTrouble {
+    /// Nothing (Redis answered an error, or its reply did not decode).
+    None,
+    /// The connection broke.
+    Dropped,
+    /// No answer within the command timeout.
+    TimedOut,
+}
+
+impl Fail {
+    pub(crate) fn unsent(why: impl Into<String>) -> Fail {
+        Fail {
+            sent: false,
+            why: why.into(),
+            link: LinkTrouble::None,
+        }
+    }
+    pub(crate) fn dropped(why: impl Into<String>) -> Fail {
+        Fail {
+            sent: false,
+            why: why.into(),
+            link: LinkTrouble::Dropped,
+        }
+    }
+    pub(crate) fn sent(why: impl Into<String>) -> Fail {
+        Fail {
+            sent: true,
+            why: why.into(),
+            link: LinkTrouble::None,
+        }
+    }
+    /// A command that got no answer within its timeout.
+    pub(crate) fn timed_out() -> Fail {
+        Fail {
+            sent: true,
+            why: "timed out".into(),
+            link: LinkTrouble::TimedOut,
+        }
+    }
+    /// A failure the `redis` crate reported for a sent command: an error reply (nothing of
+    /// the connection), or a broken connection or a reply out of step (dropped).
+    pub(crate) fn redis(e: &redis::RedisError) -> Fail {
+        let dropped = e.is_connection_dropped() || e.is_io_error() || e.is_unrecoverable_error();
+        Fail {
+            sent: true,
+            why: e.to_string(),
+            link: if dropped {
+                LinkTrouble::Dropped
+            } else {
+                LinkTrouble::None
+            },
+        }
+    }
+}
+
+/// What to send: a command, or a call of one of the store's scripts.
+#[derive(Debug)]
+pub(crate) enum Request {
+    Command(redis::Cmd),
+    Script(ScriptCall),
+}
+
+/// A call of script `script` with its keys and arguments, each as it goes on the wire
+/// (made a `redis::ScriptInvocation`, `EVALSHA`, when sent).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ScriptCall {
+    pub(crate) script: ScriptId,
+    pub(crate) keys: Vec<Vec<u8>>,
+    pub(crate) args: Vec<Vec<u8>>,
+}
+
+impl ScriptCall {
+    /// A call of `script` on `session`'s keys (record, sessions, log, meta, streams) with
+    /// its first two arguments (id, ttl ms).
+    fn on_session(script: ScriptId, k: &Keys, session: &str, ttl: u64) -> ScriptCall {
+        let mut call = ScriptCall {
+            script,
+            keys: Vec::new(),
+            args: Vec::new(),
+        };
+        call.key(k.record(session))
+            .key(k.sessions())
+            .key(k.log(session))
+            .key(k.meta(session))
+            .key(k.streams(session))
+            .arg(session)
+            .arg(ttl);
+        call
+    }
+
+    fn key(&mut self, key: impl ToRedisArgs) -> &mut Self {
+        key.write_redis_args(&mut self.keys);
+        self
+    }
+
+    fn arg(&mut self, arg: impl ToRedisArgs) -> &mut Self {
+        arg.write_redis_args(&mut self.args);
+        self
+    }
+
+    /// The invocation to send (`EVALSHA`; the script is loaded on every connection).
+    pub(crate) fn invocation<'a>(&self, scripts: &'a Scripts) -> redis::ScriptInvocation<'a> {
+        let mut inv = scripts.get(self.script).prepare_invoke();
+        for key in &self.keys {
+            inv.key(key.as_slice());
+        }
+        for arg in &self.args {
+            inv.arg(arg.as_slice());
+        }
+        inv
+    }
+}
+
+/// How a stateless operation's reply reads ([`Expect::decode`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Expect {
+    /// `GET` of session `0`'s record: nil (none) or the record.
+    Record(Box<str>),
+    /// The Create script: 1 created, 0 at capacity, else the id is taken.
+    Created,
+    /// The Save script: 1 saved, else the session is gone.
+    Saved,
+    /// The Publish script: the sequence number (0: the session is gone).
+    Published,
+    /// An integer, whatever it is: `Done`.
+    Done,
+}
+
+impl Expect {
+    /// The answer `reply` gives.
+    pub(crate) fn decode(&self, reply: Value) -> Result<StoreReply, Fail> {
+        Ok(match self {
+            Expect::Record(session) => match convert::<Option<Vec<u8>>>(reply)? {
+                None => StoreReply::Session(None),
+                Some(b) => StoreReply::Session(Some(
+                    decode_record(session, &b).ok_or_else(|| Fail::sent("a malformed record"))?,
+                )),
+            },
+            Expect::Created => match convert::<i64>(reply)? {
+                1 => StoreReply::Created,
+                0 => StoreReply::AtCapacity,
+                _ => StoreReply::Failed(StoreError("the session id is taken".into())),
+            },
+            Expect::Saved => match convert::<i64>(reply)? {
+                1 => StoreReply::Done,
+                _ => StoreReply::Session(None),
+            },
+            Expect::Published => StoreReply::Published {
+                seq: u64::try_from(convert::<i64>(reply)?).unwrap_or(0),
+            },
+            Expect::Done => {
+                convert::<i64>(reply)?;
+                StoreReply::Done
+            }
+        })
+    }
+}
+
+/// `reply` as a `T`, as the `redis` crate converts it. A reply that does not convert came
+/// whole over a working connection: it says nothing of the connection (which stays up; a
+/// value of the wrong type under one key must not cost every session a reconnection), and
+/// the operation is answered `Failed`.
+fn convert<T: redis::FromRedisValue>(reply: Value) -> Result<T, Fail> {
+    redis::from_redis_value(reply).map_err(|e| Fail::sent(format!("an unexpected reply: {e}")))
+}
+
+/// The cursor an `HGET p:meta:<s> cursor` answered: where a follow from the cursor starts
+/// (0: none yet).
+pub(crate) fn decode_cursor(reply: Value) -> Result<u64, Fail> {
+    match convert::<Option<String>>(reply)? {
+        None => Ok(0),
+        Some(c) => c.parse().map_err(|_| Fail::sent("a malformed cursor")),
+    }
+}
+
+/// The events an `XRANGE` of a listen log answered.
+pub(crate) fn decode_log(reply: Value) -> Result<Vec<LogEvent>, Fail> {
+    parse_entries(&reply).ok_or_else(|| Fail::sent("a malformed listen log"))
+}
+
+/// The integer a command answered (ignored, but it must be one).
+pub(crate) fn decode_int(reply: Value) -> Result<i64, Fail> {
+    convert(reply)
+}
+
+/// Any reply (a `SET`'s `OK`).
+pub(crate) fn decode_unit(reply: Value) -> Result<(), Fail> {
+    convert(reply)
+}
+
+/// The operations' names and limits: what planning needs besides the operation.
+pub(crate) struct Planner {
+    keys: Keys,
+    /// The instance's name (the sender of its bus messages).
+    instance: Box<str>,
+    /// The link's owner name in request streams, `<instance>:<incarnation>`.
+    owner: Box<str>,
+    /// Log events read at once (at least 1).
+    read_batch: usize,
+    /// How long the owner counts as alive without a renewal.
+    liveness_ttl: Duration,
+}
+
+impl Planner {
+    pub(crate) fn new(
+        prefix: &str,
+        instance: &str,
+        owner: &str,
+        read_batch: usize,
+        liveness_ttl: Duration,
+    ) -> Planner {
+        Planner {
+            keys: Keys::new(prefix),
+            instance: instance.into(),
+            owner: owner.into(),
+            read_batch: read_batch.max(1),
+            liveness_ttl,
+        }
+    }
+
+    pub(crate) fn keys(&self) -> &Keys {
+        &self.keys
+    }
+
+    /// The events read at once: a read that got this many reads again.
+    pub(crate) fn read_batch(&self) -> usize {
+        self.read_batch
+    }
+
+    /// The request of stateless operation `op` (`crate::is_stateless`), and how its reply
+    /// reads.
+    pub(crate) fn stateless(&self, op: &StoreOp) -> Result<(Request, Expect), Fail> {
+        let k = &self.keys;
+        let script = |id, session: &str, ttl| ScriptCall::on_session(id, k, session, ttl);
+        let (call, expect) = match op {
+            StoreOp::Load { session } => {
+                let cmd = redis::cmd("GET").arg(k.record(session)).to_owned();
+                return Ok((Request::Command(cmd), Expect::Record(session.clone())));
+            }
+            StoreOp::Create {
+                record,
+                max_sessions,
+                ttl,
+            } => {
+                let mut call = script(ScriptId::Create, &record.id, ttl_ms(*ttl));
+                call.arg(encode_record(record))
+                    .arg(u64::try_from(*max_sessions).unwrap_or(u64::MAX));
+                (call, Expect::Created)
+            }
+            StoreOp::Save { record, ttl } => {
+                let message = BusMessage::SessionSaved {
+                    session: record.id.clone(),
+                };
+                let wire = self.bus_message(&message)?;
+                let mut call = script(ScriptId::Save, &record.id, ttl_ms(*ttl));
+                call.arg(encode_record(record)).arg(k.bus()).arg(wire);
+                (call, Expect::Saved)
+            }
+            StoreOp::Touch { session, ttl } => {
+                (script(ScriptId::Touch, session, ttl_ms(*ttl)), Expect::Done)
+            }
+            StoreOp::Publish {
+                session,
+                payload,
+                capacity,
+            } => {
+                let mut call = script(ScriptId::Publish, session, 0);
+                call.arg(payload.as_ref())
+                    .arg(u64::try_from((*capacity).max(1)).unwrap_or(u64::MAX))
+                    .arg(k.wake(session));
+                (call, Expect::Published)
+            }
+            StoreOp::Delivered { session, seq } => {
+                let mut call = script(ScriptId::Delivered, session, 0);
+                call.arg(*seq);
+                (call, Expect::Done)
+            }
+            StoreOp::Broadcast { message } => {
+                let wire = self.bus_message(message)?;
+                let cmd = redis::cmd("PUBLISH").arg(k.bus()).arg(wire).to_owned();
+                return Ok((Request::Command(cmd), Expect::Done));
+            }
+            StoreOp::OpenStream {
+                session,
+                stream,
+                requests,
+            } => {
+                let requests = serde_json::to_string(requests)
+                    .map_err(|_| Fail::unsent("the requests cannot be encoded"))?;
+                let mut call = script(ScriptId::OpenStream, session, 0);
+                call.key(k.stream_log(session, stream))
+                    .key(k.stream_meta(session, stream))
+                    .key(k.liveness(&self.owner))
+                    .arg(&**stream)
+                    .arg(&*self.owner)
+                    .arg(requests)
+                    .arg(ttl_ms(Some(self.liveness_ttl)));
+                (call, Expect::Done)
+            }
+            StoreOp::Append {
+                session,
+                stream,
+                seq,
+                payload,
+                answers,
+            } => {
+                let answered = match answers {
+                    None => String::new(),
+                    Some(id) => answered_field(id)
+                        .ok_or_else(|| Fail::unsent("the request id cannot be encoded"))?,
+                };
+                let mut call = script(ScriptId::Append, session, 0);
+                call.key(k.stream_log(session, stream))
+                    .key(k.stream_meta(session, stream))
+                    .arg(*seq)
+                    .arg(payload.as_ref())
+                    .arg(answered)
+                    .arg(k.stream_wake(session, stream));
+                (call, Expect::Done)
+            }
+            StoreOp::EndStream {
+                session,
+                stream,
+                retain,
+            } => {
+                let mut call = script(ScriptId::EndStream, session, 0);
+                call.key(k.stream_log(session, stream))
+                    .key(k.stream_meta(session, stream))
+                    .arg(ttl_ms(Some(*retain)))
+                    .arg(k.stream_wake(session, stream));
+                (call, Expect::Done)
+            }
+            StoreOp::Delete { .. }
+            | StoreOp::Follow { .. }
+            | StoreOp::FollowStream { .. }
+            | StoreOp::Unfollow { .. } => {
+                return Err(Fail::unsent("not a stateless operation"));
+            }
+        };
+        Ok((Request::Script(call), expect))
+    }
+
+    /// `message` as this instance publishes it.
+    fn bus_message(&self, message: &BusMessage) -> Result<Vec<u8>, Fail> {
+        encode_bus(&self.instance, message)
+            .ok_or_else(|| Fail::unsent("the bus message cannot be encoded"))
+    }
+
+    /// Deleting `session` (its record, log, hash and request streams), and telling the
+    /// others ([`BusMessage::SessionDeleted`]); the reply reads with [`Expect::Done`].
+    pub(crate) fn delete(&self, session: &str) -> Result<Request, Fail> {
+        let message = BusMessage::SessionDeleted {
+            session: session.into(),
+        };
+        let wire = self.bus_message(&message)?;
+        let mut call = ScriptCall::on_session(ScriptId::Delete, &self.keys, session, 0);
+        call.arg(self.keys.bus()).arg(wire);
+        Ok(Request::Script(call))
+    }
+
+    /// The cursor of `session`'s listen log ([`decode_cursor`]).
+    pub(crate) fn cursor(&self, session: &str) -> Request {
+        let cmd = redis::cmd("HGET")
+            .arg(self.keys.meta(session))
+            .arg("cursor")
+            .to_owned();
+        Request::Command(cmd)
+    }
+
+    /// The events of `session`'s log after `after`, at most one batch ([`decode_log`]).
+    pub(crate) fn read_log(&self, session: &str, after: u64) -> Request {
+        let cmd = redis::cmd("XRANGE")
+            .arg(self.keys.log(session))
+            .arg(format!("({after}-0"))
+            .arg("+")
+            .arg("COUNT")
+            .arg(self.read_batch)
+            .to_owned();
+        Request::Command(cmd)
+    }
+
+    /// Request stream `stream` of `session` after `after`, at most one batch
+    /// ([`decode_stream`](Self::decode_stream)).
+    pub(crate) fn read_stream(&self, session: &str, stream: &str, after: u64) -> Request {
+        let k = &self.keys;
+        let mut call = ScriptCall::on_session(ScriptId::StreamRead, k, session, 0);
+        call.key(k.stream_log(session, stream))
+            .key(k.stream_meta(session, stream))
+            .arg(after)
+            .arg(self.read_batch)
+            .arg(k.instances());
+        Request::Script(call)
+    }
+
+    /// What a [`read_stream`](Self::read_stream) answered (`None`: no such stream, or its
+    /// session is gone).
+    pub(crate) fn decode_stream(&self, reply: &Value) -> Result<Option<StreamRead>, Fail> {
+        parse_stream(reply, self.read_batch).ok_or_else(|| Fail::sent("a malformed stream"))
+    }
+
+    /// Renewing this link's liveness key ([`decode_unit`]).
+    pub(crate) fn renew_liveness(&self) -> Request {
+        let cmd = redis::cmd("SET")
+            .arg(self.keys.liveness(&self.owner))
+            .arg("1")
+            .arg("PX")
+            .arg(ttl_ms(Some(self.liveness_ttl)))
+            .to_owned();
+        Request::Command(cmd)
+    }
+
+    /// Deleting this link's liveness key, the link gone in order ([`decode_int`]).
+    pub(crate) fn drop_liveness(&self) -> Request {
+        Request::Command(
+            redis::cmd("DEL")
+                .arg(self.keys.liveness(&self.owner))
+                .to_owned(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use bytes::Bytes;
+    use mcp_proto::jsonrpc::RequestId;
+    use mcp_proto::server::{FollowFrom, SessionRecord, StreamEnd, Ticket};
+
+    use crate::wire::decode_bus;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    fn planner() -> Planner {
+        Planner::new("p", "a", "a:42", 8, 5000 * MS)
+    }
+
+    fn record(id: &str) -> SessionRecord {
+        SessionRecord {
+            id: id.into(),
+            principal: Some("alice".into()),
+            version: mcp_proto::ProtocolVersion::V2025_03_26,
+            state: Some(Bytes::from_static(b"\x00st")),
+        }
+    }
+
+    /// A command's words, as text where they are UTF-8.
+    fn words(cmd: &redis::Cmd) -> Vec<String> {
+        cmd.args_iter()
+            .map(|a| match a {
+                redis::Arg::Simple(b) => String::from_utf8_lossy(b).into_owned(),
+                _ => "<cursor>".into(),
+            })
+            .collect()
+    }
+
+    fn text(v: &[Vec<u8>]) -> Vec<String> {
+        v.iter()
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .collect()
+    }
+
+    fn command(r: Request) -> Vec<String> {
+        match r {
+            Request::Command(cmd) => words(&cmd),
+            Request::Script(call) => panic!("a command expected, got {call:?}"),
+        }
+    }
+
+    /// The script, its keys and its arguments as text.
+    fn script(r: Request) -> (ScriptId, Vec<String>, Vec<String>) {
+        match r {
+            Request::Script(call) => (call.script, text(&call.keys), text(&call.args)),
+            Request::Command(cmd) => panic!("a script expected, got {:?}", words(&cmd)),
+        }
+    }
+
+    fn session_keys(s: &str) -> Vec<String> {
+        [
+            format!("p:s:{s}"),
+            "p:sessions".into(),
+            format!("p:log:{s}"),
+            format!("p:meta:{s}"),
+            format!("p:rss:{s}"),
+        ]
+        .into()
+    }
+
+    fn stream_keys(s: &str, name: &str) -> Vec<String> {
+        let mut k = session_keys(s);
+        k.push(format!("p:rs:{s}:{name}"));
+        k.push(format!("p:rsm:{s}:{name}"));
+        k
+    }
+
+    fn plan(op: StoreOp) -> (Request, Expect) {
+        planner().stateless(&op).expect("planned")
+    }
+
+    fn bytes(s: &str) -> Value {
+        Value::BulkString(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn load_is_a_get_of_the_record_and_its_reply_reads_as_the_session() {
+        let (req, expect) = plan(StoreOp::Load {
+            session: "s1".into(),
+        });
+        assert_eq!(command(req), ["GET", "p:s:s1"]);
+        assert_eq!(expect, Expect::Record("s1".into()));
+        let r = record("s1");
+        let stored = Value::BulkString(encode_record(&r));
+        assert_eq!(expect.decode(stored).unwrap(), StoreReply::Session(Some(r)));
+        assert_eq!(
+            expect.decode(Value::Nil).unwrap(),
+            StoreReply::Session(None)
+        );
+        // Another session's record, or garbage: malformed, nothing of the connection.
+        let other = Value::BulkString(encode_record(&record("s2")));
+        for bad in [other, bytes("{not json")] {
+            let f = expect.decode(bad).unwrap_err();
+            assert_eq!((f.sent, f.link), (true, LinkTrouble::None));
+            assert_eq!(f.why, "a malformed record");
+        }
+        // A reply of another type: the operation fails, the connection stays.
+        let f = expect.decode(Value::Array(vec![Value::Nil])).unwrap_err();
+        assert_eq!((f.sent, f.link), (true, LinkTrouble::None));
+    }
+
+    #[test]
+    fn create_calls_its_script_with_the_record_and_the_cap_and_reads_its_three_answers() {
+        let r = record("s1");
+        let (req, expect) = plan(StoreOp::Create {
+            record: r.clone(),
+            max_sessions: 10,
+            ttl: Some(1500 * MS),
+        });
+        let (id, keys, args) = script(req);
+        assert_eq!(id, ScriptId::Create);
+        assert_eq!(keys, session_keys("s1"));
+        let wire = String::from_utf8(encode_record(&r)).unwrap();
+        assert_eq!(args, ["s1", "1500", &wire, "10"]);
+        assert_eq!(expect, Expect::Created);
+        assert_eq!(expect.decode(Value::Int(1)).unwrap(), StoreReply::Created);
+        assert_eq!(
+            expect.decode(Value::Int(0)).unwrap(),
+            StoreReply::AtCapacity
+        );
+        assert_eq!(
+            expect.decode(Value::Int(-1)).unwrap(),
+            StoreReply::Failed(StoreError("the session id is taken".into()))
+        );
+        // An integer as text converts (as a typed query would); anything else fails.
+        assert_eq!(expect.decode(bytes("1")).unwrap(), StoreReply::Created);
+        assert!(expect.decode(bytes("x")).is_err());
+        assert!(expect.decode(Value::Nil).is_err());
+        // No TTL: 0; a TTL under a millisecond: 1.
+        let (req, _) = plan(StoreOp::Create {
+            record: r.clone(),
+            max_sessions: usize::MAX,
+            ttl: None,
+        });
+        assert_eq!(script(req).2[1..2], ["0"]);
+        let (req, _) = plan(StoreOp::Create {
+            record: r,
+            max_sessions: 1,
+            ttl: Some(Duration::from_micros(10)),
+        });
+        assert_eq!(script(req).2[1..2], ["1"]);
+    }
+
+    #[test]
+    fn save_publishes_session_saved_from_this_instance_and_reads_a_missing_session() {
+        let r = record("s1");
+        let (req, expect) = plan(StoreOp::Save {
+            record: r.clone(),
+            ttl: Some(2 * MS),
+        });
+        let (id, keys, args) = script(req);
+        assert_eq!(id, ScriptId::Save);
+        assert_eq!(keys, session_keys("s1"));
+        assert_eq!(args[..2], ["s1", "2"]);
+        assert_eq!(args[2], String::from_utf8(encode_record(&r)).unwrap());
+        assert_eq!(args[3], "p:bus");
+        assert_eq!(
+            decode_bus(args[4].as_bytes()),
+            Some((
+                "a".into(),
+                BusMessage::SessionSaved {
+                    session: "s1".into()
+                }
+            ))
+        );
+        assert_eq!(expect.decode(Value::Int(1)).unwrap(), StoreReply::Done);
+        assert_eq!(
+            expect.decode(Value::Int(0)).unwrap(),
+            StoreReply::Session(None)
+        );
+        assert!(expect.decode(Value::Nil).is_err());
+    }
+
+    #[test]
+    fn touch_and_delivered_call_their_scripts_and_answer_done_to_any_integer() {
+        let (req, expect) = plan(StoreOp::Touch {
+            session: "s1".into(),
+            ttl: None,
+        });
+        assert_eq!(
+            script(req),
+            (
+                ScriptId::Touch,
+                session_keys("s1"),
+                vec!["s1".into(), "0".into()]
+            )
+        );
+        assert_eq!(expect, Expect::Done);
+        let (req, expect) = plan(StoreOp::Delivered {
+            session: "s1".into(),
+            seq: 7,
+        });
+        assert_eq!(
+            script(req),
+            (
+                ScriptId::Delivered,
+                session_keys("s1"),
+                vec!["s1".into(), "0".into(), "7".into()]
+            )
+        );
+        assert_eq!(expect, Expect::Done);
+        assert_eq!(
+            Expect::Done.decode(Value::Int(0)).unwrap(),
+            StoreReply::Done
+        );
+        let f = Expect::Done.decode(Value::Nil).unwrap_err();
+        assert!(f.sent);
+        let f = Expect::Done.decode(bytes("OK")).unwrap_err();
+        assert!(f.sent);
+    }
+
+    #[test]
+    fn publish_appends_the_payload_wakes_the_followers_and_reads_the_sequence_number() {
+        let (req, expect) = plan(StoreOp::Publish {
+            session: "s1".into(),
+            payload: Bytes::from_static(b"{\"x\":1}"),
+            capacity: 0,
+        });
+        let (id, keys, args) = script(req);
+        assert_eq!(id, ScriptId::Publish);
+        assert_eq!(keys, session_keys("s1"));
+        // A capacity of 0 keeps one event.
+        assert_eq!(args, ["s1", "0", "{\"x\":1}", "1", "p:wake:s1"]);
+        assert_eq!(
+            expect.decode(Value::Int(12)).unwrap(),
+            StoreReply::Published { seq: 12 }
+        );
+        // 0: the session is gone; a negative number reads as 0 too.
+        assert_eq!(
+            expect.decode(Value::Int(-3)).unwrap(),
+            StoreReply::Published { seq: 0 }
+        );
+        assert!(expect.decode(Value::Array(vec![])).is_err());
+    }
+
+    #[test]
+    fn broadcast_publishes_the_message_from_this_instance_on_the_bus() {
+        let message = BusMessage::Cancel {
+            session: "s1".into(),
+            request: RequestId::Number(3),
+        };
+        let (req, expect) = plan(StoreOp::Broadcast {
+            message: message.clone(),
+        });
+        let words = command(req);
+        assert_eq!(words[..2], ["PUBLISH", "p:bus"]);
+        assert_eq!(decode_bus(words[2].as_bytes()), Some(("a".into(), message)));
+        assert_eq!(words.len(), 3);
+        assert_eq!(expect, Expect::Done);
+        assert_eq!(expect.decode(Value::Int(2)).unwrap(), StoreReply::Done);
+    }
+
+    #[test]
+    fn open_stream_registers_the_owner_and_its_liveness_key() {
+        let (req, expect) = plan(StoreOp::OpenStream {
+            session: "s1".into(),
+            stream: "a.1".into(),
+            requests: vec![RequestId::Number(1), RequestId::String("x".into())],
+        });
+        let (id, keys, args) = script(req);
+        assert_eq!(id, ScriptId::OpenStream);
+        let mut want = stream_keys("s1", "a.1");
+        want.push("p:inst:a:42".into());
+        assert_eq!(keys, want);
+        assert_eq!(args, ["s1", "0", "a.1", "a:42", r#"[1,"x"]"#, "5000"]);
+        assert_eq!(expect, Expect::Done);
+    }
+
+    #[test]
+    fn append_names_the_answered_request_and_wakes_the_stream() {
+        let op = |answers| StoreOp::Append {
+            session: "s1".into(),
+            stream: "a.1".into(),
+            seq: 4,
+            payload: Bytes::from_static(b"ev"),
+            answers,
+        };
+        let (req, expect) = plan(op(Some(RequestId::String("r".into()))));
+        let (id, keys, args) = script(req);
+        assert_eq!(id, ScriptId::Append);
+        assert_eq!(keys, stream_keys("s1", "a.1"));
+        assert_eq!(args, ["s1", "0", "4", "ev", r#"a:"r""#, "p:rsw:s1:a.1"]);
+        assert_eq!(expect, Expect::Done);
+        let (req, _) = plan(op(None));
+        assert_eq!(script(req).2, ["s1", "0", "4", "ev", "", "p:rsw:s1:a.1"]);
+    }
+
+    #[test]
+    fn end_stream_sets_the_retention_and_wakes_the_stream() {
+        let (req, expect) = plan(StoreOp::EndStream {
+            session: "s1".into(),
+            stream: "a.1".into(),
+            retain: Duration::ZERO,
+        });
+        let (id, keys, args) = script(req);
+        assert_eq!(id, ScriptId::EndStream);
+        assert_eq!(keys, stream_keys("s1", "a.1"));
+        // The retention is at least 1 ms (0 would mean no expiry).
+        assert_eq!(args, ["s1", "0", "1", "p:rsw:s1:a.1"]);
+        assert_eq!(expect, Expect::Done);
+    }
+
+    #[test]
+    fn the_worker_s_operations_are_not_planned_as_stateless() {
+        let p = planner();
+        for op in [
+            StoreOp::Delete {
+                session: "s".into(),
+            },
+            StoreOp::Follow {
+                session: "s".into(),
+                from: FollowFrom::Cursor,
+            },
+            StoreOp::FollowStream {
+                session: "s".into(),
+                stream: "a.1".into(),
+                after: 0,
+            },
+            StoreOp::Unfollow {
+                follow: Ticket::from_u64(1),
+            },
+        ] {
+            let f = p.stateless(&op).unwrap_err();
+            assert!(!f.sent, "{op:?}");
+        }
+    }
+
+    #[test]
+    fn delete_calls_its_script_and_tells_the_others() {
+        let (id, keys, args) = script(planner().delete("s1").unwrap());
+        assert_eq!(id, ScriptId::Delete);
+        assert_eq!(keys, session_keys("s1"));
+        assert_eq!(args[..3], ["s1", "0", "p:bus"]);
+        assert_eq!(
+            decode_bus(args[3].as_bytes()),
+            Some((
+                "a".into(),
+                BusMessage::SessionDeleted {
+                    session: "s1".into()
+                }
+            ))
+        );
+        assert_eq!(args.len(), 4);
+    }
+
+    #[test]
+    fn a_follow_reads_its_cursor_then_its_log_after_it() {
+        let p = planner();
+        assert_eq!(command(p.cursor("s1")), ["HGET", "p:meta:s1", "cursor"]);
+        assert_eq!(decode_cursor(Value::Nil).unwrap(), 0);
+        assert_eq!(decode_cursor(bytes("17")).unwrap(), 17);
+        let f = decode_cursor(bytes("x")).unwrap_err();
+        assert_eq!(
+            (f.sent, f.link, &*f.why),
+            (true, LinkTrouble::None, "a malformed cursor")
+        );
+        assert!(decode_cursor(Value::Array(vec![])).is_err());
+        assert_eq!(
+            command(p.read_log("s1", 17)),
+            ["XRANGE", "p:log:s1", "(17-0", "+", "COUNT", "8"]
+        );
+        let entry =
+            |id: &str| Value::Array(vec![bytes(id), Value::Array(vec![bytes("p"), bytes("x")])]);
+        assert_eq!(
+            decode_log(Value::Array(vec![entry("18-0")])).unwrap(),
+            [LogEvent {
+                seq: 18,
+                payload: Bytes::from_static(b"x")
+            }]
+        );
+        let f = decode_log(Value::Array(vec![entry("18-1")])).unwrap_err();
+        assert_eq!(
+            (f.sent, f.link, &*f.why),
+            (true, LinkTrouble::None, "a malformed listen log")
+        );
+        // A read batch of 0 reads one event at a time.
+        let p = Planner::new("p", "a", "a:1", 0, MS);
+        assert_eq!(command(p.read_log("s", 0))[5], "1");
+    }
+
+    #[test]
+    fn a_stream_follow_reads_the_stream_with_the_liveness_keys_prefix() {
+        let p = planner();
+        let (id, keys, args) = script(p.read_stream("s1", "b.2", 3));
+        assert_eq!(id, ScriptId::StreamRead);
+        assert_eq!(keys, stream_keys("s1", "b.2"));
+        assert_eq!(args, ["s1", "0", "3", "8", "p:inst:"]);
+        assert!(
+            p.decode_stream(&Value::Array(vec![Value::Int(0)]))
+                .unwrap()
+                .is_none()
+        );
+        let finished = Value::Array(vec![
+            Value::Int(1),
+            Value::Int(1),
+            Value::Array(vec![
+                bytes("owner"),
+                bytes("b:1"),
+                bytes("finished"),
+                bytes("1"),
+            ]),
+            Value::Array(vec![]),
+        ]);
+        let read = p.decode_stream(&finished).unwrap().unwrap();
+        assert_eq!(read.end, Some(StreamEnd::Finished));
+        let f = p.decode_stream(&Value::Int(3)).unwrap_err();
+        assert_eq!(
+            (f.sent, f.link, &*f.why),
+            (true, LinkTrouble::None, "a malformed stream")
+        );
+    }
+
+    #[test]
+    fn the_liveness_key_is_renewed_for_the_ttl_and_deleted_by_the_owner() {
+        let p = planner();
+        assert_eq!(
+            command(p.renew_liveness()),
+            ["SET", "p:inst:a:42", "1", "PX", "5000"]
+        );
+        assert_eq!(command(p.drop_liveness()), ["DEL", "p:inst:a:42"]);
+        assert!(decode_unit(Value::Okay).is_ok());
+        assert_eq!(decode_int(Value::Int(1)).unwrap(), 1);
+        assert!(decode_int(Value::Okay).is_err());
+    }
+
+    #[test]
+    fn a_script_call_becomes_its_evalsha_with_its_keys_and_arguments() {
+        let scripts = Scripts::new();
+        let (req, _) = plan(StoreOp::Touch {
+            session: "s1".into(),
+            ttl: Some(9 * MS),
+        });
+        let Request::Script(call) = req else {
+            panic!("a script")
+        };
+        // What `invocation` sends, built the way a `redis::Script` builds it.
+        let mut want = redis::cmd("EVALSHA");
+        want.arg(scripts.get(ScriptId::Touch).get_hash())
+            .arg(5)
+            .arg(session_keys("s1"))
+            .arg("s1")
+            .arg(9);
+        let mut got = redis::cmd("EVALSHA");
+        got.arg(scripts.get(call.script).get_hash())
+            .arg(call.keys.len())
+            .arg(&call.keys)
+            .arg(&call.args);
+        assert_eq!(got.get_packed_command(), want.get_packed_command());
+        // The invocation itself only shows its counts.
+        let dbg = format!("{:?}", call.invocation(&scripts));
+        assert!(dbg.contains("args: 2") && dbg.contains("keys: 5"), "{dbg}");
+    }
+}

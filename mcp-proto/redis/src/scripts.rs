@@ -1,0 +1,271 @@
+//! The Lua scripts of the store, and their names ([`ScriptId`]).
+//!
+//! Every script is prefixed with [`RENEW`]'s helpers. The key layout they work on is in the
+//! crate docs; each constant says its `KEYS` and `ARGV` beyond the five keys and two
+//! arguments every invocation starts with (`plan::Planner` builds those).
+
+/// The server's clock in ms (Lua), and the renewal of a record, its log, its hash and its
+/// unfinished request streams: KEYS\[1\] record, \[2\] sessions, \[3\] log, \[4\] meta, \[5\] the set
+/// of its request streams (`<prefix>:rss:<id>`); ARGV\[1\] id, ARGV\[2\] ttl ms (0: none). The
+/// streams' keys are named from KEYS\[5\] (one Redis, not Redis Cluster). A finished stream
+/// keeps its retention expiry; the names of streams gone are dropped from the set.
+const RENEW: &str = r"
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function stream_keys(name)
+  local base = string.sub(KEYS[5], 1, #KEYS[5] - #ARGV[1] - 5)
+  local tail = ':' .. ARGV[1] .. ':' .. name
+  return base .. ':rs' .. tail, base .. ':rsm' .. tail
+end
+local function renew_streams(ttl)
+  for _, name in ipairs(redis.call('SMEMBERS', KEYS[5])) do
+    local l, m = stream_keys(name)
+    if redis.call('EXISTS', m) == 0 then
+      redis.call('SREM', KEYS[5], name)
+    elseif redis.call('HEXISTS', m, 'finished') == 0 then
+      if ttl > 0 then
+        redis.call('PEXPIRE', l, ttl)
+        redis.call('PEXPIRE', m, ttl)
+      else
+        redis.call('PERSIST', l)
+        redis.call('PERSIST', m)
+      end
+    end
+  end
+  if ttl > 0 then
+    redis.call('PEXPIRE', KEYS[5], ttl)
+  else
+    redis.call('PERSIST', KEYS[5])
+  end
+end
+local function renew(ttl)
+  renew_streams(ttl)
+  if ttl > 0 then
+    redis.call('PEXPIRE', KEYS[1], ttl)
+    redis.call('PEXPIRE', KEYS[3], ttl)
+    redis.call('PEXPIRE', KEYS[4], ttl)
+    redis.call('ZADD', KEYS[2], now_ms() + ttl, ARGV[1])
+  else
+    redis.call('PERSIST', KEYS[1])
+    redis.call('PERSIST', KEYS[3])
+    redis.call('PERSIST', KEYS[4])
+    redis.call('ZADD', KEYS[2], '+inf', ARGV[1])
+  end
+end
+";
+
+/// Create: ARGV\[3\] record, ARGV\[4\] cap. 1 created, 0 at capacity, -1 the id is taken.
+const CREATE: &str = r"
+local ttl = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now_ms())
+if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
+if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[3])
+renew(ttl)
+return 1
+";
+
+/// Save: ARGV\[3\] record, ARGV\[4\] bus channel, ARGV\[5\] the bus message (`SessionSaved`,
+/// published only when saved). 1 saved, 0 missing.
+const SAVE: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('SET', KEYS[1], ARGV[3])
+renew(tonumber(ARGV[2]))
+redis.call('PUBLISH', ARGV[4], ARGV[5])
+return 1
+";
+
+/// Touch. 1 renewed, 0 missing.
+const TOUCH: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+renew(tonumber(ARGV[2]))
+return 1
+";
+
+/// Delete: ARGV\[3\] bus channel, ARGV\[4\] the bus message.
+const DELETE: &str = r"
+for _, name in ipairs(redis.call('SMEMBERS', KEYS[5])) do
+  local l, m = stream_keys(name)
+  redis.call('DEL', l, m)
+end
+redis.call('DEL', KEYS[1], KEYS[3], KEYS[4], KEYS[5])
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('PUBLISH', ARGV[3], ARGV[4])
+return 1
+";
+
+/// Publish: ARGV\[3\] payload, ARGV\[4\] capacity, ARGV\[5\] wake channel. The seq, 0 missing.
+const PUBLISH: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local seq = redis.call('HINCRBY', KEYS[4], 'last', 1)
+redis.call('XADD', KEYS[3], 'MAXLEN', '=', ARGV[4], seq .. '-0', 'p', ARGV[3])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then
+  redis.call('PEXPIRE', KEYS[3], ttl)
+  redis.call('PEXPIRE', KEYS[4], ttl)
+end
+redis.call('PUBLISH', ARGV[5], seq)
+return seq
+";
+
+/// Delivered: ARGV\[3\] seq. 1 moved (or kept), 0 missing.
+const DELIVERED: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local cur = tonumber(redis.call('HGET', KEYS[4], 'cursor') or '0') or 0
+if tonumber(ARGV[3]) > cur then redis.call('HSET', KEYS[4], 'cursor', ARGV[3]) end
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[4], ttl) end
+return 1
+";
+
+/// OpenStream: KEYS\[6\] its log, \[7\] its hash, \[8\] the owner's liveness key; ARGV\[3\] name,
+/// ARGV\[4\] owner, ARGV\[5\] requests (JSON), ARGV\[6\] liveness TTL ms. Replaces a stream of the
+/// name. 1 opened, 0 no such session.
+const OPEN_STREAM: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('DEL', KEYS[6], KEYS[7])
+redis.call('HSET', KEYS[7], 'owner', ARGV[4], 'requests', ARGV[5])
+redis.call('SADD', KEYS[5], ARGV[3])
+redis.call('SET', KEYS[8], '1', 'PX', ARGV[6])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then
+  redis.call('PEXPIRE', KEYS[7], ttl)
+  redis.call('PEXPIRE', KEYS[5], ttl)
+else
+  redis.call('PERSIST', KEYS[5])
+end
+return 1
+";
+
+/// Append: KEYS\[6\] log, \[7\] hash; ARGV\[3\] seq, ARGV\[4\] payload, ARGV\[5\] the answered
+/// request's field (`a:<id JSON>`, empty: none), ARGV\[6\] wake channel. An event at or below
+/// the log's last one is already there (a retry) and is not added again. 1 stored, 0 no such
+/// stream.
+const APPEND: &str = r"
+if redis.call('EXISTS', KEYS[7]) == 0 then return 0 end
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[7], ARGV[5], '1') end
+local seq = tonumber(ARGV[3])
+if seq > 0 then
+  local top = redis.call('XREVRANGE', KEYS[6], '+', '-', 'COUNT', 1)
+  local last = 0
+  if #top > 0 then last = tonumber(string.match(top[1][1], '^(%d+)')) or 0 end
+  if seq > last then redis.call('XADD', KEYS[6], seq .. '-0', 'p', ARGV[4]) end
+end
+local ttl
+if redis.call('HEXISTS', KEYS[7], 'finished') == 0 then
+  ttl = redis.call('PTTL', KEYS[1])
+else
+  ttl = redis.call('PTTL', KEYS[7])
+end
+if ttl > 0 then redis.call('PEXPIRE', KEYS[6], ttl) end
+redis.call('PUBLISH', ARGV[6], 'a')
+return 1
+";
+
+/// EndStream: KEYS\[6\] log, \[7\] hash; ARGV\[3\] retention ms (at least 1), ARGV\[4\] wake
+/// channel. 1 ended, 0 no such stream.
+const END_STREAM: &str = r"
+if redis.call('EXISTS', KEYS[7]) == 0 then return 0 end
+redis.call('HSET', KEYS[7], 'finished', '1')
+redis.call('PEXPIRE', KEYS[7], ARGV[3])
+redis.call('PEXPIRE', KEYS[6], ARGV[3])
+redis.call('PUBLISH', ARGV[4], 'e')
+return 1
+";
+
+/// A request stream's state: KEYS\[6\] log, \[7\] hash; ARGV\[3\] after, ARGV\[4\] count, ARGV\[5\]
+/// the liveness keys' prefix. `{0}`: no such session or stream; else `{1, owner alive (0/1),
+/// the hash (HGETALL), the events after (XRANGE)}`.
+const STREAM_READ: &str = r"
+if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('EXISTS', KEYS[7]) == 0 then return {0} end
+local h = redis.call('HGETALL', KEYS[7])
+local owner = ''
+for i = 1, #h, 2 do
+  if h[i] == 'owner' then owner = h[i + 1] end
+end
+local alive = redis.call('EXISTS', ARGV[5] .. owner)
+local events = redis.call('XRANGE', KEYS[6], '(' .. ARGV[3] .. '-0', '+', 'COUNT', ARGV[4])
+return {1, alive, h, events}
+";
+
+/// Names one of the store's scripts (what a planned [`ScriptCall`](crate::plan::ScriptCall)
+/// invokes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ScriptId {
+    Create,
+    Save,
+    Touch,
+    Delete,
+    Publish,
+    Delivered,
+    OpenStream,
+    Append,
+    EndStream,
+    StreamRead,
+}
+
+/// The scripts, their SHA1s computed once.
+pub(crate) struct Scripts {
+    create: redis::Script,
+    save: redis::Script,
+    touch: redis::Script,
+    delete: redis::Script,
+    publish: redis::Script,
+    delivered: redis::Script,
+    open_stream: redis::Script,
+    append: redis::Script,
+    end_stream: redis::Script,
+    stream_read: redis::Script,
+}
+
+impl Scripts {
+    pub(crate) fn new() -> Scripts {
+        let s = |body: &str| redis::Script::new(&format!("{RENEW}{body}"));
+        Scripts {
+            create: s(CREATE),
+            save: s(SAVE),
+            touch: s(TOUCH),
+            delete: s(DELETE),
+            publish: s(PUBLISH),
+            delivered: s(DELIVERED),
+            open_stream: s(OPEN_STREAM),
+            append: s(APPEND),
+            end_stream: s(END_STREAM),
+            stream_read: s(STREAM_READ),
+        }
+    }
+
+    /// The script `id` names.
+    pub(crate) fn get(&self, id: ScriptId) -> &redis::Script {
+        match id {
+            ScriptId::Create => &self.create,
+            ScriptId::Save => &self.save,
+            ScriptId::Touch => &self.touch,
+            ScriptId::Delete => &self.delete,
+            ScriptId::Publish => &self.publish,
+            ScriptId::Delivered => &self.delivered,
+            ScriptId::OpenStream => &self.open_stream,
+            ScriptId::Append => &self.append,
+            ScriptId::EndStream => &self.end_stream,
+            ScriptId::StreamRead => &self.stream_read,
+        }
+    }
+
+    /// Every script (loaded on every connection before any operation runs).
+    pub(crate) fn all(&self) -> [&redis::Script; 10] {
+        [
+            &self.create,
+            &self.save,
+            &self.touch,
+            &self.delete,
+            &self.publish,
+            &self.delivered,
+            &self.open_stream,
+            &self.append,
+            &self.end_stream,
+            &self.stream_read,
+        ]
+    }
+}
