@@ -18,8 +18,7 @@ use super::error::{CancelReason, ProtocolError};
 use super::names::{EventRef, Owner};
 use super::session::{SessionEvent, SessionStep, is_valid_session_id};
 use super::stream::{
-    Exchange, ExchangeEvent, ExchangeState, ExchangeStep, LogicalStream, Phase, PostContext,
-    StreamEvent, StreamKind,
+    Exchange, ExchangeState, LogicalStream, Phase, PostContext, StreamEvent, StreamKind, Written,
 };
 use super::timer::Timer;
 use super::wire::{error_body, join_array, read_protocol_version};
@@ -172,31 +171,9 @@ impl Router {
     /// [`ServerConfig::write_report_threshold`]: super::ServerConfig::write_report_threshold
     pub fn handle_written(&mut self, now: Instant, stream: ExchangeId, bytes: usize) {
         self.advance(now);
-        let window = self.config.limits.send_window;
-        let Some(ex) = self.streams.exchange_mut(&stream) else {
-            return;
-        };
-        let ready = ex.pace.taken(bytes, window);
-        let blocked = ex.pace.is_blocked();
-        let drained = !blocked && ex.step(ExchangeEvent::BacklogWritten) == ExchangeStep::End;
-        if !blocked {
-            self.timers.clear(&mut ex.pace.stall, Timer::Stall(stream));
-        } else if bytes > 0 {
-            // Progress: the client gets a full timeout again.
-            let at = self.now + self.config.limits.slow_reader_timeout;
-            self.timers
-                .set(&mut ex.pace.stall, Timer::Stall(stream), at);
-        }
-        let moved = !ready.is_empty();
-        for chunk in ready {
-            self.out
-                .push_back(ServerOutput::ResponseBody { stream, chunk });
-        }
-        if drained {
-            self.out.push_back(ServerOutput::ResponseEnd { stream });
+        let fx = &mut Router::fx(self.now, &mut self.timers, &mut self.out);
+        if self.streams.written(stream, bytes, &self.config, fx) == Written::Drained {
             self.remove_exchange(stream);
-        } else if moved {
-            self.arm_heartbeat(stream);
         }
     }
 

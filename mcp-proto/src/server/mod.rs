@@ -502,6 +502,17 @@ pub enum ServerEvent {
     },
 }
 
+/// Where a part's effects go: the output queue and the timer set, at `now`. The router
+/// lends its own to a part's method for the length of one call.
+pub(crate) struct Fx<'a> {
+    /// The time now.
+    pub(crate) now: Instant,
+    /// The router's timers.
+    pub(crate) timers: &'a mut TimerQueue,
+    /// The router's outputs.
+    pub(crate) out: &'a mut VecDeque<ServerOutput>,
+}
+
 /// A client request in flight.
 #[derive(Debug)]
 struct InFlight {
@@ -695,6 +706,15 @@ impl Router {
         if now > self.now {
             self.now = now;
         }
+    }
+
+    /// The output queue and the timer set, lent to a part (see [`Fx`]).
+    fn fx<'a>(
+        now: Instant,
+        timers: &'a mut TimerQueue,
+        out: &'a mut VecDeque<ServerOutput>,
+    ) -> Fx<'a> {
+        Fx { now, timers, out }
     }
 
     fn next(&mut self) -> u64 {

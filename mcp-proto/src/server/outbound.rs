@@ -11,12 +11,11 @@ use serde_json::value::RawValue;
 
 use super::error::ProtocolError;
 use super::error::{CancelReason, CloseReason, SendError, ServerRequestError};
-use super::pace::Push;
 use super::session::{Queued, SessionEvent};
 use super::store::Replay;
 use super::stream::{
-    Exchange, ExchangeEvent, ExchangeState, ExchangeStep, LogicalStream, Phase, StreamEvent,
-    StreamKind, event_frame, events_lost_frame, priming_frame, retry_frame,
+    Exchange, ExchangeState, LetGo, LogicalStream, Phase, Sent, StreamEvent, StreamKind,
+    event_frame, events_lost_frame, priming_frame, retry_frame,
 };
 use super::timer::Timer;
 use super::wire::{error_body, join_array, read_protocol_version};
@@ -630,52 +629,21 @@ impl Router {
         self.send_chunk(conn, chunk, true);
     }
 
-    /// A chunk for `conn`, emitted while its send window has room and backlogged otherwise;
-    /// `live` is false for replayed events (they do not count against the backlog budget).
-    /// Every emitted chunk re-arms the connection's heartbeat.
+    /// A chunk for `conn` ([`Streams::send_chunk`](super::stream::Streams::send_chunk));
+    /// cuts the connection when the slow-reader rule says so.
     pub(crate) fn send_chunk(&mut self, conn: ExchangeId, chunk: Bytes, live: bool) {
-        let (window, budget) = (
-            self.config.limits.send_window,
-            self.config.limits.max_backlog_bytes,
-        );
-        let Some(ex) = self.streams.exchange_mut(&conn) else {
-            return;
-        };
-        match ex.pace.push(chunk, live, window, budget) {
-            Push::Emit(chunk) => {
-                self.out.push_back(ServerOutput::ResponseBody {
-                    stream: conn,
-                    chunk,
-                });
-                self.arm_heartbeat(conn);
-            }
-            Push::Held { newly_blocked } => {
-                if newly_blocked {
-                    let at = self.now + self.config.limits.slow_reader_timeout;
-                    self.timers.set(&mut ex.pace.stall, Timer::Stall(conn), at);
-                }
-            }
-            Push::OverBudget => self.cut_slow_reader(conn),
+        let fx = &mut Router::fx(self.now, &mut self.timers, &mut self.out);
+        if self.streams.send_chunk(conn, chunk, live, &self.config, fx) == Sent::CutSlowReader {
+            self.cut_slow_reader(conn);
         }
     }
 
-    /// Ends `conn`'s response after whatever it still has to write: at once when nothing
-    /// waits, else the exchange drains (leaves its stream; its end follows its backlog).
+    /// Ends `conn`'s response after whatever it still has to write
+    /// ([`Streams::let_go`](super::stream::Streams::let_go)).
     pub(crate) fn end_exchange(&mut self, conn: ExchangeId) {
-        let Some(ex) = self.streams.exchange_mut(&conn) else {
-            return;
-        };
-        let backlog = ex.pace.is_blocked();
-        match ex.step(ExchangeEvent::LetGo { backlog }) {
-            ExchangeStep::Drain => {
-                self.timers.clear(&mut ex.heartbeat, Timer::Heartbeat(conn));
-            }
-            ExchangeStep::End => {
-                self.out
-                    .push_back(ServerOutput::ResponseEnd { stream: conn });
-                self.remove_exchange(conn);
-            }
-            ExchangeStep::Stay => {}
+        let fx = &mut Router::fx(self.now, &mut self.timers, &mut self.out);
+        if self.streams.let_go(conn, fx) == LetGo::Ended {
+            self.remove_exchange(conn);
         }
     }
 
@@ -692,14 +660,8 @@ impl Router {
     }
 
     pub(super) fn arm_heartbeat(&mut self, conn: ExchangeId) {
-        let Some(every) = self.config.streams.heartbeat_interval else {
-            return;
-        };
-        if let Some(ex) = self.streams.exchange_mut(&conn) {
-            let at = self.now + every;
-            self.timers
-                .set(&mut ex.heartbeat, Timer::Heartbeat(conn), at);
-        }
+        let fx = &mut Router::fx(self.now, &mut self.timers, &mut self.out);
+        self.streams.arm_heartbeat(conn, &self.config, fx);
     }
 
     /// A response for `handle` on its stream; finishes the stream when it was the last.

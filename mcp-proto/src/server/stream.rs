@@ -104,9 +104,9 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
-use super::pace::Pace;
+use super::pace::{Pace, Push};
 use super::timer::{Timer, TimerQueue};
-use super::{ExchangeId, RequestHandle, SessionHandle};
+use super::{ExchangeId, Fx, RequestHandle, ServerConfig, ServerOutput, SessionHandle};
 use crate::sse::{SseFrame, encode_comment, encode_priming};
 use crate::{HandleMap, ProtocolVersion};
 
@@ -424,6 +424,35 @@ pub(crate) struct PostContext {
     pub(crate) requested_version: Option<Box<str>>,
 }
 
+/// What sending a chunk asks of the router.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sent {
+    /// Nothing more.
+    Done,
+    /// The slow-reader rule: abort the connection and treat it as a disconnect.
+    CutSlowReader,
+}
+
+/// What the client's reading asks of the router.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Written {
+    /// Nothing more.
+    Nothing,
+    /// A draining exchange finished: forget it.
+    Drained,
+}
+
+/// What letting go of an exchange asks of the router.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LetGo {
+    /// Not a live exchange: nothing.
+    Unknown,
+    /// It drains; nothing more now.
+    Draining,
+    /// Its end was emitted: forget it.
+    Ended,
+}
+
 /// The router's logical streams and HTTP exchanges: the two machines' owned tables.
 ///
 /// A stream or an exchange enters with [`insert_stream`](Streams::insert_stream) /
@@ -548,6 +577,152 @@ impl Streams {
         self.exchanges.is_empty()
     }
 
+    // ---- an exchange's write path: pacing and heartbeats (`pace.rs`'s table) -------------
+
+    /// A chunk for `conn`, emitted while its send window has room and backlogged otherwise
+    /// (the stall timer armed when the backlog starts); `live` is false for replayed events
+    /// (they do not count against the backlog budget). Every emitted chunk re-arms the
+    /// heartbeat. [`Sent::CutSlowReader`]: the live backlog went over its budget.
+    pub(crate) fn send_chunk(
+        &mut self,
+        conn: ExchangeId,
+        chunk: Bytes,
+        live: bool,
+        config: &ServerConfig,
+        fx: &mut Fx<'_>,
+    ) -> Sent {
+        let limits = &config.limits;
+        let Some(ex) = self.exchanges.get_mut(&conn) else {
+            return Sent::Done;
+        };
+        match ex
+            .pace
+            .push(chunk, live, limits.send_window, limits.max_backlog_bytes)
+        {
+            Push::Emit(chunk) => {
+                fx.out.push_back(ServerOutput::ResponseBody {
+                    stream: conn,
+                    chunk,
+                });
+                self.arm_heartbeat(conn, config, fx);
+            }
+            Push::Held { newly_blocked } => {
+                if newly_blocked {
+                    let at = fx.now + limits.slow_reader_timeout;
+                    fx.timers.set(&mut ex.pace.stall, Timer::Stall(conn), at);
+                }
+            }
+            Push::OverBudget => return Sent::CutSlowReader,
+        }
+        Sent::Done
+    }
+
+    /// Arms `conn`'s next heartbeat (when heartbeats are on).
+    pub(crate) fn arm_heartbeat(
+        &mut self,
+        conn: ExchangeId,
+        config: &ServerConfig,
+        fx: &mut Fx<'_>,
+    ) {
+        let Some(every) = config.streams.heartbeat_interval else {
+            return;
+        };
+        if let Some(ex) = self.exchanges.get_mut(&conn) {
+            fx.timers
+                .set(&mut ex.heartbeat, Timer::Heartbeat(conn), fx.now + every);
+        }
+    }
+
+    /// The client took `bytes` more of `conn`'s body: the backlog goes out up to the window,
+    /// the stall timer is cleared (nothing waits) or re-armed (progress), the heartbeat
+    /// re-armed when something moved. [`Written::Drained`]: a draining exchange took its
+    /// last byte: its end was emitted, and the router forgets it.
+    pub(crate) fn written(
+        &mut self,
+        conn: ExchangeId,
+        bytes: usize,
+        config: &ServerConfig,
+        fx: &mut Fx<'_>,
+    ) -> Written {
+        let Some(ex) = self.exchanges.get_mut(&conn) else {
+            return Written::Nothing;
+        };
+        let ready = ex.pace.taken(bytes, config.limits.send_window);
+        let blocked = ex.pace.is_blocked();
+        let drained = !blocked && ex.step(ExchangeEvent::BacklogWritten) == ExchangeStep::End;
+        if !blocked {
+            fx.timers.clear(&mut ex.pace.stall, Timer::Stall(conn));
+        } else if bytes > 0 {
+            // Progress: the client gets a full timeout again.
+            let at = fx.now + config.limits.slow_reader_timeout;
+            fx.timers.set(&mut ex.pace.stall, Timer::Stall(conn), at);
+        }
+        let moved = !ready.is_empty();
+        for chunk in ready {
+            fx.out.push_back(ServerOutput::ResponseBody {
+                stream: conn,
+                chunk,
+            });
+        }
+        if drained {
+            fx.out.push_back(ServerOutput::ResponseEnd { stream: conn });
+            return Written::Drained;
+        }
+        if moved {
+            self.arm_heartbeat(conn, config, fx);
+        }
+        Written::Nothing
+    }
+
+    /// `conn`'s stream lets go of it: its response ends at once when nothing waits
+    /// ([`LetGo::Ended`]: the end was emitted, the router forgets the exchange), else the
+    /// exchange drains ([`LetGo::Draining`]: its heartbeat disarmed, its end follows its
+    /// backlog).
+    pub(crate) fn let_go(&mut self, conn: ExchangeId, fx: &mut Fx<'_>) -> LetGo {
+        let Some(ex) = self.exchanges.get_mut(&conn) else {
+            return LetGo::Unknown;
+        };
+        let backlog = ex.pace.is_blocked();
+        match ex.step(ExchangeEvent::LetGo { backlog }) {
+            ExchangeStep::Drain => {
+                fx.timers.clear(&mut ex.heartbeat, Timer::Heartbeat(conn));
+                LetGo::Draining
+            }
+            ExchangeStep::End => {
+                fx.out.push_back(ServerOutput::ResponseEnd { stream: conn });
+                LetGo::Ended
+            }
+            ExchangeStep::Stay => LetGo::Unknown,
+        }
+    }
+
+    /// `conn`'s heartbeat timer fired: a keep-alive comment, unless data waits (the
+    /// connection needs none) or it drains (it only finishes its backlog).
+    pub(crate) fn heartbeat_due(
+        &mut self,
+        conn: ExchangeId,
+        config: &ServerConfig,
+        fx: &mut Fx<'_>,
+    ) -> Sent {
+        let live = self.exchanges.get_mut(&conn).is_some_and(|ex| {
+            ex.heartbeat = None;
+            !ex.pace.is_blocked() && matches!(ex.state, ExchangeState::Attached(_))
+        });
+        if !live {
+            return Sent::Done;
+        }
+        self.send_chunk(conn, heartbeat_frame(), true, config, fx)
+    }
+
+    /// `conn`'s stall timer fired: whether its client still took nothing of what waits (the
+    /// slow-reader rule: the router cuts it).
+    pub(crate) fn stall_due(&mut self, conn: ExchangeId) -> bool {
+        self.exchanges.get_mut(&conn).is_some_and(|ex| {
+            ex.pace.stall = None;
+            ex.pace.is_blocked()
+        })
+    }
+
     /// Gives back capacity once most of it is unused (after a burst).
     pub(crate) fn shrink(&mut self) {
         if self.logical.capacity() > 64 && self.logical.len() * 4 < self.logical.capacity() {
@@ -647,6 +822,69 @@ mod tests {
             &priming_frame("3-0", Duration::from_millis(1500))[..],
             b"id: 3-0\nretry: 1500\ndata:\n\n"
         );
+    }
+
+    #[test]
+    fn an_exchange_s_write_path_paces_beats_and_drains() {
+        use std::collections::VecDeque;
+        let t0 = Instant::now();
+        let mut config = crate::server::ServerConfig::default();
+        config.limits.send_window = 10;
+        config.limits.slow_reader_timeout = Duration::from_secs(3);
+        config.streams.heartbeat_interval = Some(Duration::from_secs(5));
+        let (mut timers, mut out) = (TimerQueue::default(), VecDeque::new());
+        let mut streams = Streams::default();
+        let conn = ExchangeId(1);
+        streams.insert_exchange(conn, Exchange::new(ExchangeState::Attached(7), None));
+        let chunk = |n| Bytes::from(vec![b'x'; n]);
+        let bodies = |out: &mut VecDeque<ServerOutput>| {
+            out.drain(..)
+                .map(|o| match o {
+                    ServerOutput::ResponseBody { chunk, .. } => chunk.len(),
+                    ServerOutput::ResponseEnd { .. } => 0,
+                    other => panic!("unexpected {other:?}"),
+                })
+                .collect::<Vec<_>>()
+        };
+        let mut fx = Fx {
+            now: t0,
+            timers: &mut timers,
+            out: &mut out,
+        };
+        // Within the window: emitted, and the heartbeat armed.
+        assert_eq!(
+            streams.send_chunk(conn, chunk(10), true, &config, &mut fx),
+            Sent::Done
+        );
+        assert_eq!(fx.timers.next(), Some(t0 + Duration::from_secs(5)));
+        // The window is full: held, the stall timer armed; no keep-alive while data waits.
+        assert_eq!(
+            streams.send_chunk(conn, chunk(5), true, &config, &mut fx),
+            Sent::Done
+        );
+        assert_eq!(fx.timers.next(), Some(t0 + Duration::from_secs(3)));
+        assert_eq!(bodies(fx.out), [10]);
+        // Let go with a backlog: it drains, its heartbeat disarmed (the stall timer stays).
+        assert_eq!(streams.let_go(conn, &mut fx), LetGo::Draining);
+        assert_eq!(fx.timers.len(), 1);
+        // The client takes the window: the backlog leaves, then the end; nothing armed.
+        fx.now = t0 + Duration::from_secs(1);
+        assert_eq!(
+            streams.written(conn, 10, &config, &mut fx),
+            Written::Drained
+        );
+        assert_eq!(bodies(fx.out), [5, 0]);
+        assert_eq!(fx.timers.len(), 0);
+        // An idle connection's heartbeat fires: a keep-alive comment, and the next one armed.
+        let idle = ExchangeId(2);
+        streams.insert_exchange(idle, Exchange::new(ExchangeState::Attached(8), None));
+        streams.arm_heartbeat(idle, &config, &mut fx);
+        let due = t0 + Duration::from_secs(6);
+        assert_eq!(fx.timers.pop_due(due), Some((due, Timer::Heartbeat(idle))));
+        fx.now = due;
+        assert_eq!(streams.heartbeat_due(idle, &config, &mut fx), Sent::Done);
+        assert_eq!(bodies(fx.out), [heartbeat_frame().len()]);
+        assert_eq!(fx.timers.next(), Some(due + Duration::from_secs(5)));
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use super::error::{CancelReason, ServerRequestError};
 use super::session::{IdleFired, SessionEvent};
-use super::stream::{ExchangeState, Phase, StreamEvent, heartbeat_frame};
+use super::stream::{Phase, Sent, StreamEvent};
 use super::timer::Timer;
 use super::{Router, ServerOutput};
 
@@ -27,22 +27,13 @@ impl Router {
                     }
                 }
                 Timer::Heartbeat(stream) => {
-                    // A connection with data waiting needs no keep-alive (and a draining one
-                    // only finishes its backlog).
-                    let live = self.streams.exchange_mut(&stream).is_some_and(|ex| {
-                        ex.heartbeat = None;
-                        !ex.pace.is_blocked() && matches!(ex.state, ExchangeState::Attached(_))
-                    });
-                    if live {
-                        self.write_raw(stream, heartbeat_frame());
+                    let fx = &mut Router::fx(self.now, &mut self.timers, &mut self.out);
+                    if self.streams.heartbeat_due(stream, &self.config, fx) == Sent::CutSlowReader {
+                        self.cut_slow_reader(stream);
                     }
                 }
                 Timer::Stall(stream) => {
-                    let stalled = self.streams.exchange_mut(&stream).is_some_and(|ex| {
-                        ex.pace.stall = None;
-                        ex.pace.is_blocked()
-                    });
-                    if stalled {
+                    if self.streams.stall_due(stream) {
                         self.cut_slow_reader(stream);
                     }
                 }
