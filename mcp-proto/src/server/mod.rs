@@ -68,10 +68,12 @@
 //! | parked requests (cluster) | `cluster.rs` | waiting for a session's record | `Parked::on` |
 //! | drain | `drain.rs` | `Running`, `Draining`, `Forced` | `Drain::on` |
 //!
-//! Beside them: the requests in flight and the server→client requests (tables without a
-//! life of their own: a request is in flight from its dispatch to its answer or
-//! cancellation), the timer set (`timer.rs`), the cluster's store calls (`cluster.rs`) and
-//! the output queue. The router's own code is the glue between the parts: it reads an
+//! `Streams` also owns an exchange's write path (pacing, the stall and heartbeat timers,
+//! draining: `pace.rs`'s table). Beside the parts: the requests in flight and the
+//! server→client requests (tables without a life of their own: a request is in flight from
+//! its dispatch to its answer or cancellation), the timer set (`timer.rs`) and the output
+//! queue, which the router lends a part for one call (`Fx`). What needs only the
+//! configuration is the configuration's (`admission.rs`, `names.rs`). The router's own code is the glue between the parts: it reads an
 //! input, asks the parts' tables, and performs the effects they return, in this order:
 //!
 //! ```text
