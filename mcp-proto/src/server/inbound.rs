@@ -406,7 +406,8 @@ impl Router {
                     }
                     EventRef::Listen(seq) => {
                         if let Some(lsid) = self.sessions.get(&session).and_then(|s| s.listen) {
-                            self.charge_takeover(lsid)?;
+                            self.streams
+                                .charge_takeover(lsid, &self.config.limits, self.now)?;
                         }
                         self.open_listen_from(stream, session, origin, FollowFrom::After(seq));
                         return Ok(());
@@ -423,13 +424,15 @@ impl Router {
                     return Err(ProtocolError::UnknownLastEventId);
                 }
                 if self.sessions.get(&session).and_then(|s| s.listen) == Some(lsid) {
-                    self.charge_takeover(lsid)?;
+                    self.streams
+                        .charge_takeover(lsid, &self.config.limits, self.now)?;
                 }
                 self.resume(stream, session, lsid, seq, origin);
             }
             None => {
                 if let Some(lsid) = self.sessions.get(&session).and_then(|s| s.listen) {
-                    self.charge_takeover(lsid)?;
+                    self.streams
+                        .charge_takeover(lsid, &self.config.limits, self.now)?;
                 }
                 self.open_listen(stream, session, origin);
             }

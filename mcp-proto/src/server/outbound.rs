@@ -9,7 +9,6 @@ use http::StatusCode;
 use http::header::{self, HeaderMap, HeaderValue};
 use serde_json::value::RawValue;
 
-use super::error::ProtocolError;
 use super::error::{CancelReason, CloseReason, SendError, ServerRequestError};
 use super::session::{Queued, SessionEvent};
 use super::store::Replay;
@@ -20,8 +19,8 @@ use super::stream::{
 use super::timer::Timer;
 use super::wire::{error_body, join_array, read_protocol_version};
 use super::{
-    Delivery, ExchangeId, FollowFrom, Outbound, OutboundId, OverflowPolicy, RequestHandle,
-    ResponseMode, Router, ServerEvent, ServerOutput, SessionHandle, Target,
+    Delivery, ExchangeId, FollowFrom, Outbound, OutboundId, RequestHandle, ResponseMode, Router,
+    ServerEvent, ServerOutput, SessionHandle, Target,
 };
 use crate::http::{header as mcp_header, mime};
 use crate::jsonrpc::{ErrorObject, Message, Notification, Outcome, Request, RequestId, Response};
@@ -461,29 +460,9 @@ impl Router {
                 return Ok(delivery);
             }
         }
-        if s.work.queue.len() >= self.config.limits.listen_queue_capacity {
-            match self.config.streams.overflow_policy {
-                OverflowPolicy::DropOldestNotification => {
-                    match s.work.queue.iter().position(|q| q.request.is_none()) {
-                        Some(i) => {
-                            s.work.queue.remove(i);
-                            self.out
-                                .push_back(ServerOutput::Event(ServerEvent::QueueOverflow {
-                                    session,
-                                }));
-                        }
-                        None => return Err(SendError::QueueFull),
-                    }
-                }
-                OverflowPolicy::RejectNew => return Err(SendError::QueueFull),
-            }
-        }
-        let s = self
-            .sessions
-            .get_mut(&session)
-            .ok_or(SendError::UnknownSession)?;
-        s.work.queue.push_back(Queued { payload, request });
-        Ok(Delivery::Queued)
+        let fx = &mut Router::fx(self.now, &mut self.timers, &mut self.out);
+        self.sessions
+            .enqueue(session, Queued { payload, request }, &self.config, fx)
     }
 
     // ---- streams ------------------------------------------------------------------------
@@ -875,32 +854,6 @@ impl Router {
         for e in events {
             self.send_chunk(conn, e.frame, false);
         }
-    }
-
-    /// A GET for `lsid`, the session's listen stream, while it has a connection: allowed
-    /// (the old connection will be ended) while the session's takeover budget lasts.
-    pub(crate) fn charge_takeover(&mut self, lsid: u64) -> Result<(), ProtocolError> {
-        let (budget, window, now) = (
-            self.config.limits.listen_takeovers,
-            self.config.limits.listen_takeover_window,
-            self.now,
-        );
-        let Some(s) = self
-            .streams
-            .stream_mut(&lsid)
-            .filter(|l| l.connection.is_some())
-        else {
-            return Ok(());
-        };
-        if s.takeover_window.is_none_or(|start| now >= start + window) {
-            s.takeover_window = Some(now);
-            s.takeovers = 0;
-        }
-        if s.takeovers >= budget {
-            return Err(ProtocolError::ListenConflict);
-        }
-        s.takeovers += 1;
-        Ok(())
     }
 
     /// Binds `conn` to the logical stream, ending a previous connection (takeover).

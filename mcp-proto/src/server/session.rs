@@ -62,8 +62,12 @@ use std::time::Instant;
 use bytes::Bytes;
 
 use super::error::CloseReason;
+use super::error::SendError;
 use super::timer::{Timer, TimerQueue};
-use super::{OutboundId, RequestHandle, SessionHandle};
+use super::{
+    Delivery, Fx, OutboundId, OverflowPolicy, RequestHandle, ServerConfig, ServerEvent,
+    ServerOutput, SessionHandle,
+};
 use crate::HandleMap;
 use crate::ProtocolVersion;
 use crate::jsonrpc::{Outcome, RequestId};
@@ -527,6 +531,42 @@ impl Sessions {
         Some(s)
     }
 
+    /// Queues a message for `session`'s GET stream while none is open, bounded by
+    /// [`ServerLimits::listen_queue_capacity`](super::ServerLimits::listen_queue_capacity):
+    /// when full, the overflow policy drops the oldest notification (never a server→client
+    /// request, which must fail rather than vanish; [`ServerEvent::QueueOverflow`]) or refuses
+    /// the new message.
+    pub(crate) fn enqueue(
+        &mut self,
+        session: SessionHandle,
+        message: Queued,
+        config: &ServerConfig,
+        fx: &mut Fx<'_>,
+    ) -> Result<Delivery, SendError> {
+        let s = self
+            .table
+            .get_mut(&session)
+            .ok_or(SendError::UnknownSession)?;
+        if s.work.queue.len() >= config.limits.listen_queue_capacity {
+            match config.streams.overflow_policy {
+                OverflowPolicy::DropOldestNotification => {
+                    let i = s
+                        .work
+                        .queue
+                        .iter()
+                        .position(|q| q.request.is_none())
+                        .ok_or(SendError::QueueFull)?;
+                    s.work.queue.remove(i);
+                    fx.out
+                        .push_back(ServerOutput::Event(ServerEvent::QueueOverflow { session }));
+                }
+                OverflowPolicy::RejectNew => return Err(SendError::QueueFull),
+            }
+        }
+        s.work.queue.push_back(message);
+        Ok(Delivery::Queued)
+    }
+
     /// Gives back capacity once most of it is unused (after a burst of sessions).
     pub(crate) fn shrink(&mut self) {
         if self.table.capacity() > 64 && self.table.len() * 4 < self.table.capacity() {
@@ -615,6 +655,61 @@ mod tests {
         );
         assert_eq!(sessions.len(), 1);
         assert_eq!(sessions.handles(), vec![SessionHandle(1)]);
+    }
+
+    #[test]
+    fn a_full_queue_drops_its_oldest_notification_never_a_request_or_refuses() {
+        let h = SessionHandle(1);
+        let mut sessions = Sessions::default();
+        sessions.begin(h, "a".into(), None, ProtocolVersion::V2025_03_26);
+        let mut config = ServerConfig::default();
+        config.limits.listen_queue_capacity = 2;
+        let (mut timers, mut out) = (TimerQueue::default(), VecDeque::new());
+        let mut fx = Fx {
+            now: Instant::now(),
+            timers: &mut timers,
+            out: &mut out,
+        };
+        let note = |b: &'static [u8]| Queued {
+            payload: Bytes::from_static(b),
+            request: None,
+        };
+        let request = |n| Queued {
+            payload: Bytes::from_static(b"r"),
+            request: Some(OutboundId(n)),
+        };
+        let mut put =
+            |q, config: &ServerConfig, fx: &mut Fx<'_>| sessions.enqueue(h, q, config, fx);
+        assert_eq!(put(request(1), &config, &mut fx), Ok(Delivery::Queued));
+        assert_eq!(put(note(b"n1"), &config, &mut fx), Ok(Delivery::Queued));
+        // Full: the oldest notification goes, the request stays.
+        assert_eq!(put(note(b"n2"), &config, &mut fx), Ok(Delivery::Queued));
+        assert!(matches!(
+            fx.out.pop_front(),
+            Some(ServerOutput::Event(ServerEvent::QueueOverflow { session })) if session == h
+        ));
+        // Full of requests and one notification: n2 goes for the new request; then nothing
+        // can go.
+        assert_eq!(put(request(2), &config, &mut fx), Ok(Delivery::Queued));
+        assert_eq!(
+            put(note(b"n3"), &config, &mut fx),
+            Err(SendError::QueueFull)
+        );
+        config.streams.overflow_policy = OverflowPolicy::RejectNew;
+        assert_eq!(put(request(3), &config, &mut fx), Err(SendError::QueueFull));
+        let queued: Vec<_> = sessions
+            .get(&h)
+            .unwrap()
+            .work
+            .queue
+            .iter()
+            .map(|q| q.request)
+            .collect();
+        assert_eq!(queued, [Some(OutboundId(1)), Some(OutboundId(2))]);
+        assert_eq!(
+            sessions.enqueue(SessionHandle(9), note(b"x"), &config, &mut fx),
+            Err(SendError::UnknownSession)
+        );
     }
 
     #[test]

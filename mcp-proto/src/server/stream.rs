@@ -104,9 +104,12 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
+use super::error::ProtocolError;
 use super::pace::{Pace, Push};
 use super::timer::{Timer, TimerQueue};
-use super::{ExchangeId, Fx, RequestHandle, ServerConfig, ServerOutput, SessionHandle};
+use super::{
+    ExchangeId, Fx, RequestHandle, ServerConfig, ServerLimits, ServerOutput, SessionHandle,
+};
 use crate::sse::{SseFrame, encode_comment, encode_priming};
 use crate::{HandleMap, ProtocolVersion};
 
@@ -575,6 +578,39 @@ impl Streams {
     /// Whether no exchange is open.
     pub(crate) fn no_exchanges(&self) -> bool {
         self.exchanges.is_empty()
+    }
+
+    /// A GET for `lsid`, a session's listen stream, while it has a connection: allowed (the
+    /// old connection will be ended) while the stream's takeover budget lasts
+    /// ([`ServerLimits::listen_takeovers`] per [`ServerLimits::listen_takeover_window`]),
+    /// 409 after that. A stream without a connection costs nothing to attach.
+    ///
+    /// [`ServerLimits::listen_takeovers`]: super::ServerLimits::listen_takeovers
+    /// [`ServerLimits::listen_takeover_window`]: super::ServerLimits::listen_takeover_window
+    pub(crate) fn charge_takeover(
+        &mut self,
+        lsid: u64,
+        limits: &ServerLimits,
+        now: Instant,
+    ) -> Result<(), ProtocolError> {
+        let Some(s) = self
+            .logical
+            .get_mut(&lsid)
+            .filter(|l| l.connection.is_some())
+        else {
+            return Ok(());
+        };
+        if s.takeover_window
+            .is_none_or(|start| now >= start + limits.listen_takeover_window)
+        {
+            s.takeover_window = Some(now);
+            s.takeovers = 0;
+        }
+        if s.takeovers >= limits.listen_takeovers {
+            return Err(ProtocolError::ListenConflict);
+        }
+        s.takeovers += 1;
+        Ok(())
     }
 
     // ---- an exchange's write path: pacing and heartbeats (`pace.rs`'s table) -------------
