@@ -924,6 +924,40 @@ mod tests {
     }
 
     #[test]
+    fn a_listen_stream_s_takeovers_are_budgeted_per_window() {
+        let t0 = Instant::now();
+        let limits = crate::server::ServerLimits {
+            listen_takeovers: 2,
+            listen_takeover_window: Duration::from_secs(60),
+            ..Default::default()
+        };
+        let mut streams = Streams::default();
+        let ls = LogicalStream::new(
+            Some(SessionHandle(1)),
+            StreamKind::Listen,
+            Phase::Detached,
+            true,
+            ProtocolVersion::V2025_03_26,
+        );
+        streams.insert_stream(5, ls);
+        // No connection: attaching costs nothing.
+        for _ in 0..5 {
+            assert_eq!(streams.charge_takeover(5, &limits, t0), Ok(()));
+        }
+        streams.stream_mut(&5).unwrap().connection = Some(ExchangeId(9));
+        assert_eq!(streams.charge_takeover(5, &limits, t0), Ok(()));
+        assert_eq!(streams.charge_takeover(5, &limits, t0), Ok(()));
+        let later = t0 + Duration::from_secs(59);
+        assert_eq!(
+            streams.charge_takeover(5, &limits, later),
+            Err(ProtocolError::ListenConflict)
+        );
+        // A new window, a new budget.
+        let next = t0 + Duration::from_secs(60);
+        assert_eq!(streams.charge_takeover(5, &limits, next), Ok(()));
+    }
+
+    #[test]
     fn phase_table_ends() {
         assert_eq!(
             Phase::Pending.on(StreamEvent::LastResponse),
