@@ -91,15 +91,21 @@
 //! only dials, subscribes and runs commands, and holds the connection exactly while that
 //! machine says it is up. Likewise sans-IO, tested without a server: the order of the
 //! operations (their lanes, batches, places in flight, an `Unfollow` behind its follow) is
-//! the `lanes` module's, and the command each operation sends and what its reply means
-//! are the `plan` module's (the scripts in `scripts`, the key names and encodings in
-//! `wire`); the worker sends what they say and performs the turns they start. A link's
+//! the `lanes` module's; the follows (the live ones and their last answers, the wake-up
+//! channels they use, subscribed by the first and unsubscribed after the last, what a
+//! wake-up, a beat or a recovery makes them read, and which events of a read go out: those
+//! after the last answered) are the `follows` module's; and the command each operation
+//! sends and what its reply means are the `plan` module's (the scripts in `scripts`, the
+//! key names and encodings in `wire`); the worker sends what they say, performs the turns
+//! they start and the reads they ask for, and holds no follow of its own. A link's
 //! incarnation (its owner name's random part) is drawn by the backend, not the worker
 //! ([`RedisBackend::with_incarnations`]).
+//!
+//! [`StreamEnd::Unknown`]: mcp_proto::server::StreamEnd::Unknown
+//! [`StreamEnd::OwnerGone`]: mcp_proto::server::StreamEnd::OwnerGone
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-use std::collections::{HashMap, HashSet};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -117,14 +123,16 @@ use redis::{
 
 use mcp_driver::{ClusterBackend, ClusterInbox, Runtime, StoreLink};
 
+mod follows;
 mod lanes;
 mod link;
 mod plan;
 mod scripts;
 mod wire;
+use follows::{FollowEffects, FollowEvent, Follows, Read};
 use lanes::{Lane, Lanes, Start, Submitted, is_stateless};
 use link::{LinkEffect, LinkEvent, LinkLimits, LinkMachine, LinkState};
-use mcp_proto::server::{FollowFrom, LogEvent, StoreError, StoreOp, StoreReply, StreamEnd, Ticket};
+use mcp_proto::server::{FollowFrom, LogEvent, StoreError, StoreOp, StoreReply, Ticket};
 use mcp_service::server::BoxFuture;
 use plan::{
     Fail, LinkTrouble, Planner, Request, decode_cursor, decode_int, decode_log, decode_unit,
@@ -214,6 +222,8 @@ pub struct RedisConfig {
     /// it after its last renewal (a link dropped in order deletes its key, detected within a
     /// third). Too short, a slow Redis or a busy worker can make a live owner look dead.
     /// Default 5 s, at least 30 ms.
+    ///
+    /// [`StreamEnd::OwnerGone`]: mcp_proto::server::StreamEnd::OwnerGone
     pub liveness_ttl: Duration,
 }
 
@@ -376,6 +386,15 @@ impl<R: Runtime> RedisBackend<R> {
         queued: Arc<AtomicUsize>,
     ) -> Worker<R> {
         let now = self.runtime.now();
+        let planner = Planner::new(
+            &self.config.prefix,
+            instance,
+            &owner_name(instance, incarnation),
+            self.config.read_batch,
+            self.config.liveness_ttl,
+        );
+        // Their channels named as the planner names them, a full read as it counts one.
+        let follows = Follows::new(&self.config.prefix, planner.read_batch());
         Worker {
             rt: self.runtime.clone(),
             cfg: self.config.clone(),
@@ -383,19 +402,11 @@ impl<R: Runtime> RedisBackend<R> {
             dial: self.dial.clone(),
             instance: instance.into(),
             inbox,
-            planner: Arc::new(Planner::new(
-                &self.config.prefix,
-                instance,
-                &owner_name(instance, incarnation),
-                self.config.read_batch,
-                self.config.liveness_ttl,
-            )),
+            planner: Arc::new(planner),
             scripts: Arc::new(Scripts::new()),
             conn: None,
             lanes: Lanes::new(self.config.max_in_flight),
             in_flight: FuturesUnordered::new(),
-            starting: HashSet::new(),
-            woken: HashSet::new(),
             push_tx,
             link: LinkMachine::new(
                 LinkLimits {
@@ -406,8 +417,7 @@ impl<R: Runtime> RedisBackend<R> {
                 },
                 now,
             ),
-            follows: HashMap::new(),
-            stream_follows: HashMap::new(),
+            follows,
             next_beat: now,
             queued,
         }
@@ -554,32 +564,19 @@ struct Worker<R: Runtime> {
     /// The batches and follow starts in flight on the connection (as [`Lanes`] started
     /// them).
     in_flight: FuturesUnordered<BoxFuture<'static, Landed>>,
-    /// Sessions whose follow is starting in flight (subscribed, or subscribing, to their
-    /// wake-up channel), and those of them woken meanwhile (read again once registered).
-    starting: HashSet<Box<str>>,
-    woken: HashSet<Box<str>>,
     push_tx: mpsc::UnboundedSender<(u64, PushInfo)>,
     /// The connection's life: when to dial, backoff, when it is lost, the follows' grace,
     /// which dial it is (pushes of older ones are ignored). `conn` is `Some` exactly while
     /// the machine is `Subscribing` or `Up`.
     link: LinkMachine,
-    /// Live follows: ticket → session, last sequence number answered.
-    follows: HashMap<Ticket, (Box<str>, u64)>,
-    /// Live request-stream follows.
-    stream_follows: HashMap<Ticket, StreamFollow>,
+    /// The follows: live ones and their last answers, starts in flight, the wake-up
+    /// channels they use, what a wake-up, a beat or a recovery makes them read.
+    follows: Follows,
     /// When the liveness key is renewed and the stream follows are checked next.
     next_beat: Instant,
     /// Operations submitted and not yet done (the link refuses more than
     /// [`RedisConfig::max_queued`]).
     queued: Arc<AtomicUsize>,
-}
-
-/// A live follow of a request stream.
-struct StreamFollow {
-    session: Box<str>,
-    stream: Box<str>,
-    /// The last sequence number answered.
-    last: u64,
 }
 
 /// The default source of incarnations: the operating system's random numbers; should they fail,
@@ -696,8 +693,8 @@ impl<R: Runtime> Worker<R> {
                         return; // not reached: `next` starts a follow only with a connection
                     };
                     let (session, from) = (session.clone(), *from);
-                    let subscribe = !self.is_followed(&session);
-                    self.starting.insert(session.clone());
+                    let starting = FollowEvent::Starting { session: &session };
+                    let subscribe = self.follows.on(starting).subscribe;
                     let s = self.stateless();
                     let (generation, lane) = (self.link.generation(), lane.clone());
                     self.in_flight.push(Box::pin(async move {
@@ -721,31 +718,26 @@ impl<R: Runtime> Worker<R> {
         }
     }
 
-    /// Whether `session` has a follow registered or starting (its wake-up channel is
-    /// subscribed, or being subscribed).
-    fn is_followed(&self, session: &str) -> bool {
-        self.starting.contains(session) || self.follows.values().any(|(s, _)| **s == *session)
-    }
-
-    /// Registers follow `ticket` of `session` from `after` and answers it with `events`; reads
-    /// again when that was a full batch, or when a wake-up came before it was registered
-    /// (`woken`: what it announced may be past the first read).
+    /// Registers follow `ticket` of `session` from `after` and answers it with `events`;
+    /// reads again, on the connection there is, what [`Follows`] says (a full batch, or a
+    /// wake-up before it was registered: what it announced may be past the first read).
     async fn follow_started(
         &mut self,
         ticket: Ticket,
         session: &str,
         after: u64,
         events: Vec<LogEvent>,
-        woken: bool,
     ) {
-        let full = events.len() >= self.planner.read_batch();
-        self.follows.insert(ticket, (session.into(), after));
-        self.answer(ticket, after, events);
-        if (full || woken)
-            && let Some(con) = self.conn.clone()
-            && let Err(f) = self.advance_on(con, ticket).await
-        {
-            tracing::debug!(why = f.why, "a follow read failed (retried later)");
+        let started = FollowEvent::Started {
+            ticket,
+            session,
+            after,
+            events,
+        };
+        let fx = self.follows.on(started);
+        let reads = self.perform(fx).await;
+        if let Some(con) = self.conn.clone() {
+            self.follow_reads(con, reads).await;
         }
     }
 
@@ -760,17 +752,19 @@ impl<R: Runtime> Worker<R> {
             session,
             result,
         } = *done;
-        self.starting.remove(&session);
-        let woken = self.woken.remove(&session);
         if generation == self.link.generation() {
             self.note(result.as_ref().map(|_| ()));
         }
         match result {
             Ok((after, events)) => {
-                self.follow_started(ticket, &session, after, events, woken)
-                    .await;
+                self.follow_started(ticket, &session, after, events).await;
             }
-            Err(f) => self.attempts(ticket, &op, 1, f.why).await,
+            Err(f) => {
+                let failed = FollowEvent::StartFailed { session: &session };
+                let fx = self.follows.on(failed);
+                debug_assert_eq!(fx, FollowEffects::default());
+                self.attempts(ticket, &op, 1, f.why).await;
+            }
         }
         self.queued.fetch_sub(1, Ordering::Relaxed);
         self.lanes.landed(&lane, 1, Some(ticket));
@@ -849,12 +843,9 @@ impl<R: Runtime> Worker<R> {
         if let Err(f) = self.renew_liveness(con.clone()).await {
             tracing::debug!(why = f.why, "renewing the liveness key failed");
         }
-        let tickets: Vec<Ticket> = self.stream_follows.keys().copied().collect();
-        for t in tickets {
-            if let Err(f) = self.advance_stream(con.clone(), t).await {
-                tracing::debug!(why = f.why, "a stream follow read failed (retried later)");
-            }
-        }
+        let fx = self.follows.on(FollowEvent::Beat);
+        let reads = self.perform(fx).await;
+        self.follow_reads(con, reads).await;
     }
 
     async fn next_input(
@@ -983,14 +974,7 @@ impl<R: Runtime> Worker<R> {
         };
         self.link.on(self.rt.now(), LinkEvent::Dialed);
         let mut channels = vec![self.planner.keys().bus()];
-        let sessions: HashSet<&str> = self.follows.values().map(|(s, _)| &**s).collect();
-        channels.extend(sessions.into_iter().map(|s| self.planner.keys().wake(s)));
-        let streams: HashSet<String> = self
-            .stream_follows
-            .values()
-            .map(|f| self.planner.keys().stream_wake(&f.session, &f.stream))
-            .collect();
-        channels.extend(streams);
+        channels.extend(self.follows.channels());
         self.conn = Some(con.clone());
         self.timed(con.subscribe(channels)).await?;
         if self.conn.is_none() {
@@ -1009,16 +993,11 @@ impl<R: Runtime> Worker<R> {
         if up == LinkEffect::Recovered {
             tracing::info!(instance = &*self.instance, "the Redis connection is back");
             let _ = self.inbox.bus_lost();
-            let tickets: Vec<Ticket> = self.follows.keys().copied().collect();
-            for t in tickets {
-                // A failure leaves the follow for the next reconnect.
-                let _ = self.advance_on(con.clone(), t).await;
-            }
-            let tickets: Vec<Ticket> = self.stream_follows.keys().copied().collect();
-            for t in tickets {
-                // A failure leaves the follow for the next beat.
-                let _ = self.advance_stream(con.clone(), t).await;
-            }
+            // A failure leaves a follow for the next reconnect (a stream follow, the next
+            // beat).
+            let fx = self.follows.on(FollowEvent::Recovered);
+            let reads = self.perform(fx).await;
+            self.follow_reads(con.clone(), reads).await;
         }
         Ok(con)
     }
@@ -1030,16 +1009,8 @@ impl<R: Runtime> Worker<R> {
             return;
         }
         if self.link.on(self.rt.now(), LinkEvent::Tick) == LinkEffect::FollowsExpired {
-            let e = StoreError("the store connection is lost".into());
-            let tickets: Vec<Ticket> = self
-                .follows
-                .drain()
-                .map(|(t, _)| t)
-                .chain(self.stream_follows.drain().map(|(t, _)| t))
-                .collect();
-            for ticket in tickets {
-                let _ = self.inbox.reply(ticket, StoreReply::Failed(e.clone()));
-            }
+            let fx = self.follows.on(FollowEvent::Expired);
+            let _no_reads = self.perform(fx).await;
         }
     }
 
@@ -1059,24 +1030,7 @@ impl<R: Runtime> Worker<R> {
                 let Ok(channel) = std::str::from_utf8(channel) else {
                     return;
                 };
-                let streams: Vec<Ticket> = self
-                    .stream_follows
-                    .iter()
-                    .filter(|(_, f)| {
-                        self.planner.keys().stream_wake(&f.session, &f.stream) == channel
-                    })
-                    .map(|(t, _)| *t)
-                    .collect();
-                if !streams.is_empty() {
-                    let Some(con) = self.conn.clone() else {
-                        return;
-                    };
-                    for t in streams {
-                        if let Err(f) = self.advance_stream(con.clone(), t).await {
-                            tracing::debug!(why = f.why, "a stream follow read failed");
-                        }
-                    }
-                } else if channel == self.planner.keys().bus() {
+                if channel == self.planner.keys().bus() {
                     match decode_bus(payload) {
                         Some((from, message)) if *from != *self.instance => {
                             let _ = self.inbox.bus(message);
@@ -1084,22 +1038,11 @@ impl<R: Runtime> Worker<R> {
                         Some(_) => {}
                         None => tracing::warn!("a malformed bus message is ignored"),
                     }
-                } else if let Some(session) = self.planner.keys().wake_session(channel) {
-                    if self.starting.contains(session) {
-                        self.woken.insert(session.into());
-                    }
-                    let tickets: Vec<Ticket> = self
-                        .follows
-                        .iter()
-                        .filter(|(_, (s, _))| **s == *session)
-                        .map(|(t, _)| *t)
-                        .collect();
-                    for t in tickets {
-                        if let Err(f) = self.advance(t).await {
-                            tracing::debug!(why = f.why, "a follow read failed (retried later)");
-                        }
-                    }
+                    return;
                 }
+                let fx = self.follows.on(FollowEvent::Woken { channel });
+                let reads = self.perform(fx).await;
+                self.woken_reads(reads).await;
             }
             _ => {}
         }
@@ -1117,41 +1060,91 @@ impl<R: Runtime> Worker<R> {
         out
     }
 
-    /// Answers follow `ticket` with what its log holds after its last answer (nothing when
-    /// nothing new).
-    async fn advance(&mut self, ticket: Ticket) -> Result<(), Fail> {
-        let con = self.connection().await?;
-        self.advance_on(con, ticket).await
-    }
-
-    /// [`advance`](Self::advance) on `con`.
-    async fn advance_on(&mut self, con: MultiplexedConnection, ticket: Ticket) -> Result<(), Fail> {
-        loop {
-            let Some((session, last)) = self.follows.get(&ticket).cloned() else {
-                return Ok(());
+    /// The reads of a wake-up: a listen follow's on the connection (dialing if it is lost
+    /// and a dial is due), a stream follow's on the connection there is.
+    async fn woken_reads(&mut self, reads: Vec<Read>) {
+        for read in reads {
+            let con = match read {
+                Read::Log { .. } => match self.connection().await {
+                    Ok(con) => con,
+                    Err(f) => {
+                        tracing::debug!(why = f.why, "a follow read failed (retried later)");
+                        continue;
+                    }
+                },
+                Read::Stream { .. } => match self.conn.clone() {
+                    Some(con) => con,
+                    None => return,
+                },
             };
-            let events = self.read_log(con.clone(), &session, last).await?;
-            if events.is_empty() {
-                return Ok(());
-            }
-            let full = events.len() >= self.planner.read_batch();
-            self.answer(ticket, last, events);
-            if !full {
-                return Ok(());
+            self.follow_reads(con, vec![read]).await;
+        }
+    }
+
+    /// Does `reads` on `con`, in order, each followed by the reads again [`Follows`] asks
+    /// for; a failed one is left for the next wake-up, beat or reconnection.
+    async fn follow_reads(&mut self, con: MultiplexedConnection, reads: Vec<Read>) {
+        for read in reads {
+            let ticket = read.ticket();
+            if let Err(f) = self.follow_read(con.clone(), read).await {
+                let ticket = ticket.as_u64();
+                tracing::debug!(ticket, why = f.why, "a follow read failed (retried later)");
             }
         }
     }
 
-    fn answer(&mut self, ticket: Ticket, after: u64, events: Vec<LogEvent>) {
-        let gap = events
-            .first()
-            .is_some_and(|e| e.seq > after.saturating_add(1));
-        if let (Some(f), Some(e)) = (self.follows.get_mut(&ticket), events.last()) {
-            f.1 = e.seq;
+    /// Does `read` on `con`, hands its result to [`Follows`], performs what it says, and
+    /// does the read again it asks for. Bounded: a read again follows only an answer that
+    /// moved the follow's last sequence number forward (a full batch).
+    async fn follow_read(&mut self, con: MultiplexedConnection, read: Read) -> Result<(), Fail> {
+        let mut pending = vec![read];
+        while let Some(read) = pending.pop() {
+            let event = match read {
+                Read::Log {
+                    ticket,
+                    session,
+                    after,
+                } => {
+                    let events = self.read_log(con.clone(), &session, after).await?;
+                    self.follows.on(FollowEvent::LogRead { ticket, events })
+                }
+                Read::Stream {
+                    ticket,
+                    session,
+                    stream,
+                    after,
+                } => {
+                    let read = self
+                        .read_stream(con.clone(), &session, &stream, after)
+                        .await?;
+                    self.follows.on(FollowEvent::StreamRead { ticket, read })
+                }
+            };
+            pending.extend(self.perform(event).await);
         }
-        let _ = self
-            .inbox
-            .reply(ticket, StoreReply::Events { events, gap, after });
+        Ok(())
+    }
+
+    /// Performs what [`Follows`] said, but its subscription (the start's, before its
+    /// first read) and its reads (returned): the answers, then the unsubscription (best
+    /// effort: a stale subscription only costs ignored wake-ups).
+    async fn perform(&mut self, fx: FollowEffects) -> Vec<Read> {
+        let FollowEffects {
+            subscribe,
+            answers,
+            unsubscribe,
+            reads,
+        } = fx;
+        debug_assert!(subscribe.is_none(), "a start subscribes itself");
+        for (ticket, reply) in answers {
+            let _ = self.inbox.reply(ticket, reply);
+        }
+        if let Some(channel) = unsubscribe
+            && let Some(mut con) = self.conn.clone()
+        {
+            let _ = self.timed(con.unsubscribe(channel)).await;
+        }
+        reads
     }
 
     async fn execute(&mut self, ticket: Ticket, op: StoreOp) {
@@ -1192,49 +1185,17 @@ impl<R: Runtime> Worker<R> {
 
     /// Answers `ticket` `Failed` for `why` (a follow it named ends).
     fn give_up(&mut self, ticket: Ticket, why: &str) {
-        self.follows.remove(&ticket);
-        self.stream_follows.remove(&ticket);
+        let fx = self.follows.on(FollowEvent::GaveUp { ticket });
+        debug_assert_eq!(fx, FollowEffects::default());
         let e = StoreError(format!("Redis: {why}").into());
         let _ = self.inbox.reply(ticket, StoreReply::Failed(e));
     }
 
-    async fn unfollow(&mut self, ticket: Ticket) {
-        if self.stream_follows.contains_key(&ticket) {
-            self.drop_stream_follow(ticket).await;
-            return;
-        }
-        let Some((session, _)) = self.follows.remove(&ticket) else {
-            return;
-        };
-        if self.is_followed(&session) {
-            return;
-        }
-        if let Some(mut con) = self.conn.clone() {
-            // Best effort: a stale subscription only costs ignored wake-ups.
-            let _ = self
-                .timed(con.unsubscribe(self.planner.keys().wake(&session)))
-                .await;
-        }
-    }
-
-    /// Ends stream follow `ticket` without an answer, unsubscribing its channel if no other
+    /// Ends follow `ticket` without an answer, unsubscribing its channel if no other
     /// follow uses it.
-    async fn drop_stream_follow(&mut self, ticket: Ticket) {
-        if let Some(f) = self.stream_follows.remove(&ticket) {
-            self.release_stream_channel(&f.session, &f.stream).await;
-        }
-    }
-
-    async fn release_stream_channel(&mut self, session: &str, stream: &str) {
-        let used = self
-            .stream_follows
-            .values()
-            .any(|f| *f.session == *session && *f.stream == *stream);
-        if !used && let Some(mut con) = self.conn.clone() {
-            // Best effort: a stale subscription only costs ignored wake-ups.
-            let channel = self.planner.keys().stream_wake(session, stream);
-            let _ = self.timed(con.unsubscribe(channel)).await;
-        }
+    async fn unfollow(&mut self, ticket: Ticket) {
+        let fx = self.follows.on(FollowEvent::Unfollow { ticket });
+        let _no_reads = self.perform(fx).await;
     }
 
     /// Reads request stream `stream` of `session` after `after` (`None`: no such stream, or
@@ -1253,60 +1214,6 @@ impl<R: Runtime> Worker<R> {
         self.planner.decode_stream(&reply)
     }
 
-    /// Answers stream follow `ticket` (registered or not) with `events` after `after` and
-    /// `end`; an ended follow is dropped. `true` when it ended.
-    fn answer_stream(
-        &mut self,
-        ticket: Ticket,
-        after: u64,
-        events: Vec<LogEvent>,
-        end: Option<StreamEnd>,
-    ) -> bool {
-        let ended = end.is_some();
-        if ended {
-            self.stream_follows.remove(&ticket);
-        } else if let (Some(f), Some(e)) = (self.stream_follows.get_mut(&ticket), events.last()) {
-            f.last = e.seq;
-        }
-        let _ = self
-            .inbox
-            .reply(ticket, StoreReply::StreamEvents { events, after, end });
-        ended
-    }
-
-    /// Answers stream follow `ticket` with what its stream gained since its last answer
-    /// (events, its end; nothing when nothing new). A stream gone with its session drops the
-    /// follow silently, as the reference does.
-    async fn advance_stream(
-        &mut self,
-        con: MultiplexedConnection,
-        ticket: Ticket,
-    ) -> Result<(), Fail> {
-        loop {
-            let Some(f) = self.stream_follows.get(&ticket) else {
-                return Ok(());
-            };
-            let (session, stream, last) = (f.session.clone(), f.stream.clone(), f.last);
-            let Some(read) = self
-                .read_stream(con.clone(), &session, &stream, last)
-                .await?
-            else {
-                self.drop_stream_follow(ticket).await;
-                return Ok(());
-            };
-            if read.events.is_empty() && read.end.is_none() {
-                return Ok(());
-            }
-            if self.answer_stream(ticket, last, read.events, read.end) {
-                self.release_stream_channel(&session, &stream).await;
-                return Ok(());
-            }
-            if !read.full {
-                return Ok(());
-            }
-        }
-    }
-
     /// One attempt at `op`: its answer, `None` for a follow (answered here).
     async fn once(&mut self, ticket: Ticket, op: &StoreOp) -> Result<Option<StoreReply>, Fail> {
         let mut con = self.connection().await?;
@@ -1319,20 +1226,19 @@ impl<R: Runtime> Worker<R> {
             StoreOp::Delete { session } => {
                 let req = self.planner.delete(session)?;
                 self.query(&mut con, &req, decode_int).await?;
-                self.follows.retain(|_, (s, _)| *s != *session);
-                self.stream_follows.retain(|_, f| f.session != *session);
+                let fx = self.follows.on(FollowEvent::SessionDeleted { session });
+                debug_assert_eq!(fx, FollowEffects::default());
                 StoreReply::Done
             }
             StoreOp::Follow { session, from } => {
-                let subscribe = !self.is_followed(session);
+                let subscribe = self.follows.on(FollowEvent::Start { session }).subscribe;
                 let out = self
                     .stateless()
                     .follow_start(con, session, *from, subscribe)
                     .await;
                 self.note(out.as_ref().map(|_| ()));
                 let (after, events) = out?;
-                self.follow_started(ticket, session, after, events, false)
-                    .await;
+                self.follow_started(ticket, session, after, events).await;
                 return Ok(None);
             }
             StoreOp::FollowStream {
@@ -1341,44 +1247,29 @@ impl<R: Runtime> Worker<R> {
                 after,
             } => {
                 // Subscribe first: a wake-up after the read is never missed.
-                let subscribed = self
-                    .stream_follows
-                    .values()
-                    .any(|f| f.session == *session && f.stream == *stream);
-                if !subscribed {
-                    let channel = self.planner.keys().stream_wake(session, stream);
+                let start = FollowEvent::StreamStart { session, stream };
+                if let Some(channel) = self.follows.on(start).subscribe {
                     self.timed(con.subscribe(channel)).await?;
                 }
                 let read = match self.read_stream(con.clone(), session, stream, *after).await {
                     Ok(r) => r,
                     Err(f) => {
-                        self.release_stream_channel(session, stream).await;
+                        let failed = FollowEvent::StreamStartFailed { session, stream };
+                        let fx = self.follows.on(failed);
+                        let _no_reads = self.perform(fx).await;
                         return Err(f);
                     }
                 };
-                let Some(read) = read else {
-                    self.release_stream_channel(session, stream).await;
-                    return Ok(Some(StoreReply::StreamEvents {
-                        events: Vec::new(),
-                        after: *after,
-                        end: Some(StreamEnd::Unknown),
-                    }));
+                let started = FollowEvent::StreamStarted {
+                    ticket,
+                    session,
+                    stream,
+                    after: *after,
+                    read,
                 };
-                if read.end.is_none() {
-                    let follow = StreamFollow {
-                        session: session.clone(),
-                        stream: stream.clone(),
-                        last: *after,
-                    };
-                    self.stream_follows.insert(ticket, follow);
-                }
-                if self.answer_stream(ticket, *after, read.events, read.end) {
-                    self.release_stream_channel(session, stream).await;
-                } else if read.full
-                    && let Err(f) = self.advance_stream(con, ticket).await
-                {
-                    tracing::debug!(why = f.why, "a stream follow read failed (retried later)");
-                }
+                let fx = self.follows.on(started);
+                let reads = self.perform(fx).await;
+                self.follow_reads(con, reads).await;
                 return Ok(None);
             }
             StoreOp::Unfollow { .. } => return Ok(None),
@@ -1414,18 +1305,17 @@ impl<R: Runtime> Stateless<R> {
         decode_log(self.send(&mut con, &req).await?)
     }
 
-    /// The start of a follow of `session`: its wake-up channel subscribed first (when
-    /// `subscribe`: no other follow of the session has it), so that a wake-up after the read
-    /// is never missed; where it starts; the first events after it.
+    /// The start of a follow of `session`: its wake-up channel `subscribe` subscribed first
+    /// (`None`: another follow of the session has it), so that a wake-up after the read is
+    /// never missed; where it starts; the first events after it.
     async fn follow_start(
         &self,
         mut con: MultiplexedConnection,
         session: &str,
         from: FollowFrom,
-        subscribe: bool,
+        subscribe: Option<String>,
     ) -> Result<(u64, Vec<LogEvent>), Fail> {
-        if subscribe {
-            let channel = self.planner.keys().wake(session);
+        if let Some(channel) = subscribe {
             self.timed(con.subscribe(channel)).await?;
         }
         let after = match from {
