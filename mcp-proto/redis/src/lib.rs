@@ -889,7 +889,8 @@ impl<R: Runtime> Worker<R> {
     }
 
     /// Planned request `req` on `con` under the command timeout, its reply read by
-    /// `decode`; the outcome noted ([`note`](Self::note)) as a typed query's would be.
+    /// `decode`. What the sending says of the connection is noted ([`note`](Self::note)):
+    /// a reply that arrived is an answer, whether or not it decodes.
     async fn query<T>(
         &mut self,
         con: &mut MultiplexedConnection,
@@ -897,11 +898,9 @@ impl<R: Runtime> Worker<R> {
         decode: impl FnOnce(Value) -> Result<T, Fail>,
     ) -> Result<T, Fail> {
         let timeout = self.cfg.command_timeout;
-        let out = send_on(&self.rt, timeout, &self.scripts, con, req)
-            .await
-            .and_then(decode);
-        self.note(out.as_ref().map(|_| ()));
-        out
+        let reply = send_on(&self.rt, timeout, &self.scripts, con, req).await;
+        self.note(reply.as_ref().map(|_| ()));
+        reply.and_then(decode)
     }
 
     /// What a command's outcome on the current connection says of it: an answer clears

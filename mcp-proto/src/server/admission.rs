@@ -12,7 +12,7 @@ use super::error::ProtocolError;
 use super::security::{AuthDecision, bearer_challenge};
 use super::{RequestHead, ServerConfig};
 use crate::http::{accepts, content_type_is, header as mcp_header, header_name, mime};
-use crate::jsonrpc::{ErrorObject, Message, Outcome, Response};
+use crate::jsonrpc::{ErrorObject, Response};
 use crate::{Era, ProtocolVersion};
 
 impl ServerConfig {
@@ -112,12 +112,17 @@ impl ServerConfig {
     /// when sessions exist (a legacy revision is served, the server is not stateless, the
     /// request does not name the modern revision) and the config enables them.
     pub(crate) fn allow(&self, headers: Option<&HeaderMap>) -> HeaderValue {
-        let c = self;
-        let sessions = !c.stateless
-            && c.supported_versions.iter().any(|v| v.era() == Era::Legacy)
+        let sessions = !self.stateless
+            && self
+                .supported_versions
+                .iter()
+                .any(|v| v.era() == Era::Legacy)
             && !headers.is_some_and(|h| self.is_modern(h));
         HeaderValue::from_static(
-            match (sessions && c.enable_get_stream, sessions && c.enable_delete) {
+            match (
+                sessions && self.enable_get_stream,
+                sessions && self.enable_delete,
+            ) {
                 (true, true) => "GET, POST, DELETE, OPTIONS",
                 (true, false) => "GET, POST, OPTIONS",
                 (false, true) => "POST, DELETE, OPTIONS",
@@ -223,28 +228,13 @@ impl ServerConfig {
         id: Option<crate::jsonrpc::RequestId>,
         error: &ProtocolError,
     ) -> Bytes {
-        let data = match error {
-            ProtocolError::UnsupportedProtocolVersion(requested) => {
-                let supported: Vec<&str> =
-                    self.supported_versions.iter().map(|v| v.as_str()).collect();
-                serde_json::value::to_raw_value(&serde_json::json!({
-                    "supported": supported,
-                    "requested": requested,
-                }))
-                .ok()
-            }
-            _ => None,
-        };
-        Message::Response(Response {
-            id,
-            outcome: Outcome::Error(ErrorObject {
-                code: error.code(),
-                message: error.to_string(),
-                data,
-                extra: serde_json::Map::new(),
-            }),
-        })
-        .to_bytes()
+        let mut object = ErrorObject::new(error.code(), error.to_string());
+        if let ProtocolError::UnsupportedProtocolVersion(requested) = error {
+            let supported: Vec<&str> = self.supported_versions.iter().map(|v| v.as_str()).collect();
+            let data = serde_json::json!({ "supported": supported, "requested": requested });
+            object.data = serde_json::value::to_raw_value(&data).ok();
+        }
+        Response::error(id, object).to_bytes()
     }
 
     pub(crate) fn cors_headers(&self, origin: Option<&str>, headers: &mut HeaderMap) {

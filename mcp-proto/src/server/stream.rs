@@ -494,12 +494,8 @@ impl Streams {
         if ls.modern {
             self.modern_live += 1;
         }
-        if let Some(old) = self.logical.insert(lsid, ls) {
-            debug_assert!(false, "logical stream {lsid} inserted twice");
-            if old.modern {
-                self.modern_live = self.modern_live.saturating_sub(1);
-            }
-        }
+        let old = self.logical.insert(lsid, ls);
+        debug_assert!(old.is_none(), "logical stream {lsid} inserted twice");
     }
 
     /// Takes a logical stream out, its retention and grace timers disarmed.

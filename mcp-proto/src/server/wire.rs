@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::ProtocolVersion;
-use crate::jsonrpc::{ErrorObject, Message, Outcome, Response};
+use crate::jsonrpc::{ErrorObject, Response};
 
 #[derive(Deserialize)]
 struct VersionField<'a> {
@@ -23,16 +23,7 @@ pub(crate) fn read_protocol_version(raw: Option<&RawValue>) -> Option<ProtocolVe
 
 /// A JSON-RPC error response body.
 pub(crate) fn error_body(id: Option<crate::jsonrpc::RequestId>, code: i64, message: &str) -> Bytes {
-    Message::Response(Response {
-        id,
-        outcome: Outcome::Error(ErrorObject {
-            code,
-            message: message.into(),
-            data: None,
-            extra: serde_json::Map::new(),
-        }),
-    })
-    .to_bytes()
+    Response::error(id, ErrorObject::new(code, message)).to_bytes()
 }
 
 /// `[a,b,c]` from encoded messages.
