@@ -1152,7 +1152,7 @@ impl Router {
             let pending_conn = self
                 .streams
                 .stream(&f.stream)
-                .filter(|ls| ls.phase == Phase::Pending)
+                .filter(|ls| ls.phase() == Phase::Pending)
                 .and_then(|ls| ls.connection.map(|c| (c, ls.origin.clone(), f.stream)));
             if let Some((conn, origin, lsid)) = pending_conn {
                 self.inflight.remove(&handle);

@@ -200,7 +200,7 @@ impl Router {
                 ExchangeState::Attached(lsid) => self
                     .streams
                     .stream(&lsid)
-                    .filter(|ls| ls.phase == Phase::Pending && ls.connection == Some(*conn))
+                    .filter(|ls| ls.phase() == Phase::Pending && ls.connection == Some(*conn))
                     .map(|_| (*conn, lsid)),
                 ExchangeState::ReadingBody(_) | ExchangeState::Draining => None,
             })

@@ -418,7 +418,7 @@ impl Router {
                     // JSON answer has no ids, and a guessed id must not hijack it.
                     s.session == Some(session)
                         && s.resumable
-                        && matches!(s.phase, Phase::Open | Phase::Detached | Phase::Finished)
+                        && matches!(s.phase(), Phase::Open | Phase::Detached | Phase::Finished)
                 });
                 if !owned {
                     return Err(ProtocolError::UnknownLastEventId);
@@ -761,26 +761,22 @@ impl Router {
             s.work.streams.push(lsid);
             s.open_connections += 1;
         }
-        self.streams.insert_stream(
-            lsid,
-            LogicalStream {
-                connection: Some(stream),
-                accept_sse: ctx.accept_sse,
-                origin: ctx.origin.clone(),
-                ..LogicalStream::new(
-                    session,
-                    StreamKind::Request {
-                        pending: handles,
-                        kept,
-                        batch,
-                        initialize: is_init,
-                    },
-                    Phase::Pending,
-                    resumable,
-                    version,
-                )
+        let mut ls = LogicalStream::new(
+            session,
+            StreamKind::Request {
+                pending: handles,
+                kept,
+                batch,
+                initialize: is_init,
             },
+            Phase::Pending,
+            resumable,
+            version,
         );
+        ls.connection = Some(stream);
+        ls.accept_sse = ctx.accept_sse;
+        ls.origin = ctx.origin.clone();
+        self.streams.insert_stream(lsid, ls);
         self.streams.insert_exchange(
             stream,
             Exchange::new(ExchangeState::Attached(lsid), session),

@@ -243,7 +243,7 @@ impl Router {
         if !(ls.resumable && ls.version.allows_priming()) {
             return Err(SendError::NotResumable);
         }
-        if ls.phase == Phase::Pending {
+        if ls.phase() == Phase::Pending {
             self.upgrade(lsid);
         }
         match self.streams.stream_mut(&lsid) {
@@ -324,7 +324,7 @@ impl Router {
                 Some(ExchangeState::Attached(l)) => self
                     .streams
                     .stream(l)
-                    .is_some_and(|l| l.phase != Phase::Pending),
+                    .is_some_and(|l| l.phase() != Phase::Pending),
                 _ => false,
             };
             self.remove_exchange(conn);
@@ -396,7 +396,7 @@ impl Router {
         request: Option<OutboundId>,
     ) -> Result<Delivery, SendError> {
         let ls = self.streams.stream(&lsid).ok_or(SendError::UnknownHandle)?;
-        match ls.phase {
+        match ls.phase() {
             Phase::Pending => {
                 // A modern stream in SSE mode waits Pending too (its head may still become an
                 // error status), and upgrades here.
@@ -504,7 +504,7 @@ impl Router {
             return;
         };
         // Only a pending stream sends a head (the table's other Upgrade rows change nothing).
-        if ls.phase != Phase::Pending {
+        if ls.phase() != Phase::Pending {
             return;
         }
         let headers = self.sse_head(ls);
@@ -658,7 +658,7 @@ impl Router {
             pending.retain(|h| *h != handle);
         }
         let last = ls.all_answered();
-        match ls.phase {
+        match ls.phase() {
             Phase::Pending => {
                 if let StreamKind::Request { kept, .. } = &mut ls.kind {
                     kept.push(payload);
@@ -678,7 +678,7 @@ impl Router {
         let Some(ls) = self.streams.stream(&lsid) else {
             return;
         };
-        match (last, ls.phase.on(StreamEvent::LastResponse)) {
+        match (last, ls.phase().on(StreamEvent::LastResponse)) {
             (true, Some(Phase::Done)) => self.finish_json(lsid),
             (true, Some(Phase::Finished)) => self.finish_sse(lsid),
             _ => {}
@@ -820,7 +820,7 @@ impl Router {
         let Some(ls) = self.streams.stream_mut(&lsid) else {
             return;
         };
-        if ls.phase == Phase::Finished {
+        if ls.phase() == Phase::Finished {
             ls.connection = None;
             self.end_exchange(conn);
         } else if matches!(ls.kind, StreamKind::Listen) {
@@ -984,7 +984,7 @@ impl Router {
         if !ls.all_answered() || reason == CancelReason::SessionClosed {
             return;
         }
-        match ls.phase {
+        match ls.phase() {
             Phase::Pending => {
                 let has_kept =
                     matches!(&ls.kind, StreamKind::Request { kept, .. } if !kept.is_empty());
@@ -1124,7 +1124,7 @@ impl Router {
     /// Ends a connection whose session just closed: a pending JSON answer still gets a
     /// well-formed (error) response; an SSE stream just ends.
     fn end_connection(&mut self, conn: ExchangeId, ls: &LogicalStream) {
-        if ls.phase == Phase::Pending {
+        if ls.phase() == Phase::Pending {
             let mut headers = HeaderMap::new();
             headers.insert(
                 header::CONTENT_TYPE,

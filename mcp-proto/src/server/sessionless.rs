@@ -205,28 +205,24 @@ impl Router {
                 initialize: false,
             },
         );
-        self.streams.insert_stream(
-            lsid,
-            LogicalStream {
-                connection: Some(stream),
-                accept_sse: ctx.accept_sse,
-                origin: ctx.origin.clone(),
-                modern: true,
-                sse_only: !ctx.accept_json,
-                ..LogicalStream::new(
-                    None,
-                    StreamKind::Request {
-                        pending: vec![handle],
-                        kept: Vec::new(),
-                        batch: false,
-                        initialize: false,
-                    },
-                    Phase::Pending,
-                    false,
-                    ProtocolVersion::V2026_07_28,
-                )
+        let mut ls = LogicalStream::new(
+            None,
+            StreamKind::Request {
+                pending: vec![handle],
+                kept: Vec::new(),
+                batch: false,
+                initialize: false,
             },
+            Phase::Pending,
+            false,
+            ProtocolVersion::V2026_07_28,
         );
+        ls.connection = Some(stream);
+        ls.accept_sse = ctx.accept_sse;
+        ls.origin = ctx.origin.clone();
+        ls.modern = true;
+        ls.sse_only = !ctx.accept_json;
+        self.streams.insert_stream(lsid, ls);
         self.streams
             .insert_exchange(stream, Exchange::new(ExchangeState::Attached(lsid), None));
         self.out.push_back(ServerOutput::Request {

@@ -214,7 +214,8 @@ pub(crate) enum StreamKind {
 pub(crate) struct LogicalStream {
     pub(crate) session: Option<SessionHandle>,
     pub(crate) kind: StreamKind,
-    pub(crate) phase: Phase,
+    /// Private: it changes only through [`LogicalStream::step`]; read it with [`LogicalStream::phase`].
+    phase: Phase,
     pub(crate) connection: Option<ExchangeId>,
     /// Events get ids and are stored.
     pub(crate) resumable: bool,
@@ -300,6 +301,11 @@ impl LogicalStream {
             end_after_commit: false,
             poll_close_after_commit: false,
         }
+    }
+
+    /// Where the stream is in the table above.
+    pub(crate) fn phase(&self) -> Phase {
+        self.phase
     }
 
     /// The one place the phase changes: applies `event` through [`Phase::on`] and returns the
