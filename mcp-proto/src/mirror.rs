@@ -54,11 +54,14 @@ pub const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 
 // S-NEW-8.
 /// Which body field a method mirrors into `Mcp-Name`, if any: `name` for `tools/call` and
-/// `prompts/get`, `uri` for `resources/read`.
+/// `prompts/get`, `uri` for `resources/read`, and `taskId` for the Tasks extension's
+/// `tasks/get`, `tasks/update` and `tasks/cancel` (SEP-2663, "Routing Headers": so that a
+/// load balancer can route a task's requests to the instance holding it).
 pub fn name_source(method: &str) -> Option<&'static str> {
     match method {
         "tools/call" | "prompts/get" => Some("name"),
         "resources/read" => Some("uri"),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
         _ => None,
     }
 }

@@ -533,6 +533,96 @@ pub fn server() -> Server {
             ),
             capabilities_tool,
         )
+        // The Tasks extension's fixtures (SEP-2663; the suite's `tasks-*` scenarios).
+        .tasks(mcp_service::TaskConfig::default())
+        .tool(
+            Tool::new("greet")
+                .description("Greets someone at once (never a task)")
+                .string("name", required().description("Who to greet")),
+            |_ctx, args: ToolArgs| async move {
+                Ok(CallToolResult::text(format!("Hello, {}!", args.get_string("name", "World"))))
+            },
+        )
+        .task_tool(
+            Tool::new("slow_compute")
+                .description("Works for `seconds` seconds, as a task for clients that take tasks")
+                .number("seconds", required().description("How long to work"))
+                .string("label", description("A label echoed in the result")),
+            |ctx, args: ToolArgs| async move {
+                let seconds = args.get_f64("seconds", 0.0).clamp(0.0, 3600.0);
+                let label = args.get_string("label", "");
+                let slept = smol::future::or(
+                    async {
+                        ctx.sleep(Duration::from_secs_f64(seconds)).await;
+                        true
+                    },
+                    async {
+                        ctx.cancelled().await;
+                        false
+                    },
+                )
+                .await;
+                if !slept {
+                    return Err(Error::new("cancelled"));
+                }
+                Ok(CallToolResult::text(format!("Computed {label} in {seconds}s")))
+            },
+        )
+        .task_tool(
+            no_args("failing_job", "A job that always ends in a tool error after about a second")
+                .task_support(mcp_service::schema::TaskSupport::Required),
+            |ctx, _| async move {
+                ctx.sleep(Duration::from_secs(1)).await;
+                Ok(CallToolResult::error("the job failed: the input was rejected"))
+            },
+        )
+        .task_tool(
+            no_args("protocol_error_job", "A job that ends in a JSON-RPC error (the task fails)"),
+            |ctx, _| async move {
+                ctx.sleep(Duration::from_millis(200)).await;
+                Err(Error::internal("the job's worker crashed"))
+            },
+        )
+        .task_tool(
+            Tool::new("confirm_delete")
+                .description("Asks the user to confirm, then deletes (a task that needs input)")
+                .string("filename", required().description("The file to delete")),
+            |ctx, args: ToolArgs| async move {
+                let file = args.get_string("filename", "");
+                let answer =
+                    elicit_fields(&ctx, &format!("Delete {file}?"), json!({"confirm": {"type": "boolean"}})).await?;
+                Ok(CallToolResult::text(format!("{file}: {}", describe(&answer))))
+            },
+        )
+        .task_tool(
+            no_args("multi_input", "Asks two questions at once (two input requests outstanding)"),
+            |ctx, _| async move {
+                let (a, b) = smol::future::zip(
+                    elicit_fields_as(&ctx, "first", "First name?", json!({"name": {"type": "string"}})),
+                    elicit_fields_as(&ctx, "second", "Confirm?", json!({"confirm": {"type": "boolean"}})),
+                )
+                .await;
+                Ok(CallToolResult::text(format!("first: {}; second: {}", describe(&a?), describe(&b?))))
+            },
+        )
+        .tool(
+            no_args(
+                "test_tool_with_task",
+                "Asks the user's name (an input request), then goes on as a task that greets them",
+            )
+            .task_support(mcp_service::schema::TaskSupport::Required),
+            |ctx, _| async move {
+                let answer =
+                    elicit_fields_as(&ctx, "user_name", "What is your name?", json!({"name": {"type": "string"}}))
+                        .await?;
+                let name = field(&answer, "name");
+                ctx.run_as_task(move |ctx| async move {
+                    ctx.sleep(Duration::from_millis(100)).await;
+                    Ok(CallToolResult::text(format!("Hello, {name}!")))
+                })
+                .await
+            },
+        )
         .prompt(
             Prompt::new("test_input_required_result_prompt")
                 .description("A prompt that first asks the user for its context (an input request in 2026-07-28)"),

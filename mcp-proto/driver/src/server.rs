@@ -319,6 +319,13 @@ impl<X> std::fmt::Debug for ServerDriver<X> {
 }
 
 impl<X: ExchangeSink> ServerDriver<X> {
+    /// Runs the work that outlives its request (a task's) on `spawn`
+    /// ([`ServerBinding::with_spawn`]).
+    pub fn with_spawn(mut self, spawn: mcp_service::bind::Spawn) -> Self {
+        self.binding = self.binding.with_spawn(spawn);
+        self
+    }
+
     /// A driver of `server`; `sleep` and `wake` as for [`ServerBinding::new`].
     pub fn new(
         server: Server,
@@ -872,7 +879,11 @@ impl ServerHandle {
             rt.now(),
             binding_sleep(rt),
             wakeup.callback(),
-        );
+        )
+        .with_spawn({
+            let rt = rt.clone();
+            Arc::new(move |work| rt.spawn(work))
+        });
         if let Some((backend, instance)) = backend {
             let inbox = ClusterInbox::new(move |d| cluster_tx.unbounded_send(d).is_ok());
             driver = driver.with_store(backend.connect(&instance, inbox));

@@ -142,7 +142,7 @@ pub use error::{Error, PeerError};
 pub use pending::{PeerResult, PendingRequests, ResponseFuture};
 pub use server::{
     BoxFuture, CompletionResult, Peer, PromptResult, RequestContext, ResourceRequest,
-    ResourceResult, Server, ServerSession, SessionState, ToolResult,
+    ResourceResult, Server, ServerSession, SessionState, TaskConfig, ToolResult,
 };
 pub use tool_schema::{
     IntoNumber, Prop, default, description, items, max, min, prop, required, title,

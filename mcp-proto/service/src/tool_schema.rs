@@ -250,6 +250,17 @@ impl Tool {
         }
     }
 
+    /// Says whether the tool may run as a task (`execution.taskSupport`, the Tasks
+    /// extension). [`Server::task_tool`](crate::Server::task_tool) sets `optional` itself;
+    /// `required` makes the server refuse the tool (-32021) to a client without the
+    /// extension.
+    pub fn task_support(mut self, support: crate::schema::TaskSupport) -> Self {
+        self.execution
+            .get_or_insert_with(Default::default)
+            .task_support = Some(support);
+        self
+    }
+
     /// Sets `description`: what the tool does, for the model.
     pub fn description(mut self, text: impl Into<String>) -> Self {
         self.description = Some(text.into());

@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex};
 
 pub use client::ClientBinding;
 
-pub use server::{ServerBinding, Sleep};
+pub use server::{ServerBinding, Sleep, Spawn};
 
 use super::cancel::lock;
 use super::server::BoxFuture;

@@ -22,6 +22,9 @@ use mcp_proto::server::{
 /// The runtime's timer: a future that completes after the duration.
 pub type Sleep = Arc<dyn Fn(Duration) -> BoxFuture<'static, ()> + Send + Sync>;
 
+/// The runtime's spawner as the binding holds it: runs a future to its end in the background.
+pub type Spawn = Arc<dyn Fn(BoxFuture<'static, ()>) + Send + Sync>;
+
 /// Who a peer speaks for: a router session, or one sessionless request (stateless mode, or
 /// a 2026-07-28 request), addressed by its handle so that two clients using the same request
 /// id never see each other's messages.
@@ -60,6 +63,8 @@ struct PeerLink {
     outbound: PendingRequests<u64>,
     keys: AtomicU64,
     sleep: Sleep,
+    /// The runtime's spawner, for work that outlives its request (a task's).
+    spawn: std::sync::OnceLock<Spawn>,
 }
 
 struct BoundPeer {
@@ -107,6 +112,18 @@ impl Peer for BoundPeer {
 
     fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
         (self.link.sleep)(duration)
+    }
+
+    fn spawn(&self, work: BoxFuture<'static, ()>) -> Result<(), PeerError> {
+        match self.link.spawn.get() {
+            Some(spawn) => {
+                spawn(work);
+                Ok(())
+            }
+            None => Err(PeerError::Unsupported(
+                "no spawner was given to this binding (ServerBinding::with_spawn)".into(),
+            )),
+        }
     }
 }
 
@@ -166,6 +183,7 @@ impl ServerBinding {
             outbound: PendingRequests::new(),
             keys: AtomicU64::new(1),
             sleep,
+            spawn: std::sync::OnceLock::new(),
         });
         ServerBinding {
             server,
@@ -181,6 +199,14 @@ impl ServerBinding {
             router_seen: false,
             voice: None,
         }
+    }
+
+    /// Gives the binding the runtime's spawner: work that outlives its request (a task's,
+    /// [`RequestContext::run_as_task`](crate::RequestContext::run_as_task)) runs on it.
+    /// Without one, such work is refused.
+    pub fn with_spawn(self, spawn: Spawn) -> Self {
+        let _ = self.link.spawn.set(spawn);
+        self
     }
 
     // S-NEW-8.

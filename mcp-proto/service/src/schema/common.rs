@@ -77,6 +77,9 @@ open_enum!(
         /// `"input_required"`: the server needs input first (an
         /// [`InputRequiredResult`](super::InputRequiredResult)).
         InputRequired = "input_required",
+        /// `"task"`: the request goes on as a task (a
+        /// [`CreateTaskResult`](super::CreateTaskResult), the Tasks extension).
+        Task = "task",
     }
 );
 

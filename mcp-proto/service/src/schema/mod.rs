@@ -98,6 +98,7 @@ mod roots;
 mod rpc;
 mod sampling;
 pub mod tags;
+mod tasks;
 mod tools;
 
 pub use common::*;
@@ -115,6 +116,7 @@ pub use resources::*;
 pub use roots::*;
 pub use rpc::*;
 pub use sampling::*;
+pub use tasks::*;
 pub use tools::*;
 
 /// Protocol revisions are [`mcp_proto::ProtocolVersion`] values: one type for the whole crate, so

@@ -41,14 +41,18 @@ pub mod methods {
     pub const ROOTS_LIST: &str = "roots/list";
     /// `elicitation/create` (server to client).
     pub const ELICITATION_CREATE: &str = "elicitation/create";
-    /// `tasks/get` (2025-11-25; not modelled).
+    /// `tasks/get` (the Tasks extension, SEP-2663).
     pub const TASKS_GET: &str = "tasks/get";
-    /// `tasks/result` (2025-11-25; not modelled).
-    pub const TASKS_RESULT: &str = "tasks/result";
-    /// `tasks/list` (2025-11-25; not modelled).
-    pub const TASKS_LIST: &str = "tasks/list";
-    /// `tasks/cancel` (2025-11-25; not modelled).
+    /// `tasks/update` (the Tasks extension, SEP-2663).
+    pub const TASKS_UPDATE: &str = "tasks/update";
+    /// `tasks/cancel` (the Tasks extension, SEP-2663).
     pub const TASKS_CANCEL: &str = "tasks/cancel";
+    /// `tasks/result` (2025-11-25's experimental tasks; removed by the Tasks extension, which
+    /// answers it `-32601`).
+    pub const TASKS_RESULT: &str = "tasks/result";
+    /// `tasks/list` (2025-11-25's experimental tasks; removed by the Tasks extension, which
+    /// answers it `-32601`).
+    pub const TASKS_LIST: &str = "tasks/list";
     /// `server/discover` (2026-07-28).
     pub const SERVER_DISCOVER: &str = "server/discover";
     /// `subscriptions/listen` (2026-07-28).
@@ -183,6 +187,12 @@ requests! {
     ListRoots, ListRootsRequest = ROOTS_LIST: RequestParams => ListRootsResult;
     /// `elicitation/create` (server to client).
     Elicit, ElicitRequest = ELICITATION_CREATE: ElicitRequestParams => ElicitResult;
+    /// `tasks/get` (the Tasks extension).
+    GetTask, GetTaskRequest = TASKS_GET: GetTaskRequestParams => GetTaskResult;
+    /// `tasks/update` (the Tasks extension).
+    UpdateTask, UpdateTaskRequest = TASKS_UPDATE: UpdateTaskRequestParams => EmptyResult;
+    /// `tasks/cancel` (the Tasks extension).
+    CancelTask, CancelTaskRequest = TASKS_CANCEL: CancelTaskRequestParams => EmptyResult;
     /// `server/discover` (2026-07-28).
     Discover, DiscoverRequest = SERVER_DISCOVER: RequestParams => DiscoverResult;
     /// `subscriptions/listen` (2026-07-28). Its result comes when the subscription ends; the

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::mrtr::Mrtr;
 use super::session::{SessionShared, log_notification};
+use super::tasks::{TaskOutcome, TaskRef};
 use super::{Server, ServerSession};
 use crate::Error;
 use crate::cancel::{CancellationToken, WaitForCancellation, lock};
@@ -58,6 +59,11 @@ pub struct RequestContext {
     /// The MRTR round of a modern `tools/call` / `prompts/get` / `resources/read` (or why its
     /// `requestState` was refused).
     pub(crate) mrtr: Option<Result<Arc<Mrtr>, Error>>,
+    /// The task this context's work runs as (its asks become the task's input requests).
+    pub(crate) task: Option<TaskRef>,
+    /// The task this request's handler went on as, if it did ([`Self::run_as_task`]):
+    /// shared by the handler's clones of the context, read by the dispatcher.
+    pub(crate) created: Arc<std::sync::Mutex<Option<crate::schema::Task>>>,
 }
 
 impl std::fmt::Debug for RequestContext {
@@ -106,6 +112,8 @@ impl RequestContext {
             modern,
             cancel,
             mrtr,
+            task: None,
+            created: Arc::default(),
         }
     }
 
@@ -319,6 +327,9 @@ impl RequestContext {
         params: R::Params,
     ) -> Result<R::Result, Error> {
         let raw = to_raw(&params).map_err(Error::internal)?;
+        if let Some(task) = &self.task {
+            return self.ask_in_task::<R>(task, key, raw).await;
+        }
         if self.modern.is_some() {
             let Some(Ok(mrtr)) = &self.mrtr else {
                 return Err(Error::new(format_args!(
@@ -388,6 +399,124 @@ impl RequestContext {
             }),
             _ => Ok(()),
         }
+    }
+
+    /// Whether this request's client declared the Tasks extension
+    /// (`io.modelcontextprotocol/tasks`), in the request's `_meta` (2026-07-28) or at
+    /// `initialize`.
+    pub fn accepts_tasks(&self) -> bool {
+        self.client_capabilities()
+            .and_then(|c| c.extensions)
+            .is_some_and(|e| e.contains_key(schema::TASKS_EXTENSION))
+    }
+
+    /// Goes on as a task (the Tasks extension, SEP-2663): when this `tools/call`'s client
+    /// declared the extension and the server has tasks on ([`Server::tasks`]), records a
+    /// task, runs `work` in the background and makes the call answer `resultType: "task"`;
+    /// the client then polls the task for `work`'s result. Otherwise `work` runs here and
+    /// its result is the call's, so one handler serves every client. Return what this
+    /// returns.
+    ///
+    /// `work` gets a context of its own: its asks ([`elicit`](Self::elicit),
+    /// [`create_message`](Self::create_message), …) park the task in `input_required` until
+    /// the client answers them with `tasks/update`, and its
+    /// [`cancellation_token`](Self::cancellation_token) fires on `tasks/cancel` or when the
+    /// task's TTL passes. Call it at most once per request, from a `tools/call` handler.
+    ///
+    /// ```no_run
+    /// # use mcp_service::{RequestContext, ToolArgs, Error};
+    /// # use mcp_service::schema::CallToolResult;
+    /// async fn render(ctx: RequestContext, args: ToolArgs) -> Result<CallToolResult, Error> {
+    ///     let pages: u64 = args.get("pages")?;
+    ///     ctx.run_as_task(move |ctx| async move {
+    ///         for _ in 0..pages {
+    ///             ctx.sleep(std::time::Duration::from_secs(1)).await;
+    ///             if ctx.is_cancelled() { return Err(Error::new("cancelled")); }
+    ///         }
+    ///         Ok(CallToolResult::text(format!("{pages} pages rendered")))
+    ///     })
+    ///     .await
+    /// }
+    /// ```
+    ///
+    /// [`Server::tasks`]: super::Server::tasks
+    pub async fn run_as_task<F, Fut>(&self, work: F) -> Result<schema::CallToolResult, Error>
+    where
+        F: FnOnce(RequestContext) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = Result<schema::CallToolResult, Error>> + Send + 'static,
+    {
+        let tasks = self.session.server.config().tasks.clone();
+        let Some(tasks) = tasks.filter(|_| self.task.is_none() && self.accepts_tasks()) else {
+            return work(self.clone()).await;
+        };
+        let cancel = CancellationToken::new();
+        let now = std::time::Instant::now();
+        let wall = std::time::SystemTime::now();
+        let task = tasks.create(now, wall, self.principal(), cancel.clone())?;
+        let id = task.task_id.clone();
+        let ctx = RequestContext {
+            cancel,
+            mrtr: None,
+            task: Some(TaskRef {
+                tasks: tasks.clone(),
+                id: id.clone(),
+                asked: Arc::default(),
+            }),
+            created: Arc::default(),
+            ..self.clone()
+        };
+        let run = {
+            let tasks = tasks.clone();
+            let id = id.clone();
+            async move {
+                let outcome = TaskOutcome::of_tool(work(ctx).await);
+                tasks.finish(std::time::SystemTime::now(), &id, outcome);
+            }
+        };
+        if let Err(e) = self.session.peer.spawn(Box::pin(run)) {
+            // No background work on this transport: the task ends at once, failed, and the
+            // call says why (nothing was announced to the client yet).
+            tasks.finish(
+                wall,
+                &id,
+                TaskOutcome::Error(Error::internal(&e).to_error_object()),
+            );
+            return Err(Error::internal(format_args!("cannot run a task here: {e}")));
+        }
+        *lock(&self.created) = Some(task);
+        Ok(schema::CallToolResult::default())
+    }
+
+    /// An ask of a task's work: listed in the task's `inputRequests` until `tasks/update`
+    /// answers it.
+    async fn ask_in_task<R: schema::RequestKind>(
+        &self,
+        task: &TaskRef,
+        key: Option<&str>,
+        raw: Box<serde_json::value::RawValue>,
+    ) -> Result<R::Result, Error> {
+        let n = task
+            .asked
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let key = key.map_or_else(|| format!("{n}:{}", R::METHOD), str::to_owned);
+        let params: Value = serde_json::from_str(raw.get()).map_err(Error::internal)?;
+        let request = serde_json::json!({"method": R::METHOD, "params": params});
+        let answer = task.tasks.ask(
+            std::time::Instant::now(),
+            std::time::SystemTime::now(),
+            &task.id,
+            key,
+            request,
+        )?;
+        let answer = answer
+            .await
+            .map_err(|_| Error::new("the task ended before the client answered"))?;
+        serde_json::from_value(answer).map_err(|e| {
+            Error::invalid_params(format_args!(
+                "the client's input response to {} is malformed: {e}",
+                R::METHOD
+            ))
+        })
     }
 
     /// Asks the client's model for a message (`sampling/createMessage`). Fails without

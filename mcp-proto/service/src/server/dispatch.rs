@@ -10,18 +10,34 @@ use super::{RequestContext, ResourceRequest, Server};
 use crate::cancel::lock;
 use crate::error::to_raw;
 use crate::schema::{
-    CallToolRequestParams, CallToolResult, CompleteRequestParams, CompleteResult, Completion,
-    DiscoverResult, EmptyResult, GetPromptRequestParams, InitializeRequestParams, InitializeResult,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResult, ResultMeta,
-    SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter,
-    SubscriptionsListenRequestParams, SubscriptionsListenResult, methods,
+    CallToolRequestParams, CallToolResult, CancelTaskRequestParams, CompleteRequestParams,
+    CompleteResult, Completion, CreateTaskResult, DiscoverResult, EmptyResult,
+    GetPromptRequestParams, GetTaskRequestParams, GetTaskResult, InitializeRequestParams,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResult,
+    ResultMeta, ResultType, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter,
+    SubscriptionsListenRequestParams, SubscriptionsListenResult, UpdateTaskRequestParams, methods,
 };
 use crate::validate::{apply_defaults, validate};
 use crate::{Error, PromptArgs, ToolArgs};
 use mcp_proto::ProtocolVersion;
 use mcp_proto::jsonrpc::Notification;
 use mcp_proto::jsonrpc::{Request, Response};
+
+/// `MissingRequiredClientCapabilityError` (-32021) naming the Tasks extension: `what` can
+/// only be served as a task, and the client did not declare the extension.
+fn tasks_required(what: &str) -> Error {
+    Error::protocol(
+        crate::schema::error_codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        format_args!(
+            "{what} requires the client capability extensions[\"{}\"] (the Tasks extension)",
+            crate::schema::TASKS_EXTENSION
+        ),
+    )
+    .with_data(serde_json::json!({
+        "requiredCapabilities": {"extensions": {crate::schema::TASKS_EXTENSION: {}}}
+    }))
+}
 
 /// At most this many completion values go in one answer (the spec's limit).
 const MAX_COMPLETION_VALUES: usize = 100;
@@ -191,8 +207,26 @@ impl Server {
                 methods::LOGGING_SET_LEVEL => answer(&request, server.set_level(&ctx, &request)),
                 methods::TOOLS_LIST => answer(&request, server.list_tools(&request)),
                 methods::TOOLS_CALL => {
+                    let created = ctx.created.clone();
                     let result = server.call_tool(ctx, &request).await;
-                    answer(&request, result)
+                    // A handler that went on as a task answers with the task, whatever it
+                    // returned after (the client learns of the task only this way).
+                    match lock(&created).take() {
+                        Some(task) => answer(
+                            &request,
+                            Ok(CreateTaskResult {
+                                result_type: ResultType::Task,
+                                task,
+                                meta: None,
+                            }),
+                        ),
+                        None => answer(&request, result),
+                    }
+                }
+                methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL
+                    if server.config().tasks.is_some() =>
+                {
+                    server.task_method(&ctx, &request)
                 }
                 methods::RESOURCES_LIST => answer(&request, server.list_resources(&request)),
                 methods::RESOURCES_TEMPLATES_LIST => {
@@ -223,6 +257,46 @@ impl Server {
                 }
                 other => answer::<EmptyResult>(&request, Err(Error::method_not_found(other))),
             }
+        }
+    }
+
+    /// `tasks/get`, `tasks/update`, `tasks/cancel` (the Tasks extension; see [`super::tasks`]):
+    /// refused with -32021 to a client that did not declare the extension; update and cancel
+    /// are acknowledged whatever the task.
+    fn task_method(&self, ctx: &RequestContext, request: &Request) -> Response {
+        let Some(tasks) = self.config().tasks.clone() else {
+            return answer::<EmptyResult>(request, Err(Error::method_not_found(&request.method)));
+        };
+        if !ctx.accepts_tasks() {
+            return answer::<EmptyResult>(request, Err(tasks_required(&request.method)));
+        }
+        let (now, wall) = (std::time::Instant::now(), std::time::SystemTime::now());
+        let principal = ctx.principal();
+        match &*request.method {
+            methods::TASKS_GET => answer(
+                request,
+                params::<GetTaskRequestParams>(request).and_then(|p| {
+                    Ok(GetTaskResult {
+                        result_type: None,
+                        task: tasks.get(now, &p.task_id, principal)?,
+                        meta: None,
+                    })
+                }),
+            ),
+            methods::TASKS_UPDATE => answer(
+                request,
+                params::<UpdateTaskRequestParams>(request).map(|p| {
+                    tasks.update(now, wall, &p.task_id, principal, p.input_responses);
+                    EmptyResult::default()
+                }),
+            ),
+            _ => answer(
+                request,
+                params::<CancelTaskRequestParams>(request).map(|p| {
+                    tasks.cancel(now, wall, &p.task_id, principal);
+                    EmptyResult::default()
+                }),
+            ),
         }
     }
 
@@ -376,6 +450,11 @@ impl Server {
             .find(|t| t.tool.name == p.name)
             .cloned()
             .ok_or_else(|| Error::invalid_params(format_args!("Unknown tool: {}", p.name)))?;
+        let required = entry.tool.execution.as_ref().and_then(|e| e.task_support)
+            == Some(crate::schema::TaskSupport::Required);
+        if required && !ctx.accepts_tasks() {
+            return Err(tasks_required(&format!("the tool `{}`", p.name)));
+        }
         let mut args = p.arguments.unwrap_or_default();
         if self.config().validate_arguments {
             apply_defaults(&entry.tool.input_schema, &mut args);

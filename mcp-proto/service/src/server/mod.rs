@@ -46,6 +46,7 @@ mod dispatch;
 pub mod mrtr;
 pub mod seal;
 mod session;
+pub mod tasks;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -54,6 +55,7 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 
 pub use context::RequestContext;
 pub use session::{Peer, ServerSession, SessionState};
+pub use tasks::TaskConfig;
 
 use super::cancel::lock;
 use super::error::to_raw;
@@ -164,6 +166,8 @@ pub(crate) struct Config {
     /// `cacheScope` and `ttlMs` of cacheable results to modern clients (2026-07-28); `None`:
     /// `private`, 0 ms.
     pub(crate) cache_hint: Option<(crate::schema::CacheScope, u64)>,
+    /// The server's tasks, when the Tasks extension is on ([`Server::tasks`]).
+    pub(crate) tasks: Option<Arc<tasks::Tasks>>,
 }
 
 pub(crate) struct Inner {
@@ -453,6 +457,43 @@ impl Server {
         self
     }
 
+    /// Turns the Tasks extension on (`io.modelcontextprotocol/tasks`, SEP-2663) with these
+    /// limits: the server declares it, answers `tasks/get`, `tasks/update` and
+    /// `tasks/cancel`, and a handler's [`RequestContext::run_as_task`] goes on as a task for
+    /// the clients that declare it. See [`tasks`] for the lifecycle.
+    pub fn tasks(self, config: TaskConfig) -> Self {
+        self.config_mut().tasks = Some(Arc::new(tasks::Tasks::new(config)));
+        self
+    }
+
+    /// Registers a tool whose every call runs as a task for a client that declared the Tasks
+    /// extension (and inline for others): [`tool`](Self::tool) with the handler wrapped in
+    /// [`RequestContext::run_as_task`]. The tool says so in `execution.taskSupport`
+    /// (`optional` unless it already says `required`; a `required` tool is refused, -32021,
+    /// to a client without the extension). Turns tasks on with the default limits unless
+    /// [`tasks`](Self::tasks) was called.
+    pub fn task_tool<F, Fut>(self, mut tool: Tool, handler: F) -> Self
+    where
+        F: Fn(RequestContext, ToolArgs) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ToolResult> + Send + 'static,
+    {
+        if self.config().tasks.is_none() {
+            self.config_mut().tasks = Some(Arc::new(tasks::Tasks::new(TaskConfig::default())));
+        }
+        let execution = tool.execution.get_or_insert_with(Default::default);
+        if execution.task_support != Some(crate::schema::TaskSupport::Required) {
+            execution.task_support = Some(crate::schema::TaskSupport::Optional);
+        }
+        let handler = Arc::new(handler);
+        self.tool(tool, move |ctx: RequestContext, args: ToolArgs| {
+            let handler = handler.clone();
+            async move {
+                let work = ctx.clone();
+                work.run_as_task(move |ctx| handler(ctx, args)).await
+            }
+        })
+    }
+
     /// Registers a tool and its handler (mcp-go's `AddTool`). A tool of the same name is
     /// replaced.
     pub fn tool<F, Fut>(self, tool: Tool, handler: F) -> Self
@@ -720,6 +761,9 @@ impl Server {
             }),
             logging: Some(JsonObject::new()),
             completions: registry.completion.as_ref().map(|_| JsonObject::new()),
+            extensions: config.tasks.as_ref().map(|_| {
+                BTreeMap::from([(crate::schema::TASKS_EXTENSION.to_owned(), JsonObject::new())])
+            }),
             ..ServerCapabilities::default()
         }
     }

@@ -76,6 +76,16 @@ pub trait Peer: Send + Sync + 'static {
         let _ = duration;
         Box::pin(std::future::ready(()))
     }
+
+    /// Runs `work` in the background, beyond the request that started it (a task's work,
+    /// see [`RequestContext::run_as_task`](super::RequestContext::run_as_task)). The default
+    /// refuses: not every transport has a runtime to run it on.
+    fn spawn(&self, work: BoxFuture<'static, ()>) -> Result<(), PeerError> {
+        drop(work);
+        Err(PeerError::Unsupported(
+            "this transport cannot run work in the background".into(),
+        ))
+    }
 }
 
 /// What the server knows about a session: negotiated version, the client, its log level and
