@@ -94,6 +94,10 @@ impl MemoryPair {
             Arc::new(move |d| Box::pin(timer.sleep(d))),
             Arc::new(|| {}),
         )
+        .with_spawn({
+            let exec = exec.clone();
+            Arc::new(move |work| exec.spawn(work))
+        })
         .with_tap(move |out| {
             let t = match out {
                 ServerOutput::ResponseHead { status, .. } => Trace::Status(*status),
@@ -102,6 +106,12 @@ impl MemoryPair {
             };
             lock(&seen_s).push(t);
         });
+        let builder = if builder.has_timer() {
+            builder
+        } else {
+            let timer = exec.clone();
+            builder.timer(Arc::new(move |d| Box::pin(timer.sleep(d))))
+        };
         let driver =
             ClientDriver::new(builder, client_config, now, Arc::new(|| {})).with_tap(move |out| {
                 let t = match out {

@@ -936,6 +936,12 @@ impl<E: Engine> Connect<E> {
             config = config.with_known_era(cache.get(origin));
         }
         let wakeup = Arc::new(Wakeup::default());
+        // The runtime's timer, for the client's waits between a task's polls.
+        let definition = if definition.has_timer() {
+            definition
+        } else {
+            definition.timer(super::binding_sleep(&rt))
+        };
         let mut driver = ClientDriver::new(definition, config, rt.now(), wakeup.callback());
         if let (Some(cache), Some(origin)) = (self.eras, origin) {
             driver = driver.with_era_cache(cache, origin);

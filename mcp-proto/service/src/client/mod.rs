@@ -43,6 +43,7 @@
 //!   capability is not declared.
 
 mod notifications;
+mod tasks;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::future::Future;
@@ -55,19 +56,20 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 pub use notifications::{Events, Notifications, ServerNotification};
+pub use tasks::{DEFAULT_TASK_POLL_BOUNDS, TaskHandle, ToolCall};
 
 use super::cancel::{CancellationToken, lock, until_cancelled};
 use super::error::to_raw;
 use super::server::BoxFuture;
 use super::{Error, PeerError, PendingRequests};
 use crate::schema::{
-    self, CallTool, CallToolRequestParams, CallToolResult, CancelledNotificationParams,
-    ClientCapabilities, Complete, CompleteRequestParams, CompleteResult, CompletionArgument,
-    CompletionReference, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, ElicitationCapability, EmptyResult, GetPrompt, GetPromptRequestParams,
-    GetPromptResult, Implementation, Initialize, InitializeRequestParams, InitializeResult,
-    JsonObject, ListPrompts, ListPromptsResult, ListResourceTemplates, ListResourceTemplatesResult,
-    ListResources, ListResourcesResult, ListRootsResult, ListTools, ListToolsResult, LoggingLevel,
+    self, CallToolRequestParams, CallToolResult, CancelledNotificationParams, ClientCapabilities,
+    Complete, CompleteRequestParams, CompleteResult, CompletionArgument, CompletionReference,
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ElicitationCapability, EmptyResult, GetPrompt, GetPromptRequestParams, GetPromptResult,
+    Implementation, Initialize, InitializeRequestParams, InitializeResult, JsonObject, ListPrompts,
+    ListPromptsResult, ListResourceTemplates, ListResourceTemplatesResult, ListResources,
+    ListResourcesResult, ListRootsResult, ListTools, ListToolsResult, LoggingLevel,
     PaginatedRequestParams, Ping, ProgressNotificationParams, ProgressToken, Prompt,
     PromptReference, ReadResource, ReadResourceRequestParams, ReadResourceResult, RequestParams,
     Resource, ResourceTemplate, Root, RootsCapability, SamplingCapability, SetLevel,
@@ -130,6 +132,9 @@ pub enum RequestError {
     /// A paginated list repeated a cursor.
     #[error("the server repeated the cursor {0:?}")]
     CursorLoop(String),
+    /// The task the call went on as was cancelled (its status message, if any).
+    #[error("the task was cancelled: {0}")]
+    TaskCancelled(String),
 }
 
 impl RequestError {
@@ -204,6 +209,8 @@ pub struct ClientBuilder {
     sampling: Option<SamplingHandler>,
     elicitation: Option<ElicitationHandler>,
     roots: Option<RootsHandler>,
+    timer: Option<crate::bind::Sleep>,
+    task_poll_bounds: (std::time::Duration, std::time::Duration),
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -225,7 +232,45 @@ impl ClientBuilder {
             sampling: None,
             elicitation: None,
             roots: None,
+            timer: None,
+            task_poll_bounds: DEFAULT_TASK_POLL_BOUNDS,
         }
+    }
+
+    /// Declares the Tasks extension (`io.modelcontextprotocol/tasks`): the server may then
+    /// answer a `tools/call` with a task ([`Client::start_tool`]; [`Client::call_tool`]
+    /// waits for it). See [`TaskHandle`].
+    pub fn tasks(mut self) -> Self {
+        self.capabilities
+            .extensions
+            .get_or_insert_with(Default::default)
+            .insert(crate::schema::TASKS_EXTENSION.to_owned(), JsonObject::new());
+        self
+    }
+
+    /// The runtime's timer, for waiting between a task's polls. The adapters set it; a
+    /// client without one cannot [`wait`](TaskHandle::wait).
+    pub fn timer(mut self, sleep: crate::bind::Sleep) -> Self {
+        self.timer = Some(sleep);
+        self
+    }
+
+    /// Whether a timer was set ([`timer`](Self::timer)).
+    pub fn has_timer(&self) -> bool {
+        self.timer.is_some()
+    }
+
+    /// Keeps the poll interval a server asks for (`pollIntervalMs`) within `min..=max`
+    /// (default [`DEFAULT_TASK_POLL_BOUNDS`]: 100 ms to 30 s). `min` is raised to 1 ms and
+    /// `max` to `min`.
+    pub fn task_poll_interval(
+        mut self,
+        min: std::time::Duration,
+        max: std::time::Duration,
+    ) -> Self {
+        let min = min.max(std::time::Duration::from_millis(1));
+        self.task_poll_bounds = (min, max.max(min));
+        self
     }
 
     /// Sets the client's [`Implementation`].
@@ -312,6 +357,8 @@ impl ClientBuilder {
                 sampling: self.sampling,
                 elicitation: self.elicitation,
                 roots: self.roots,
+                timer: self.timer,
+                task_poll_bounds: self.task_poll_bounds,
                 next_id: AtomicI64::new(1),
                 closed: AtomicBool::new(false),
                 pending: PendingRequests::new(),
@@ -334,6 +381,9 @@ struct ClientInner {
     sampling: Option<SamplingHandler>,
     elicitation: Option<ElicitationHandler>,
     roots: Option<RootsHandler>,
+    /// The runtime's timer (task polling).
+    timer: Option<crate::bind::Sleep>,
+    task_poll_bounds: (std::time::Duration, std::time::Duration),
     next_id: AtomicI64,
     /// Set by [`Client::close`]: later calls fail at once instead of waiting for a
     /// connection that will never answer them.
@@ -775,8 +825,8 @@ impl Client {
         name: &str,
         arguments: impl Serialize,
     ) -> Result<CallToolResult, RequestError> {
-        let params = Self::tool_params(name, arguments)?;
-        self.request::<CallTool>(params).await
+        self.call_tool_with(name, arguments, RequestOptions::default())
+            .await
     }
 
     /// [`call_tool`](Self::call_tool) with options (a progress callback).
@@ -787,7 +837,12 @@ impl Client {
         options: RequestOptions,
     ) -> Result<CallToolResult, RequestError> {
         let params = Self::tool_params(name, arguments)?;
-        self.request_with::<CallTool>(params, options).await
+        let raw = self.call_raw(methods::TOOLS_CALL, &params, options).await?;
+        // A task (only to a client that declared the extension) is waited for.
+        match self.tool_call(&raw)? {
+            ToolCall::Done(result) => Ok(result),
+            ToolCall::Task(mut task) => task.wait().await,
+        }
     }
 
     fn tool_params(
