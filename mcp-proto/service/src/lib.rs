@@ -25,6 +25,38 @@
 //!   `ClientSession`: what an adapter's driver loop calls.
 //! - [`PendingRequests`], [`CancellationToken`]: the runtime-free plumbing drivers reuse.
 //!
+//! ## Tasks (the `io.modelcontextprotocol/tasks` extension)
+//!
+//! A tool that may take long goes on as a task for the clients that declare the extension
+//! (they poll it), and answers at once for the others — one handler for both
+//! ([`server::tasks`] has the lifecycle and its table, [`client::TaskHandle`] the client's
+//! side):
+//!
+//! ```no_run
+//! use std::time::Duration;
+//! use mcp_service::*;
+//! use mcp_service::client::{Client, ToolCall};
+//!
+//! let server = Server::new("reports", "1.0.0").task_tool(
+//!     Tool::new("render").description("Renders the quarterly report"),
+//!     |ctx: RequestContext, _args: ToolArgs| async move {
+//!         ctx.sleep(Duration::from_secs(30)).await; // the work; `tasks/cancel` drops it
+//!         Ok(CallToolResult::text("report.pdf rendered"))
+//!     },
+//! );
+//!
+//! # async fn client_side(client: Client) -> Result<(), mcp_service::client::RequestError> {
+//! // A client built with `Client::builder(..).tasks()`: `call_tool` waits for the task
+//! // (polling at the server's interval); `start_tool` hands the task over instead.
+//! let result = client.call_tool("render", ()).await?;
+//! if let ToolCall::Task(mut task) = client.start_tool("render", ()).await? {
+//!     let status = task.get().await?.task.status;
+//!     println!("task {} is {status:?}", task.id());
+//!     task.cancel().await?;
+//! }
+//! # Ok(()) }
+//! ```
+//!
 //! ## The user server of mcp-go's server guide
 //!
 //! The guide's `get_user`, `create_user`, `search_users` and `users://{user_id}`, on an
@@ -118,7 +150,10 @@
 //!   between awaits.
 //! - **Notifications are fire-and-forget** from handlers (progress and logs return nothing);
 //!   order is the [`Peer`]'s obligation: everything a handler sends precedes its response.
-//! - **Time comes from the transport** ([`Peer::sleep`]), never from a clock read here.
+//! - **Time comes from the transport** ([`Peer::sleep`]), never from a clock read here —
+//!   except the replaceable clocks that sealed MRTR state and tasks measure expiry on
+//!   ([`server::seal::StateKeys::clock`], [`TaskConfig::clock`]), which default to the
+//!   system's.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 

@@ -427,7 +427,7 @@ impl RequestContext {
     /// # use mcp_service::{RequestContext, ToolArgs, Error};
     /// # use mcp_service::schema::CallToolResult;
     /// async fn render(ctx: RequestContext, args: ToolArgs) -> Result<CallToolResult, Error> {
-    ///     let pages: u64 = args.get("pages")?;
+    ///     let pages = args.get_int("pages", 1);
     ///     ctx.run_as_task(move |ctx| async move {
     ///         for _ in 0..pages {
     ///             ctx.sleep(std::time::Duration::from_secs(1)).await;
@@ -450,8 +450,7 @@ impl RequestContext {
             return work(self.clone()).await;
         };
         let cancel = CancellationToken::new();
-        let now = std::time::Instant::now();
-        let wall = std::time::SystemTime::now();
+        let (now, wall) = tasks.now();
         let task = tasks.create(now, wall, self.principal(), cancel.clone())?;
         let id = task.task_id.clone();
         let ctx = RequestContext {
@@ -470,7 +469,7 @@ impl RequestContext {
             let id = id.clone();
             async move {
                 let outcome = TaskOutcome::of_tool(work(ctx).await);
-                tasks.finish(std::time::SystemTime::now(), &id, outcome);
+                tasks.finish(tasks.now().1, &id, outcome);
             }
         };
         if let Err(e) = self.session.peer.spawn(Box::pin(run)) {
@@ -501,13 +500,8 @@ impl RequestContext {
         let key = key.map_or_else(|| format!("{n}:{}", R::METHOD), str::to_owned);
         let params: Value = serde_json::from_str(raw.get()).map_err(Error::internal)?;
         let request = serde_json::json!({"method": R::METHOD, "params": params});
-        let answer = task.tasks.ask(
-            std::time::Instant::now(),
-            std::time::SystemTime::now(),
-            &task.id,
-            key,
-            request,
-        )?;
+        let (now, wall) = task.tasks.now();
+        let answer = task.tasks.ask(now, wall, &task.id, key, request)?;
         let answer = answer
             .await
             .map_err(|_| Error::new("the task ended before the client answered"))?;

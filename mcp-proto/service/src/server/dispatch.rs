@@ -270,7 +270,7 @@ impl Server {
         if !ctx.accepts_tasks() {
             return answer::<EmptyResult>(request, Err(tasks_required(&request.method)));
         }
-        let (now, wall) = (std::time::Instant::now(), std::time::SystemTime::now());
+        let (now, wall) = tasks.now();
         let principal = ctx.principal();
         match &*request.method {
             methods::TASKS_GET => answer(

@@ -55,7 +55,7 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 
 pub use context::RequestContext;
 pub use session::{Peer, ServerSession, SessionState};
-pub use tasks::TaskConfig;
+pub use tasks::{TaskClock, TaskConfig};
 
 use super::cancel::lock;
 use super::error::to_raw;

@@ -24,7 +24,7 @@
 //!
 //! # The status table
 //!
-//! Every status change goes through [`TaskStatus::on`] (via [`Record::step`]):
+//! Every status change goes through one function (`Record::step`, which applies `next`):
 //!
 //! ```text
 //!  status          event        next            effect
@@ -66,8 +66,12 @@ pub const DEFAULT_MAX_TASKS: usize = 1024;
 /// Default bound on a task's outstanding input requests.
 pub const DEFAULT_MAX_TASK_INPUTS: usize = 16;
 
+/// The clocks a server's tasks read: the monotonic one (TTLs) and the wall clock
+/// (`createdAt`, `lastUpdatedAt`).
+pub type TaskClock = Arc<dyn Fn() -> (Instant, SystemTime) + Send + Sync>;
+
 /// The limits of a server's tasks ([`Server::tasks`](super::Server::tasks)).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct TaskConfig {
     /// How long after its creation a task is kept (`ttlMs`); `None` for no limit (not
     /// advised: a task then lives until the server stops).
@@ -78,6 +82,19 @@ pub struct TaskConfig {
     pub max_tasks: usize,
     /// Input requests outstanding at once, per task; an ask past it fails.
     pub max_inputs: usize,
+    /// Where time comes from: the system's clocks by default; a virtual clock in tests.
+    pub clock: TaskClock,
+}
+
+impl std::fmt::Debug for TaskConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskConfig")
+            .field("ttl", &self.ttl)
+            .field("poll_interval", &self.poll_interval)
+            .field("max_tasks", &self.max_tasks)
+            .field("max_inputs", &self.max_inputs)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for TaskConfig {
@@ -87,6 +104,7 @@ impl Default for TaskConfig {
             poll_interval: DEFAULT_POLL_INTERVAL,
             max_tasks: DEFAULT_MAX_TASKS,
             max_inputs: DEFAULT_MAX_TASK_INPUTS,
+            clock: Arc::new(|| (Instant::now(), SystemTime::now())),
         }
     }
 }
@@ -231,6 +249,11 @@ impl Tasks {
             config,
             records: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The time now, on the configured clocks.
+    pub(crate) fn now(&self) -> (Instant, SystemTime) {
+        (self.config.clock)()
     }
 
     /// Drops the tasks whose TTL has passed, cancelling their work.
