@@ -162,6 +162,11 @@ impl MemoryPair {
             .collect()
     }
 
+    /// The pair's executor (its virtual clock: `now`, `sleep`).
+    pub fn executor(&self) -> Executor {
+        self.exec.clone()
+    }
+
     /// Forgets the trace so far (and frees its buffer).
     pub fn clear_trace(&mut self) {
         *lock(&self.trace) = Vec::new();

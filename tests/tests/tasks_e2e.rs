@@ -232,3 +232,76 @@ fn the_client_polls_at_the_servers_interval() {
         );
     }
 }
+
+#[test]
+fn a_task_past_its_ttl_is_gone_and_its_work_stopped() {
+    // The tasks' clock is the pair's virtual one (set once the pair exists).
+    let exec: Arc<std::sync::OnceLock<mcp_tests::exec::Executor>> = Arc::default();
+    let clock = exec.clone();
+    let stopped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let seen = stopped.clone();
+    let server = Server::new("tasks", "1")
+        .tasks(TaskConfig {
+            ttl: Some(Duration::from_secs(5)),
+            clock: Arc::new(move || {
+                let now = clock.get().expect("the pair's clock").now();
+                (
+                    now,
+                    std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000),
+                )
+            }),
+            ..TaskConfig::default()
+        })
+        .task_tool(Tool::new("forever"), move |_ctx, _args: ToolArgs| {
+            let seen = seen.clone();
+            async move {
+                // Dropped when the task goes: the guard tells.
+                struct Stopped(Arc<std::sync::atomic::AtomicBool>);
+                impl Drop for Stopped {
+                    fn drop(&mut self) {
+                        self.0.store(true, Ordering::SeqCst);
+                    }
+                }
+                let _guard = Stopped(seen);
+                std::future::pending::<()>().await;
+                Ok(CallToolResult::text("never"))
+            }
+        });
+    let mut pair = MemoryPair::connect(
+        &server,
+        mcp_service::client::Client::builder("c", "1").tasks(),
+        ClientConfig::new().with_era(EraMode::Modern),
+        ServerConfig::default(),
+    );
+    let _ = exec.set(pair.executor());
+    let client = pair.client.clone();
+    let mut task = pair.block_on(async move {
+        client.initialize().await.expect("initialize");
+        match client
+            .start_tool("forever", json!({}))
+            .await
+            .expect("start")
+        {
+            ToolCall::Task(task) => task,
+            ToolCall::Done(r) => panic!("not a task: {r:?}"),
+        }
+    });
+    let created = task.last().expect("created").task.clone();
+    assert_eq!(created.ttl_ms, Some(5_000));
+    assert_eq!(created.created_at, "2027-01-15T08:00:00.000Z");
+    let mut probe = task.clone();
+    let got = pair.block_on(async move { probe.get().await });
+    assert_eq!(
+        got.expect("within its TTL").task.status,
+        TaskStatus::Working
+    );
+    assert!(!stopped.load(Ordering::SeqCst));
+    // The TTL's timer stops the work on time, before any further request.
+    pair.run_for(Duration::from_secs(6));
+    assert!(
+        stopped.load(Ordering::SeqCst),
+        "the expired task's work was stopped"
+    );
+    let gone = pair.block_on(async move { task.get().await });
+    assert_eq!(gone.expect_err("past its TTL").code(), Some(-32602));
+}

@@ -464,14 +464,28 @@ impl RequestContext {
             created: Arc::default(),
             ..self.clone()
         };
+        // The work, dropped at its next await when the task ends otherwise (cancelled, or
+        // past its TTL): whatever it would return then is not wanted.
         let run = {
             let tasks = tasks.clone();
             let id = id.clone();
+            let token = ctx.cancel.clone();
             async move {
-                let outcome = TaskOutcome::of_tool(work(ctx).await);
-                tasks.finish(tasks.now().1, &id, outcome);
+                if let Some(result) = crate::cancel::until_cancelled(token, work(ctx)).await {
+                    tasks.finish(tasks.now().1, &id, TaskOutcome::of_tool(result));
+                }
             }
         };
+        // The TTL, on the transport's timer: the record goes (and its work is stopped) on
+        // time, not only at the next operation on the server's tasks.
+        let ttl = tasks.ttl().map(|ttl| {
+            let tasks = tasks.clone();
+            let sleep = self.session.peer.sleep(ttl);
+            Box::pin(async move {
+                sleep.await;
+                tasks.expire();
+            }) as super::BoxFuture<'static, ()>
+        });
         if let Err(e) = self.session.peer.spawn(Box::pin(run)) {
             // No background work on this transport: the task ends at once, failed, and the
             // call says why (nothing was announced to the client yet).
@@ -481,6 +495,10 @@ impl RequestContext {
                 TaskOutcome::Error(Error::internal(&e).to_error_object()),
             );
             return Err(Error::internal(format_args!("cannot run a task here: {e}")));
+        }
+        if let Some(expiry) = ttl {
+            // Without it the record still goes at the next operation after its TTL.
+            let _ = self.session.peer.spawn(expiry);
         }
         *lock(&self.created) = Some(task);
         Ok(schema::CallToolResult::default())

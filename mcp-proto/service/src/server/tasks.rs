@@ -251,6 +251,17 @@ impl Tasks {
         }
     }
 
+    /// The TTL of new tasks.
+    pub(crate) fn ttl(&self) -> Option<Duration> {
+        self.config.ttl
+    }
+
+    /// Drops the tasks whose TTL has passed (their work is stopped).
+    pub(crate) fn expire(&self) {
+        let (now, _) = self.now();
+        Self::purge(&mut lock(&self.records), now);
+    }
+
     /// The time now, on the configured clocks.
     pub(crate) fn now(&self) -> (Instant, SystemTime) {
         (self.config.clock)()
