@@ -20,6 +20,7 @@ fn initialize_declares_capabilities_and_negotiates() {
     assert_eq!(
         caps,
         json!({
+            "extensions": {"io.modelcontextprotocol/tasks": {}},
             "logging": {},
             "completions": {},
             "prompts": {"listChanged": true},
