@@ -20,6 +20,7 @@ fn initialize_declares_capabilities_and_negotiates() {
     assert_eq!(
         caps,
         json!({
+            "extensions": {"io.modelcontextprotocol/skills": {"directoryRead": true}},
             "logging": {},
             "completions": {},
             "prompts": {"listChanged": true},
@@ -46,7 +47,10 @@ fn resources_list_read_and_template() {
             [
                 "test://static-text",
                 "test://static-binary",
-                "test://watched-resource"
+                "test://watched-resource",
+                "skill://pdf-processing/SKILL.md",
+                "skill://pdf-processing/references/FORMS.md",
+                "skill://pdf-processing/scripts/extract.py"
             ]
         );
         assert!(
