@@ -12,8 +12,9 @@
 //! same `RequestContext` calls as the others (`elicit_form`, `create_message`, `list_roots`),
 //! which become the input requests of a multi-round-trip request for a 2026-07-28 client;
 //! the trigger tools change the tool and prompt lists at runtime; `test_param_headers` has an
-//! `x-mcp-header` argument. Shared by both runtimes' `mcp-everything` binaries and by the
-//! in-memory tests.
+//! `x-mcp-header` argument. It also serves a skill (the Skills extension, [`pdf_skill`]) for
+//! the suite's skills scenarios. Shared by both runtimes' `mcp-everything` binaries and by
+//! the in-memory tests.
 
 use std::time::Duration;
 
@@ -24,7 +25,7 @@ use mcp_service::schema::{
 };
 use mcp_service::{
     CallToolResult, ContentBlock, Error, GetPromptResult, Prompt, PromptMessage, RequestContext,
-    Resource, ResourceContents, ResourceTemplate, Role, Server, Tool, ToolArgs, ToolResult,
+    Resource, ResourceContents, ResourceTemplate, Role, Server, Skill, Tool, ToolArgs, ToolResult,
     description, required,
 };
 use serde_json::json;
@@ -650,6 +651,28 @@ pub fn server() -> Server {
             };
             Ok(values)
         })
+        .skill(pdf_skill())
+}
+
+/// The skill the everything server serves (the Skills extension): `pdf-processing`, with a
+/// supporting file in a subdirectory (so `resources/directory/read` lists a directory). The
+/// files are those of `tests/skills/pdf-processing`, compiled in.
+pub fn pdf_skill() -> Skill {
+    Skill::builder("pdf-processing")
+        .file(
+            "SKILL.md",
+            include_str!("../skills/pdf-processing/SKILL.md"),
+        )
+        .file(
+            "references/FORMS.md",
+            include_str!("../skills/pdf-processing/references/FORMS.md"),
+        )
+        .file(
+            "scripts/extract.py",
+            include_str!("../skills/pdf-processing/scripts/extract.py"),
+        )
+        .build()
+        .expect("the bundled skill is valid (checked by the tests)")
 }
 
 /// The tool `test_trigger_tool_change` adds and removes.

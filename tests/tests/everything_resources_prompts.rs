@@ -20,7 +20,10 @@ fn initialize_declares_capabilities_and_negotiates() {
     assert_eq!(
         caps,
         json!({
-            "extensions": {"io.modelcontextprotocol/tasks": {}},
+            "extensions": {
+                "io.modelcontextprotocol/skills": {"directoryRead": true},
+                "io.modelcontextprotocol/tasks": {}
+            },
             "logging": {},
             "completions": {},
             "prompts": {"listChanged": true},
@@ -47,7 +50,10 @@ fn resources_list_read_and_template() {
             [
                 "test://static-text",
                 "test://static-binary",
-                "test://watched-resource"
+                "test://watched-resource",
+                "skill://pdf-processing/SKILL.md",
+                "skill://pdf-processing/references/FORMS.md",
+                "skill://pdf-processing/scripts/extract.py"
             ]
         );
         assert!(

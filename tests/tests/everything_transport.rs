@@ -367,7 +367,10 @@ fn every_resource_template_and_prompt_over_http() {
             [
                 "test://static-text",
                 "test://static-binary",
-                "test://watched-resource"
+                "test://watched-resource",
+                "skill://pdf-processing/SKILL.md",
+                "skill://pdf-processing/references/FORMS.md",
+                "skill://pdf-processing/scripts/extract.py"
             ]
         );
         let templates = client.list_resource_templates().await.unwrap();

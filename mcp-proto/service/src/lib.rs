@@ -18,6 +18,8 @@
 //! - [`typed`]: typed tools and prompts ([`Server::typed_tool`], [`Server::typed_prompt`],
 //!   [`Json`]): the schema generated from the handler's Rust types (schemars), the arguments
 //!   deserialized for it, the result's `structuredContent` matching the `outputSchema`.
+//! - [`skills`]: the Skills extension (SEP-2640): [`Skill`] to serve from memory or a
+//!   directory, and the client's verified loading of skills.
 //! - [`uri_template`]: RFC 6570 templates (level 1 and `{+var}`), expanded and matched.
 //! - `defs`: builder methods for [`Resource`], [`ResourceTemplate`], [`Prompt`] and content.
 //! - [`bind`]: [`ServerBinding`](bind::ServerBinding) and
@@ -166,6 +168,7 @@ mod error;
 mod pending;
 pub mod schema;
 pub mod server;
+pub mod skills;
 mod tool_schema;
 pub mod typed;
 pub mod uri_template;
@@ -179,6 +182,7 @@ pub use server::{
     BoxFuture, CompletionResult, Peer, PromptResult, RequestContext, ResourceRequest,
     ResourceResult, Server, ServerSession, SessionState, TaskConfig, ToolResult,
 };
+pub use skills::Skill;
 pub use tool_schema::{
     IntoNumber, Prop, default, description, items, max, min, prop, required, title,
 };

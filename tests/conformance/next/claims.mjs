@@ -25,8 +25,18 @@ const CLAIMED = {
     'tasks-dispatch-and-envelope',
     'tasks-required-task-error',
     'tasks-mrtr-composition',
+    // Skills (SEP-2640).
+    'sep-2640-skills-directory',
+    'sep-2640-skills-enumeration',
+    'sep-2640-skills-manifest',
   ],
-  client: [],
+  client: [
+    // Skills (SEP-2640).
+    'sep-2640-client-no-prefetch',
+    'sep-2640-client-verify-digest',
+    'sep-2640-client-verify-size',
+    'sep-2640-client-verify-frontmatter',
+  ],
 };
 
 // Scenarios of the extensions above that are not claimed, and why.
@@ -48,7 +58,8 @@ if (cmd === 'list') {
   process.exit(0);
 }
 
-// `[server-]<name>-<timestamp>/checks.json`; the newest run of a scenario counts.
+// `[server-]<name>-<timestamp>/checks.json`; the newest run of a scenario counts (sorted
+// by name, the timestamps sort by time).
 const runs = new Map();
 for (const entry of existsSync(dir) ? readdirSync(dir).sort() : []) {
   const file = path.join(dir, entry, 'checks.json');

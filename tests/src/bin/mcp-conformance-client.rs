@@ -85,6 +85,22 @@ pub const SCENARIOS: &[(&str, &str)] = &[
         "tools/list, then json_schema_echo with the schema as received",
     ),
     (
+        "sep-2640-client-no-prefetch",
+        "the skills registry: skills/list, no skill loaded (so no skill file read)",
+    ),
+    (
+        "sep-2640-client-verify-digest",
+        "skills/list, then loads each skill and reads its files, verified (a mismatch is refused)",
+    ),
+    (
+        "sep-2640-client-verify-size",
+        "as sep-2640-client-verify-digest",
+    ),
+    (
+        "sep-2640-client-verify-frontmatter",
+        "as sep-2640-client-verify-digest",
+    ),
+    (
         "auth/*",
         "OAuth 2.1 (the context's credentials, if any), then tools/list and tools/call test-tool",
     ),
@@ -519,6 +535,41 @@ const CLIENT_METADATA_DOCUMENT: &str = "https://conformance-test.local/client-me
 /// "browser" below reads the redirect instead of following it.
 const REDIRECT_URI: &str = "http://localhost:3000/callback";
 
+/// The Skills scenarios (the host side of SEP-2640): connects, checks that the server
+/// declared the extension, and builds the skills registry from `skills/list` alone. With
+/// `load`, the host then uses each skill: [`ServiceClient::load_skill`] reads its `SKILL.md`
+/// and [`ServiceClient::read_skill_file`] each supporting file, the client library verifying
+/// every one against the skill's entry (size, digest, frontmatter) and refusing a mismatch,
+/// which ends the run with that error.
+async fn skills(run: &Run, load: bool) -> Result<(), String> {
+    run.with_client(builder(), ClientConfig::new(), |c| async move {
+        if c.skills_capability().is_none() {
+            return Err("the server did not declare the Skills extension".to_owned());
+        }
+        let entries = c
+            .list_skills()
+            .await
+            .map_err(|e| format!("skills/list failed: {e}"))?;
+        if !load {
+            return Ok(());
+        }
+        for entry in &entries {
+            let skill = c
+                .load_skill(entry)
+                .await
+                .map_err(|e| format!("skill not loaded: {e}"))?;
+            let supporting = entry.files().unwrap_or_default();
+            for file in supporting.iter().filter(|f| f.uri != entry.uri) {
+                c.read_skill_file(&skill, &file.uri)
+                    .await
+                    .map_err(|e| format!("skill file refused: {e}"))?;
+            }
+        }
+        Ok(())
+    })
+    .await
+}
+
 /// The `auth/*` scenarios (OAuth 2.1 authorization: discovery, registration, PKCE, scopes,
 /// tokens): `run.url` is the protected MCP endpoint, `run.context` carries the scenario's
 /// pre-registered credentials, if any. The client connects with [`OAuth`] (the
@@ -593,6 +644,10 @@ async fn run_scenario(run: &Run, scenario: &str) -> Result<(), String> {
         "http-invalid-tool-headers" => invalid_tool_headers(run).await,
         "json-schema-ref-no-deref" => ref_no_deref(run).await,
         "json-schema-2020-12-preservation" => schema_preservation(run).await,
+        "sep-2640-client-no-prefetch" => skills(run, false).await,
+        "sep-2640-client-verify-digest"
+        | "sep-2640-client-verify-size"
+        | "sep-2640-client-verify-frontmatter" => skills(run, true).await,
         "" => Err("MCP_CONFORMANCE_SCENARIO is not set".to_owned()),
         other => Err(format!("unknown scenario {other:?}")),
     }

@@ -43,6 +43,7 @@
 //!   capability is not declared.
 
 mod notifications;
+mod skills;
 mod tasks;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -61,6 +62,7 @@ pub use tasks::{DEFAULT_TASK_POLL_BOUNDS, TaskHandle, ToolCall};
 use super::cancel::{CancellationToken, lock, until_cancelled};
 use super::error::to_raw;
 use super::server::BoxFuture;
+use super::skills::SkillLimits;
 use super::{Error, PeerError, PendingRequests};
 use crate::schema::{
     self, CallToolRequestParams, CallToolResult, CancelledNotificationParams, ClientCapabilities,
@@ -135,6 +137,13 @@ pub enum RequestError {
     /// The task the call went on as was cancelled (its status message, if any).
     #[error("the task was cancelled: {0}")]
     TaskCancelled(String),
+    /// A paginated list went on for more pages than the client follows (the limit).
+    #[error("the listing has more than {0} pages")]
+    TooManyPages(usize),
+    /// The server did not declare what the call needs (the capability or extension named),
+    /// so the request was not sent.
+    #[error("the server did not declare {0}")]
+    NotDeclared(String),
 }
 
 impl RequestError {
@@ -211,6 +220,7 @@ pub struct ClientBuilder {
     roots: Option<RootsHandler>,
     timer: Option<crate::bind::Sleep>,
     task_poll_bounds: (std::time::Duration, std::time::Duration),
+    skill_limits: SkillLimits,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -234,6 +244,7 @@ impl ClientBuilder {
             roots: None,
             timer: None,
             task_poll_bounds: DEFAULT_TASK_POLL_BOUNDS,
+            skill_limits: SkillLimits::default(),
         }
     }
 
@@ -288,6 +299,14 @@ impl ClientBuilder {
     /// The revision `initialize` offers (default [`ProtocolVersion::LATEST_LEGACY`]).
     pub fn protocol_version(mut self, version: ProtocolVersion) -> Self {
         self.version = version;
+        self
+    }
+
+    /// The limits the Skills calls hold a server to (default [`SkillLimits::default`]): the
+    /// pages [`Client::list_skills`] follows, and the files and bytes of a skill
+    /// [`Client::load_skill`] accepts.
+    pub fn skill_limits(mut self, limits: SkillLimits) -> Self {
+        self.skill_limits = limits;
         self
     }
 
@@ -359,6 +378,7 @@ impl ClientBuilder {
                 roots: self.roots,
                 timer: self.timer,
                 task_poll_bounds: self.task_poll_bounds,
+                skill_limits: self.skill_limits,
                 next_id: AtomicI64::new(1),
                 closed: AtomicBool::new(false),
                 pending: PendingRequests::new(),
@@ -384,6 +404,7 @@ struct ClientInner {
     /// The runtime's timer (task polling).
     timer: Option<crate::bind::Sleep>,
     task_poll_bounds: (std::time::Duration, std::time::Duration),
+    skill_limits: SkillLimits,
     next_id: AtomicI64,
     /// Set by [`Client::close`]: later calls fail at once instead of waiting for a
     /// connection that will never answer them.
@@ -457,8 +478,8 @@ fn with_progress_token(params: &mut Value, token: &ProgressToken) {
 }
 
 /// Collects every page: `fetch(cursor)` gives one page and the next cursor; a repeated
-/// cursor is an error rather than an endless loop.
-async fn all_pages<T, F, Fut>(mut fetch: F) -> Result<Vec<T>, RequestError>
+/// cursor is an error rather than an endless loop, and so is a page beyond `max_pages`.
+async fn all_pages<T, F, Fut>(max_pages: usize, mut fetch: F) -> Result<Vec<T>, RequestError>
 where
     F: FnMut(Option<String>) -> Fut,
     Fut: Future<Output = Result<(Vec<T>, Option<String>), RequestError>>,
@@ -466,7 +487,7 @@ where
     let mut all = Vec::new();
     let mut seen = HashSet::new();
     let mut cursor = None;
-    loop {
+    for _ in 0..max_pages {
         let (items, next) = fetch(cursor).await?;
         all.extend(items);
         match next {
@@ -475,6 +496,7 @@ where
             None => return Ok(all),
         }
     }
+    Err(RequestError::TooManyPages(max_pages))
 }
 
 impl Client {
@@ -810,7 +832,7 @@ impl Client {
 
     /// Every tool, following `nextCursor`.
     pub async fn list_tools(&self) -> Result<Vec<Tool>, RequestError> {
-        all_pages(|cursor| async move {
+        all_pages(usize::MAX, |cursor| async move {
             self.list_tools_page(cursor)
                 .await
                 .map(|p| (p.tools, p.next_cursor))
@@ -880,7 +902,7 @@ impl Client {
 
     /// Every resource, following `nextCursor`.
     pub async fn list_resources(&self) -> Result<Vec<Resource>, RequestError> {
-        all_pages(|cursor| async move {
+        all_pages(usize::MAX, |cursor| async move {
             self.list_resources_page(cursor)
                 .await
                 .map(|p| (p.resources, p.next_cursor))
@@ -902,7 +924,7 @@ impl Client {
 
     /// Every resource template, following `nextCursor`.
     pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, RequestError> {
-        all_pages(|cursor| async move {
+        all_pages(usize::MAX, |cursor| async move {
             self.list_resource_templates_page(cursor)
                 .await
                 .map(|p| (p.resource_templates, p.next_cursor))
@@ -953,7 +975,7 @@ impl Client {
 
     /// Every prompt, following `nextCursor`.
     pub async fn list_prompts(&self) -> Result<Vec<Prompt>, RequestError> {
-        all_pages(|cursor| async move {
+        all_pages(usize::MAX, |cursor| async move {
             self.list_prompts_page(cursor)
                 .await
                 .map(|p| (p.prompts, p.next_cursor))

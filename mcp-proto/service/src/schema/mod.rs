@@ -22,6 +22,7 @@
 //! | `sampling` | `sampling/createMessage` |
 //! | `elicitation` | `elicitation/create`, form field schemas |
 //! | `roots` | [`Root`], `roots/list` |
+//! | `skills` | the Skills extension: [`SkillEntry`], `skills/list`, `skills/get`, `resources/directory/read` |
 //! | `notifications` | progress and cancellation |
 //! | `modern` | 2026-07-28 additions |
 //! | `errors` | [`ErrorObject`], [`error_codes`], typed error `data` |
@@ -97,6 +98,7 @@ mod resources;
 mod roots;
 mod rpc;
 mod sampling;
+mod skills;
 pub mod tags;
 mod tasks;
 mod tools;
@@ -116,6 +118,7 @@ pub use resources::*;
 pub use roots::*;
 pub use rpc::*;
 pub use sampling::*;
+pub use skills::*;
 pub use tasks::*;
 pub use tools::*;
 

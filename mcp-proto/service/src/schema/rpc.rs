@@ -57,6 +57,12 @@ pub mod methods {
     pub const SERVER_DISCOVER: &str = "server/discover";
     /// `subscriptions/listen` (2026-07-28).
     pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
+    /// `skills/list` (the Skills extension).
+    pub const SKILLS_LIST: &str = "skills/list";
+    /// `skills/get` (the Skills extension).
+    pub const SKILLS_GET: &str = "skills/get";
+    /// `resources/directory/read` (the Skills extension, when `directoryRead` is declared).
+    pub const RESOURCES_DIRECTORY_READ: &str = "resources/directory/read";
 
     /// `notifications/initialized` (legacy revisions).
     pub const NOTIFICATION_INITIALIZED: &str = "notifications/initialized";
@@ -199,6 +205,13 @@ requests! {
     /// notifications flow on the response stream meanwhile.
     SubscriptionsListen, SubscriptionsListenRequest = SUBSCRIPTIONS_LISTEN:
         SubscriptionsListenRequestParams => SubscriptionsListenResult;
+    /// `skills/list` (the Skills extension).
+    ListSkills, ListSkillsRequest = SKILLS_LIST: PaginatedRequestParams => ListSkillsResult;
+    /// `skills/get` (the Skills extension).
+    GetSkill, GetSkillRequest = SKILLS_GET: GetSkillRequestParams => GetSkillResult;
+    /// `resources/directory/read` (the Skills extension).
+    ReadDirectory, ReadDirectoryRequest = RESOURCES_DIRECTORY_READ:
+        ReadDirectoryRequestParams => ReadDirectoryResult;
 }
 
 notifications! {

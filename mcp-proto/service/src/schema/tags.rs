@@ -116,6 +116,11 @@ tag!(
     ArrayTag = "array"
 );
 tag!(
+    /// `"resources": "dynamic"` of a [`SkillEntry`](super::SkillEntry) whose content is
+    /// generated on demand (no file manifest).
+    DynamicTag = "dynamic"
+);
+tag!(
     /// `"mode": "form"` of [`ElicitRequestFormParams`](super::ElicitRequestFormParams).
     FormModeTag = "form"
 );

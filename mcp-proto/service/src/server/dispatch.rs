@@ -1,5 +1,6 @@
 //! [`Server::handle_request`]: one client request to one response, by method.
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -18,6 +19,11 @@ use crate::schema::{
     ResultMeta, ResultType, SetLevelRequestParams, SubscribeRequestParams, SubscriptionFilter,
     SubscriptionsListenRequestParams, SubscriptionsListenResult, UpdateTaskRequestParams, methods,
 };
+use crate::schema::{
+    DIRECTORY_MIME_TYPE, GetSkillRequestParams, GetSkillResult, ListSkillsResult,
+    ReadDirectoryRequestParams, ReadDirectoryResult, Resource,
+};
+use crate::skills::Skill;
 use crate::validate::{apply_defaults, validate};
 use crate::{Error, PromptArgs, ToolArgs};
 use mcp_proto::ProtocolVersion;
@@ -60,13 +66,16 @@ fn answer<T: Serialize>(request: &Request, result: Result<T, Error>) -> Response
 }
 
 /// The methods whose results are cacheable in 2026-07-28 (`CacheableResult`, SEP-2549).
-const CACHEABLE: [&str; 6] = [
+/// `skills/list` and `skills/get` (the Skills extension) carry the same attributes.
+const CACHEABLE: [&str; 8] = [
     methods::TOOLS_LIST,
     methods::PROMPTS_LIST,
     methods::RESOURCES_LIST,
     methods::RESOURCES_TEMPLATES_LIST,
     methods::RESOURCES_READ,
     methods::SERVER_DISCOVER,
+    methods::SKILLS_LIST,
+    methods::SKILLS_GET,
 ];
 
 /// The top-level members of a result that [`stamp_modern`] may add, if present. Everything
@@ -254,6 +263,11 @@ impl Server {
                 methods::COMPLETION_COMPLETE => {
                     let result = server.complete(ctx, &request).await;
                     answer(&request, result)
+                }
+                methods::SKILLS_LIST => answer(&request, server.list_skills(&request)),
+                methods::SKILLS_GET => answer(&request, server.get_skill(&request)),
+                methods::RESOURCES_DIRECTORY_READ => {
+                    answer(&request, server.read_directory(&request))
                 }
                 other => answer::<EmptyResult>(&request, Err(Error::method_not_found(other))),
             }
@@ -571,6 +585,64 @@ impl Server {
         }
     }
 
+    /// The skills, or `-32601` when there are none (the extension is then not declared).
+    fn served_skills(&self, method: &str) -> Result<Vec<Skill>, Error> {
+        let skills = self.registry().skills.clone();
+        if skills.is_empty() {
+            return Err(Error::method_not_found(method));
+        }
+        Ok(skills)
+    }
+
+    fn list_skills(&self, request: &Request) -> Result<ListSkillsResult, Error> {
+        let p: PaginatedRequestParams = params(request)?;
+        let entries: Vec<_> = self
+            .served_skills(&request.method)?
+            .iter()
+            .map(|s| s.entry().clone())
+            .collect();
+        let (skills, next_cursor) = page(&entries, p.cursor.as_deref(), self.config().page_size)?;
+        Ok(ListSkillsResult {
+            skills,
+            next_cursor,
+            ..ListSkillsResult::default()
+        })
+    }
+
+    fn get_skill(&self, request: &Request) -> Result<GetSkillResult, Error> {
+        let skills = self.served_skills(&request.method)?;
+        let p: GetSkillRequestParams = params(request)?;
+        let skill = skills.iter().find(|s| s.uri() == p.uri).ok_or_else(|| {
+            Error::invalid_params(format_args!("Unknown skill: {}", p.uri))
+                .with_data(serde_json::json!({ "uri": p.uri }))
+        })?;
+        Ok(GetSkillResult {
+            skill: skill.entry().clone(),
+            ..GetSkillResult::default()
+        })
+    }
+
+    /// `resources/directory/read` over the skills' files: the direct children of a
+    /// directory their URIs pass through.
+    fn read_directory(&self, request: &Request) -> Result<ReadDirectoryResult, Error> {
+        let skills = self.served_skills(&request.method)?;
+        if self.config().skill_directory_read == Some(false) {
+            return Err(Error::method_not_found(&request.method));
+        }
+        let p: ReadDirectoryRequestParams = params(request)?;
+        let children = directory_children(&skills, &p.uri).ok_or_else(|| {
+            Error::invalid_params(format_args!("Not a directory: {}", p.uri))
+                .with_data(serde_json::json!({ "uri": p.uri }))
+        })?;
+        let (resources, next_cursor) =
+            page(&children, p.cursor.as_deref(), self.config().page_size)?;
+        Ok(ReadDirectoryResult {
+            resources,
+            next_cursor,
+            ..ReadDirectoryResult::default()
+        })
+    }
+
     fn subscribe(
         &self,
         ctx: &RequestContext,
@@ -672,6 +744,39 @@ impl Server {
             ..CompleteResult::default()
         })
     }
+}
+
+/// The direct children of the directory `dir` among the skills' files, sorted by URI: files
+/// as the resources they are served as, subdirectories as directory resources. `None` when
+/// `dir` is no directory of theirs (a file, or nothing served).
+fn directory_children(skills: &[Skill], dir: &str) -> Option<Vec<Resource>> {
+    // `scheme://` followed by at least one segment, no trailing slash.
+    let (_, path) = dir.split_once("://")?;
+    if path.is_empty() || dir.ends_with('/') {
+        return None;
+    }
+    let prefix = format!("{dir}/");
+    let mut children = BTreeMap::new();
+    for resource in skills.iter().flat_map(Skill::resources) {
+        if resource.uri == dir {
+            return None;
+        }
+        let Some(rest) = resource.uri.strip_prefix(&prefix) else {
+            continue;
+        };
+        match rest.split_once('/') {
+            None => {
+                children.insert(resource.uri.clone(), resource.clone());
+            }
+            Some((sub, _)) => {
+                let uri = format!("{prefix}{sub}");
+                children
+                    .entry(uri.clone())
+                    .or_insert_with(|| Resource::new(uri, sub).mime_type(DIRECTORY_MIME_TYPE));
+            }
+        }
+    }
+    (!children.is_empty()).then(|| children.into_values().collect())
 }
 
 /// The text of a failed tool result, for the log: its text blocks, joined.

@@ -38,8 +38,9 @@
 //! latest; capabilities; server info; instructions), `ping`, `logging/setLevel`,
 //! `resources/subscribe` and `resources/unsubscribe`, `server/discover`, the list methods
 //! (with pagination when a page size is set), argument validation for `tools/call`, URI
-//! template matching for `resources/read`, required prompt arguments for `prompts/get`, and
-//! `-32601` for methods it does not know.
+//! template matching for `resources/read`, required prompt arguments for `prompts/get`,
+//! `skills/list`, `skills/get` and `resources/directory/read` over the registered skills (the
+//! Skills extension), and `-32601` for methods it does not know.
 
 mod context;
 mod dispatch;
@@ -64,8 +65,10 @@ use super::{Error, PromptArgs, ToolArgs};
 use crate::schema::{
     CallToolResult, CompleteRequestParams, GetPromptResult, Implementation, JsonObject,
     ListChangedCapability, Prompt, Resource, ResourceContents, ResourceTemplate,
-    ResourceUpdatedNotificationParams, ResourcesCapability, ServerCapabilities, Tool, methods,
+    ResourceUpdatedNotificationParams, ResourcesCapability, SKILLS_EXTENSION, ServerCapabilities,
+    SkillsCapability, Tool, methods,
 };
+use crate::skills::Skill;
 use mcp_proto::jsonrpc::Notification;
 use session::SessionShared;
 
@@ -146,6 +149,24 @@ pub(crate) struct Registry {
     pub(crate) templates: Vec<Arc<TemplateEntry>>,
     pub(crate) prompts: Vec<Arc<PromptEntry>>,
     pub(crate) completion: Option<CompletionHandler>,
+    /// The skills (the Skills extension), in registration order; their files are in
+    /// `resources`.
+    pub(crate) skills: Vec<Skill>,
+}
+
+impl Registry {
+    /// Removes the skill at `uri` and the resources of its files; whether there was one.
+    fn remove_skill(&mut self, uri: &str) -> bool {
+        let Some(i) = self.skills.iter().position(|s| s.uri() == uri) else {
+            return false;
+        };
+        let old = self.skills.remove(i);
+        let gone: std::collections::HashSet<&str> =
+            old.resources().map(|r| r.uri.as_str()).collect();
+        self.resources
+            .retain(|r| !gone.contains(r.resource.uri.as_str()));
+        true
+    }
 }
 
 /// Explicit capability choices; `None` means "declared when something is registered, with
@@ -168,6 +189,9 @@ pub(crate) struct Config {
     pub(crate) cache_hint: Option<(crate::schema::CacheScope, u64)>,
     /// The server's tasks, when the Tasks extension is on ([`Server::tasks`]).
     pub(crate) tasks: Option<Arc<tasks::Tasks>>,
+    /// Whether `resources/directory/read` is served (and `directoryRead` declared) when
+    /// there are skills; `None`: yes.
+    pub(crate) skill_directory_read: Option<bool>,
 }
 
 pub(crate) struct Inner {
@@ -300,6 +324,7 @@ impl std::fmt::Debug for Server {
             .field("resources", &registry.resources.len())
             .field("templates", &registry.templates.len())
             .field("prompts", &registry.prompts.len())
+            .field("skills", &registry.skills.len())
             .finish_non_exhaustive()
     }
 }
@@ -555,6 +580,82 @@ impl Server {
         self
     }
 
+    /// Serves a skill (the Skills extension, see the [`skills`](crate::skills) module): each of
+    /// its files becomes a resource, and the server declares the extension (with
+    /// `directoryRead`, see [`skill_directory_read`](Self::skill_directory_read)) and the
+    /// `resources` capability, and answers `skills/list`, `skills/get` and
+    /// `resources/directory/read`. A skill at the same URI is replaced.
+    pub fn skill(self, skill: Skill) -> Self {
+        self.add_skill(skill);
+        self
+    }
+
+    /// Serves each of these skills ([`skill`](Self::skill)).
+    pub fn skills(self, skills: impl IntoIterator<Item = Skill>) -> Self {
+        for skill in skills {
+            self.add_skill(skill);
+        }
+        self
+    }
+
+    /// Whether `resources/directory/read` is served over the skills' files, and declared
+    /// (`directoryRead: true` in the extension's settings). On by default; off, the method is
+    /// unknown (`-32601`) and the extension is declared with `{}`.
+    pub fn skill_directory_read(self, on: bool) -> Self {
+        self.config_mut().skill_directory_read = Some(on);
+        self
+    }
+
+    /// Serves a skill at runtime (or replaces the one at its URI, files included); sessions
+    /// get `notifications/resources/list_changed` once.
+    pub fn add_skill(&self, skill: Skill) {
+        {
+            let mut registry = self.registry_mut();
+            let registry = &mut *registry;
+            registry.remove_skill(skill.uri());
+            for file in skill.files() {
+                let bytes = file.bytes.clone();
+                let mime = file.resource.mime_type.clone();
+                let entry = Arc::new(ResourceEntry {
+                    resource: file.resource.clone(),
+                    handler: Arc::new(move |_ctx, req: ResourceRequest| {
+                        let (bytes, mime) = (bytes.clone(), mime.clone());
+                        boxed(async move { Ok(vec![skill_file_contents(req.uri, &bytes, mime)]) })
+                    }),
+                });
+                let list = &mut registry.resources;
+                match list
+                    .iter()
+                    .position(|r| r.resource.uri == entry.resource.uri)
+                {
+                    Some(i) => list[i] = entry,
+                    None => list.push(entry),
+                }
+            }
+            registry.skills.push(skill);
+        }
+        self.list_changed(methods::NOTIFICATION_RESOURCES_LIST_CHANGED);
+    }
+
+    /// Stops serving the skill whose URI (its `SKILL.md`'s) is `uri`, and its files; `false`
+    /// when there was none.
+    pub fn remove_skill(&self, uri: &str) -> bool {
+        let removed = self.registry_mut().remove_skill(uri);
+        if removed {
+            self.list_changed(methods::NOTIFICATION_RESOURCES_LIST_CHANGED);
+        }
+        removed
+    }
+
+    /// The entries of the skills served, in registration order (what `skills/list` gives).
+    pub fn skill_entries(&self) -> Vec<crate::schema::SkillEntry> {
+        self.registry()
+            .skills
+            .iter()
+            .map(|s| s.entry().clone())
+            .collect()
+    }
+
     /// Adds (or replaces) a tool at runtime; sessions get `notifications/tools/list_changed`.
     pub fn add_tool<F, Fut>(&self, tool: Tool, handler: F)
     where
@@ -746,7 +847,22 @@ impl Server {
             None => None,
         };
         let any_resources = !registry.resources.is_empty() || !registry.templates.is_empty();
+        // The extensions, inline under their identifiers: Skills (its files are resources, so
+        // `resources` is declared with it) and Tasks.
+        let mut extensions = BTreeMap::new();
+        if !registry.skills.is_empty() {
+            let settings = SkillsCapability {
+                directory_read: config.skill_directory_read.unwrap_or(true).then_some(true),
+                ..SkillsCapability::default()
+            };
+            extensions.insert(SKILLS_EXTENSION.to_owned(), settings.to_object());
+        }
+        if config.tasks.is_some() {
+            extensions.insert(crate::schema::TASKS_EXTENSION.to_owned(), JsonObject::new());
+        }
+        let extensions = (!extensions.is_empty()).then_some(extensions);
         ServerCapabilities {
+            extensions,
             tools: flag(config.tools_list_changed, !registry.tools.is_empty()),
             prompts: flag(config.prompts_list_changed, !registry.prompts.is_empty()),
             resources: match config.resources {
@@ -761,9 +877,6 @@ impl Server {
             }),
             logging: Some(JsonObject::new()),
             completions: registry.completion.as_ref().map(|_| JsonObject::new()),
-            extensions: config.tasks.as_ref().map(|_| {
-                BTreeMap::from([(crate::schema::TASKS_EXTENSION.to_owned(), JsonObject::new())])
-            }),
             ..ServerCapabilities::default()
         }
     }
@@ -969,6 +1082,22 @@ impl Server {
     /// How many `subscriptions/listen` streams are open.
     pub fn listener_count(&self) -> usize {
         lock(&self.inner.listeners).len()
+    }
+}
+
+/// What `resources/read` gives for a skill file: text when the bytes are UTF-8, else a base64
+/// blob.
+fn skill_file_contents(uri: String, bytes: &[u8], mime: Option<String>) -> ResourceContents {
+    use base64::Engine as _;
+    let contents = match std::str::from_utf8(bytes) {
+        Ok(text) => ResourceContents::text(uri, text),
+        Err(_) => {
+            ResourceContents::blob(uri, base64::engine::general_purpose::STANDARD.encode(bytes))
+        }
+    };
+    match mime {
+        Some(mime) => contents.with_mime_type(mime),
+        None => contents,
     }
 }
 
