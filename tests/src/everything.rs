@@ -552,20 +552,8 @@ pub fn server() -> Server {
             |ctx, args: ToolArgs| async move {
                 let seconds = args.get_f64("seconds", 0.0).clamp(0.0, 3600.0);
                 let label = args.get_string("label", "");
-                let slept = smol::future::or(
-                    async {
-                        ctx.sleep(Duration::from_secs_f64(seconds)).await;
-                        true
-                    },
-                    async {
-                        ctx.cancelled().await;
-                        false
-                    },
-                )
-                .await;
-                if !slept {
-                    return Err(Error::new("cancelled"));
-                }
+                // `tasks/cancel` (or a cancelled call) drops this at the await.
+                ctx.sleep(Duration::from_secs_f64(seconds)).await;
                 Ok(CallToolResult::text(format!("Computed {label} in {seconds}s")))
             },
         )

@@ -134,6 +134,49 @@ fn transport_failures_close_and_bad_arguments() {
     )));
 }
 
+/// A server that hands out fresh cursors forever gets [`RequestError::TooManyPages`] after the
+/// client's bound, whatever the listing; within the bound a listing is whole.
+#[test]
+fn a_listing_follows_at_most_max_list_pages() {
+    let exec = Executor::new();
+    let transport = Arc::new(Recorder::default());
+    let client = Client::builder("c", "1")
+        .max_list_pages(3)
+        .build(transport.clone());
+    let out = Arc::new(Mutex::new(None));
+    let (c2, o2) = (client.clone(), out.clone());
+    exec.spawn(async move {
+        *o2.lock().unwrap() = Some(c2.list_tools().await.map(|t| t.len()));
+    });
+    for id in 1..=3 {
+        exec.run_ready();
+        let page = json!({"tools": [{"name": format!("t{id}"), "inputSchema": {"type": "object"}}], "nextCursor": format!("c{id}")});
+        client.handle_message(ok(id, page));
+    }
+    exec.run_ready();
+    assert_eq!(
+        out.lock().unwrap().take(),
+        Some(Err(RequestError::TooManyPages(3)))
+    );
+    assert_eq!(
+        transport.0.lock().unwrap().len(),
+        3,
+        "no fourth page asked for"
+    );
+    // The last page within the bound ends the listing.
+    let (c3, o3) = (client.clone(), out.clone());
+    exec.spawn(async move {
+        *o3.lock().unwrap() = Some(c3.list_tools().await.map(|t| t.len()));
+    });
+    for id in 4..=6 {
+        exec.run_ready();
+        let next = (id < 6).then(|| format!("d{id}"));
+        client.handle_message(ok(id, json!({"tools": [], "nextCursor": next})));
+    }
+    exec.run_ready();
+    assert_eq!(out.lock().unwrap().take(), Some(Ok(0)));
+}
+
 #[test]
 fn cursor_loops_and_unsupported_versions_are_errors() {
     let exec = Executor::new();

@@ -305,3 +305,72 @@ fn a_task_past_its_ttl_is_gone_and_its_work_stopped() {
     let gone = pair.block_on(async move { task.get().await });
     assert_eq!(gone.expect_err("past its TTL").code(), Some(-32602));
 }
+
+/// A transport that cannot run work in the background (the loopback's peer has no spawner):
+/// the call fails with a clear error, and the task it could not start is not kept (two such
+/// calls under a bound of one task are refused for the spawner, not for the bound).
+#[test]
+fn without_a_spawner_a_task_is_refused_and_not_kept() {
+    let server = Server::new("tasks", "1")
+        .tasks(TaskConfig {
+            max_tasks: 1,
+            ..TaskConfig::default()
+        })
+        .task_tool(Tool::new("work"), |_ctx, _args: ToolArgs| async move {
+            Ok(CallToolResult::text("done"))
+        });
+    let (exec, lb) = mcp_tests::harness::pair(&server, conformance_client().tasks());
+    let client = lb.client.clone();
+    let errors = exec.block_on(async move {
+        client.initialize().await.expect("initialize");
+        let mut errors = Vec::new();
+        for _ in 0..2 {
+            errors.push(
+                client
+                    .start_tool("work", json!({}))
+                    .await
+                    .expect_err("refused"),
+            );
+        }
+        errors
+    });
+    for e in errors {
+        assert_eq!(e.code(), Some(-32603), "{e}");
+        assert!(e.to_string().contains("cannot run a task here"), "{e}");
+    }
+}
+
+/// A task answered to a client that did not declare the extension is an invalid response,
+/// said as such (the extension: such a client must treat it so).
+#[test]
+fn a_task_for_a_client_without_the_extension_is_malformed() {
+    use mcp_proto::jsonrpc::{Message, RequestId, Response};
+    use mcp_service::client::ClientTransport;
+    struct Sink;
+    impl ClientTransport for Sink {
+        fn send(&self, _: Message) -> Result<(), mcp_service::PeerError> {
+            Ok(())
+        }
+    }
+    let exec = mcp_tests::exec::Executor::new();
+    let client = mcp_service::client::Client::builder("c", "1").build(Arc::new(Sink));
+    let out = Arc::new(std::sync::Mutex::new(None));
+    let (c2, o2) = (client.clone(), out.clone());
+    exec.spawn(async move {
+        *o2.lock().unwrap() = Some(c2.call_tool("t", json!({})).await);
+    });
+    exec.run_ready();
+    let task = json!({"resultType": "task", "taskId": "t1", "status": "working",
+        "createdAt": "2026-12-06T10:00:00Z", "lastUpdatedAt": "2026-12-06T10:00:00Z", "ttlMs": 1000});
+    let raw = serde_json::value::to_raw_value(&task).unwrap();
+    client.handle_message(Message::Response(Response::result(
+        RequestId::Number(1),
+        raw,
+    )));
+    exec.run_ready();
+    let got = out.lock().unwrap().take().expect("answered");
+    match got {
+        Err(RequestError::Malformed(m)) => assert!(m.contains("did not declare the Tasks"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}

@@ -27,8 +27,9 @@
 //! - **Progress**: a call with a progress callback gets `_meta.progressToken` equal to its
 //!   id; notifications with that token go to the callback (before the call's result, when the
 //!   transport keeps order) and to the notification streams.
-//! - **`list_*` fetch every page**, following `nextCursor`; a server that repeats a cursor
-//!   gets an error instead of an endless loop. `*_page` methods fetch one.
+//! - **`list_*` fetch every page**, following `nextCursor`; a server that repeats a cursor,
+//!   or hands out more than [`ClientBuilder::max_list_pages`] pages (100), gets an error
+//!   instead of an endless loop. `*_page` methods fetch one.
 //! - **Version**: `initialize` offers [`ProtocolVersion::LATEST_LEGACY`] (or the configured
 //!   one) and accepts any revision this crate speaks; another answer is
 //!   [`RequestError::UnsupportedVersion`]. Over a dual-era `ClientSession`
@@ -58,6 +59,9 @@ use serde_json::Value;
 
 pub use notifications::{Events, Notifications, ServerNotification};
 pub use tasks::{DEFAULT_TASK_POLL_BOUNDS, TaskHandle, ToolCall};
+
+/// The default bound on the pages one listing follows ([`ClientBuilder::max_list_pages`]).
+pub const DEFAULT_MAX_LIST_PAGES: usize = 100;
 
 use super::cancel::{CancellationToken, lock, until_cancelled};
 use super::error::to_raw;
@@ -221,6 +225,7 @@ pub struct ClientBuilder {
     timer: Option<crate::bind::Sleep>,
     task_poll_bounds: (std::time::Duration, std::time::Duration),
     skill_limits: SkillLimits,
+    max_list_pages: usize,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -245,6 +250,7 @@ impl ClientBuilder {
             timer: None,
             task_poll_bounds: DEFAULT_TASK_POLL_BOUNDS,
             skill_limits: SkillLimits::default(),
+            max_list_pages: DEFAULT_MAX_LIST_PAGES,
         }
     }
 
@@ -302,9 +308,17 @@ impl ClientBuilder {
         self
     }
 
+    /// How many pages a listing follows (`list_tools`, `list_resources`,
+    /// `list_resource_templates`, `list_prompts`, `list_skills`, `read_directory`) before it
+    /// gives up with [`RequestError::TooManyPages`]: a server that hands out cursors forever
+    /// cannot keep a call busy. Default [`DEFAULT_MAX_LIST_PAGES`]; at least 1.
+    pub fn max_list_pages(mut self, pages: usize) -> Self {
+        self.max_list_pages = pages.max(1);
+        self
+    }
+
     /// The limits the Skills calls hold a server to (default [`SkillLimits::default`]): the
-    /// pages [`Client::list_skills`] follows, and the files and bytes of a skill
-    /// [`Client::load_skill`] accepts.
+    /// files and bytes of a skill [`Client::load_skill`] accepts.
     pub fn skill_limits(mut self, limits: SkillLimits) -> Self {
         self.skill_limits = limits;
         self
@@ -379,6 +393,7 @@ impl ClientBuilder {
                 timer: self.timer,
                 task_poll_bounds: self.task_poll_bounds,
                 skill_limits: self.skill_limits,
+                max_list_pages: self.max_list_pages,
                 next_id: AtomicI64::new(1),
                 closed: AtomicBool::new(false),
                 pending: PendingRequests::new(),
@@ -405,6 +420,8 @@ struct ClientInner {
     timer: Option<crate::bind::Sleep>,
     task_poll_bounds: (std::time::Duration, std::time::Duration),
     skill_limits: SkillLimits,
+    /// The most pages a listing follows.
+    max_list_pages: usize,
     next_id: AtomicI64,
     /// Set by [`Client::close`]: later calls fail at once instead of waiting for a
     /// connection that will never answer them.
@@ -832,7 +849,7 @@ impl Client {
 
     /// Every tool, following `nextCursor`.
     pub async fn list_tools(&self) -> Result<Vec<Tool>, RequestError> {
-        all_pages(usize::MAX, |cursor| async move {
+        all_pages(self.inner.max_list_pages, |cursor| async move {
             self.list_tools_page(cursor)
                 .await
                 .map(|p| (p.tools, p.next_cursor))
@@ -902,7 +919,7 @@ impl Client {
 
     /// Every resource, following `nextCursor`.
     pub async fn list_resources(&self) -> Result<Vec<Resource>, RequestError> {
-        all_pages(usize::MAX, |cursor| async move {
+        all_pages(self.inner.max_list_pages, |cursor| async move {
             self.list_resources_page(cursor)
                 .await
                 .map(|p| (p.resources, p.next_cursor))
@@ -924,7 +941,7 @@ impl Client {
 
     /// Every resource template, following `nextCursor`.
     pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>, RequestError> {
-        all_pages(usize::MAX, |cursor| async move {
+        all_pages(self.inner.max_list_pages, |cursor| async move {
             self.list_resource_templates_page(cursor)
                 .await
                 .map(|p| (p.resource_templates, p.next_cursor))
@@ -975,7 +992,7 @@ impl Client {
 
     /// Every prompt, following `nextCursor`.
     pub async fn list_prompts(&self) -> Result<Vec<Prompt>, RequestError> {
-        all_pages(usize::MAX, |cursor| async move {
+        all_pages(self.inner.max_list_pages, |cursor| async move {
             self.list_prompts_page(cursor)
                 .await
                 .map(|p| (p.prompts, p.next_cursor))

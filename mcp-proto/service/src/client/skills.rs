@@ -41,20 +41,17 @@ impl Client {
     }
 
     /// Every skill entry, following `nextCursor` for at most
-    /// [`SkillLimits::max_list_pages`](crate::skills::SkillLimits::max_list_pages) pages
+    /// [`ClientBuilder::max_list_pages`](super::ClientBuilder::max_list_pages) pages
     /// ([`RequestError::TooManyPages`] beyond). Reads no skill file: an entry carries what a
     /// registry needs (name, description, the files' digests). An empty or short listing is
     /// not proof the server has no other skill ([`get_skill`](Self::get_skill) answers for
     /// any).
     pub async fn list_skills(&self) -> Result<Vec<SkillEntry>, RequestError> {
-        all_pages(
-            self.inner.skill_limits.max_list_pages,
-            |cursor| async move {
-                self.list_skills_page(cursor)
-                    .await
-                    .map(|p| (p.skills, p.next_cursor))
-            },
-        )
+        all_pages(self.inner.max_list_pages, |cursor| async move {
+            self.list_skills_page(cursor)
+                .await
+                .map(|p| (p.skills, p.next_cursor))
+        })
         .await
     }
 
@@ -92,16 +89,13 @@ impl Client {
 
     /// Every direct child of the directory `uri` (files, and subdirectories with the MIME
     /// type `inode/directory`), following `nextCursor` for at most
-    /// [`SkillLimits::max_list_pages`](crate::skills::SkillLimits::max_list_pages) pages.
+    /// [`ClientBuilder::max_list_pages`](super::ClientBuilder::max_list_pages) pages.
     pub async fn read_directory(&self, uri: &str) -> Result<Vec<Resource>, RequestError> {
-        all_pages(
-            self.inner.skill_limits.max_list_pages,
-            |cursor| async move {
-                self.read_directory_page(uri, cursor)
-                    .await
-                    .map(|p| (p.resources, p.next_cursor))
-            },
-        )
+        all_pages(self.inner.max_list_pages, |cursor| async move {
+            self.read_directory_page(uri, cursor)
+                .await
+                .map(|p| (p.resources, p.next_cursor))
+        })
         .await
     }
 

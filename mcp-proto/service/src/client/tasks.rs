@@ -236,19 +236,25 @@ impl Client {
             result_type: Option<ResultType>,
         }
         let malformed = |e: serde_json::Error| RequestError::Malformed(e.to_string());
+        if !self.declares_tasks() {
+            // One pass, as any result. A task answered to a client that did not ask for one
+            // is an invalid response (the extension), said so when the result does not read.
+            return serde_json::from_str(raw.get())
+                .map(ToolCall::Done)
+                .map_err(|e| match serde_json::from_str::<Kind>(raw.get()) {
+                    Ok(k) if k.result_type == Some(ResultType::Task) => RequestError::Malformed(
+                        "the server answered a task, but this client did not declare the Tasks \
+                         extension"
+                            .into(),
+                    ),
+                    _ => malformed(e),
+                });
+        }
         let kind: Kind = serde_json::from_str(raw.get()).map_err(malformed)?;
         if kind.result_type != Some(ResultType::Task) {
             return serde_json::from_str(raw.get())
                 .map(ToolCall::Done)
                 .map_err(malformed);
-        }
-        if !self.declares_tasks() {
-            // The extension: a task answered to a client that did not ask for one is an
-            // invalid response.
-            return Err(RequestError::Malformed(
-                "the server answered a task, but this client did not declare the Tasks extension"
-                    .into(),
-            ));
         }
         let created: CreateTaskResult = serde_json::from_str(raw.get()).map_err(malformed)?;
         let id = created.task.task_id.clone();

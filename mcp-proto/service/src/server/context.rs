@@ -22,15 +22,31 @@ use crate::schema::{
 use mcp_proto::ProtocolVersion;
 use mcp_proto::jsonrpc::{Notification, Outcome, Request, RequestId};
 
-/// `MissingRequiredClientCapabilityError` (2026-07-28): the request needs the client
-/// capability `what`, which its `_meta` did not declare; `data.requiredCapabilities` is a
-/// `ClientCapabilities` object naming it.
-fn missing_capability(what: &str) -> Error {
+/// `MissingRequiredClientCapabilityError` (-32021): the request needs `needs` ("the
+/// elicitation capability", …), which the client did not declare; `required` is the
+/// `ClientCapabilities` object naming it (`data.requiredCapabilities`).
+pub(crate) fn missing_capability(needs: &str, required: ClientCapabilities) -> Error {
+    let data = crate::schema::MissingRequiredClientCapabilityData {
+        required_capabilities: required,
+        extra: Default::default(),
+    };
     Error::protocol(
         crate::schema::error_codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
-        format_args!("Server requires the {what} capability for this request"),
+        format_args!("Server requires {needs} for this request"),
     )
-    .with_data(serde_json::json!({"requiredCapabilities": {what: {}}}))
+    .with_data(serde_json::to_value(data).unwrap_or_default())
+}
+
+/// [`missing_capability`] for one of the capabilities a server asks through (`elicitation`,
+/// `sampling`, `roots`).
+fn missing_named(what: &str) -> Error {
+    let mut required = ClientCapabilities::default();
+    match what {
+        "elicitation" => required.elicitation = Some(Default::default()),
+        "sampling" => required.sampling = Some(Default::default()),
+        _ => required.roots = Some(Default::default()),
+    }
+    missing_capability(&format!("the {what} capability"), required)
 }
 
 /// The `_meta` of a request's params, read without touching the rest.
@@ -61,9 +77,10 @@ pub struct RequestContext {
     pub(crate) mrtr: Option<Result<Arc<Mrtr>, Error>>,
     /// The task this context's work runs as (its asks become the task's input requests).
     pub(crate) task: Option<TaskRef>,
-    /// The task this request's handler went on as, if it did ([`Self::run_as_task`]):
-    /// shared by the handler's clones of the context, read by the dispatcher.
-    pub(crate) created: Arc<std::sync::Mutex<Option<crate::schema::Task>>>,
+    /// Where a `tools/call` handler's task goes when it goes on as one
+    /// ([`Self::run_as_task`]): shared by the handler's clones of the context, read by the
+    /// dispatcher. `None` for other requests (nothing allocated), which cannot be tasks.
+    pub(crate) created: Option<Arc<std::sync::Mutex<Option<crate::schema::Task>>>>,
 }
 
 impl std::fmt::Debug for RequestContext {
@@ -113,7 +130,7 @@ impl RequestContext {
             cancel,
             mrtr,
             task: None,
-            created: Arc::default(),
+            created: None,
         }
     }
 
@@ -326,10 +343,10 @@ impl RequestContext {
         key: Option<&str>,
         params: R::Params,
     ) -> Result<R::Result, Error> {
-        let raw = to_raw(&params).map_err(Error::internal)?;
         if let Some(task) = &self.task {
-            return self.ask_in_task::<R>(task, key, raw).await;
+            return self.ask_in_task::<R>(task, key, params).await;
         }
+        let raw = to_raw(&params).map_err(Error::internal)?;
         if self.modern.is_some() {
             let Some(Ok(mrtr)) = &self.mrtr else {
                 return Err(Error::new(format_args!(
@@ -352,7 +369,7 @@ impl RequestContext {
                 _ => None,
             };
             if let Some(what) = missing {
-                return Err(missing_capability(what));
+                return Err(missing_named(what));
             }
             return match mrtr.ask(key, R::METHOD, &raw)? {
                 Some(answer) => serde_json::from_value(answer).map_err(|e| {
@@ -391,7 +408,7 @@ impl RequestContext {
     fn require(&self, what: &str, has: impl Fn(&ClientCapabilities) -> bool) -> Result<(), Error> {
         match self.client_capabilities() {
             Some(caps) if !has(&caps) => Err(if self.modern.is_some() {
-                missing_capability(what)
+                missing_named(what)
             } else {
                 Error::new(format_args!(
                     "the client does not support {what} (it did not declare the capability)"
@@ -446,9 +463,12 @@ impl RequestContext {
         Fut: std::future::Future<Output = Result<schema::CallToolResult, Error>> + Send + 'static,
     {
         let tasks = self.session.server.config().tasks.clone();
-        let Some(tasks) = tasks.filter(|_| self.task.is_none() && self.accepts_tasks()) else {
+        let (Some(tasks), Some(created)) = (tasks, &self.created) else {
             return work(self.clone()).await;
         };
+        if self.task.is_some() || !self.accepts_tasks() {
+            return work(self.clone()).await;
+        }
         let cancel = CancellationToken::new();
         let (now, wall) = tasks.now();
         let task = tasks.create(now, wall, self.principal(), cancel.clone())?;
@@ -461,7 +481,7 @@ impl RequestContext {
                 id: id.clone(),
                 asked: Arc::default(),
             }),
-            created: Arc::default(),
+            created: None,
             ..self.clone()
         };
         // The work, dropped at its next await when the task ends otherwise (cancelled, or
@@ -487,20 +507,16 @@ impl RequestContext {
             }) as super::BoxFuture<'static, ()>
         });
         if let Err(e) = self.session.peer.spawn(Box::pin(run)) {
-            // No background work on this transport: the task ends at once, failed, and the
-            // call says why (nothing was announced to the client yet).
-            tasks.finish(
-                wall,
-                &id,
-                TaskOutcome::Error(Error::internal(&e).to_error_object()),
-            );
+            // No background work on this transport: the record goes (nothing was announced to
+            // the client yet) and the call says why.
+            tasks.forget(&id);
             return Err(Error::internal(format_args!("cannot run a task here: {e}")));
         }
         if let Some(expiry) = ttl {
             // Without it the record still goes at the next operation after its TTL.
             let _ = self.session.peer.spawn(expiry);
         }
-        *lock(&self.created) = Some(task);
+        *lock(created) = Some(task);
         Ok(schema::CallToolResult::default())
     }
 
@@ -510,14 +526,17 @@ impl RequestContext {
         &self,
         task: &TaskRef,
         key: Option<&str>,
-        raw: Box<serde_json::value::RawValue>,
+        params: R::Params,
     ) -> Result<R::Result, Error> {
         let n = task
             .asked
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let key = key.map_or_else(|| format!("{n}:{}", R::METHOD), str::to_owned);
-        let params: Value = serde_json::from_str(raw.get()).map_err(Error::internal)?;
-        let request = serde_json::json!({"method": R::METHOD, "params": params});
+        // Typed once, here: `tasks/get` serves it as it is on every poll.
+        let params = serde_json::to_value(params).map_err(Error::internal)?;
+        let request: schema::InputRequest =
+            serde_json::from_value(serde_json::json!({"method": R::METHOD, "params": params}))
+                .map_err(Error::internal)?;
         let (now, wall) = task.tasks.now();
         let answer = task.tasks.ask(now, wall, &task.id, key, request)?;
         let answer = answer

@@ -33,16 +33,15 @@ use mcp_proto::jsonrpc::{Request, Response};
 /// `MissingRequiredClientCapabilityError` (-32021) naming the Tasks extension: `what` can
 /// only be served as a task, and the client did not declare the extension.
 fn tasks_required(what: &str) -> Error {
-    Error::protocol(
-        crate::schema::error_codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
-        format_args!(
-            "{what} requires the client capability extensions[\"{}\"] (the Tasks extension)",
-            crate::schema::TASKS_EXTENSION
-        ),
-    )
-    .with_data(serde_json::json!({
-        "requiredCapabilities": {"extensions": {crate::schema::TASKS_EXTENSION: {}}}
-    }))
+    let extensions = BTreeMap::from([(
+        crate::schema::TASKS_EXTENSION.to_owned(),
+        crate::schema::JsonObject::new(),
+    )]);
+    let required = crate::schema::ClientCapabilities {
+        extensions: Some(extensions),
+        ..Default::default()
+    };
+    super::context::missing_capability(&format!("the Tasks extension ({what})"), required)
 }
 
 /// At most this many completion values go in one answer (the spec's limit).
@@ -216,11 +215,18 @@ impl Server {
                 methods::LOGGING_SET_LEVEL => answer(&request, server.set_level(&ctx, &request)),
                 methods::TOOLS_LIST => answer(&request, server.list_tools(&request)),
                 methods::TOOLS_CALL => {
-                    let created = ctx.created.clone();
+                    // Only a server with tasks on gives its handlers a place for one.
+                    let created = server
+                        .config()
+                        .tasks
+                        .is_some()
+                        .then(|| Arc::new(std::sync::Mutex::new(None)));
+                    let mut ctx = ctx;
+                    ctx.created.clone_from(&created);
                     let result = server.call_tool(ctx, &request).await;
                     // A handler that went on as a task answers with the task, whatever it
                     // returned after (the client learns of the task only this way).
-                    match lock(&created).take() {
+                    match created.and_then(|c| lock(&c).take()) {
                         Some(task) => answer(
                             &request,
                             Ok(CreateTaskResult {
@@ -232,9 +238,7 @@ impl Server {
                         None => answer(&request, result),
                     }
                 }
-                methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL
-                    if server.config().tasks.is_some() =>
-                {
+                methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL => {
                     server.task_method(&ctx, &request)
                 }
                 methods::RESOURCES_LIST => answer(&request, server.list_resources(&request)),
@@ -275,8 +279,8 @@ impl Server {
     }
 
     /// `tasks/get`, `tasks/update`, `tasks/cancel` (the Tasks extension; see [`super::tasks`]):
-    /// refused with -32021 to a client that did not declare the extension; update and cancel
-    /// are acknowledged whatever the task.
+    /// unknown methods (-32601) without it, refused with -32021 to a client that did not
+    /// declare it; update and cancel are acknowledged whatever the task.
     fn task_method(&self, ctx: &RequestContext, request: &Request) -> Response {
         let Some(tasks) = self.config().tasks.clone() else {
             return answer::<EmptyResult>(request, Err(Error::method_not_found(&request.method)));
@@ -479,18 +483,14 @@ impl Server {
                 )));
             }
         }
-        let result = match (entry.handler)(ctx, ToolArgs::new(args)).await {
-            Ok(result) => result,
-            Err(e) if e.is_protocol() => {
+        let result =
+            tool_outcome((entry.handler)(ctx, ToolArgs::new(args)).await).inspect_err(|e| {
                 tracing::debug!(
                     tool = p.name.as_str(),
                     error = e.message(),
                     "tool refused the call"
-                );
-                return Err(e);
-            }
-            Err(e) => CallToolResult::error(e.message()),
-        };
+                )
+            })?;
         if result.is_error == Some(true) {
             tracing::warn!(tool = p.name.as_str(), error = %tool_error_text(&result), "tool failed");
         }
@@ -777,6 +777,18 @@ fn directory_children(skills: &[Skill], dir: &str) -> Option<Vec<Resource>> {
         }
     }
     (!children.is_empty()).then(|| children.into_values().collect())
+}
+
+/// What a tool handler's outcome answers: its result; a protocol error ([`Error::protocol`]
+/// and friends) as the JSON-RPC error; any other error as a tool error (`isError: true`)
+/// with its message. Shared by `tools/call` and a task's work.
+pub(crate) fn tool_outcome(
+    outcome: Result<CallToolResult, Error>,
+) -> Result<CallToolResult, Error> {
+    match outcome {
+        Err(e) if !e.is_protocol() => Ok(CallToolResult::error(e.message())),
+        other => other,
+    }
 }
 
 /// The text of a failed tool result, for the log: its text blocks, joined.

@@ -512,10 +512,7 @@ impl Server {
         let handler = Arc::new(handler);
         self.tool(tool, move |ctx: RequestContext, args: ToolArgs| {
             let handler = handler.clone();
-            async move {
-                let work = ctx.clone();
-                work.run_as_task(move |ctx| handler(ctx, args)).await
-            }
+            async move { ctx.run_as_task(move |ctx| handler(ctx, args)).await }
         })
     }
 

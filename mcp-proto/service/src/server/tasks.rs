@@ -151,10 +151,9 @@ impl TaskOutcome {
     /// A tool's outcome as `tools/call` would have answered it: a protocol error fails the
     /// task, any other error is a tool error (`isError: true`) in a completed one.
     pub(crate) fn of_tool(result: Result<CallToolResult, Error>) -> Self {
-        let result = match result {
+        let result = match super::dispatch::tool_outcome(result) {
             Ok(r) => r,
-            Err(e) if e.is_protocol() => return TaskOutcome::Error(e.to_error_object()),
-            Err(e) => CallToolResult::error(e.message()),
+            Err(e) => return TaskOutcome::Error(e.to_error_object()),
         };
         match serde_json::to_value(result) {
             Ok(Value::Object(map)) => TaskOutcome::Result(map),
@@ -174,8 +173,8 @@ struct Record {
     created: SystemTime,
     updated: SystemTime,
     expires: Option<Instant>,
-    /// Outstanding asks: `{method, params}` by key, and where their answers go.
-    asks: BTreeMap<String, (Value, oneshot::Sender<Value>)>,
+    /// Outstanding asks by key, and where their answers go.
+    asks: BTreeMap<String, (InputRequest, oneshot::Sender<Value>)>,
     /// Every key ever asked (keys are unique over a task's life).
     used: BTreeSet<String>,
     result: Option<JsonObject>,
@@ -347,11 +346,7 @@ impl Tasks {
             input_requests: (r.status == TaskStatus::InputRequired).then(|| {
                 r.asks
                     .iter()
-                    .filter_map(|(k, (ask, _))| {
-                        serde_json::from_value::<InputRequest>(ask.clone())
-                            .ok()
-                            .map(|a| (k.clone(), a))
-                    })
+                    .map(|(k, (ask, _))| (k.clone(), ask.clone()))
                     .collect()
             }),
         })
@@ -390,7 +385,7 @@ impl Tasks {
         });
     }
 
-    /// The work of task `id` asks the client `request` (`{method, params}`) under `key`: the
+    /// The work of task `id` asks the client `request` under `key`: the
     /// answer arrives on the receiver. Fails when the task ended or is gone, the key was used
     /// before, or too many asks are outstanding.
     pub(crate) fn ask(
@@ -399,7 +394,7 @@ impl Tasks {
         wall: SystemTime,
         id: &str,
         key: String,
-        request: Value,
+        request: InputRequest,
     ) -> Result<oneshot::Receiver<Value>, Error> {
         let mut records = lock(&self.records);
         Self::purge(&mut records, now);
@@ -424,6 +419,13 @@ impl Tasks {
         r.asks.insert(key, (request, tx));
         r.step(TaskEvent::Ask, wall);
         Ok(rx)
+    }
+
+    /// Drops task `id` (one the client never heard of), stopping its work.
+    pub(crate) fn forget(&self, id: &str) {
+        if let Some(r) = lock(&self.records).remove(id) {
+            r.cancel.cancel();
+        }
     }
 
     /// The work of task `id` ended with `outcome` (dropped if the task already ended).
@@ -483,6 +485,11 @@ mod tests {
         TaskEvent::Cancel,
     ];
 
+    /// An input request: an elicitation form asking `message`.
+    fn elicit(message: &str) -> InputRequest {
+        serde_json::from_value(serde_json::json!({"method": "elicitation/create", "params": {"message": message, "requestedSchema": {"type": "object", "properties": {}}}})).unwrap()
+    }
+
     fn tasks() -> Tasks {
         Tasks::new(TaskConfig {
             ttl: Some(Duration::from_secs(10)),
@@ -511,10 +518,10 @@ mod tests {
         let id = task.task_id.as_str();
         assert_eq!(task.status, TaskStatus::Working);
         assert_eq!(task.ttl_ms, Some(10_000));
-        let mut a = t.ask(now, wall, id, "a".into(), serde_json::json!({"method": "elicitation/create", "params": {"message": "a?", "requestedSchema": {"type": "object", "properties": {}}}})).unwrap();
-        let _b = t.ask(now, wall, id, "b".into(), serde_json::json!({"method": "elicitation/create", "params": {"message": "b?", "requestedSchema": {"type": "object", "properties": {}}}})).unwrap();
+        let mut a = t.ask(now, wall, id, "a".into(), elicit("a?")).unwrap();
+        let _b = t.ask(now, wall, id, "b".into(), elicit("b?")).unwrap();
         // A third outstanding ask is over the bound; a key is never reused.
-        assert!(t.ask(now, wall, id, "c".into(), Value::Null).is_err());
+        assert!(t.ask(now, wall, id, "c".into(), elicit("?")).is_err());
         let got = t.get(now, id, Some("alice")).unwrap();
         assert_eq!(got.task.status, TaskStatus::InputRequired);
         assert_eq!(got.input_requests.as_ref().map(|m| m.len()), Some(2));
@@ -534,7 +541,7 @@ mod tests {
             ["b"]
         );
         assert!(
-            t.ask(now, wall, id, "a".into(), Value::Null).is_err(),
+            t.ask(now, wall, id, "a".into(), elicit("?")).is_err(),
             "key reused"
         );
         let answers: InputResponses =
@@ -568,7 +575,7 @@ mod tests {
         let (now, wall) = (Instant::now(), SystemTime::now());
         let token = CancellationToken::new();
         let id = t.create(now, wall, None, token.clone()).unwrap().task_id;
-        let mut ask = t.ask(now, wall, &id, "k".into(), Value::Null).unwrap();
+        let mut ask = t.ask(now, wall, &id, "k".into(), elicit("?")).unwrap();
         t.cancel(now, wall, &id, None);
         assert!(token.is_cancelled());
         assert!(ask.try_recv().is_err(), "the parked ask fails");
@@ -646,7 +653,7 @@ mod tests {
             let mut last = TaskStatus::Working;
             for e in events {
                 match e {
-                    0 => { keys += 1; let _ = t.ask(now, wall, &id, format!("k{keys}"), Value::Null); }
+                    0 => { keys += 1; let _ = t.ask(now, wall, &id, format!("k{keys}"), elicit("?")); }
                     1 => t.update(now, wall, &id, None, (1..=keys).map(|k| (format!("k{k}"), serde_json::from_value(serde_json::json!({"action": "accept"})).unwrap())).collect()),
                     2 => t.finish(wall, &id, TaskOutcome::of_tool(Ok(CallToolResult::text("r")))),
                     3 => t.finish(wall, &id, TaskOutcome::of_tool(Err(Error::internal("e")))),

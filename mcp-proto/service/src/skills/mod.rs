@@ -50,7 +50,7 @@
 //! ## Loading skills
 //!
 //! The [`Client`](crate::client::Client) lists entries ([`list_skills`], following cursors up
-//! to [`SkillLimits::max_list_pages`]) and gets one by URI ([`get_skill`]) without reading a
+//! to [`ClientBuilder::max_list_pages`](crate::client::ClientBuilder::max_list_pages)) and gets one by URI ([`get_skill`]) without reading a
 //! single skill file: files are read when needed, never ahead. [`load_skill`] reads the
 //! skill's `SKILL.md` and verifies it against the entry — its size, its SHA-256 digest, and
 //! its frontmatter, field by field — and [`read_skill_file`] reads a supporting file the same
@@ -127,9 +127,6 @@ pub struct SkillLimits {
     pub max_frontmatter_bytes: usize,
     /// The deepest nesting of mappings and sequences in the frontmatter. Default 32.
     pub max_frontmatter_depth: usize,
-    /// The most `skills/list` (and `resources/directory/read`) pages a client follows before
-    /// it gives up on a listing. Default 100.
-    pub max_list_pages: usize,
 }
 
 impl Default for SkillLimits {
@@ -140,7 +137,6 @@ impl Default for SkillLimits {
             max_path_segments: 16,
             max_frontmatter_bytes: 64 * 1024,
             max_frontmatter_depth: 32,
-            max_list_pages: 100,
         }
     }
 }
