@@ -255,3 +255,181 @@ fn a_cancellation_and_a_delete_cross_tokio_processes() {
 fn a_cancellation_and_a_delete_cross_smol_processes() {
     cancel_and_delete_across_processes(Runtime::Smol);
 }
+
+// ---- tasks across processes (the Tasks extension on Redis; raw HTTP to each instance) ----
+
+/// The JSON-RPC result of a POST (a JSON answer, or the one message of an SSE answer).
+async fn result_of(resp: http::Response<hyper::body::Incoming>) -> Value {
+    let body = resp.into_body().collect().await.expect("a body").to_bytes();
+    let text = String::from_utf8_lossy(&body);
+    let json = text
+        .lines()
+        .find_map(|l| l.strip_prefix("data:"))
+        .unwrap_or(&text)
+        .trim()
+        .to_owned();
+    let message: Value = serde_json::from_str(&json).unwrap_or_else(|e| panic!("{e}: {text}"));
+    message
+        .get("result")
+        .cloned()
+        .unwrap_or_else(|| panic!("no result: {message}"))
+}
+
+async fn call(
+    addr: std::net::SocketAddr,
+    session: &str,
+    id: u64,
+    method: &str,
+    params: Value,
+) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    let resp = send(addr, Method::POST, Some(session), Some(body)).await;
+    assert_eq!(resp.status(), StatusCode::OK, "{method} on {addr}");
+    result_of(resp).await
+}
+
+/// Polls task `task` on `addr` until its status is `want` (then its `tasks/get` result),
+/// within `within`.
+async fn poll_until(
+    addr: std::net::SocketAddr,
+    session: &str,
+    task: &str,
+    want: &str,
+    within: Duration,
+) -> Value {
+    let deadline = tokio::time::Instant::now() + within;
+    let mut n = 1000;
+    loop {
+        n += 1;
+        let got = call(addr, session, n, "tasks/get", json!({"taskId": task})).await;
+        if got["status"] == want {
+            return got;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "task {task} on {addr} not {want} within {within:?}: {got}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn tasks_across_processes(server: Runtime) {
+    let Some(mut cluster) = cluster(server) else {
+        return;
+    };
+    let [a, b, c] = [0, 1, 2].map(|i| cluster.instance_addr(i));
+    let rt = tokio_rt();
+    let (id, doomed) = rt.block_on(async {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"elicitation": {},
+                "extensions": {"io.modelcontextprotocol/tasks": {}}},
+            "clientInfo": {"name": "cluster-tasks", "version": "1"}}});
+        let resp = send(a, Method::POST, None, Some(init)).await;
+        assert_eq!(resp.status(), StatusCode::OK, "{server}");
+        let id = resp.headers()["mcp-session-id"]
+            .to_str()
+            .expect("session id")
+            .to_owned();
+        let _ = resp.into_body().collect().await;
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let resp = send(b, Method::POST, Some(&id), Some(note)).await;
+        assert_eq!(resp.status(), StatusCode::ACCEPTED, "{server}");
+
+        // Created on A; polled on B and C; its result fetched on C.
+        let created = call(
+            a,
+            &id,
+            2,
+            "tools/call",
+            json!({"name": "slow_compute", "arguments": {"seconds": 1, "label": "x"}}),
+        )
+        .await;
+        assert_eq!(created["resultType"], "task", "{server}: {created}");
+        let task = created["taskId"].as_str().expect("a task id").to_owned();
+        let got = call(b, &id, 3, "tasks/get", json!({"taskId": task})).await;
+        assert_eq!(got["status"], "working", "{server}: {got}");
+        let done = poll_until(c, &id, &task, "completed", WAIT).await;
+        assert_eq!(
+            done["result"]["content"][0]["text"], "Computed x in 1s",
+            "{server}: {done}"
+        );
+
+        // Run on B, it asks: listed on C, answered on A, its result read on C.
+        let created = call(
+            b,
+            &id,
+            4,
+            "tools/call",
+            json!({"name": "confirm_delete", "arguments": {"filename": "a.txt"}}),
+        )
+        .await;
+        let task = created["taskId"].as_str().expect("a task id").to_owned();
+        let asked = poll_until(c, &id, &task, "input_required", WAIT).await;
+        let keys: Vec<&String> = asked["inputRequests"]
+            .as_object()
+            .expect("inputRequests")
+            .keys()
+            .collect();
+        assert_eq!(keys.len(), 1, "{server}: {asked}");
+        let answer = json!({"taskId": task, "inputResponses": {
+            keys[0].as_str(): {"action": "accept", "content": {"confirm": true}}}});
+        call(a, &id, 5, "tasks/update", answer).await;
+        let done = poll_until(c, &id, &task, "completed", WAIT).await;
+        let text = done["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(text.starts_with("a.txt"), "{server}: {done}");
+
+        // Run on C for an hour, cancelled on A: cancelled everywhere.
+        let created = call(
+            c,
+            &id,
+            6,
+            "tools/call",
+            json!({"name": "slow_compute", "arguments": {"seconds": 3600}}),
+        )
+        .await;
+        let task = created["taskId"].as_str().expect("a task id").to_owned();
+        call(a, &id, 7, "tasks/cancel", json!({"taskId": task})).await;
+        for addr in [a, b, c] {
+            let got = call(addr, &id, 8, "tasks/get", json!({"taskId": task})).await;
+            assert_eq!(got["status"], "cancelled", "{server}: {addr}: {got}");
+        }
+
+        // Run on B for an hour; B is killed below.
+        let created = call(
+            b,
+            &id,
+            9,
+            "tools/call",
+            json!({"name": "slow_compute", "arguments": {"seconds": 3600}}),
+        )
+        .await;
+        let doomed = created["taskId"].as_str().expect("a task id").to_owned();
+        let got = call(c, &id, 10, "tasks/get", json!({"taskId": doomed})).await;
+        assert_eq!(got["status"], "working", "{server}: {got}");
+        (id, doomed)
+    });
+    cluster.kill(1);
+    rt.block_on(async {
+        // Failed, with the error that says why, once: every instance then reports the same.
+        let failed = poll_until(a, &id, &doomed, "failed", Duration::from_secs(30)).await;
+        assert_eq!(failed["error"]["code"], -32603, "{server}: {failed}");
+        let message = failed["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("stopped"), "{server}: {failed}");
+        let again = call(c, &id, 11, "tasks/get", json!({"taskId": doomed})).await;
+        assert_eq!(again, failed, "{server}: reported twice differently");
+    });
+}
+
+#[test]
+fn tasks_cross_tokio_processes_and_survive_a_killed_instance() {
+    tasks_across_processes(Runtime::Tokio);
+}
+
+#[test]
+fn tasks_cross_smol_processes_and_survive_a_killed_instance() {
+    tasks_across_processes(Runtime::Smol);
+}

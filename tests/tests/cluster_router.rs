@@ -669,3 +669,101 @@ fn after_the_bus_is_lost_idle_copies_are_dropped_and_loaded_again() {
     c.settle();
     assert_eq!(c.node(1).response(s).status(), StatusCode::NOT_FOUND);
 }
+
+/// The answers to node `i`'s record operations so far (ticket, reply); its other outputs stay.
+fn record_answers(
+    c: &mut Cluster,
+    i: usize,
+) -> Vec<(mcp_proto::server::Ticket, mcp_proto::server::StoreReply)> {
+    let mut answers = Vec::new();
+    for o in other_outputs(c, i) {
+        if let ServerOutput::RecordAnswer { ticket, reply } = o {
+            answers.push((ticket, reply));
+        }
+    }
+    answers
+}
+
+#[test]
+fn a_service_record_written_on_one_instance_is_read_and_guarded_on_another() {
+    use mcp_proto::server::{RecordGuard, RecordOp, ServiceRecord, StoreReply};
+    let mut c = cluster(2);
+    let save = |guard, value: &'static str| RecordOp::Save {
+        key: "task:1".into(),
+        value: bytes::Bytes::from_static(value.as_bytes()),
+        guard,
+        owned: true,
+        ttl: Some(Duration::from_secs(60)),
+    };
+    let now = c.node(0).now;
+    let t = c
+        .node(0)
+        .router
+        .record_op(now, save(RecordGuard::Absent, "one"))
+        .expect("clustered");
+    c.settle();
+    assert_eq!(
+        record_answers(&mut c, 0),
+        [(t, StoreReply::RecordSaved { version: 1 })]
+    );
+    let now = c.node(1).now;
+    let load = RecordOp::Load {
+        key: "task:1".into(),
+    };
+    let t = c
+        .node(1)
+        .router
+        .record_op(now, load.clone())
+        .expect("clustered");
+    let stale = c
+        .node(1)
+        .router
+        .record_op(now, save(RecordGuard::Absent, "two"))
+        .expect("clustered");
+    c.settle();
+    let stored = ServiceRecord {
+        version: 1,
+        value: bytes::Bytes::from_static(b"one"),
+        owner_alive: Some(true),
+    };
+    assert_eq!(
+        record_answers(&mut c, 1),
+        [
+            (t, StoreReply::Record(Some(stored.clone()))),
+            (stale, StoreReply::RecordConflict(Some(stored)))
+        ]
+    );
+    // The owner dies: the record says so.
+    c.kill(0);
+    let now = c.node(1).now;
+    let t = c
+        .node(1)
+        .router
+        .record_op(now, load.clone())
+        .expect("clustered");
+    c.settle();
+    let answers = record_answers(&mut c, 1);
+    assert!(
+        matches!(&answers[..], [(at, StoreReply::Record(Some(r)))] if *at == t && r.owner_alive == Some(false)),
+        "{answers:?}"
+    );
+    // The store does not answer: Failed after the store timeout, never a hang.
+    c.hold(1, true);
+    let now = c.node(1).now;
+    let t = c.node(1).router.record_op(now, load).expect("clustered");
+    c.advance(Duration::from_secs(6));
+    let answers = record_answers(&mut c, 1);
+    assert!(
+        matches!(&answers[..], [(at, StoreReply::Failed(_))] if *at == t),
+        "{answers:?}"
+    );
+    // A router outside a cluster sends nothing.
+    let mut alone = mcp_tests::server_harness::Harness::new(ServerConfig::default());
+    let now = alone.now;
+    assert!(
+        alone
+            .router
+            .record_op(now, RecordOp::Load { key: "k".into() })
+            .is_none()
+    );
+}

@@ -15,8 +15,8 @@ use mcp_driver::{ClusterBackend, ClusterInbox, StoreLink};
 use mcp_proto::ProtocolVersion;
 use mcp_proto::jsonrpc::{RequestId, Response};
 use mcp_proto::server::{
-    BusMessage, ClusterDelivery, FollowFrom, MemberId, MemoryCluster, SessionRecord, StoreOp,
-    StoreReply, Ticket,
+    BusMessage, ClusterDelivery, FollowFrom, MemberId, MemoryCluster, RecordGuard, RecordOp,
+    SessionRecord, StoreOp, StoreReply, Ticket,
 };
 use mcp_tests::require_service;
 use mcp_tests::services::Redis;
@@ -324,6 +324,77 @@ fn conformance(backend: &dyn ClusterBackend, redis: &Redis) {
     request_streams(&mut t, create, redis);
 }
 
+fn record_load(key: &str) -> StoreOp {
+    StoreOp::Record(RecordOp::Load { key: key.into() })
+}
+
+fn record_save(
+    key: &str,
+    value: &'static str,
+    guard: RecordGuard,
+    owned: bool,
+    ttl: Option<Duration>,
+) -> StoreOp {
+    StoreOp::Record(RecordOp::Save {
+        key: key.into(),
+        value: Bytes::from_static(value.as_bytes()),
+        guard,
+        owned,
+        ttl,
+    })
+}
+
+/// Service records (a task's state): compare-and-set, ownership, expiry on creation. Member
+/// 1 owns `task:1` (it leaves afterwards).
+fn service_records(t: &mut Twin) {
+    let long = Some(Duration::from_secs(60));
+    t.run(
+        1,
+        record_save("task:1", "v1", RecordGuard::Absent, true, long),
+    );
+    t.run(2, record_load("task:1")); // version 1, owner alive
+    t.run(
+        0,
+        record_save("task:1", "x", RecordGuard::Absent, false, long),
+    ); // exists: conflict
+    t.run(
+        0,
+        record_save("task:1", "x", RecordGuard::Version(7), false, long),
+    ); // stale: conflict
+    t.run(
+        2,
+        record_save(
+            "task:1",
+            "v2\x00\u{ff}",
+            RecordGuard::Version(1),
+            false,
+            long,
+        ),
+    ); // the owner stays b
+    t.run(0, record_load("task:1"));
+    t.run(
+        0,
+        record_save("nope", "x", RecordGuard::Version(1), false, long),
+    ); // none: conflict, nothing
+    t.run(0, record_load("nope"));
+    t.run(
+        2,
+        record_save("task:2", "unowned", RecordGuard::Absent, false, None),
+    );
+    t.run(1, record_load("task:2"));
+    // The TTL counts from the creation; a later write keeps it.
+    t.run(
+        0,
+        record_save("task:3", "short", RecordGuard::Absent, true, Some(SHORT)),
+    );
+    t.run(
+        0,
+        record_save("task:3", "again", RecordGuard::Version(1), true, long),
+    );
+    std::thread::sleep(SHORT + Duration::from_millis(150));
+    t.run(1, record_load("task:3"));
+}
+
 fn open(session: &str, stream: &str, requests: &[RequestId]) -> StoreOp {
     StoreOp::OpenStream {
         session: session.into(),
@@ -441,8 +512,12 @@ fn request_streams(
     t.run(1, open("r1", "b.6", &[n(10), n(11)]));
     t.run(1, append("r1", "b.6", 1, Some(n(10))));
     t.run(2, follow_stream("r1", "b.6", 0));
+    service_records(t);
     t.leave(1);
     t.run(0, follow_stream("r1", "b.6", 0));
+    // A record whose owner left says so; one without an owner says nothing of one.
+    t.run(0, record_load("task:1"));
+    t.run(0, record_load("task:2"));
     t.run(0, follow_stream("r1", "b.2", 0));
     // Delete removes the session's streams.
     t.run(

@@ -61,6 +61,8 @@ use mcp_proto::server::{BusMessage, StoreOp, Ticket};
 pub(crate) enum Lane {
     Session(Box<str>),
     Notices,
+    /// One service record's operations (a compare-and-set reads what the previous wrote).
+    Record(Box<str>),
 }
 
 impl Lane {
@@ -88,6 +90,7 @@ impl Lane {
                 BusMessage::Notice { .. } => return Some(Lane::Notices),
             },
             StoreOp::Unfollow { .. } => return None,
+            StoreOp::Record(op) => return Some(Lane::Record(op.key().into())),
         };
         Some(Lane::Session(session.clone()))
     }

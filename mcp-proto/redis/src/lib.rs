@@ -52,6 +52,7 @@
 //! | `p:rs:<s>:<name>` | stream | request stream `name`'s events, ids `<seq>-0`, field `p` |
 //! | `p:rsm:<s>:<name>` | hash | `owner` (`<instance>:<incarnation>`), `requests` (JSON ids), `a:<id JSON>` per answered request, `finished` |
 //! | `p:rsw:<s>:<name>` | channel | "request stream `name` grew or ended" |
+//! | `p:rec:<key>` | hash | a service record ([`RecordOp`](mcp_proto::server::RecordOp), a task's state): `v` version, `d` bytes, `o` owner (`<instance>:<incarnation>`, whose liveness key tells whether it is alive); `PEXPIRE` set at creation |
 //! | `p:inst:<owner>` | string | a link's liveness key, `PX` = [`RedisConfig::liveness_ttl`], renewed every third of it, deleted when the link is dropped |
 //!
 //! # Request streams

@@ -43,11 +43,15 @@
 //!  Follow        HGET p:meta:<s> cursor (from the cursor)  nil | digits      where it starts
 //!                XRANGE p:log:<s> (<after>-0 + COUNT n     entries           Events (the worker)
 //!  FollowStream  script StreamRead: after, n, p:inst:      {0} | {1, ..}     StreamEvents (the worker)
+//!  Record Load   script RecordLoad: p:rec:<key>, p:inst:   {0} | {1, v, d,   Record(None | Some)
+//!                                                          alive}
+//!  Record Save   script RecordSave: guard, bytes, owner,   {2, v} | as Load  RecordSaved | Record-
+//!                TTL on creation, liveness TTL                               Conflict
 //!  (beat)        SET p:inst:<owner> 1 PX <liveness TTL>    anything          -
 //!  (closed)      DEL p:inst:<owner>                        integer           -
 //! ```
 //!
-//! Every script call starts with the session's five keys (record, sessions, log, meta,
+//! Every session script call starts with the session's five keys (record, sessions, log, meta,
 //! streams) and two arguments (id, idle TTL ms; 0 for none or where unused); the table
 //! lists what follows them. The subscriptions (wake-up channels) are the worker's: they
 //! are connection state, not commands with replies.
@@ -56,7 +60,9 @@ use std::time::Duration;
 
 use redis::{ToRedisArgs, Value};
 
-use mcp_proto::server::{BusMessage, LogEvent, StoreError, StoreOp, StoreReply};
+use mcp_proto::server::{
+    BusMessage, LogEvent, RecordGuard, RecordOp, ServiceRecord, StoreError, StoreOp, StoreReply,
+};
 
 use crate::scripts::{ScriptId, Scripts};
 use crate::wire::{
@@ -202,6 +208,10 @@ pub(crate) enum Expect {
     Published,
     /// An integer, whatever it is: `Done`.
     Done,
+    /// RecordLoad: `{0}` or `{1, version, bytes, alive}`.
+    ServiceRecord,
+    /// RecordSave: `{2, version}` saved, else what RecordLoad answers (a conflict).
+    RecordSaved,
 }
 
 impl Expect {
@@ -230,7 +240,48 @@ impl Expect {
                 convert::<i64>(reply)?;
                 StoreReply::Done
             }
+            Expect::ServiceRecord => StoreReply::Record(decode_service_record(reply)?),
+            Expect::RecordSaved => {
+                let items = convert::<Vec<Value>>(reply)?;
+                match items
+                    .first()
+                    .map(|v| convert::<i64>(v.clone()))
+                    .transpose()?
+                {
+                    Some(2) => StoreReply::RecordSaved {
+                        version: items
+                            .get(1)
+                            .map(|v| convert::<u64>(v.clone()))
+                            .transpose()?
+                            .ok_or_else(|| Fail::sent("a malformed record version"))?,
+                    },
+                    _ => StoreReply::RecordConflict(decode_service_record(Value::Array(items))?),
+                }
+            }
         })
+    }
+}
+
+/// What the RecordLoad script answers: `{0}` (none) or `{1, version, bytes, alive}` (alive 1,
+/// 0, or -1: no owner).
+fn decode_service_record(reply: Value) -> Result<Option<ServiceRecord>, Fail> {
+    let items = convert::<Vec<Value>>(reply)?;
+    let malformed = || Fail::sent("a malformed service record");
+    match items.as_slice() {
+        [tag] if convert::<i64>(tag.clone())? == 0 => Ok(None),
+        [tag, version, value, alive] if convert::<i64>(tag.clone())? == 1 => {
+            Ok(Some(ServiceRecord {
+                version: convert::<u64>(version.clone()).map_err(|_| malformed())?,
+                value: bytes::Bytes::from(
+                    convert::<Vec<u8>>(value.clone()).map_err(|_| malformed())?,
+                ),
+                owner_alive: match convert::<i64>(alive.clone()).map_err(|_| malformed())? {
+                    -1 => None,
+                    n => Some(n == 1),
+                },
+            }))
+        }
+        _ => Err(malformed()),
     }
 }
 
@@ -408,6 +459,41 @@ impl Planner {
                     .arg(k.stream_wake(session, stream));
                 (call, Expect::Done)
             }
+            StoreOp::Record(RecordOp::Load { key }) => {
+                let mut call = ScriptCall {
+                    script: ScriptId::RecordLoad,
+                    keys: Vec::new(),
+                    args: Vec::new(),
+                };
+                call.key(k.service_record(key)).arg(k.instances());
+                (call, Expect::ServiceRecord)
+            }
+            StoreOp::Record(RecordOp::Save {
+                key,
+                value,
+                guard,
+                owned,
+                ttl,
+            }) => {
+                let mut call = ScriptCall {
+                    script: ScriptId::RecordSave,
+                    keys: Vec::new(),
+                    args: Vec::new(),
+                };
+                let guard = match guard {
+                    RecordGuard::Absent => 0,
+                    RecordGuard::Version(v) => *v,
+                };
+                call.key(k.service_record(key))
+                    .key(k.liveness(&self.owner))
+                    .arg(k.instances())
+                    .arg(guard)
+                    .arg(value.as_ref())
+                    .arg(if *owned { &*self.owner } else { "" })
+                    .arg(ttl_ms(*ttl))
+                    .arg(ttl_ms(Some(self.liveness_ttl)));
+                (call, Expect::RecordSaved)
+            }
             StoreOp::Delete { .. }
             | StoreOp::Follow { .. }
             | StoreOp::FollowStream { .. }
@@ -577,6 +663,91 @@ mod tests {
 
     fn bytes(s: &str) -> Value {
         Value::BulkString(s.as_bytes().to_vec())
+    }
+
+    #[test]
+    fn service_records_call_their_scripts_and_read_saved_conflicts_and_garbage() {
+        use mcp_proto::server::{RecordGuard, RecordOp, ServiceRecord};
+        let (req, expect) = plan(StoreOp::Record(RecordOp::Load {
+            key: "task:1".into(),
+        }));
+        assert_eq!(
+            script(req),
+            (
+                ScriptId::RecordLoad,
+                vec!["p:rec:task:1".into()],
+                vec!["p:inst:".into()]
+            )
+        );
+        assert_eq!(
+            expect.decode(Value::Array(vec![Value::Int(0)])).unwrap(),
+            StoreReply::Record(None)
+        );
+        let stored = |alive| {
+            Value::Array(vec![
+                Value::Int(1),
+                Value::Int(3),
+                bytes("{}"),
+                Value::Int(alive),
+            ])
+        };
+        let record = |owner_alive| ServiceRecord {
+            version: 3,
+            value: Bytes::from_static(b"{}"),
+            owner_alive,
+        };
+        assert_eq!(
+            expect.decode(stored(1)).unwrap(),
+            StoreReply::Record(Some(record(Some(true))))
+        );
+        assert_eq!(
+            expect.decode(stored(0)).unwrap(),
+            StoreReply::Record(Some(record(Some(false))))
+        );
+        assert_eq!(
+            expect.decode(stored(-1)).unwrap(),
+            StoreReply::Record(Some(record(None)))
+        );
+        for bad in [
+            Value::Nil,
+            Value::Array(vec![]),
+            Value::Array(vec![Value::Int(1), bytes("x")]),
+            bytes("1"),
+        ] {
+            let f = expect.decode(bad).unwrap_err();
+            assert_eq!((f.sent, f.link), (true, LinkTrouble::None));
+        }
+        let save = |guard, owned| {
+            plan(StoreOp::Record(RecordOp::Save {
+                key: "task:1".into(),
+                value: Bytes::from_static(b"{}"),
+                guard,
+                owned,
+                ttl: Some(2 * MS),
+            }))
+        };
+        let (req, expect) = save(RecordGuard::Absent, true);
+        let (id, keys, args) = script(req);
+        assert_eq!(id, ScriptId::RecordSave);
+        assert_eq!(keys, ["p:rec:task:1", "p:inst:a:42"]);
+        assert_eq!(args, ["p:inst:", "0", "{}", "a:42", "2", "5000"]);
+        let (req, _) = save(RecordGuard::Version(7), false);
+        assert_eq!(script(req).2[1..4], ["7", "{}", ""]);
+        assert_eq!(
+            expect
+                .decode(Value::Array(vec![Value::Int(2), Value::Int(4)]))
+                .unwrap(),
+            StoreReply::RecordSaved { version: 4 }
+        );
+        assert_eq!(
+            expect.decode(stored(1)).unwrap(),
+            StoreReply::RecordConflict(Some(record(Some(true))))
+        );
+        assert_eq!(
+            expect.decode(Value::Array(vec![Value::Int(0)])).unwrap(),
+            StoreReply::RecordConflict(None)
+        );
+        assert!(expect.decode(Value::Array(vec![Value::Int(2)])).is_err());
     }
 
     #[test]

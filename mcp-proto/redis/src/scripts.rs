@@ -190,6 +190,44 @@ local events = redis.call('XRANGE', KEYS[6], '(' .. ARGV[3] .. '-0', '+', 'COUNT
 return {1, alive, h, events}
 ";
 
+/// What RecordLoad and a refused RecordSave answer: `{0}` (no record) or
+/// `{1, version, bytes, alive}` (alive: 1, 0, or -1 for no owner); KEYS\[1\] the record's
+/// hash (`v`, `d`, `o`), ARGV\[1\] the liveness keys' prefix.
+const READ_RECORD: &str = r"
+local function read_record()
+  local r = redis.call('HMGET', KEYS[1], 'v', 'd', 'o')
+  if not r[1] then return {0} end
+  local alive = -1
+  if r[3] and r[3] ~= '' then alive = redis.call('EXISTS', ARGV[1] .. r[3]) end
+  return {1, tonumber(r[1]), r[2], alive}
+end
+";
+
+/// RecordLoad: KEYS\[1\] the record, ARGV\[1\] the liveness keys' prefix.
+const RECORD_LOAD: &str = r"
+return read_record()
+";
+
+/// RecordSave: KEYS\[1\] the record, KEYS\[2\] the writer's liveness key; ARGV\[1\] the
+/// liveness keys' prefix, \[2\] the guard (0: absent, else the version), \[3\] the bytes,
+/// \[4\] the owner to set ('' keeps it), \[5\] the TTL ms on creation (0: none), \[6\] the
+/// liveness TTL ms. `{2, version}` saved, else what RecordLoad answers.
+const RECORD_SAVE: &str = r"
+local v = redis.call('HGET', KEYS[1], 'v')
+local guard = tonumber(ARGV[2])
+if (guard == 0 and v) or (guard ~= 0 and ((not v) or tonumber(v) ~= guard)) then
+  return read_record()
+end
+local nv = (v and tonumber(v) or 0) + 1
+redis.call('HSET', KEYS[1], 'v', nv, 'd', ARGV[3])
+if ARGV[4] ~= '' then
+  redis.call('HSET', KEYS[1], 'o', ARGV[4])
+  redis.call('SET', KEYS[2], '1', 'PX', ARGV[6])
+end
+if (not v) and tonumber(ARGV[5]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[5]) end
+return {2, nv}
+";
+
 /// Names one of the store's scripts (what a planned [`ScriptCall`](crate::plan::ScriptCall)
 /// invokes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -204,6 +242,8 @@ pub(crate) enum ScriptId {
     Append,
     EndStream,
     StreamRead,
+    RecordLoad,
+    RecordSave,
 }
 
 /// The scripts, their SHA1s computed once.
@@ -218,6 +258,8 @@ pub(crate) struct Scripts {
     append: redis::Script,
     end_stream: redis::Script,
     stream_read: redis::Script,
+    record_load: redis::Script,
+    record_save: redis::Script,
 }
 
 impl Scripts {
@@ -234,6 +276,8 @@ impl Scripts {
             append: s(APPEND),
             end_stream: s(END_STREAM),
             stream_read: s(STREAM_READ),
+            record_load: s(&format!("{READ_RECORD}{RECORD_LOAD}")),
+            record_save: s(&format!("{READ_RECORD}{RECORD_SAVE}")),
         }
     }
 
@@ -250,11 +294,13 @@ impl Scripts {
             ScriptId::Append => &self.append,
             ScriptId::EndStream => &self.end_stream,
             ScriptId::StreamRead => &self.stream_read,
+            ScriptId::RecordLoad => &self.record_load,
+            ScriptId::RecordSave => &self.record_save,
         }
     }
 
     /// Every script (loaded on every connection before any operation runs).
-    pub(crate) fn all(&self) -> [&redis::Script; 10] {
+    pub(crate) fn all(&self) -> [&redis::Script; 12] {
         [
             &self.create,
             &self.save,
@@ -266,6 +312,8 @@ impl Scripts {
             &self.append,
             &self.end_stream,
             &self.stream_read,
+            &self.record_load,
+            &self.record_save,
         ]
     }
 }

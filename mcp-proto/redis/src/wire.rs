@@ -54,6 +54,10 @@ impl Keys {
     pub(crate) fn stream_wake(&self, s: &str, stream: &str) -> String {
         format!("{}:rsw:{s}:{stream}", self.prefix)
     }
+    /// A service record's hash (`v` version, `d` bytes, `o` owner).
+    pub(crate) fn service_record(&self, key: &str) -> String {
+        format!("{}:rec:{key}", self.prefix)
+    }
     pub(crate) fn instances(&self) -> String {
         format!("{}:inst:", self.prefix)
     }

@@ -116,7 +116,7 @@
 //!  Detached (touch, publish,     not kept                    ignored             -
 //!   broadcast, cursor)
 //!  Load, Create, Save, Refresh,  Waiting, deadline armed     answer              gone, deadline
-//!   Delete, Commit                (store_timeout)                                disarmed; run
+//!   Delete, Commit, Record        (store_timeout)                                disarmed; run
 //!                                                            deadline            answered Failed
 //!  Follow, FollowStream          Following, no deadline      answer              kept: a follow's
 //!                                                                                answers continue
@@ -407,6 +407,69 @@ pub enum StoreOp {
         /// The message.
         message: BusMessage,
     },
+    /// A service record's operation ([`Router::record_op`]): the service's own data that
+    /// every instance reads and writes (a task's state), opaque to the router.
+    Record(RecordOp),
+}
+
+/// An operation on a service record: versioned bytes under a key of the service's, with an
+/// optional owner (the instance that runs what the record describes) whose liveness the
+/// store reports. Every instance of the cluster sees the same record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordOp {
+    /// The record under `key`: [`StoreReply::Record`].
+    Load {
+        /// The service's key.
+        key: Box<str>,
+    },
+    /// Writes the record under `key` if `guard` holds: [`StoreReply::RecordSaved`] with its
+    /// new version, else [`StoreReply::RecordConflict`] with what is stored (a
+    /// compare-and-set: two instances writing the same record never both succeed from the
+    /// same version).
+    Save {
+        /// The service's key.
+        key: Box<str>,
+        /// The new bytes.
+        value: Bytes,
+        /// When the write applies.
+        guard: RecordGuard,
+        /// `true`: this instance becomes the record's owner; `false`: the owner stays.
+        owned: bool,
+        /// The record expires this long after it is created (`None`: never); later writes
+        /// keep the expiry the creation set.
+        ttl: Option<Duration>,
+    },
+}
+
+impl RecordOp {
+    /// The record's key.
+    pub fn key(&self) -> &str {
+        match self {
+            RecordOp::Load { key } | RecordOp::Save { key, .. } => key,
+        }
+    }
+}
+
+/// When a [`RecordOp::Save`] applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordGuard {
+    /// Only if no record exists (it is created, version 1).
+    Absent,
+    /// Only if the stored record has this version.
+    Version(u64),
+}
+
+/// A service record as the store keeps it ([`RecordOp`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceRecord {
+    /// 1 when created, one more with each write.
+    pub version: u64,
+    /// The service's bytes.
+    pub value: Bytes,
+    /// Whether the record's owner is alive (its instance runs and reaches the store):
+    /// `None` when it has no owner. An owner that crashed counts as gone within the store's
+    /// liveness delay.
+    pub owner_alive: Option<bool>,
 }
 
 /// The store's answer to one [`StoreOp`].
@@ -444,6 +507,15 @@ pub enum StoreReply {
         /// The stream ended (after these events), or cannot be followed.
         end: Option<StreamEnd>,
     },
+    /// A service record ([`RecordOp::Load`]; `None`: none, or it expired).
+    Record(Option<ServiceRecord>),
+    /// A [`RecordOp::Save`] applied: the record's new version.
+    RecordSaved {
+        /// Its version now.
+        version: u64,
+    },
+    /// A [`RecordOp::Save`] whose guard did not hold: what is stored (`None`: nothing).
+    RecordConflict(Option<ServiceRecord>),
     /// The store could not do it (unreachable, timed out after its retries, refused).
     Failed(StoreError),
 }
@@ -615,6 +687,8 @@ pub(crate) enum Call {
     },
     /// The listen stream `lsid` follows its log.
     Follow { lsid: u64 },
+    /// The service's record operation: its answer goes to the service.
+    Record,
     /// Nothing waits (touch, publish, broadcast, cursor).
     Detached,
 }
@@ -738,8 +812,24 @@ impl Router {
             Call::Follow { lsid } => self.followed(ticket, lsid, reply),
             Call::FollowStream { lsid } => self.stream_followed(ticket, lsid, reply),
             Call::Commit { lsid, seq } => self.commit_answered(lsid, seq, reply),
+            Call::Record => self
+                .out
+                .push_back(ServerOutput::RecordAnswer { ticket, reply }),
             Call::Detached => {}
         }
+    }
+
+    /// Command: a service record operation ([`RecordOp`]: the service's own shared data, a
+    /// task's state). Its answer comes back as [`ServerOutput::RecordAnswer`] with the
+    /// ticket returned here, or [`StoreReply::Failed`] after
+    /// [`ClusterConfig::store_timeout`]: never a hang. `None` (nothing sent) when this router
+    /// is not a cluster member.
+    pub fn record_op(&mut self, now: Instant, op: RecordOp) -> Option<Ticket> {
+        self.advance(now);
+        if !self.is_clustered() {
+            return None;
+        }
+        Some(self.store_call(StoreOp::Record(op), Call::Record))
     }
 
     /// A store call timed out (the timer fired before its answer).

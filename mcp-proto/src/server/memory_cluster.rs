@@ -7,12 +7,12 @@
 //! inboxes are delivered, so it can delay, reorder across members, or drop deliveries, and
 //! [`MemoryCluster::set_available`] makes every operation fail, as an unreachable Redis.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::time::Instant;
 
 use super::cluster::{
-    BusMessage, FollowFrom, LogEvent, SessionRecord, StoreError, StoreOp, StoreReply, StreamEnd,
-    Ticket,
+    BusMessage, FollowFrom, LogEvent, RecordGuard, RecordOp, ServiceRecord, SessionRecord,
+    StoreError, StoreOp, StoreReply, StreamEnd, Ticket,
 };
 use crate::jsonrpc::RequestId;
 
@@ -92,6 +92,15 @@ impl Log {
     }
 }
 
+/// A service record as kept here.
+#[derive(Debug)]
+struct Stored {
+    version: u64,
+    value: bytes::Bytes,
+    owner: Option<MemberId>,
+    expires: Option<Instant>,
+}
+
 /// The cluster store and bus, in memory (see the module docs).
 #[derive(Debug, Default)]
 pub struct MemoryCluster {
@@ -103,6 +112,10 @@ pub struct MemoryCluster {
     streams: HashMap<StreamKey, StreamLog>,
     /// Live request-stream follows: member, ticket → (session, stream), last answered.
     stream_follows: HashMap<(MemberId, Ticket), (StreamKey, u64)>,
+    /// Service records: version, bytes, owner, expiry.
+    service: HashMap<Box<str>, Stored>,
+    /// Members that left (their processes died): the owners no longer alive.
+    gone: HashSet<MemberId>,
     inboxes: Vec<VecDeque<ClusterDelivery>>,
     unavailable: bool,
     redeliver: bool,
@@ -160,6 +173,7 @@ impl MemoryCluster {
     /// Forgets a member (its process died): its follows end, and the request streams it
     /// owned end for their followers, naming the requests left unanswered.
     pub fn leave(&mut self, member: MemberId) {
+        self.gone.insert(member);
         self.follows.retain(|(m, _), _| *m != member);
         self.stream_follows.retain(|(m, _), _| *m != member);
         if let Some(q) = self.inboxes.get_mut(member.0) {
@@ -193,6 +207,59 @@ impl MemoryCluster {
         }
         self.streams
             .retain(|_, s| !matches!(s.finished, Some(Some(until)) if until <= now));
+        self.service
+            .retain(|_, r| r.expires.is_none_or(|e| now < e));
+    }
+
+    /// A service record as a load answers it.
+    fn service_record(&self, key: &str) -> Option<ServiceRecord> {
+        self.service.get(key).map(|r| ServiceRecord {
+            version: r.version,
+            value: r.value.clone(),
+            owner_alive: r.owner.map(|o| !self.gone.contains(&o)),
+        })
+    }
+
+    /// Applies a service record operation of `member`.
+    fn record_op(&mut self, now: Instant, member: MemberId, op: RecordOp) -> StoreReply {
+        match op {
+            RecordOp::Load { key } => StoreReply::Record(self.service_record(&key)),
+            RecordOp::Save {
+                key,
+                value,
+                guard,
+                owned,
+                ttl,
+            } => {
+                let current = self.service.get(&key).map(|r| r.version);
+                match (guard, current) {
+                    (RecordGuard::Absent, None) => {
+                        self.service.insert(
+                            key,
+                            Stored {
+                                version: 1,
+                                value,
+                                owner: owned.then_some(member),
+                                expires: ttl.map(|t| now + t),
+                            },
+                        );
+                        StoreReply::RecordSaved { version: 1 }
+                    }
+                    (RecordGuard::Version(v), Some(at)) if v == at => {
+                        let Some(r) = self.service.get_mut(&key) else {
+                            return StoreReply::RecordConflict(None);
+                        };
+                        r.version += 1;
+                        r.value = value;
+                        if owned {
+                            r.owner = Some(member);
+                        }
+                        StoreReply::RecordSaved { version: r.version }
+                    }
+                    _ => StoreReply::RecordConflict(self.service_record(&key)),
+                }
+            }
+        }
     }
 
     fn reply(&mut self, member: MemberId, ticket: Ticket, reply: StoreReply) {
@@ -261,6 +328,10 @@ impl MemoryCluster {
                     *exp = expiry(ttl);
                 }
                 self.reply(member, ticket, StoreReply::Done);
+            }
+            StoreOp::Record(op) => {
+                let answer = self.record_op(now, member, op);
+                self.reply(member, ticket, answer);
             }
             StoreOp::Delete { session } => {
                 self.records.remove(&session);

@@ -160,8 +160,8 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, StatusCode, Uri};
 
 pub use cluster::{
-    BusMessage, ClusterConfig, FollowFrom, InvalidInstanceName, LogEvent, SessionRecord,
-    StoreError, StoreOp, StoreReply, StreamEnd, Ticket,
+    BusMessage, ClusterConfig, FollowFrom, InvalidInstanceName, LogEvent, RecordGuard, RecordOp,
+    ServiceRecord, SessionRecord, StoreError, StoreOp, StoreReply, StreamEnd, Ticket,
 };
 pub use config::{
     OverflowPolicy, ResponseMode, SecurityConfig, ServerConfig, ServerLimits, StreamConfig,
@@ -421,6 +421,14 @@ pub enum ServerOutput {
         from: Box<str>,
         /// The service's notice, as it was broadcast.
         payload: Bytes,
+    },
+    /// The store's answer to the service's record operation [`Router::record_op`] returned
+    /// `ticket` for ([`StoreReply::Failed`] when the store did not answer in time).
+    RecordAnswer {
+        /// The ticket `record_op` returned.
+        ticket: Ticket,
+        /// The answer.
+        reply: StoreReply,
     },
     /// Something worth a log line or a metric.
     Event(ServerEvent),

@@ -15,8 +15,8 @@ use mcp_proto::jsonrpc::{
     ErrorObject, Notification, Outcome, RawValue, Request, RequestId, error_codes,
 };
 use mcp_proto::server::{
-    OutboundId, RequestHandle, Router, SendError, ServerOutput, ServerRequestError, SessionHandle,
-    Target,
+    OutboundId, RecordOp, RequestHandle, Router, SendError, ServerOutput, ServerRequestError,
+    SessionHandle, StoreError, StoreReply, Target, Ticket,
 };
 
 /// The runtime's timer: a future that completes after the duration.
@@ -44,15 +44,29 @@ enum Command {
     Respond(RequestHandle, Option<Outcome>),
     /// A change of the server's for the other cluster instances' listen streams.
     Notice(bytes::Bytes),
+    /// A service record operation (a task's state), answered to the pending key.
+    Record(u64, RecordOp),
 }
 
 /// The binding as the server's voice in its cluster: a change goes to the queue, and from
-/// there to [`Router::broadcast_notice`].
-struct Voice(Arc<Queue<Command>>);
+/// there to [`Router::broadcast_notice`]; a record operation to [`Router::record_op`], its
+/// answer back through [`ServerOutput::RecordAnswer`].
+struct Voice(Arc<PeerLink>);
 
 impl ClusterVoice for Voice {
     fn broadcast(&self, notice: bytes::Bytes) {
-        self.0.push(Command::Notice(notice));
+        self.0.queue.push(Command::Notice(notice));
+    }
+
+    fn record(&self, op: RecordOp) -> BoxFuture<'static, StoreReply> {
+        let key = self.0.keys.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = futures_channel::oneshot::channel();
+        crate::cancel::lock(&self.0.records).insert(key, tx);
+        self.0.queue.push(Command::Record(key, op));
+        Box::pin(async move {
+            rx.await
+                .unwrap_or_else(|_| StoreReply::Failed(StoreError("the transport stopped".into())))
+        })
     }
 }
 
@@ -65,6 +79,8 @@ struct PeerLink {
     sleep: Sleep,
     /// The runtime's spawner, for work that outlives its request (a task's).
     spawn: std::sync::OnceLock<Spawn>,
+    /// The server's record operations waiting for the store, by key.
+    records: std::sync::Mutex<HashMap<u64, futures_channel::oneshot::Sender<StoreReply>>>,
 }
 
 struct BoundPeer {
@@ -160,6 +176,8 @@ pub struct ServerBinding {
     /// A clustered router's: the server's link to the other instances (its id with the
     /// server; holding the voice keeps the link alive).
     voice: Option<(u64, Arc<dyn ClusterVoice>)>,
+    /// The server's record operations sent to the store: ticket → pending key.
+    record_tickets: HandleMap<Ticket, u64>,
 }
 
 impl std::fmt::Debug for ServerBinding {
@@ -184,6 +202,7 @@ impl ServerBinding {
             keys: AtomicU64::new(1),
             sleep,
             spawn: std::sync::OnceLock::new(),
+            records: std::sync::Mutex::new(HashMap::new()),
         });
         ServerBinding {
             server,
@@ -198,6 +217,7 @@ impl ServerBinding {
             exported: HandleMap::default(),
             router_seen: false,
             voice: None,
+            record_tickets: HandleMap::default(),
         }
     }
 
@@ -311,7 +331,7 @@ impl ServerBinding {
         if !self.router_seen {
             self.router_seen = true;
             if router.is_clustered() {
-                let voice: Arc<dyn ClusterVoice> = Arc::new(Voice(self.link.queue.clone()));
+                let voice: Arc<dyn ClusterVoice> = Arc::new(Voice(self.link.clone()));
                 let id = self.server.join_cluster(Arc::downgrade(&voice));
                 self.voice = Some((id, voice));
             }
@@ -370,6 +390,15 @@ impl ServerBinding {
                 Command::Notice(notice) => {
                     router.broadcast_notice(now, notice);
                 }
+                Command::Record(key, op) => match router.record_op(now, op) {
+                    Some(ticket) => {
+                        self.record_tickets.insert(ticket, key);
+                    }
+                    None => self.record_answer(
+                        key,
+                        StoreReply::Failed(StoreError("not a cluster member".into())),
+                    ),
+                },
             }
         }
         for key in self.link.outbound.abandoned() {
@@ -440,6 +469,12 @@ impl ServerBinding {
                 }
                 Routed::Transport(ServerOutput::SessionLoaded { session, state })
             }
+            ServerOutput::RecordAnswer { ticket, reply } => {
+                if let Some(key) = self.record_tickets.remove(&ticket) {
+                    self.record_answer(key, reply);
+                }
+                Routed::Done
+            }
             ServerOutput::ClusterNotice { payload, .. } => {
                 // Another instance's change: for the listen streams held here.
                 if let Some((link, _)) = &self.voice {
@@ -475,6 +510,13 @@ impl ServerBinding {
         if self.exported.get(&session) != Some(&state) {
             self.exported.insert(session, state.clone());
             router.set_session_state(now, session, state);
+        }
+    }
+
+    /// The store's answer to the server's record operation `key`.
+    fn record_answer(&self, key: u64, reply: StoreReply) {
+        if let Some(to) = crate::cancel::lock(&self.link.records).remove(&key) {
+            let _ = to.send(reply);
         }
     }
 

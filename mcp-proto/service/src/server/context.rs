@@ -470,8 +470,19 @@ impl RequestContext {
             return work(self.clone()).await;
         }
         let cancel = CancellationToken::new();
-        let (now, wall) = tasks.now();
-        let task = tasks.create(now, wall, self.principal(), cancel.clone())?;
+        let server = self.session.server.clone();
+        let voice = server.cluster_voice();
+        // In a cluster, a watcher reads the record again when another instance changes it.
+        let (poke, pokes) = match voice {
+            Some(_) => {
+                let (tx, rx) = futures_channel::mpsc::unbounded();
+                (Some(tx), Some(rx))
+            }
+            None => (None, None),
+        };
+        let task = tasks
+            .create(&voice, self.principal(), cancel.clone(), poke)
+            .await?;
         let id = task.task_id.clone();
         let ctx = RequestContext {
             cancel,
@@ -484,15 +495,32 @@ impl RequestContext {
             created: None,
             ..self.clone()
         };
+        let peer = self.session.peer.clone();
         // The work, dropped at its next await when the task ends otherwise (cancelled, or
-        // past its TTL): whatever it would return then is not wanted.
+        // past its TTL): whatever it would return then is not wanted. Its outcome is stored
+        // again after a pause while the store refuses it, until the task's TTL.
         let run = {
             let tasks = tasks.clone();
             let id = id.clone();
             let token = ctx.cancel.clone();
+            let server = server.clone();
+            let peer = peer.clone();
             async move {
-                if let Some(result) = crate::cancel::until_cancelled(token, work(ctx)).await {
-                    tasks.finish(tasks.now().1, &id, TaskOutcome::of_tool(result));
+                let Some(result) = crate::cancel::until_cancelled(token, work(ctx)).await else {
+                    return;
+                };
+                let outcome = TaskOutcome::of_tool(result);
+                while tasks.runs(&id) {
+                    match tasks
+                        .finish(&server.cluster_voice(), &id, outcome.clone())
+                        .await
+                    {
+                        Ok(()) => break,
+                        Err(e) => {
+                            tracing::warn!(error = %e, "a task's outcome could not be stored; retrying");
+                            peer.sleep(tasks.recheck()).await;
+                        }
+                    }
                 }
             }
         };
@@ -500,21 +528,33 @@ impl RequestContext {
         // time, not only at the next operation on the server's tasks.
         let ttl = tasks.ttl().map(|ttl| {
             let tasks = tasks.clone();
-            let sleep = self.session.peer.sleep(ttl);
+            let sleep = peer.sleep(ttl);
             Box::pin(async move {
                 sleep.await;
                 tasks.expire();
             }) as super::BoxFuture<'static, ()>
         });
-        if let Err(e) = self.session.peer.spawn(Box::pin(run)) {
-            // No background work on this transport: the record goes (nothing was announced to
-            // the client yet) and the call says why.
+        if let Err(e) = peer.spawn(Box::pin(run)) {
+            // No background work on this transport: the task fails where it is stored, and
+            // goes from here (nothing was announced to the client yet); the call says why.
+            let why = Error::internal(format_args!("cannot run a task here: {e}"));
+            let failed = TaskOutcome::Error(why.to_error_object());
+            let _ = tasks.finish(&voice, &id, failed).await;
             tasks.forget(&id);
-            return Err(Error::internal(format_args!("cannot run a task here: {e}")));
+            return Err(why);
         }
         if let Some(expiry) = ttl {
             // Without it the record still goes at the next operation after its TTL.
-            let _ = self.session.peer.spawn(expiry);
+            let _ = peer.spawn(expiry);
+        }
+        if let Some(pokes) = pokes {
+            let watcher = tasks.clone().watch(
+                id.clone(),
+                move || server.cluster_voice(),
+                move |d| peer.sleep(d),
+                pokes,
+            );
+            let _ = self.session.peer.spawn(Box::pin(watcher));
         }
         *lock(created) = Some(task);
         Ok(schema::CallToolResult::default())
@@ -537,8 +577,8 @@ impl RequestContext {
         let request: schema::InputRequest =
             serde_json::from_value(serde_json::json!({"method": R::METHOD, "params": params}))
                 .map_err(Error::internal)?;
-        let (now, wall) = task.tasks.now();
-        let answer = task.tasks.ask(now, wall, &task.id, key, request)?;
+        let voice = self.session.server.cluster_voice();
+        let answer = task.tasks.ask(&voice, &task.id, key, request).await?;
         let answer = answer
             .await
             .map_err(|_| Error::new("the task ended before the client answered"))?;

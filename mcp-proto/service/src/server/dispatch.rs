@@ -239,7 +239,7 @@ impl Server {
                     }
                 }
                 methods::TASKS_GET | methods::TASKS_UPDATE | methods::TASKS_CANCEL => {
-                    server.task_method(&ctx, &request)
+                    server.task_method(&ctx, &request).await
                 }
                 methods::RESOURCES_LIST => answer(&request, server.list_resources(&request)),
                 methods::RESOURCES_TEMPLATES_LIST => {
@@ -280,41 +280,60 @@ impl Server {
 
     /// `tasks/get`, `tasks/update`, `tasks/cancel` (the Tasks extension; see [`super::tasks`]):
     /// unknown methods (-32601) without it, refused with -32021 to a client that did not
-    /// declare it; update and cancel are acknowledged whatever the task.
-    fn task_method(&self, ctx: &RequestContext, request: &Request) -> Response {
+    /// declare it; update and cancel are acknowledged whatever the task. In a cluster the
+    /// task may run on another instance: it is read and changed in the store, and its
+    /// instance is told of a change.
+    async fn task_method(&self, ctx: &RequestContext, request: &Request) -> Response {
         let Some(tasks) = self.config().tasks.clone() else {
             return answer::<EmptyResult>(request, Err(Error::method_not_found(&request.method)));
         };
         if !ctx.accepts_tasks() {
             return answer::<EmptyResult>(request, Err(tasks_required(&request.method)));
         }
-        let (now, wall) = tasks.now();
+        let voice = self.cluster_voice();
         let principal = ctx.principal();
         match &*request.method {
-            methods::TASKS_GET => answer(
-                request,
-                params::<GetTaskRequestParams>(request).and_then(|p| {
-                    Ok(GetTaskResult {
+            methods::TASKS_GET => {
+                let got = match params::<GetTaskRequestParams>(request) {
+                    Ok(p) => tasks.get(&voice, &p.task_id, principal).await,
+                    Err(e) => Err(e),
+                };
+                answer(
+                    request,
+                    got.map(|task| GetTaskResult {
                         result_type: None,
-                        task: tasks.get(now, &p.task_id, principal)?,
+                        task,
                         meta: None,
-                    })
-                }),
-            ),
-            methods::TASKS_UPDATE => answer(
-                request,
-                params::<UpdateTaskRequestParams>(request).map(|p| {
-                    tasks.update(now, wall, &p.task_id, principal, p.input_responses);
-                    EmptyResult::default()
-                }),
-            ),
-            _ => answer(
-                request,
-                params::<CancelTaskRequestParams>(request).map(|p| {
-                    tasks.cancel(now, wall, &p.task_id, principal);
-                    EmptyResult::default()
-                }),
-            ),
+                    }),
+                )
+            }
+            methods::TASKS_UPDATE => {
+                let done = match params::<UpdateTaskRequestParams>(request) {
+                    Ok(p) => tasks
+                        .update(&voice, &p.task_id, principal, p.input_responses)
+                        .await
+                        .map(|tell| self.tell_task(tell, &p.task_id)),
+                    Err(e) => Err(e),
+                };
+                answer(request, done.map(|()| EmptyResult::default()))
+            }
+            _ => {
+                let done = match params::<CancelTaskRequestParams>(request) {
+                    Ok(p) => tasks
+                        .cancel(&voice, &p.task_id, principal)
+                        .await
+                        .map(|tell| self.tell_task(tell, &p.task_id)),
+                    Err(e) => Err(e),
+                };
+                answer(request, done.map(|()| EmptyResult::default()))
+            }
+        }
+    }
+
+    /// Tells the cluster that task `id` changed, when `tell` (it does not run here).
+    fn tell_task(&self, tell: bool, id: &str) {
+        if tell {
+            self.broadcast_task(id);
         }
     }
 

@@ -214,6 +214,20 @@ pub(crate) struct Inner {
 pub(crate) trait ClusterVoice: Send + Sync {
     /// Queues `notice` for the bus.
     fn broadcast(&self, notice: bytes::Bytes);
+    /// Runs a service record operation on the cluster store (a task's state): the store's
+    /// answer, or `Failed` when it did not come in time or the transport stopped.
+    fn record(
+        &self,
+        op: mcp_proto::server::RecordOp,
+    ) -> BoxFuture<'static, mcp_proto::server::StoreReply>;
+}
+
+/// A notice to the instance running task `task`: its record changed (answers arrived, or it
+/// was cancelled elsewhere). `{"task": …}` (JSON) on the bus.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WireTaskNotice {
+    task: String,
 }
 
 /// The clustered bindings of a server, weakly held, in the order they joined. The first
@@ -1028,6 +1042,23 @@ impl Server {
         }
     }
 
+    /// The server's voice in its cluster, when it is bound to a clustered router.
+    pub(crate) fn cluster_voice(&self) -> Option<Arc<dyn ClusterVoice>> {
+        self.voice().map(|(_, v)| v)
+    }
+
+    /// In a cluster: tells the other instances that task `id`'s record changed (the one
+    /// running it reads it again).
+    pub(crate) fn broadcast_task(&self, id: &str) {
+        if let Some((_, voice)) = self.voice()
+            && let Ok(wire) = serde_json::to_vec(&WireTaskNotice {
+                task: id.to_owned(),
+            })
+        {
+            voice.broadcast(bytes::Bytes::from(wire));
+        }
+    }
+
     /// The first live clustered binding (dead ones are pruned).
     fn voice(&self) -> Option<(u64, Arc<dyn ClusterVoice>)> {
         let mut voices = lock(&self.inner.voices);
@@ -1054,6 +1085,12 @@ impl Server {
     /// many listen streams were told.
     pub(crate) fn cluster_notice(&self, link: u64, payload: &[u8]) -> usize {
         if self.voice().map(|(id, _)| id) != Some(link) {
+            return 0;
+        }
+        if let Ok(WireTaskNotice { task }) = serde_json::from_slice(payload) {
+            if let Some(tasks) = self.config().tasks.clone() {
+                tasks.wake(&task);
+            }
             return 0;
         }
         match Change::decode(payload) {
