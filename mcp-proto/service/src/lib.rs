@@ -59,6 +59,10 @@
 //! # Ok(()) }
 //! ```
 //!
+//! On a server bound to a clustered router the tasks are shared by every instance: a task
+//! created on one is polled, answered and cancelled on the others, and one whose instance
+//! died ends `failed` on the next poll, once (see [`server::tasks`], "Theory of operation").
+//!
 //! ## The user server of mcp-go's server guide
 //!
 //! The guide's `get_user`, `create_user`, `search_users` and `users://{user_id}`, on an

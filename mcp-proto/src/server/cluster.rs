@@ -68,6 +68,13 @@
 //!   gets it once wherever the change was made. A session with no GET stream open
 //!   anywhere is not told (the 2025 revisions let a server drop what it cannot deliver).
 //!
+//! - **Service records** ([`RecordOp`], [`Router::record_op`]): the service's own data that
+//!   every instance reads and writes (a task's state), opaque to the router: versioned bytes
+//!   under a key, written by compare-and-set ([`RecordGuard`]), with an optional owner (the
+//!   instance that runs what the record describes) whose liveness the store reports
+//!   ([`ServiceRecord::owner_alive`], by the same liveness as request streams'). The answer
+//!   goes to the service ([`ServerOutput::RecordAnswer`]), under the store timeout.
+//!
 //! # Consistency model
 //!
 //! - *Read-your-writes for sessions.* Once a client has the answer to `initialize`, every
@@ -84,6 +91,9 @@
 //!   after the last event this session's previous GET is known to have written (the log's
 //!   cursor, updated after each write): at least once, so after an instance crash a
 //!   client resuming without `Last-Event-ID` may see its last events again.
+//! - *Service records* are linearizable per key (one store; a save applies only from the
+//!   version it names, so concurrent writers never lose a write). An owner's death is seen
+//!   by every instance after the store's owner-liveness delay.
 //! - *Idle expiry* is global and approximate to one touch interval.
 //! - *Listen-stream notices* are exactly once per listen stream while the bus is up: the
 //!   instance that made the change tells its own streams itself and the bus brings it once
