@@ -194,25 +194,36 @@ async fn read_until(body: &mut hyper::body::Incoming, needle: &str, seen: &mut S
     true
 }
 
+/// A 2025-11-25 session with `capabilities`: initialized on `first`, `notifications/initialized`
+/// on `second`. Returns its id.
+async fn open_session(
+    first: std::net::SocketAddr,
+    second: std::net::SocketAddr,
+    capabilities: Value,
+) -> String {
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": capabilities,
+        "clientInfo": {"name": "cluster-processes", "version": "1"}}});
+    let resp = send(first, Method::POST, None, Some(init)).await;
+    assert_eq!(resp.status(), StatusCode::OK);
+    let id = resp.headers()["mcp-session-id"]
+        .to_str()
+        .expect("session id")
+        .to_owned();
+    let _ = resp.into_body().collect().await;
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    let resp = send(second, Method::POST, Some(&id), Some(note)).await;
+    assert_eq!(resp.status(), StatusCode::ACCEPTED);
+    id
+}
+
 fn cancel_and_delete_across_processes(server: Runtime) {
     let Some(cluster) = cluster(server) else {
         return;
     };
     let [a, b, c] = [0, 1, 2].map(|i| cluster.instance_addr(i));
     tokio_rt().block_on(async {
-        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {},
-            "clientInfo": {"name": "cluster-processes", "version": "1"}}});
-        let resp = send(a, Method::POST, None, Some(init)).await;
-        assert_eq!(resp.status(), StatusCode::OK, "{server}");
-        let id = resp.headers()["mcp-session-id"]
-            .to_str()
-            .expect("session id")
-            .to_owned();
-        let _ = resp.into_body().collect().await;
-        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        let resp = send(b, Method::POST, Some(&id), Some(note)).await;
-        assert_eq!(resp.status(), StatusCode::ACCEPTED, "{server}");
+        let id = open_session(a, b, json!({})).await;
         // A long call on B (10 s of progress), cancelled through C.
         let long = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
             "name": "ledger_count", "arguments": {"n": 500, "interval_ms": 20},
@@ -320,21 +331,9 @@ fn tasks_across_processes(server: Runtime) {
     let [a, b, c] = [0, 1, 2].map(|i| cluster.instance_addr(i));
     let rt = tokio_rt();
     let (id, doomed) = rt.block_on(async {
-        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {"elicitation": {},
-                "extensions": {"io.modelcontextprotocol/tasks": {}}},
-            "clientInfo": {"name": "cluster-tasks", "version": "1"}}});
-        let resp = send(a, Method::POST, None, Some(init)).await;
-        assert_eq!(resp.status(), StatusCode::OK, "{server}");
-        let id = resp.headers()["mcp-session-id"]
-            .to_str()
-            .expect("session id")
-            .to_owned();
-        let _ = resp.into_body().collect().await;
-        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        let resp = send(b, Method::POST, Some(&id), Some(note)).await;
-        assert_eq!(resp.status(), StatusCode::ACCEPTED, "{server}");
+        let capabilities = json!({"elicitation": {},
+            "extensions": {"io.modelcontextprotocol/tasks": {}}});
+        let id = open_session(a, b, capabilities).await;
 
         // Created on A; polled on B and C; its result fetched on C.
         let created = call(
