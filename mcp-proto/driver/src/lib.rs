@@ -59,6 +59,8 @@ mod auth;
 mod client;
 mod cluster;
 mod era;
+#[cfg(feature = "jwt")]
+mod jwt;
 mod memory;
 mod oauth;
 mod outbox;
@@ -77,6 +79,8 @@ pub use client::{
 };
 pub use cluster::{ClusterBackend, ClusterInbox, SharedMemoryCluster, StoreLink};
 pub use era::EraCache;
+#[cfg(feature = "jwt")]
+pub use jwt::{DEFAULT_ASSERTION_LIFETIME, JwtKeyError, PrivateKeyJwt};
 pub use memory::{MemoryExchange, MemoryLink, MemorySink};
 pub use oauth::{AuthorizeHandler, OAuth, SharedTokenStore};
 pub use outbox::Exchange;

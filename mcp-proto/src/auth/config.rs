@@ -1,9 +1,91 @@
 //! The configuration of an [`OAuthClient`](super::OAuthClient): who the client is, how it
 //! gets its tokens, where it keeps them, and every limit.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::store::{MemoryTokenStore, TokenStore};
+
+/// The URN of the JWT bearer grant (RFC 7523 §2.1).
+pub const JWT_BEARER_GRANT: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+/// The URN of a JWT client assertion (RFC 7523 §2.2).
+pub const JWT_CLIENT_ASSERTION: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+
+/// What a client assertion of `private_key_jwt` states (RFC 7523 §3): the flow fills these
+/// in; the [`AssertionSigner`] adds the times (`iat`, `exp`) from its clock and signs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct AssertionClaims {
+    /// `iss` and `sub`: the client's `client_id`.
+    pub client_id: String,
+    /// `aud`: the authorization server's issuer identifier.
+    pub audience: String,
+    /// `jti`: 256 random bits, base64url (a server may refuse a repeated one).
+    pub jwt_id: String,
+}
+
+impl AssertionClaims {
+    /// Claims of `client_id` for `audience`, with `jwt_id` (for a signer's own tests; the flow
+    /// makes the real ones).
+    pub fn new(
+        client_id: impl Into<String>,
+        audience: impl Into<String>,
+        jwt_id: impl Into<String>,
+    ) -> Self {
+        AssertionClaims {
+            client_id: client_id.into(),
+            audience: audience.into(),
+            jwt_id: jwt_id.into(),
+        }
+    }
+}
+
+/// Signs the client assertions of `private_key_jwt` (RFC 7523 §2.2; OpenID Connect Core
+/// §9). The key is the application's: the flow never sees it, only the compact JWS this
+/// returns. `mcp-driver`'s `PrivateKeyJwt` signs with an ES256 or RS256 key from PEM.
+pub trait AssertionSigner: Send + Sync {
+    /// The signed JWT (compact serialization) of `claims`, with `iat` and `exp` from the
+    /// signer's clock; `Err` says why it could not sign.
+    fn sign(&self, claims: &AssertionClaims) -> Result<String, String>;
+}
+
+/// Where the JWT bearer grant's assertion comes from (RFC 7523 §2.1): a workload identity
+/// token of the platform (workload identity federation), or a token obtained otherwise.
+/// Asked for each token request, since such tokens are short-lived.
+pub trait AssertionSource: Send + Sync {
+    /// The assertion to present now; `Err` says why there is none.
+    fn assertion(&self) -> Result<String, String>;
+}
+
+impl<F: Fn() -> Result<String, String> + Send + Sync> AssertionSource for F {
+    fn assertion(&self) -> Result<String, String> {
+        self()
+    }
+}
+
+/// An application object the configuration holds (an [`AssertionSigner`], an
+/// [`AssertionSource`]): shared, shown as `…`, and equal only to itself.
+pub struct Shared<T: ?Sized>(pub Arc<T>);
+
+impl<T: ?Sized> Clone for Shared<T> {
+    fn clone(&self) -> Self {
+        Shared(self.0.clone())
+    }
+}
+
+impl<T: ?Sized> std::fmt::Debug for Shared<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Shared(…)")
+    }
+}
+
+impl<T: ?Sized> PartialEq for Shared<T> {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl<T: ?Sized> Eq for Shared<T> {}
 
 /// How the client authenticates at the token endpoint (RFC 6749 §2.3, RFC 8414 §2
 /// `token_endpoint_auth_methods_supported`).
@@ -17,6 +99,9 @@ pub enum TokenAuthMethod {
     ClientSecretBasic,
     /// `client_id` and `client_secret` in the form body (RFC 6749 §2.3.1).
     ClientSecretPost,
+    /// A JWT signed with the client's private key (RFC 7523 §2.2): needs an
+    /// [`AssertionSigner`] ([`ClientCredentials::with_private_key_jwt`]).
+    PrivateKeyJwt,
 }
 
 impl TokenAuthMethod {
@@ -26,6 +111,7 @@ impl TokenAuthMethod {
             TokenAuthMethod::None => "none",
             TokenAuthMethod::ClientSecretBasic => "client_secret_basic",
             TokenAuthMethod::ClientSecretPost => "client_secret_post",
+            TokenAuthMethod::PrivateKeyJwt => "private_key_jwt",
         }
     }
 
@@ -35,6 +121,7 @@ impl TokenAuthMethod {
             "none" => Some(TokenAuthMethod::None),
             "client_secret_basic" => Some(TokenAuthMethod::ClientSecretBasic),
             "client_secret_post" => Some(TokenAuthMethod::ClientSecretPost),
+            "private_key_jwt" => Some(TokenAuthMethod::PrivateKeyJwt),
             _ => None,
         }
     }
@@ -55,6 +142,16 @@ pub enum Grant {
     /// The client credentials grant (OAuth 2.1 §4.2; the MCP "OAuth Client Credentials"
     /// extension): no person involved; needs pre-registered credentials.
     ClientCredentials,
+    /// The JWT bearer grant (RFC 7523 §2.1): the client presents an assertion it was given
+    /// — a workload identity token of its platform (MCP's workload identity federation
+    /// extension), or another issuer's token — and gets an access token for it; no person
+    /// involved. Needs pre-registered credentials (the `client_id` the authorization server
+    /// knows the workload by). An error of the token endpoint is the flow's error: it is
+    /// not retried with the same assertion, and no other grant is tried.
+    JwtBearer {
+        /// Where the assertion comes from.
+        assertion: Shared<dyn AssertionSource>,
+    },
 }
 
 /// How the application is deployed, for `application_type` in a registration request
@@ -149,6 +246,8 @@ pub struct ClientCredentials {
     /// ([`AuthError::CredentialsForOtherIssuer`](super::AuthError::CredentialsForOtherIssuer)).
     /// When not set, they are used with whichever authorization server the resource names.
     pub issuer: Option<String>,
+    /// The signer of `private_key_jwt` assertions ([`with_private_key_jwt`](Self::with_private_key_jwt)).
+    pub signer: Option<Shared<dyn AssertionSigner>>,
 }
 
 impl std::fmt::Debug for ClientCredentials {
@@ -158,6 +257,7 @@ impl std::fmt::Debug for ClientCredentials {
             .field("client_secret", &self.client_secret.as_ref().map(|_| "…"))
             .field("auth_method", &self.auth_method)
             .field("issuer", &self.issuer)
+            .field("signer", &self.signer.as_ref().map(|_| "…"))
             .finish()
     }
 }
@@ -170,7 +270,17 @@ impl ClientCredentials {
             client_secret: None,
             auth_method: None,
             issuer: None,
+            signer: None,
         }
+    }
+
+    /// A client that authenticates with `private_key_jwt` (RFC 7523 §2.2): each token
+    /// request carries an assertion `signer` signs (`iss` = `sub` = `client_id`, `aud` = the
+    /// authorization server's issuer, a fresh `jti`).
+    pub fn with_private_key_jwt(mut self, signer: Arc<dyn AssertionSigner>) -> Self {
+        self.signer = Some(Shared(signer));
+        self.auth_method = Some(TokenAuthMethod::PrivateKeyJwt);
+        self
     }
 
     /// A confidential client's id and secret.
@@ -298,6 +408,22 @@ impl OAuthConfig {
             },
             metadata,
         )
+    }
+
+    /// The JWT bearer grant (RFC 7523 §2.1) with the assertions of `source` (a workload
+    /// identity token, say), for the client `credentials` name (no person involved).
+    pub fn jwt_bearer(
+        metadata: ClientMetadata,
+        credentials: ClientCredentials,
+        source: Arc<dyn AssertionSource>,
+    ) -> Self {
+        Self::with_grant(
+            Grant::JwtBearer {
+                assertion: Shared(source),
+            },
+            metadata,
+        )
+        .with_credentials(credentials)
     }
 
     /// The client credentials grant with pre-registered `credentials` (no person involved).

@@ -63,6 +63,10 @@ pub enum AuthError {
     /// loopback, a client ID metadata document URL that is not HTTPS with a path, …).
     #[error("invalid OAuth configuration: {0}")]
     InvalidConfig(String),
+    /// The application's assertion could not be had: its `AssertionSigner` could not sign a
+    /// `private_key_jwt` assertion, or its `AssertionSource` gave no JWT bearer assertion.
+    #[error("no assertion: {0}")]
+    Assertion(String),
     /// No random bytes could be had for PKCE and `state`: nothing is sent without them.
     #[error("no random source for PKCE and state")]
     NoRandomness,

@@ -143,6 +143,8 @@ struct Identity {
     client_id: String,
     secret: Option<String>,
     method: TokenAuthMethod,
+    /// The signer of `private_key_jwt` assertions.
+    signer: Option<Shared<dyn AssertionSigner>>,
     /// From dynamic registration (forgotten when the server says `invalid_client`).
     dynamic: bool,
 }
@@ -266,15 +268,24 @@ impl OAuthClient {
         }
         let redirect = match &config.grant {
             Grant::AuthorizationCode { redirect_uri } => Some(urls::redirect_uri(redirect_uri)?),
-            Grant::ClientCredentials => {
+            Grant::ClientCredentials | Grant::JwtBearer { .. } => {
                 if config.credentials.is_none() {
                     return Err(AuthError::InvalidConfig(
-                        "the client credentials grant needs pre-registered credentials".into(),
+                        "the client credentials and JWT bearer grants need pre-registered credentials"
+                            .into(),
                     ));
                 }
                 None
             }
         };
+        if let Some(c) = &config.credentials
+            && c.auth_method == Some(TokenAuthMethod::PrivateKeyJwt)
+            && c.signer.is_none()
+        {
+            return Err(AuthError::InvalidConfig(
+                "private_key_jwt needs a signer (ClientCredentials::with_private_key_jwt)".into(),
+            ));
+        }
         if let Some(doc) = &config.metadata_document {
             urls::metadata_document_url(doc)?;
         }
@@ -516,7 +527,7 @@ impl OAuthClient {
         }
         let t = self.tokens.as_ref()?;
         let at = t.expires_at?;
-        let renewable = t.refresh_token.is_some() || self.config.grant == Grant::ClientCredentials;
+        let renewable = t.refresh_token.is_some() || self.machine_grant();
         if !renewable {
             return None;
         }
@@ -871,6 +882,7 @@ impl OAuthClient {
                 "authorization_code"
             }
             Grant::ClientCredentials => "client_credentials",
+            Grant::JwtBearer { .. } => JWT_BEARER_GRANT,
         };
         if md
             .grant_types_supported
@@ -902,6 +914,7 @@ impl OAuthClient {
                 client_id: c.client_id.clone(),
                 secret: c.client_secret.clone(),
                 method,
+                signer: c.signer.clone(),
                 dynamic: false,
             }));
         }
@@ -912,6 +925,7 @@ impl OAuthClient {
                 client_id: doc.clone(),
                 secret: None,
                 method: TokenAuthMethod::None,
+                signer: None,
                 dynamic: false,
             }));
         }
@@ -943,6 +957,7 @@ impl OAuthClient {
                 (&["authorization_code", "refresh_token"], &["code"])
             }
             Grant::ClientCredentials => (&["client_credentials"], &[]),
+            Grant::JwtBearer { .. } => (&[JWT_BEARER_GRANT], &[]),
         };
         if let Some(r) = &self.redirect {
             doc.insert(
@@ -1069,6 +1084,23 @@ impl OAuthClient {
             Grant::ClientCredentials => {
                 let mut form = form_urlencoded::Serializer::new(String::new());
                 form.append_pair("grant_type", "client_credentials");
+                if !self.requested.is_empty() {
+                    form.append_pair("scope", &self.requested.join(" "));
+                }
+                form.append_pair("resource", &self.resource);
+                match self.post_token(now, form) {
+                    Ok(()) => State::Requesting,
+                    Err(e) => self.fail(e),
+                }
+            }
+            Grant::JwtBearer { assertion } => {
+                let assertion = match assertion.0.assertion() {
+                    Ok(a) => a,
+                    Err(why) => return self.fail(AuthError::Assertion(why)),
+                };
+                let mut form = form_urlencoded::Serializer::new(String::new());
+                form.append_pair("grant_type", JWT_BEARER_GRANT);
+                form.append_pair("assertion", &assertion);
                 if !self.requested.is_empty() {
                     form.append_pair("scope", &self.requested.join(" "));
                 }
@@ -1250,11 +1282,17 @@ impl OAuthClient {
         {
             return self.start_refresh(now, false);
         }
-        if self.config.grant == Grant::ClientCredentials {
+        if self.machine_grant() {
             self.flow = FlowCtx::default();
             return self.grant(now);
         }
         State::Idle
+    }
+
+    /// A grant with no person involved (client credentials, JWT bearer): renewed by running
+    /// it again.
+    fn machine_grant(&self) -> bool {
+        !matches!(self.config.grant, Grant::AuthorizationCode { .. })
     }
 
     fn start_refresh(&mut self, now: Instant, on_challenge: bool) -> State {
@@ -1372,6 +1410,25 @@ impl OAuthClient {
             HeaderValue::from_static("application/x-www-form-urlencoded"),
         );
         if let Some(i) = &self.identity {
+            if i.method == TokenAuthMethod::PrivateKeyJwt {
+                let signer = i.signer.as_ref().ok_or_else(|| {
+                    AuthError::InvalidConfig("private_key_jwt needs a signer".into())
+                })?;
+                let audience = self
+                    .server
+                    .as_ref()
+                    .map(|s| s.issuer.clone())
+                    .ok_or_else(|| AuthError::Unsupported("no metadata".into()))?;
+                let claims = AssertionClaims {
+                    client_id: i.client_id.clone(),
+                    audience,
+                    jwt_id: pkce::random_token(self.entropy.as_mut())?,
+                };
+                let assertion = signer.0.sign(&claims).map_err(AuthError::Assertion)?;
+                form.append_pair("client_id", &i.client_id);
+                form.append_pair("client_assertion_type", JWT_CLIENT_ASSERTION);
+                form.append_pair("client_assertion", &assertion);
+            }
             match (i.method, &i.secret) {
                 (TokenAuthMethod::ClientSecretBasic, Some(secret)) => {
                     let v = HeaderValue::from_str(&pkce::basic_auth(&i.client_id, secret))
@@ -1382,6 +1439,7 @@ impl OAuthClient {
                     form.append_pair("client_id", &i.client_id);
                     form.append_pair("client_secret", secret);
                 }
+                (TokenAuthMethod::PrivateKeyJwt, _) => {}
                 _ => {
                     form.append_pair("client_id", &i.client_id);
                 }
@@ -1504,6 +1562,7 @@ fn registered_identity(r: RegisteredClient, md: &ServerMetadata) -> Identity {
         client_id: r.client_id,
         secret: r.client_secret,
         method,
+        signer: None,
         dynamic: true,
     }
 }

@@ -39,8 +39,17 @@
 //! URI, a single `state` equal to the one sent, and `iss` (RFC 9207 §2.4, as the 2026-07-28
 //! revision's table says: compared when present, required when the server advertises
 //! `authorization_response_iss_parameter_supported`) before its `error` or `code` is used.
-//! Client credentials for headless clients. Token endpoint authentication `none`,
-//! `client_secret_basic` or `client_secret_post`, as registered or as the metadata allows.
+//! Client credentials for headless clients (MCP's OAuth client credentials extension). The
+//! JWT bearer grant (RFC 7523 §2.1, [`OAuthConfig::jwt_bearer`]) for workloads: the
+//! assertion comes from the application's [`AssertionSource`] (a platform's workload identity
+//! token, for MCP's workload identity federation extension), fresh for each token request;
+//! a refusal of the token endpoint is the flow's error, never retried with the same
+//! assertion nor followed by another grant. Token endpoint authentication `none`,
+//! `client_secret_basic`, `client_secret_post`, or `private_key_jwt` (RFC 7523 §2.2,
+//! [`ClientCredentials::with_private_key_jwt`]): an assertion with `iss` = `sub` =
+//! `client_id`, `aud` = the issuer and a fresh 256-bit `jti`, signed by the application's
+//! [`AssertionSigner`] (the key never enters the machine; `mcp-driver`'s `PrivateKeyJwt`
+//! signs ES256 or RS256 from PEM, adding `iat` and a 60 s `exp` from the system clock).
 //!
 //! **Scopes**: the challenge's `scope`, else the resource's `scopes_supported`, else none;
 //! the configured scopes on top; `offline_access` when the authorization server lists it (and
@@ -49,7 +58,8 @@
 //! Authorization Flow"). How often one MCP request is retried is the session's to bound
 //! ([`AuthLimits::max_authorization_retries`]).
 //!
-//! **Refresh**: a token with a refresh token (or from the client credentials grant) is
+//! **Refresh**: a token with a refresh token (or from the client credentials or JWT bearer
+//! grant, which are run again) is
 //! renewed `refresh_margin` before it expires (at most half its lifetime ahead; tokens that
 //! live under two seconds are not renewed ahead). A `401` with a refresh token refreshes
 //! once; a second `401` before any request succeeded (see
@@ -119,8 +129,9 @@ mod urls;
 
 #[cfg(feature = "oauth")]
 pub use config::{
-    ApplicationType, AuthLimits, ClientCredentials, ClientMetadata, Grant, OAuthConfig,
-    TokenAuthMethod,
+    ApplicationType, AssertionClaims, AssertionSigner, AssertionSource, AuthLimits,
+    ClientCredentials, ClientMetadata, Grant, JWT_BEARER_GRANT, JWT_CLIENT_ASSERTION, OAuthConfig,
+    Shared, TokenAuthMethod,
 };
 pub use error::{AuthError, Document, OAuthErrorBody};
 #[cfg(feature = "oauth")]

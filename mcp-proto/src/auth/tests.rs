@@ -992,6 +992,166 @@ fn client_credentials_request_a_token_without_a_person() {
     assert!(matches!(failed(&h.drain()), AuthError::Unsupported(_)));
 }
 
+/// A signer that records the claims it was given and returns `sig.<jti>`.
+struct FakeSigner(std::sync::Mutex<Vec<AssertionClaims>>);
+
+impl AssertionSigner for FakeSigner {
+    fn sign(&self, claims: &AssertionClaims) -> Result<String, String> {
+        self.0.lock().unwrap().push(claims.clone());
+        Ok(format!("sig.{}", claims.jwt_id))
+    }
+}
+
+/// A machine-only server: the grant `grant`, the auth methods `methods`, no PKCE.
+fn machine_as(grant: &str, methods: serde_json::Value) -> serde_json::Value {
+    let mut asm = as_doc(AS);
+    asm["grant_types_supported"] = json!([grant]);
+    asm["token_endpoint_auth_methods_supported"] = methods;
+    asm.as_object_mut()
+        .unwrap()
+        .remove("code_challenge_methods_supported");
+    asm
+}
+
+#[test]
+fn private_key_jwt_sends_a_fresh_assertion_for_the_issuer_and_no_secret() {
+    let signer = std::sync::Arc::new(FakeSigner(Default::default()));
+    let creds = ClientCredentials::public("svc-id").with_private_key_jwt(signer.clone());
+    let mut h = H::new(OAuthConfig::client_credentials(
+        ClientMetadata::new("svc"),
+        creds,
+    ));
+    h.discover(machine_as("client_credentials", json!(["private_key_jwt"])));
+    let tok = h.http();
+    let f = form(&tok);
+    assert_eq!(
+        param(&f, "grant_type").as_deref(),
+        Some("client_credentials")
+    );
+    assert_eq!(param(&f, "client_id").as_deref(), Some("svc-id"));
+    assert_eq!(
+        param(&f, "client_assertion_type").as_deref(),
+        Some("urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
+    );
+    assert!(param(&f, "client_secret").is_none() && !tok.headers.contains_key(AUTHORIZATION));
+    let first = signer.0.lock().unwrap()[0].clone();
+    assert_eq!(
+        (first.client_id.as_str(), first.audience.as_str()),
+        ("svc-id", AS)
+    );
+    assert_eq!(first.jwt_id.len(), 43);
+    assert_eq!(
+        param(&f, "client_assertion"),
+        Some(format!("sig.{}", first.jwt_id))
+    );
+    h.respond(tok.id, 200, &token_doc("cc", None, 600));
+    assert_eq!(h.drain(), [AuthOutput::Authorized]);
+    // The renewal signs a new assertion (another jti).
+    let due = h.c.poll_timeout().unwrap();
+    h.now = due;
+    h.c.handle_timeout(h.now);
+    let again = form(&h.http());
+    let second = signer.0.lock().unwrap()[1].clone();
+    assert_ne!(second.jwt_id, first.jwt_id);
+    assert_eq!(
+        param(&again, "client_assertion"),
+        Some(format!("sig.{}", second.jwt_id))
+    );
+    // A signer that fails is the flow's error, and nothing is sent.
+    struct Refusing;
+    impl AssertionSigner for Refusing {
+        fn sign(&self, _: &AssertionClaims) -> Result<String, String> {
+            Err("the HSM is locked".into())
+        }
+    }
+    let creds =
+        ClientCredentials::public("svc-id").with_private_key_jwt(std::sync::Arc::new(Refusing));
+    let mut h = H::new(OAuthConfig::client_credentials(
+        ClientMetadata::new("svc"),
+        creds,
+    ));
+    h.discover(machine_as("client_credentials", json!(["private_key_jwt"])));
+    assert!(matches!(failed(&h.drain()), AuthError::Assertion(why) if why.contains("HSM")));
+    // private_key_jwt without a signer is refused when built.
+    let creds =
+        ClientCredentials::public("svc-id").with_auth_method(TokenAuthMethod::PrivateKeyJwt);
+    let config = OAuthConfig::client_credentials(ClientMetadata::new("svc"), creds);
+    assert!(matches!(
+        OAuthClient::new(config, MCP, counter()),
+        Err(AuthError::InvalidConfig(_))
+    ));
+}
+
+#[test]
+fn the_jwt_bearer_grant_presents_the_workload_token_and_does_not_retry_a_refusal() {
+    let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = asked.clone();
+    let source = std::sync::Arc::new(move || {
+        let n = count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(format!("workload-jwt-{n}"))
+    });
+    let config = OAuthConfig::jwt_bearer(
+        ClientMetadata::new("wl"),
+        ClientCredentials::public("wl-id"),
+        source,
+    );
+    let mut h = H::new(config);
+    h.discover(machine_as(
+        "urn:ietf:params:oauth:grant-type:jwt-bearer",
+        json!(["none"]),
+    ));
+    let tok = h.http();
+    let f = form(&tok);
+    assert_eq!(
+        param(&f, "grant_type").as_deref(),
+        Some("urn:ietf:params:oauth:grant-type:jwt-bearer")
+    );
+    assert_eq!(param(&f, "assertion").as_deref(), Some("workload-jwt-0"));
+    assert_eq!(param(&f, "resource").as_deref(), Some(MCP));
+    h.respond(tok.id, 200, &token_doc("wif", None, 600));
+    assert_eq!(h.drain(), [AuthOutput::Authorized]);
+    // Renewed with a fresh token of the source.
+    let due = h.c.poll_timeout().unwrap();
+    h.now = due;
+    h.c.handle_timeout(h.now);
+    let renewal = h.http();
+    assert_eq!(
+        param(&form(&renewal), "assertion").as_deref(),
+        Some("workload-jwt-1")
+    );
+    // Refused: the flow fails with the server's error; no retry, no other grant.
+    h.respond(
+        renewal.id,
+        400,
+        &json!({"error": "invalid_grant", "error_description": "expired"}),
+    );
+    let outs = h.drain();
+    assert!(
+        outs.iter().all(|o| !matches!(o, AuthOutput::Http(_))),
+        "nothing sent again: {outs:?}"
+    );
+    assert!(
+        matches!(
+            failed(&outs),
+            AuthError::Denied(_) | AuthError::Rejected { .. }
+        ),
+        "{outs:?}"
+    );
+    assert_eq!(asked.load(std::sync::atomic::Ordering::Relaxed), 2);
+    // A source with no token: the flow's error, nothing sent.
+    let config = OAuthConfig::jwt_bearer(
+        ClientMetadata::new("wl"),
+        ClientCredentials::public("wl-id"),
+        std::sync::Arc::new(|| Err("no token file".to_owned())),
+    );
+    let mut h = H::new(config);
+    h.discover(machine_as(
+        "urn:ietf:params:oauth:grant-type:jwt-bearer",
+        json!(["none"]),
+    ));
+    assert!(matches!(failed(&h.drain()), AuthError::Assertion(_)));
+}
+
 #[test]
 fn limits_bound_documents_redirects_exchanges_and_the_person() {
     // Document size.

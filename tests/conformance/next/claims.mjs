@@ -31,6 +31,12 @@ const CLAIMED = {
     'sep-2640-skills-manifest',
   ],
   client: [
+    // OAuth client credentials (SEP-1046): client_secret_basic, and private_key_jwt
+    // (RFC 7523 §2.2) with the scenario's ES256 key.
+    'auth/client-credentials-basic',
+    'auth/client-credentials-jwt',
+    // Workload identity federation (SEP-1933): the JWT bearer grant (RFC 7523 §2.1).
+    'auth/wif-jwt-bearer',
     // Skills (SEP-2640).
     'sep-2640-client-no-prefetch',
     'sep-2640-client-verify-digest',
@@ -58,14 +64,17 @@ if (cmd === 'list') {
   process.exit(0);
 }
 
-// `[server-]<name>-<timestamp>/checks.json`; the newest run of a scenario counts (sorted
-// by name, the timestamps sort by time).
+// `[server-]<name>-<timestamp>/checks.json`, `auth/*` ones one directory down (`auth/`); the
+// newest run of a scenario counts (sorted by name, the timestamps sort by time).
 const runs = new Map();
-for (const entry of existsSync(dir) ? readdirSync(dir).sort() : []) {
-  const file = path.join(dir, entry, 'checks.json');
-  if (!existsSync(file)) continue;
-  const name = entry.replace(/^server-/, '').replace(/-\d{4}-\d\d-\d\dT[\d-]+Z$/, '');
-  runs.set(name, file);
+for (const sub of ['', 'auth']) {
+  const base = path.join(dir, sub);
+  for (const entry of existsSync(base) ? readdirSync(base).sort() : []) {
+    const file = path.join(base, entry, 'checks.json');
+    if (!existsSync(file)) continue;
+    const name = entry.replace(/^server-/, '').replace(/-\d{4}-\d\d-\d\dT[\d-]+Z$/, '');
+    runs.set(sub ? `${sub}/${name}` : name, file);
+  }
 }
 
 let bad = 0;

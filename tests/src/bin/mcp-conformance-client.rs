@@ -26,7 +26,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use mcp_driver::OAuth;
+use mcp_driver::{OAuth, PrivateKeyJwt};
 use mcp_proto::auth::{ClientCredentials, ClientMetadata, OAuthConfig};
 use mcp_proto::client::{ClientConfig, EraMode};
 use mcp_proto::version::ProtocolVersion;
@@ -573,8 +573,10 @@ async fn skills(run: &Run, load: bool) -> Result<(), String> {
 /// The `auth/*` scenarios (OAuth 2.1 authorization: discovery, registration, PKCE, scopes,
 /// tokens): `run.url` is the protected MCP endpoint, `run.context` carries the scenario's
 /// pre-registered credentials, if any. The client connects with [`OAuth`] (the
-/// authorization code grant, or the client credentials grant for the `client-credentials-*`
-/// scenarios), then lists the tools and calls `test-tool`. A scenario whose server must be
+/// authorization code grant; the client credentials grant for the `client-credentials-*`
+/// scenarios, with `private_key_jwt` when the scenario hands over a key; the JWT bearer grant
+/// with the scenario's workload token for `auth/wif-jwt-bearer`), then lists the tools and
+/// calls `test-tool`. A scenario whose server must be
 /// refused (a resource or issuer mismatch, a wrong `iss`, endless step-up) fails here with
 /// the flow's error.
 async fn run_auth_scenario(run: &Run, scenario: &str) -> Result<(), String> {
@@ -592,8 +594,22 @@ async fn run_auth_scenario(run: &Run, scenario: &str) -> Result<(), String> {
     let metadata = ClientMetadata::new("mcp-conformance-client")
         .with_software("mcp-conformance-client", env!("CARGO_PKG_VERSION"));
     let config = if scenario.starts_with("auth/client-credentials") {
-        let creds = credentials.ok_or("the scenario gave no client credentials")?;
+        let mut creds = credentials.ok_or("the scenario gave no client credentials")?;
+        // `private_key_jwt` (RFC 7523 §2.2): the scenario hands over the client's key.
+        if let Some(pem) = text("private_key_pem") {
+            let alg = text("signing_algorithm").unwrap_or("ES256");
+            let signer = PrivateKeyJwt::from_pem(alg, pem.as_bytes())
+                .map_err(|e| format!("the scenario's key: {e}"))?;
+            creds = creds.with_private_key_jwt(Arc::new(signer));
+        }
         OAuthConfig::client_credentials(metadata, creds)
+    } else if scenario == "auth/wif-jwt-bearer" {
+        // Workload identity federation: the platform's token is the JWT bearer assertion.
+        let creds = credentials.ok_or("the scenario gave no client id")?;
+        let jwt = text("valid_jwt")
+            .ok_or("the scenario gave no workload token")?
+            .to_owned();
+        OAuthConfig::jwt_bearer(metadata, creds, Arc::new(move || Ok(jwt.clone())))
     } else {
         let config = OAuthConfig::authorization_code(metadata, REDIRECT_URI)
             .with_client_metadata_document(CLIENT_METADATA_DOCUMENT);
