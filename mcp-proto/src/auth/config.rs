@@ -8,6 +8,12 @@ use super::store::{MemoryTokenStore, TokenStore};
 
 /// The URN of the JWT bearer grant (RFC 7523 §2.1).
 pub const JWT_BEARER_GRANT: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+/// The URN of the token exchange grant (RFC 8693 §2.1).
+pub const TOKEN_EXCHANGE_GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+/// The token type of an OpenID Connect ID token (RFC 8693 §3).
+pub const ID_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:id_token";
+/// The token type of an Identity Assertion JWT Authorization Grant (ID-JAG).
+pub const ID_JAG_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:id-jag";
 /// The URN of a JWT client assertion (RFC 7523 §2.2).
 pub const JWT_CLIENT_ASSERTION: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
 
@@ -152,6 +158,47 @@ pub enum Grant {
         /// Where the assertion comes from.
         assertion: Shared<dyn AssertionSource>,
     },
+    /// Enterprise-managed authorization (MCP's extension; the ID-JAG profile): the person's
+    /// identity token from the enterprise's identity provider is exchanged there (RFC 8693)
+    /// for an Identity Assertion JWT Authorization Grant naming this MCP server and its
+    /// authorization server, which the client then redeems with the JWT bearer grant at the
+    /// authorization server (RFC 7523 §2.1), authenticated with its pre-registered
+    /// credentials. No browser: the enterprise's policy at the identity provider decides.
+    EnterpriseManaged {
+        /// The identity provider.
+        idp: IdentityProvider,
+    },
+}
+
+/// The enterprise's identity provider of [`Grant::EnterpriseManaged`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct IdentityProvider {
+    /// Its token endpoint (HTTPS, or loopback), where the exchange is posted.
+    pub token_endpoint: String,
+    /// The client's id at the identity provider (sent as `client_id`), if it has one.
+    pub client_id: Option<String>,
+    /// The person's ID token from the identity provider (its sign-in), asked for each
+    /// exchange.
+    pub id_token: Shared<dyn AssertionSource>,
+}
+
+impl IdentityProvider {
+    /// An identity provider whose token endpoint is `token_endpoint`, exchanging the ID
+    /// tokens of `id_token`.
+    pub fn new(token_endpoint: impl Into<String>, id_token: Arc<dyn AssertionSource>) -> Self {
+        IdentityProvider {
+            token_endpoint: token_endpoint.into(),
+            client_id: None,
+            id_token: Shared(id_token),
+        }
+    }
+
+    /// Sets the client's id at the identity provider.
+    pub fn with_client_id(mut self, id: impl Into<String>) -> Self {
+        self.client_id = Some(id.into());
+        self
+    }
 }
 
 /// How the application is deployed, for `application_type` in a registration request
@@ -424,6 +471,16 @@ impl OAuthConfig {
             metadata,
         )
         .with_credentials(credentials)
+    }
+
+    /// Enterprise-managed authorization ([`Grant::EnterpriseManaged`]): `idp`'s ID-JAG for
+    /// this MCP server, redeemed with the client's pre-registered `credentials`.
+    pub fn enterprise_managed(
+        metadata: ClientMetadata,
+        credentials: ClientCredentials,
+        idp: IdentityProvider,
+    ) -> Self {
+        Self::with_grant(Grant::EnterpriseManaged { idp }, metadata).with_credentials(credentials)
     }
 
     /// The client credentials grant with pre-registered `credentials` (no person involved).

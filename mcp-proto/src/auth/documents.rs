@@ -170,6 +170,24 @@ impl ServerMetadata {
     }
 }
 
+/// The ID-JAG of a token exchange response (RFC 8693 §2.2.1): `access_token`, with
+/// `issued_token_type` the ID-JAG's.
+pub(crate) fn id_jag(body: &[u8]) -> Result<String, AuthError> {
+    let bad = |why: &str| AuthError::Malformed {
+        document: Document::TokenExchange,
+        detail: why.to_owned(),
+    };
+    let v: serde_json::Value = serde_json::from_slice(body).map_err(|_| bad("not JSON"))?;
+    if v.get("issued_token_type").and_then(|t| t.as_str()) != Some(super::config::ID_JAG_TOKEN_TYPE)
+    {
+        return Err(bad("issued_token_type is not an ID-JAG"));
+    }
+    match v.get("access_token").and_then(|t| t.as_str()) {
+        Some(t) if !t.is_empty() => Ok(t.to_owned()),
+        _ => Err(bad("no access_token")),
+    }
+}
+
 /// A registration response (RFC 7591 §3.2.1).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Registration {

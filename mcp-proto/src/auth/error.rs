@@ -40,6 +40,9 @@ pub enum Document {
     Registration,
     /// A token endpoint response (RFC 6749 §5).
     Token,
+    /// The identity provider's token exchange response (RFC 8693 §2.2; the ID-JAG of
+    /// enterprise-managed authorization).
+    TokenExchange,
 }
 
 impl std::fmt::Display for Document {
@@ -49,6 +52,7 @@ impl std::fmt::Display for Document {
             Document::ServerMetadata => "authorization server metadata",
             Document::Registration => "client registration response",
             Document::Token => "token response",
+            Document::TokenExchange => "identity provider's token exchange response",
         })
     }
 }

@@ -168,6 +168,8 @@ enum State {
     },
     Exchanging,
     Requesting,
+    /// Enterprise-managed: the identity provider's token exchange is in flight.
+    Trading,
     Refreshing {
         on_challenge: bool,
     },
@@ -268,10 +270,12 @@ impl OAuthClient {
         }
         let redirect = match &config.grant {
             Grant::AuthorizationCode { redirect_uri } => Some(urls::redirect_uri(redirect_uri)?),
-            Grant::ClientCredentials | Grant::JwtBearer { .. } => {
+            Grant::ClientCredentials
+            | Grant::JwtBearer { .. }
+            | Grant::EnterpriseManaged { .. } => {
                 if config.credentials.is_none() {
                     return Err(AuthError::InvalidConfig(
-                        "the client credentials and JWT bearer grants need pre-registered credentials"
+                        "the client credentials, JWT bearer and enterprise-managed grants need pre-registered credentials"
                             .into(),
                     ));
                 }
@@ -582,6 +586,7 @@ impl OAuthClient {
             (State::Exchanging | State::Requesting, Ev::Response { status, body }) => {
                 self.on_tokens(now, status, &body, false)
             }
+            (State::Trading, Ev::Response { status, body }) => self.on_traded(now, status, &body),
             (State::Refreshing { on_challenge }, Ev::Response { status, body }) => {
                 if status.is_success() {
                     self.on_tokens(now, status, &body, true)
@@ -592,9 +597,10 @@ impl OAuthClient {
             (State::Refreshing { on_challenge }, Ev::ExchangeFailed(_)) => {
                 self.refresh_failed(now, on_challenge)
             }
-            (State::Registering | State::Exchanging | State::Requesting, Ev::ExchangeFailed(e)) => {
-                self.fail(e)
-            }
+            (
+                State::Registering | State::Exchanging | State::Requesting | State::Trading,
+                Ev::ExchangeFailed(e),
+            ) => self.fail(e),
             (State::AwaitingUser { pending, .. }, Ev::Redirect(url)) => {
                 self.on_redirect(now, &pending, url)
             }
@@ -882,7 +888,7 @@ impl OAuthClient {
                 "authorization_code"
             }
             Grant::ClientCredentials => "client_credentials",
-            Grant::JwtBearer { .. } => JWT_BEARER_GRANT,
+            Grant::JwtBearer { .. } | Grant::EnterpriseManaged { .. } => JWT_BEARER_GRANT,
         };
         if md
             .grant_types_supported
@@ -957,7 +963,7 @@ impl OAuthClient {
                 (&["authorization_code", "refresh_token"], &["code"])
             }
             Grant::ClientCredentials => (&["client_credentials"], &[]),
-            Grant::JwtBearer { .. } => (&[JWT_BEARER_GRANT], &[]),
+            Grant::JwtBearer { .. } | Grant::EnterpriseManaged { .. } => (&[JWT_BEARER_GRANT], &[]),
         };
         if let Some(r) = &self.redirect {
             doc.insert(
@@ -1093,23 +1099,14 @@ impl OAuthClient {
                     Err(e) => self.fail(e),
                 }
             }
-            Grant::JwtBearer { assertion } => {
-                let assertion = match assertion.0.assertion() {
-                    Ok(a) => a,
-                    Err(why) => return self.fail(AuthError::Assertion(why)),
-                };
-                let mut form = form_urlencoded::Serializer::new(String::new());
-                form.append_pair("grant_type", JWT_BEARER_GRANT);
-                form.append_pair("assertion", &assertion);
-                if !self.requested.is_empty() {
-                    form.append_pair("scope", &self.requested.join(" "));
-                }
-                form.append_pair("resource", &self.resource);
-                match self.post_token(now, form) {
-                    Ok(()) => State::Requesting,
-                    Err(e) => self.fail(e),
-                }
-            }
+            Grant::JwtBearer { assertion } => match assertion.0.assertion() {
+                Ok(a) => self.redeem(now, &a),
+                Err(why) => self.fail(AuthError::Assertion(why)),
+            },
+            Grant::EnterpriseManaged { idp } => match self.trade(now, &idp) {
+                Ok(()) => State::Trading,
+                Err(e) => self.fail(e),
+            },
         }
     }
 
@@ -1289,8 +1286,80 @@ impl OAuthClient {
         State::Idle
     }
 
-    /// A grant with no person involved (client credentials, JWT bearer): renewed by running
-    /// it again.
+    /// The JWT bearer grant with `assertion` (RFC 7523 §2.1): a workload's token, or the
+    /// identity provider's ID-JAG.
+    fn redeem(&mut self, now: Instant, assertion: &str) -> State {
+        let mut form = form_urlencoded::Serializer::new(String::new());
+        form.append_pair("grant_type", JWT_BEARER_GRANT);
+        form.append_pair("assertion", assertion);
+        if !self.requested.is_empty() {
+            form.append_pair("scope", &self.requested.join(" "));
+        }
+        form.append_pair("resource", &self.resource);
+        match self.post_token(now, form) {
+            Ok(()) => State::Requesting,
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// Enterprise-managed authorization, first leg: the person's ID token exchanged at the
+    /// identity provider (RFC 8693 §2.1) for an ID-JAG whose audience is the authorization
+    /// server and whose resource is this MCP server.
+    fn trade(&mut self, now: Instant, idp: &IdentityProvider) -> Result<(), AuthError> {
+        let id_token = idp.id_token.0.assertion().map_err(AuthError::Assertion)?;
+        let audience = self
+            .server
+            .as_ref()
+            .map(|s| s.issuer.clone())
+            .ok_or_else(|| AuthError::Unsupported("no metadata".into()))?;
+        let mut form = form_urlencoded::Serializer::new(String::new());
+        form.append_pair("grant_type", TOKEN_EXCHANGE_GRANT);
+        form.append_pair("requested_token_type", ID_JAG_TOKEN_TYPE);
+        form.append_pair("audience", &audience);
+        form.append_pair("resource", &self.resource);
+        if !self.requested.is_empty() {
+            form.append_pair("scope", &self.requested.join(" "));
+        }
+        form.append_pair("subject_token", &id_token);
+        form.append_pair("subject_token_type", ID_TOKEN_TYPE);
+        if let Some(id) = &idp.client_id {
+            form.append_pair("client_id", id);
+        }
+        let url = urls::secure_url(&idp.token_endpoint, self.config.allow_http)?;
+        let mut headers = json_accept();
+        headers.insert(
+            CONTENT_TYPE,
+            HeaderValue::from_static("application/x-www-form-urlencoded"),
+        );
+        let body = Bytes::from(form.finish());
+        self.send(
+            now,
+            Document::TokenExchange,
+            Method::POST,
+            url,
+            headers,
+            body,
+            0,
+        )
+    }
+
+    /// The identity provider's answer: an ID-JAG, redeemed at the authorization server.
+    fn on_traded(&mut self, now: Instant, status: StatusCode, body: &[u8]) -> State {
+        if !status.is_success() {
+            return self.fail(AuthError::Rejected {
+                document: Document::TokenExchange,
+                status,
+                body: documents::error_body(body),
+            });
+        }
+        match documents::id_jag(body) {
+            Ok(grant) => self.redeem(now, &grant),
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// A grant with no person involved (client credentials, JWT bearer, enterprise-managed):
+    /// renewed by running it again.
     fn machine_grant(&self) -> bool {
         !matches!(self.config.grant, Grant::AuthorizationCode { .. })
     }

@@ -44,7 +44,12 @@
 //! assertion comes from the application's [`AssertionSource`] (a platform's workload identity
 //! token, for MCP's workload identity federation extension), fresh for each token request;
 //! a refusal of the token endpoint is the flow's error, never retried with the same
-//! assertion nor followed by another grant. Token endpoint authentication `none`,
+//! assertion nor followed by another grant. Enterprise-managed authorization
+//! ([`OAuthConfig::enterprise_managed`]): the person's ID token from the enterprise's
+//! [`IdentityProvider`] is exchanged there (RFC 8693; `audience` the authorization server's
+//! issuer, `resource` this MCP server) for an ID-JAG, which the JWT bearer grant redeems at
+//! the authorization server with the client's credentials; the identity provider's refusal
+//! is an error of [`Document::TokenExchange`]. Token endpoint authentication `none`,
 //! `client_secret_basic`, `client_secret_post`, or `private_key_jwt` (RFC 7523 §2.2,
 //! [`ClientCredentials::with_private_key_jwt`]): an assertion with `iss` = `sub` =
 //! `client_id`, `aud` = the issuer and a fresh 256-bit `jti`, signed by the application's
@@ -96,6 +101,8 @@
 //! AwaitingUser | Abandoned, or UserTimeout past the deadline  | Idle          | Failed(Abandoned | AuthorizationRequired)
 //! Exchanging,  | Response 2xx, valid Bearer token             | Idle          | tokens stored, Authorized
 //! Requesting   | other Response / ExchangeFailed              | Idle          | Failed(Rejected | …)
+//! Trading      | Response 2xx, an ID-JAG                      | Requesting    | POST token (jwt-bearer, the ID-JAG)
+//! Trading      | other Response / ExchangeFailed              | Idle          | Failed(Rejected | …)
 //! Refreshing   | Response 2xx, valid                          | Idle          | tokens stored, Authorized
 //! Refreshing   | other, after a challenge                     | (grant)       | refresh token dropped
 //! Refreshing   | other, ahead of expiry                       | Idle          | refresh token dropped
@@ -103,7 +110,8 @@
 //! any          | stale Response / Redirect / timer            | (same)        |
 //!
 //! grant: a 401 with a refresh token not yet tried → Refreshing;
-//!        authorization code → AwaitingUser, Authorize(url); client credentials → Requesting, POST token
+//!        authorization code → AwaitingUser, Authorize(url); client credentials, JWT bearer →
+//!        Requesting, POST token; enterprise-managed → Trading, POST the IdP's token exchange
 //! ```
 //!
 //! # The run loop
@@ -130,8 +138,9 @@ mod urls;
 #[cfg(feature = "oauth")]
 pub use config::{
     ApplicationType, AssertionClaims, AssertionSigner, AssertionSource, AuthLimits,
-    ClientCredentials, ClientMetadata, Grant, JWT_BEARER_GRANT, JWT_CLIENT_ASSERTION, OAuthConfig,
-    Shared, TokenAuthMethod,
+    ClientCredentials, ClientMetadata, Grant, ID_JAG_TOKEN_TYPE, ID_TOKEN_TYPE, IdentityProvider,
+    JWT_BEARER_GRANT, JWT_CLIENT_ASSERTION, OAuthConfig, Shared, TOKEN_EXCHANGE_GRANT,
+    TokenAuthMethod,
 };
 pub use error::{AuthError, Document, OAuthErrorBody};
 #[cfg(feature = "oauth")]

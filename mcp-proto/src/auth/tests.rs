@@ -1153,6 +1153,105 @@ fn the_jwt_bearer_grant_presents_the_workload_token_and_does_not_retry_a_refusal
 }
 
 #[test]
+fn enterprise_managed_trades_the_id_token_at_the_idp_then_redeems_the_id_jag() {
+    const IDP: &str = "https://idp.example.com/token";
+    let enterprise = || {
+        let idp = IdentityProvider::new(IDP, std::sync::Arc::new(|| Ok("the-id-token".to_owned())))
+            .with_client_id("idp-client");
+        OAuthConfig::enterprise_managed(
+            ClientMetadata::new("agent"),
+            ClientCredentials::confidential("as-client", "as-secret"),
+            idp,
+        )
+    };
+    let asm = machine_as(
+        "urn:ietf:params:oauth:grant-type:jwt-bearer",
+        json!(["client_secret_basic"]),
+    );
+    let mut h = H::new(enterprise());
+    h.discover(asm.clone());
+    let trade = h.http();
+    assert_eq!(trade.url.to_string(), IDP);
+    assert_eq!(trade.document, Document::TokenExchange);
+    let f = form(&trade);
+    for (k, v) in [
+        (
+            "grant_type",
+            "urn:ietf:params:oauth:grant-type:token-exchange",
+        ),
+        (
+            "requested_token_type",
+            "urn:ietf:params:oauth:token-type:id-jag",
+        ),
+        ("audience", AS),
+        ("resource", MCP),
+        ("subject_token", "the-id-token"),
+        (
+            "subject_token_type",
+            "urn:ietf:params:oauth:token-type:id_token",
+        ),
+        ("client_id", "idp-client"),
+    ] {
+        assert_eq!(param(&f, k).as_deref(), Some(v), "{k}");
+    }
+    assert!(
+        !trade.headers.contains_key(AUTHORIZATION),
+        "the AS secret never goes to the IdP"
+    );
+    h.respond(
+        trade.id,
+        200,
+        &json!({"access_token": "the-id-jag", "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag", "token_type": "N_A"}),
+    );
+    let redeem = h.http();
+    assert_eq!(redeem.document, Document::Token);
+    let f = form(&redeem);
+    assert_eq!(
+        param(&f, "grant_type").as_deref(),
+        Some("urn:ietf:params:oauth:grant-type:jwt-bearer")
+    );
+    assert_eq!(param(&f, "assertion").as_deref(), Some("the-id-jag"));
+    assert!(
+        redeem.headers[AUTHORIZATION]
+            .to_str()
+            .unwrap()
+            .starts_with("Basic ")
+    );
+    h.respond(redeem.id, 200, &token_doc("emt", None, 600));
+    assert_eq!(h.drain(), [AuthOutput::Authorized]);
+    assert_eq!(h.c.authorization().unwrap(), "Bearer emt");
+    // The IdP refuses: the flow fails, blaming the exchange; nothing goes to the AS.
+    let mut h = H::new(enterprise());
+    h.discover(asm.clone());
+    let trade = h.http();
+    h.respond(trade.id, 400, &json!({"error": "invalid_grant"}));
+    let outs = h.drain();
+    assert!(
+        outs.iter().all(|o| !matches!(o, AuthOutput::Http(_))),
+        "{outs:?}"
+    );
+    assert!(matches!(
+        failed(&outs),
+        AuthError::Rejected {
+            document: Document::TokenExchange,
+            ..
+        }
+    ));
+    // Something else than an ID-JAG is not presented to the AS.
+    let mut h = H::new(enterprise());
+    h.discover(asm);
+    let trade = h.http();
+    h.respond(trade.id, 200, &json!({"access_token": "x", "issued_token_type": "urn:ietf:params:oauth:token-type:access_token"}));
+    assert!(matches!(
+        failed(&h.drain()),
+        AuthError::Malformed {
+            document: Document::TokenExchange,
+            ..
+        }
+    ));
+}
+
+#[test]
 fn limits_bound_documents_redirects_exchanges_and_the_person() {
     // Document size.
     let mut h = H::new(

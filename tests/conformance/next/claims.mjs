@@ -37,6 +37,9 @@ const CLAIMED = {
     'auth/client-credentials-jwt',
     // Workload identity federation (SEP-1933): the JWT bearer grant (RFC 7523 §2.1).
     'auth/wif-jwt-bearer',
+    // Enterprise-managed authorization (SEP-990): the IdP's token exchange (RFC 8693) for an
+    // ID-JAG, redeemed with the JWT bearer grant.
+    'auth/enterprise-managed-authorization',
     // Skills (SEP-2640).
     'sep-2640-client-no-prefetch',
     'sep-2640-client-verify-digest',

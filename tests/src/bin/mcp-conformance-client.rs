@@ -27,7 +27,7 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use mcp_driver::{OAuth, PrivateKeyJwt};
-use mcp_proto::auth::{ClientCredentials, ClientMetadata, OAuthConfig};
+use mcp_proto::auth::{ClientCredentials, ClientMetadata, IdentityProvider, OAuthConfig};
 use mcp_proto::client::{ClientConfig, EraMode};
 use mcp_proto::version::ProtocolVersion;
 use mcp_service::Error;
@@ -603,6 +603,18 @@ async fn run_auth_scenario(run: &Run, scenario: &str) -> Result<(), String> {
             creds = creds.with_private_key_jwt(Arc::new(signer));
         }
         OAuthConfig::client_credentials(metadata, creds)
+    } else if scenario == "auth/enterprise-managed-authorization" {
+        // The person's IdP ID token, traded at the IdP for an ID-JAG, redeemed at the AS.
+        let creds = credentials.ok_or("the scenario gave no client credentials")?;
+        let endpoint = text("idp_token_endpoint").ok_or("the scenario gave no IdP")?;
+        let id_token = text("idp_id_token")
+            .ok_or("the scenario gave no ID token")?
+            .to_owned();
+        let mut idp = IdentityProvider::new(endpoint, Arc::new(move || Ok(id_token.clone())));
+        if let Some(id) = text("idp_client_id") {
+            idp = idp.with_client_id(id);
+        }
+        OAuthConfig::enterprise_managed(metadata, creds, idp)
     } else if scenario == "auth/wif-jwt-bearer" {
         // Workload identity federation: the platform's token is the JWT bearer assertion.
         let creds = credentials.ok_or("the scenario gave no client id")?;
