@@ -117,26 +117,40 @@ pub struct BearerChallenge {
     pub error: Option<String>,
     /// `error_description`.
     pub error_description: Option<String>,
+    /// The response's `DPoP-Nonce` (RFC 9449 §8, §9): the nonce the server wants in the next
+    /// DPoP proof (with `error="use_dpop_nonce"`, the request must be sent again with it).
+    pub dpop_nonce: Option<String>,
 }
 
-/// Reads the first `Bearer` challenge of the `WWW-Authenticate` headers, if any.
+/// The `DPoP-Nonce` response header (RFC 9449 §8).
+pub const DPOP_NONCE: &str = "dpop-nonce";
+
+/// Reads the first `Bearer` challenge of the `WWW-Authenticate` headers, else the first
+/// `DPoP` one (RFC 9449 §7.1, same parameters), if any, with the response's `DPoP-Nonce`.
 ///
 /// Tolerant by design: quoted and token values, any parameter order, several challenges in
 /// one header or several headers; unknown parameters are ignored.
 pub fn bearer_challenge(headers: &HeaderMap) -> Option<BearerChallenge> {
-    for value in headers.get_all(http::header::WWW_AUTHENTICATE) {
-        let Ok(s) = value.to_str() else { continue };
-        if let Some(ch) = parse_bearer(s) {
-            return Some(ch);
+    let nonce = headers
+        .get(DPOP_NONCE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    for scheme in ["bearer", "dpop"] {
+        for value in headers.get_all(http::header::WWW_AUTHENTICATE) {
+            let Ok(s) = value.to_str() else { continue };
+            if let Some(mut ch) = parse_challenge(s, scheme) {
+                ch.dpop_nonce.clone_from(&nonce);
+                return Some(ch);
+            }
         }
     }
     None
 }
 
-fn parse_bearer(s: &str) -> Option<BearerChallenge> {
+fn parse_challenge(s: &str, scheme: &str) -> Option<BearerChallenge> {
     let lower = s.to_ascii_lowercase();
-    let start = find_scheme(&lower, "bearer")?;
-    let mut rest = &s[start + "bearer".len()..];
+    let start = find_scheme(&lower, scheme)?;
+    let mut rest = &s[start + scheme.len()..];
     let mut out = BearerChallenge::default();
     loop {
         rest = rest.trim_start_matches([' ', '\t', ',']);
@@ -298,6 +312,33 @@ mod tests {
         );
         assert_eq!(c.scope.as_deref(), Some("files:read files:write"));
         assert_eq!(c.error.as_deref(), Some("insufficient_scope"));
+    }
+
+    #[test]
+    fn a_dpop_challenge_and_the_servers_nonce_are_read() {
+        let mut m = h(
+            http::header::WWW_AUTHENTICATE,
+            &[r#"DPoP error="use_dpop_nonce", resource_metadata="https://x.example/prm""#],
+        );
+        m.insert(DPOP_NONCE, HeaderValue::from_static("n-1"));
+        let c = bearer_challenge(&m).unwrap();
+        assert_eq!(c.error.as_deref(), Some("use_dpop_nonce"));
+        assert_eq!(
+            c.resource_metadata.as_deref(),
+            Some("https://x.example/prm")
+        );
+        assert_eq!(c.dpop_nonce.as_deref(), Some("n-1"));
+        // A Bearer challenge wins over a DPoP one; the nonce goes with it.
+        m.append(
+            http::header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(r#"Bearer scope="s""#),
+        );
+        let c = bearer_challenge(&m).unwrap();
+        assert_eq!((c.scope.as_deref(), c.error), (Some("s"), None));
+        assert_eq!(c.dpop_nonce.as_deref(), Some("n-1"));
+        // "DPoPx" is not the scheme.
+        let other = h(http::header::WWW_AUTHENTICATE, &[r#"DPoPx error="e""#]);
+        assert_eq!(bearer_challenge(&other), None);
     }
 
     #[test]

@@ -56,6 +56,7 @@
 
 // The transport core: no runtime, no lock, no channel.
 pub mod client;
+pub mod dpop;
 pub mod http;
 pub mod jsonrpc;
 pub mod mirror;

@@ -164,3 +164,78 @@ fn without_the_hold_a_401_still_fails_at_once() {
         0
     );
 }
+
+/// A DPoP signer that returns `proof(<method> <url> <token> <nonce>)`.
+struct Proofs;
+
+impl mcp_proto::dpop::DpopSigner for Proofs {
+    fn proof(&self, r: &mcp_proto::dpop::DpopRequest<'_>) -> Result<String, String> {
+        Ok(format!(
+            "proof({} {} {} {})",
+            r.method,
+            r.url,
+            r.access_token.unwrap_or("-"),
+            r.nonce.unwrap_or("-")
+        ))
+    }
+}
+
+#[test]
+fn a_dpop_token_goes_with_a_proof_per_request_and_the_servers_nonce_once_asked() {
+    let mut h = held(3);
+    h.client
+        .set_dpop_token(Some((
+            "tok",
+            std::sync::Arc::new(Proofs),
+            "https://mcp.example/mcp?q=1",
+        )))
+        .unwrap();
+    h.initialize();
+    // The MCP server asks for a nonce: the request is held with the challenge's nonce.
+    h.server.script(
+        Match::Method("tools/call"),
+        Reply::Status(
+            401,
+            vec![
+                ("www-authenticate", r#"DPoP error="use_dpop_nonce""#.into()),
+                ("dpop-nonce", "rs-1".into()),
+            ],
+            Default::default(),
+        ),
+    );
+    let id = h.request("tools/call");
+    h.run_for(Duration::from_millis(50));
+    let nonce = h
+        .events()
+        .iter()
+        .find_map(|e| match e {
+            ClientEvent::AwaitingAuthorization { challenge, .. } => challenge.dpop_nonce.clone(),
+            _ => None,
+        })
+        .expect("the nonce reaches the app");
+    assert!(h.client.set_dpop_nonce(&nonce));
+    assert!(
+        !h.client.set_dpop_nonce(&nonce),
+        "the same nonce twice: no second re-send"
+    );
+    h.client.authorized(h.now);
+    h.run_for(Duration::from_millis(50));
+    assert!(h.result_of(id).is_some(), "{:?}", h.outcomes_of(id));
+    let posts: Vec<_> = h.intents_of(HttpRequestKind::Post);
+    for (_, p) in &posts {
+        assert_eq!(p.headers["authorization"], "DPoP tok");
+    }
+    let proofs: Vec<String> = posts
+        .iter()
+        .map(|(_, p)| p.headers["dpop"].to_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(proofs[0], "proof(POST https://mcp.example/mcp tok -)");
+    assert_eq!(
+        proofs.last().unwrap(),
+        "proof(POST https://mcp.example/mcp tok rs-1)"
+    );
+    // A bearer token replaces it.
+    h.client.set_dpop_token(None).unwrap();
+    h.client.set_bearer_token(Some("b")).unwrap();
+    assert!(!h.client.set_dpop_nonce("x"), "no DPoP token: no nonce");
+}

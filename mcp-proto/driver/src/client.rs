@@ -385,7 +385,20 @@ impl<X> ClientDriver<X> {
                 if let Some(auth) = self.auth.as_mut() {
                     match &out {
                         Output::Event(ClientEvent::AwaitingAuthorization { status, challenge }) => {
-                            auth.machine.handle_challenge(now, *status, challenge);
+                            // The MCP server wants a DPoP nonce (RFC 9449 §9): the held
+                            // request goes again with it, once per nonce; the same nonce
+                            // asked again is the authorization flow's to handle.
+                            let nonce = challenge
+                                .dpop_nonce
+                                .as_deref()
+                                .filter(|_| challenge.error.as_deref() == Some("use_dpop_nonce"));
+                            if let Some(n) = nonce
+                                && self.session.set_dpop_nonce(n)
+                            {
+                                self.session.authorized(now);
+                            } else {
+                                auth.machine.handle_challenge(now, *status, challenge);
+                            }
                         }
                         Output::Outcome(RequestOutcome {
                             result: RequestResult::Response { .. },

@@ -1,12 +1,22 @@
-//! [`PrivateKeyJwt`] (feature `jwt`): an [`AssertionSigner`] for `private_key_jwt` client
-//! authentication (RFC 7523 §2.2) from a private key the application hands in as PEM. The
-//! signing and the JWS encoding are `jsonwebtoken`'s; this adds the claims' times from the
-//! system clock (the core passes none) and keeps the key out of the flow.
+//! Signers of the OAuth flow (feature `jwt`), each keeping its key out of the core:
+//!
+//! - [`PrivateKeyJwt`]: an [`AssertionSigner`] for `private_key_jwt` client authentication
+//!   (RFC 7523 §2.2) from a private key the application hands in as PEM;
+//! - [`DpopKey`]: a [`DpopSigner`] of DPoP proofs (RFC 9449 §4), ES256, from a key the
+//!   application hands in or a fresh one.
+//!
+//! The signing and the JWS encoding are `jsonwebtoken`'s (a fresh P-256 key is `p256`'s);
+//! these add the claims' times from the system clock and `jti`s from the OS CSPRNG (the core
+//! passes neither).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use base64::Engine as _;
+use jsonwebtoken::jwk::Jwk;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use mcp_proto::auth::{AssertionClaims, AssertionSigner};
+use mcp_proto::dpop::{DpopRequest, DpopSigner};
+use sha2::Digest as _;
 
 /// How long an assertion is valid by default: 60 s (RFC 7523 §3 asks for a short life).
 pub const DEFAULT_ASSERTION_LIFETIME: Duration = Duration::from_secs(60);
@@ -93,10 +103,7 @@ struct Claims<'a> {
 
 impl AssertionSigner for PrivateKeyJwt {
     fn sign(&self, claims: &AssertionClaims) -> Result<String, String> {
-        let now = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_err(|_| "the system clock is before 1970".to_owned())?
-            .as_secs();
+        let now = unix_now()?;
         let body = Claims {
             iss: &claims.client_id,
             sub: &claims.client_id,
@@ -108,6 +115,112 @@ impl AssertionSigner for PrivateKeyJwt {
         let mut header = Header::new(self.algorithm);
         header.kid.clone_from(&self.key_id);
         jsonwebtoken::encode(&header, &body, &self.key).map_err(|e| e.to_string())
+    }
+}
+
+/// Seconds since the Unix epoch, on the system clock.
+fn unix_now() -> Result<u64, String> {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .map_err(|_| "the system clock is before 1970".to_owned())
+}
+
+/// A DPoP key (ES256) and the proofs it signs (RFC 9449 §4.2): `typ` `dpop+jwt`, the public
+/// key as `jwk`, and `jti` (128 random bits), `iat` (the system clock), `htm`, `htu`, `ath`
+/// (SHA-256 of the access token, base64url) and `nonce`. Give it to
+/// [`OAuthConfig::with_dpop`](mcp_proto::auth::OAuthConfig::with_dpop); the tokens issued
+/// are bound to this key, so keep it as long as they live.
+pub struct DpopKey {
+    key: EncodingKey,
+    jwk: Jwk,
+}
+
+impl std::fmt::Debug for DpopKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DpopKey").finish_non_exhaustive()
+    }
+}
+
+impl DpopKey {
+    /// A fresh P-256 key from the OS CSPRNG.
+    pub fn generate() -> Result<Self, JwtKeyError> {
+        use p256::pkcs8::EncodePrivateKey as _;
+        let key = loop {
+            let mut bytes = [0u8; 32];
+            getrandom::fill(&mut bytes).map_err(|e| JwtKeyError::Key {
+                algorithm: "ES256",
+                why: format!("no randomness: {e}"),
+            })?;
+            // Out of the curve's range once in about 2^128 draws: draw again.
+            if let Ok(k) = p256::SecretKey::from_slice(&bytes) {
+                break k;
+            }
+        };
+        let der = key.to_pkcs8_der().map_err(|e| JwtKeyError::Key {
+            algorithm: "ES256",
+            why: e.to_string(),
+        })?;
+        Self::from_key(EncodingKey::from_ec_der(der.as_bytes()))
+    }
+
+    /// The P-256 private key `pem` (PKCS#8).
+    pub fn from_pem(pem: &[u8]) -> Result<Self, JwtKeyError> {
+        let key = EncodingKey::from_ec_pem(pem).map_err(|e| JwtKeyError::Key {
+            algorithm: "ES256",
+            why: e.to_string(),
+        })?;
+        Self::from_key(key)
+    }
+
+    fn from_key(key: EncodingKey) -> Result<Self, JwtKeyError> {
+        let jwk = Jwk::from_encoding_key(&key, Algorithm::ES256).map_err(|e| JwtKeyError::Key {
+            algorithm: "ES256",
+            why: e.to_string(),
+        })?;
+        Ok(DpopKey { key, jwk })
+    }
+
+    /// The JWK SHA-256 thumbprint of the public key (RFC 7638): the `cnf.jkt` of the tokens
+    /// bound to it.
+    pub fn thumbprint(&self) -> String {
+        self.jwk
+            .thumbprint(jsonwebtoken::jwk::ThumbprintHash::SHA256)
+            .unwrap_or_default()
+    }
+}
+
+#[derive(serde::Serialize)]
+struct ProofClaims<'a> {
+    jti: String,
+    htm: &'a str,
+    htu: &'a str,
+    iat: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ath: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    nonce: Option<&'a str>,
+}
+
+impl DpopSigner for DpopKey {
+    fn proof(&self, request: &DpopRequest<'_>) -> Result<String, String> {
+        let mut jti = [0u8; 16];
+        getrandom::fill(&mut jti).map_err(|e| format!("no randomness: {e}"))?;
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let claims = ProofClaims {
+            jti: b64.encode(jti),
+            htm: request.method,
+            htu: request.url,
+            iat: unix_now()?,
+            ath: request
+                .access_token
+                .map(|t| b64.encode(sha2::Sha256::digest(t.as_bytes()))),
+            nonce: request.nonce,
+        };
+        let mut header = Header::new(Algorithm::ES256);
+        header.typ = Some("dpop+jwt".into());
+        header.jwk = Some(self.jwk.clone());
+        jsonwebtoken::encode(&header, &claims, &self.key).map_err(|e| e.to_string())
     }
 }
 
@@ -152,6 +265,66 @@ x6uacfzbhjhQMkDJD4LgB9VwMG0KZ9T/KANmxxtHB/jb0ezPCOkKkZ6Lfw==
         // Another audience does not verify.
         v.set_audience(&["https://other.example"]);
         assert!(jsonwebtoken::decode::<serde_json::Value>(&jwt, &key, &v).is_err());
+    }
+
+    #[test]
+    fn a_dpop_proof_verifies_with_its_own_jwk_and_binds_the_request_and_token() {
+        for key in [
+            DpopKey::generate().unwrap(),
+            DpopKey::from_pem(EC_PRIVATE.as_bytes()).unwrap(),
+        ] {
+            let request = DpopRequest {
+                method: "POST",
+                url: "https://mcp.example/mcp",
+                access_token: Some("tok"),
+                nonce: Some("n1"),
+            };
+            let a = key.proof(&request).unwrap();
+            let b = key.proof(&request).unwrap();
+            let header = jsonwebtoken::decode_header(&a).unwrap();
+            assert_eq!(header.typ.as_deref(), Some("dpop+jwt"));
+            assert_eq!(header.alg, Algorithm::ES256);
+            let jwk = header.jwk.expect("the public key in the header");
+            assert_eq!(
+                jwk.thumbprint(jsonwebtoken::jwk::ThumbprintHash::SHA256)
+                    .unwrap(),
+                key.thumbprint()
+            );
+            let mut v = Validation::new(Algorithm::ES256);
+            v.required_spec_claims.clear();
+            v.validate_exp = false;
+            let decoding = DecodingKey::from_jwk(&jwk).unwrap();
+            let c = jsonwebtoken::decode::<serde_json::Value>(&a, &decoding, &v)
+                .unwrap()
+                .claims;
+            assert_eq!(
+                (c["htm"].as_str(), c["htu"].as_str()),
+                (Some("POST"), Some("https://mcp.example/mcp"))
+            );
+            assert_eq!(c["nonce"], "n1");
+            // ath = BASE64URL(SHA-256("tok")), as `openssl dgst -sha256` computes it.
+            assert_eq!(c["ath"], "GnZ0607njffhrEOak8P6jjyUV4TU3sn9jjARc4svHWI");
+            let c2 = jsonwebtoken::decode::<serde_json::Value>(&b, &decoding, &v)
+                .unwrap()
+                .claims;
+            assert_ne!(c["jti"], c2["jti"], "every proof is fresh");
+            // A token request's proof has no ath; no nonce, none.
+            let t = key
+                .proof(&DpopRequest {
+                    access_token: None,
+                    nonce: None,
+                    ..request
+                })
+                .unwrap();
+            let c = jsonwebtoken::decode::<serde_json::Value>(&t, &decoding, &v)
+                .unwrap()
+                .claims;
+            assert!(c.get("ath").is_none() && c.get("nonce").is_none());
+        }
+        assert_ne!(
+            DpopKey::generate().unwrap().thumbprint(),
+            DpopKey::generate().unwrap().thumbprint()
+        );
     }
 
     #[test]

@@ -80,7 +80,7 @@ pub use client::{
 pub use cluster::{ClusterBackend, ClusterInbox, SharedMemoryCluster, StoreLink};
 pub use era::EraCache;
 #[cfg(feature = "jwt")]
-pub use jwt::{DEFAULT_ASSERTION_LIFETIME, JwtKeyError, PrivateKeyJwt};
+pub use jwt::{DEFAULT_ASSERTION_LIFETIME, DpopKey, JwtKeyError, PrivateKeyJwt};
 pub use memory::{MemoryExchange, MemoryLink, MemorySink};
 pub use oauth::{AuthorizeHandler, OAuth, SharedTokenStore};
 pub use outbox::Exchange;

@@ -172,10 +172,17 @@ impl<X> AuthPart<X> {
                 },
                 AuthOutput::Authorized => {
                     tracing::debug!("oauth: authorized");
-                    if session
-                        .set_bearer_token(self.machine.access_token())
-                        .is_err()
-                    {
+                    // A DPoP-bound token goes with a proof on every request (RFC 9449 §7.1).
+                    let set = match (self.machine.dpop_signer(), self.machine.access_token()) {
+                        (Some(signer), Some(token)) => {
+                            let endpoint = self.machine.endpoint().to_owned();
+                            session.set_dpop_token(Some((token, signer, &endpoint)))
+                        }
+                        _ => session
+                            .set_dpop_token(None)
+                            .and_then(|()| session.set_bearer_token(self.machine.access_token())),
+                    };
+                    if set.is_err() {
                         tracing::warn!("oauth: the access token is not a valid header value");
                     }
                     session.authorized(now);

@@ -413,6 +413,7 @@ pub struct OAuthConfig {
     pub(crate) limits: AuthLimits,
     pub(crate) allow_http: bool,
     pub(crate) legacy_discovery: bool,
+    pub(crate) dpop: Option<Shared<dyn crate::dpop::DpopSigner>>,
 }
 
 impl std::fmt::Debug for OAuthConfig {
@@ -444,6 +445,7 @@ impl OAuthConfig {
             limits: AuthLimits::default(),
             allow_http: false,
             legacy_discovery: true,
+            dpop: None,
         }
     }
 
@@ -481,6 +483,16 @@ impl OAuthConfig {
         idp: IdentityProvider,
     ) -> Self {
         Self::with_grant(Grant::EnterpriseManaged { idp }, metadata).with_credentials(credentials)
+    }
+
+    /// Asks for DPoP-bound tokens (RFC 9449): every token request carries a proof made by
+    /// `signer` (whose key the tokens are then bound to; keep one signer for their life),
+    /// and a token the server says is `DPoP` is sent with the `DPoP` scheme and a fresh
+    /// proof on every MCP request. A server's `use_dpop_nonce` (the authorization server's
+    /// or the MCP server's) is answered once with its nonce, never in a loop.
+    pub fn with_dpop(mut self, signer: Arc<dyn crate::dpop::DpopSigner>) -> Self {
+        self.dpop = Some(Shared(signer));
+        self
     }
 
     /// The client credentials grant with pre-registered `credentials` (no person involved).

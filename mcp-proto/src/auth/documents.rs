@@ -217,6 +217,8 @@ pub(crate) struct TokenResponse {
     pub(crate) expires_in: Option<Duration>,
     pub(crate) refresh_token: Option<String>,
     pub(crate) scope: Option<String>,
+    /// `token_type` is `DPoP`: the token is bound to the proofs' key.
+    pub(crate) dpop: bool,
 }
 
 impl std::fmt::Debug for TokenResponse {
@@ -231,7 +233,9 @@ impl std::fmt::Debug for TokenResponse {
 /// The longest lifetime believed from `expires_in` (ten years): larger values are clamped.
 const MAX_LIFETIME: Duration = Duration::from_secs(10 * 365 * 24 * 3600);
 
-pub(crate) fn token_response(body: &[u8]) -> Result<TokenResponse, AuthError> {
+/// A token response; `dpop`: the client asked for a DPoP-bound token (then `DPoP` is a
+/// token type it takes, RFC 9449 §5).
+pub(crate) fn token_response(body: &[u8], dpop: bool) -> Result<TokenResponse, AuthError> {
     let d = Document::Token;
     let m = object(d, body)?;
     let access_token = req_str(&m, "access_token", d)?;
@@ -243,7 +247,8 @@ pub(crate) fn token_response(body: &[u8]) -> Result<TokenResponse, AuthError> {
         ));
     }
     let token_type = req_str(&m, "token_type", d)?;
-    if !token_type.eq_ignore_ascii_case("bearer") {
+    let bound = dpop && token_type.eq_ignore_ascii_case("dpop");
+    if !token_type.eq_ignore_ascii_case("bearer") && !bound {
         return Err(AuthError::UnsupportedTokenType(token_type));
     }
     let expires_in = match m.get("expires_in") {
@@ -261,6 +266,7 @@ pub(crate) fn token_response(body: &[u8]) -> Result<TokenResponse, AuthError> {
         expires_in,
         refresh_token: opt_str(&m, "refresh_token", d)?.filter(|t| !t.is_empty()),
         scope: opt_str(&m, "scope", d)?,
+        dpop: bound,
     })
 }
 
@@ -320,14 +326,21 @@ mod tests {
     fn token_responses_must_be_bearer_with_a_header_safe_token() {
         let t = token_response(
             br#"{"access_token":"abc","token_type":"bearer","expires_in":3600,"refresh_token":"r"}"#,
+            false,
         )
         .unwrap();
         assert_eq!(t.expires_in, Some(Duration::from_secs(3600)));
         assert_eq!(t.refresh_token.as_deref(), Some("r"));
         assert!(matches!(
-            token_response(br#"{"access_token":"abc","token_type":"DPoP"}"#),
+            token_response(br#"{"access_token":"abc","token_type":"DPoP"}"#, false),
             Err(AuthError::UnsupportedTokenType(t)) if t == "DPoP"
         ));
+        // Asked for a DPoP-bound token: `DPoP` is taken, and said so; `Bearer` too, unbound.
+        let bound = token_response(br#"{"access_token":"abc","token_type":"dpop"}"#, true).unwrap();
+        assert!(bound.dpop);
+        let plain =
+            token_response(br#"{"access_token":"abc","token_type":"Bearer"}"#, true).unwrap();
+        assert!(!plain.dpop);
         for bad in [
             &br#"{"token_type":"Bearer"}"#[..],
             br#"{"access_token":"a\nb","token_type":"Bearer"}"#,
@@ -336,14 +349,16 @@ mod tests {
             br#"{"access_token":"abc","token_type":"Bearer","expires_in":"60"}"#,
         ] {
             assert!(
-                matches!(token_response(bad), Err(AuthError::Malformed { .. })),
+                matches!(token_response(bad, false), Err(AuthError::Malformed { .. })),
                 "{}",
                 String::from_utf8_lossy(bad)
             );
         }
-        let huge =
-            token_response(br#"{"access_token":"abc","token_type":"Bearer","expires_in":1e300}"#)
-                .unwrap();
+        let huge = token_response(
+            br#"{"access_token":"abc","token_type":"Bearer","expires_in":1e300}"#,
+            false,
+        )
+        .unwrap();
         assert_eq!(huge.expires_in, Some(MAX_LIFETIME));
     }
 

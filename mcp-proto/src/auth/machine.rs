@@ -231,6 +231,13 @@ pub struct OAuthClient {
     flow: FlowCtx,
     /// A refresh was made for a challenge and no request has succeeded since.
     refreshed_on_challenge: bool,
+    /// DPoP: the current token is bound to the signer's key.
+    dpop_bound: bool,
+    /// DPoP: the authorization server's latest `DPoP-Nonce`.
+    as_nonce: Option<String>,
+    /// DPoP: the token request in flight (URL, headers without the proof, body), to send
+    /// again once with the server's nonce; `None` once it was.
+    token_request: Option<(Url, HeaderMap, Bytes)>,
 }
 
 impl std::fmt::Debug for OAuthClient {
@@ -315,7 +322,21 @@ impl OAuthClient {
             requested: Vec::new(),
             flow: FlowCtx::default(),
             refreshed_on_challenge: false,
+            dpop_bound: false,
+            as_nonce: None,
+            token_request: None,
         })
+    }
+
+    /// The signer of the current token's DPoP proofs, when the token is DPoP-bound (send it
+    /// with [`ClientSession::set_dpop_token`](crate::client::ClientSession::set_dpop_token)
+    /// rather than as a bearer token).
+    pub fn dpop_signer(&self) -> Option<std::sync::Arc<dyn crate::dpop::DpopSigner>> {
+        self.config
+            .dpop
+            .as_ref()
+            .filter(|_| self.dpop_bound && self.tokens.is_some())
+            .map(|s| s.0.clone())
     }
 
     // ------------------------------------------------------------------ getters
@@ -324,6 +345,11 @@ impl OAuthClient {
     /// token is held.
     pub fn authorization(&self) -> Option<&HeaderValue> {
         self.header.as_ref()
+    }
+
+    /// The MCP endpoint the machine authorizes for.
+    pub fn endpoint(&self) -> &str {
+        self.endpoint.as_str()
     }
 
     /// The access token, if one is held.
@@ -401,6 +427,16 @@ impl OAuthClient {
                     return;
                 }
                 x.status = Some(status);
+                if document == Document::Token
+                    && let Some(n) = headers
+                        .get(crate::http::DPOP_NONCE)
+                        .and_then(|v| v.to_str().ok())
+                {
+                    self.as_nonce = Some(n.to_owned());
+                }
+                let Some(x) = self.exchange.as_mut().filter(|x| x.id == id) else {
+                    return;
+                };
                 if x.method == Method::GET
                     && status.is_redirection()
                     && status != StatusCode::NOT_MODIFIED
@@ -590,6 +626,8 @@ impl OAuthClient {
             (State::Refreshing { on_challenge }, Ev::Response { status, body }) => {
                 if status.is_success() {
                     self.on_tokens(now, status, &body, true)
+                } else if self.retry_with_nonce(now, &documents::error_body(&body)) {
+                    State::Refreshing { on_challenge }
                 } else {
                     self.refresh_failed(now, on_challenge)
                 }
@@ -1395,6 +1433,11 @@ impl OAuthClient {
     fn on_tokens(&mut self, now: Instant, status: StatusCode, body: &[u8], refresh: bool) -> State {
         if !status.is_success() {
             let body = documents::error_body(body);
+            if self.retry_with_nonce(now, &body) {
+                // The same token request again (an authorization code's or a grant's: both
+                // wait for the token response alike).
+                return State::Requesting;
+            }
             if body.error.as_deref() == Some("invalid_client")
                 && let (Some(i), Some(md)) = (&self.identity, &self.server)
                 && i.dynamic
@@ -1409,7 +1452,8 @@ impl OAuthClient {
                 body,
             });
         }
-        let t = match documents::token_response(body) {
+        self.token_request = None;
+        let t = match documents::token_response(body, self.config.dpop.is_some()) {
             Ok(t) => t,
             Err(e) => return self.fail(e),
         };
@@ -1430,7 +1474,12 @@ impl OAuthClient {
             scope,
         };
         self.lifetime = t.expires_in;
-        self.header = bearer(&stored.access_token);
+        self.dpop_bound = t.dpop;
+        self.header = if t.dpop {
+            HeaderValue::try_from(format!("DPoP {}", stored.access_token)).ok()
+        } else {
+            bearer(&stored.access_token)
+        };
         self.config.store.save_tokens(&self.key, stored.clone());
         self.tokens = Some(stored);
         if !refresh {
@@ -1442,6 +1491,7 @@ impl OAuthClient {
 
     fn drop_tokens(&mut self) {
         self.tokens = None;
+        self.dpop_bound = false;
         self.header = None;
         self.lifetime = None;
         self.config.store.clear_tokens(&self.key);
@@ -1521,7 +1571,53 @@ impl OAuthClient {
             .ok_or_else(|| AuthError::Unsupported("no token_endpoint".into()))?;
         let url = urls::secure_url(&token, self.config.allow_http)?;
         let body = Bytes::from(form.finish());
+        self.token_request = Some((url.clone(), headers.clone(), body.clone()));
+        self.send_token(now, url, headers, body)
+    }
+
+    /// Sends a token request, with a DPoP proof when the client asks for bound tokens.
+    fn send_token(
+        &mut self,
+        now: Instant,
+        url: Url,
+        mut headers: HeaderMap,
+        body: Bytes,
+    ) -> Result<(), AuthError> {
+        if let Some(signer) = &self.config.dpop {
+            let target = crate::dpop::htu(url.as_str()).to_owned();
+            let request = crate::dpop::DpopRequest {
+                method: "POST",
+                url: &target,
+                access_token: None,
+                nonce: self.as_nonce.as_deref(),
+            };
+            let proof = signer.0.proof(&request).map_err(AuthError::Assertion)?;
+            let proof = HeaderValue::try_from(proof)
+                .map_err(|_| AuthError::Assertion("the DPoP proof is not a header value".into()))?;
+            headers.insert(http::HeaderName::from_static("dpop"), proof);
+        }
         self.send(now, Document::Token, Method::POST, url, headers, body, 0)
+    }
+
+    /// A token request refused with `use_dpop_nonce` (RFC 9449 §8): sent again once, with the
+    /// nonce the server gave. `false` when it does not apply or was done already.
+    fn retry_with_nonce(&mut self, now: Instant, body: &OAuthErrorBody) -> bool {
+        if self.config.dpop.is_none()
+            || body.error.as_deref() != Some("use_dpop_nonce")
+            || self.as_nonce.is_none()
+        {
+            return false;
+        }
+        let Some((url, headers, form)) = self.token_request.take() else {
+            return false;
+        };
+        match self.send_token(now, url, headers, form) {
+            Ok(()) => true,
+            Err(e) => {
+                self.out.push_back(AuthOutput::Failed(e));
+                false
+            }
+        }
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -56,6 +56,15 @@
 //! [`AssertionSigner`] (the key never enters the machine; `mcp-driver`'s `PrivateKeyJwt`
 //! signs ES256 or RS256 from PEM, adding `iat` and a 60 s `exp` from the system clock).
 //!
+//! **DPoP** (RFC 9449, [`OAuthConfig::with_dpop`]): every token request carries a proof of
+//! the application's [`DpopSigner`](crate::dpop::DpopSigner); a token issued as `DPoP` is
+//! bound ([`OAuthClient::dpop_signer`]) and goes on every MCP request with the `DPoP` scheme
+//! and a fresh proof (`ClientSession::set_dpop_token`). A token endpoint's `use_dpop_nonce`
+//! is answered by sending the same request again, once, with its `DPoP-Nonce`; the MCP
+//! server's, by the driver, once per new nonce. A bound token kept in a [`TokenStore`] is
+//! not known as bound after a restart: it is sent as a bearer token, refused, and a new
+//! one obtained.
+//!
 //! **Scopes**: the challenge's `scope`, else the resource's `scopes_supported`, else none;
 //! the configured scopes on top; `offline_access` when the authorization server lists it (and
 //! the grant is the authorization code grant). A re-authorization with the same server asks

@@ -1251,6 +1251,114 @@ fn enterprise_managed_trades_the_id_token_at_the_idp_then_redeems_the_id_jag() {
     ));
 }
 
+/// What a proof was for: method, URL, token, nonce.
+type ProofFor = (String, String, Option<String>, Option<String>);
+
+/// A DPoP signer that records what each proof was for and returns `proof-<n>`.
+#[derive(Default)]
+struct FakeDpop(std::sync::Mutex<Vec<ProofFor>>);
+
+impl crate::dpop::DpopSigner for FakeDpop {
+    fn proof(&self, r: &crate::dpop::DpopRequest<'_>) -> Result<String, String> {
+        let mut seen = self.0.lock().unwrap();
+        seen.push((
+            r.method.to_owned(),
+            r.url.to_owned(),
+            r.access_token.map(str::to_owned),
+            r.nonce.map(str::to_owned),
+        ));
+        Ok(format!("proof-{}", seen.len()))
+    }
+}
+
+#[test]
+fn dpop_proofs_go_on_token_requests_a_nonce_is_retried_once_and_the_token_is_bound() {
+    let signer = std::sync::Arc::new(FakeDpop::default());
+    let config = || {
+        OAuthConfig::client_credentials(
+            ClientMetadata::new("svc"),
+            ClientCredentials::confidential("svc-id", "svc-secret"),
+        )
+    };
+    let mut h = H::new(config().with_dpop(signer.clone()));
+    h.discover(machine_as(
+        "client_credentials",
+        json!(["client_secret_basic"]),
+    ));
+    let tok = h.http();
+    assert_eq!(tok.headers["dpop"], "proof-1");
+    // The AS wants a nonce: the same request again, once, with it.
+    let mut nonce = HeaderMap::new();
+    nonce.insert("dpop-nonce", HeaderValue::from_static("as-n1"));
+    h.respond_with(tok.id, 400, nonce.clone(), br#"{"error":"use_dpop_nonce"}"#);
+    let again = h.http();
+    assert_eq!(again.body, tok.body);
+    assert_eq!(again.headers["dpop"], "proof-2");
+    {
+        let seen = signer.0.lock().unwrap();
+        assert_eq!(
+            seen[0],
+            (
+                "POST".into(),
+                "https://auth.example.com/token".into(),
+                None,
+                None
+            )
+        );
+        assert_eq!(seen[1].3.as_deref(), Some("as-n1"));
+    }
+    // Asked again: no second retry, the flow fails.
+    h.respond_with(again.id, 400, nonce, br#"{"error":"use_dpop_nonce"}"#);
+    let outs = h.drain();
+    assert!(
+        outs.iter().all(|o| !matches!(o, AuthOutput::Http(_))),
+        "{outs:?}"
+    );
+    assert!(matches!(failed(&outs), AuthError::Rejected { .. }));
+    // A DPoP token: bound, the signer handed out with it.
+    let mut h = H::new(config().with_dpop(signer.clone()));
+    h.discover(machine_as(
+        "client_credentials",
+        json!(["client_secret_basic"]),
+    ));
+    let tok = h.http();
+    h.respond(
+        tok.id,
+        200,
+        &json!({"access_token": "bound", "token_type": "DPoP", "expires_in": 600}),
+    );
+    assert_eq!(h.drain(), [AuthOutput::Authorized]);
+    assert!(h.c.dpop_signer().is_some());
+    assert_eq!(h.c.authorization().unwrap(), "DPoP bound");
+    // A server that ignores DPoP and issues a bearer token: not bound.
+    let mut h = H::new(config().with_dpop(signer.clone()));
+    h.discover(machine_as(
+        "client_credentials",
+        json!(["client_secret_basic"]),
+    ));
+    let tok = h.http();
+    h.respond(tok.id, 200, &token_doc("plain", None, 600));
+    assert_eq!(h.drain(), [AuthOutput::Authorized]);
+    assert!(h.c.dpop_signer().is_none());
+    // Without DPoP asked for, a DPoP token is refused, and no proof is sent.
+    let mut h = H::new(config());
+    h.discover(machine_as(
+        "client_credentials",
+        json!(["client_secret_basic"]),
+    ));
+    let tok = h.http();
+    assert!(!tok.headers.contains_key("dpop"));
+    h.respond(
+        tok.id,
+        200,
+        &json!({"access_token": "bound", "token_type": "DPoP"}),
+    );
+    assert!(matches!(
+        failed(&h.drain()),
+        AuthError::UnsupportedTokenType(_)
+    ));
+}
+
 #[test]
 fn limits_bound_documents_redirects_exchanges_and_the_person() {
     // Document size.

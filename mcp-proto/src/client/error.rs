@@ -192,8 +192,9 @@ pub enum ClientError {
     AuthorizationRequired {
         /// 401 or 403.
         status: StatusCode,
-        /// The `WWW-Authenticate: Bearer` parameters (empty if there were none).
-        challenge: BearerChallenge,
+        /// The `WWW-Authenticate` parameters (empty if there were none); boxed, to keep
+        /// every `Result` of the client small.
+        challenge: Box<BearerChallenge>,
     },
     /// Authorization was attempted for this message and failed, or was retried as often as
     /// allowed ([`super::ClientConfig::with_authorization_hold`]).

@@ -283,6 +283,18 @@ struct Held {
     stream: StreamId,
 }
 
+/// A DPoP-bound access token and what its proofs need.
+struct DpopToken {
+    token: Box<str>,
+    /// `DPoP <token>`.
+    header: HeaderValue,
+    signer: std::sync::Arc<dyn crate::dpop::DpopSigner>,
+    /// `htu`: the endpoint without query.
+    url: Box<str>,
+    /// The MCP server's latest `DPoP-Nonce`.
+    nonce: Option<Box<str>>,
+}
+
 /// The client side of one MCP connection over Streamable HTTP. See the module docs.
 pub struct ClientSession {
     limits: Limits,
@@ -295,6 +307,9 @@ pub struct ClientSession {
     header_fn: Option<HeaderFn>,
     bearer: Option<TokenProvider>,
     token: Option<HeaderValue>,
+    /// A DPoP-bound token ([`set_dpop_token`](ClientSession::set_dpop_token)): every request
+    /// carries it with the `DPoP` scheme and a fresh proof.
+    dpop: Option<DpopToken>,
     phase: Phase,
     session: Option<Box<str>>,
     version: Option<ProtocolVersion>,
@@ -418,6 +433,7 @@ impl ClientSession {
             header_fn,
             bearer,
             token: None,
+            dpop: None,
             phase,
             session,
             version,
@@ -702,6 +718,45 @@ impl ClientSession {
         }
         self.run_listen(now, ListenInput::Stop);
         Ok(())
+    }
+
+    /// Sets (or clears) a DPoP-bound access token (RFC 9449 §7.1): every request then carries
+    /// `Authorization: DPoP <token>` and a `DPoP` proof made by `signer` for its method and
+    /// `url` (the endpoint, without query), with the token's hash and the server's latest
+    /// nonce. Replaces a bearer token.
+    pub fn set_dpop_token(
+        &mut self,
+        token: Option<(&str, std::sync::Arc<dyn crate::dpop::DpopSigner>, &str)>,
+    ) -> Result<(), ApiMisuse> {
+        let nonce = self.dpop.as_mut().and_then(|d| d.nonce.take());
+        self.dpop = match token {
+            None => None,
+            Some((token, signer, url)) => {
+                let header = HeaderValue::try_from(format!("DPoP {token}"))
+                    .map_err(|_| ApiMisuse::InvalidToken)?;
+                self.token = None;
+                Some(DpopToken {
+                    token: token.into(),
+                    header,
+                    signer,
+                    url: crate::dpop::htu(url).into(),
+                    nonce,
+                })
+            }
+        };
+        Ok(())
+    }
+
+    /// The MCP server's DPoP nonce (RFC 9449 §9) for the next proofs; `false` when it is
+    /// the one already in use (asked again for the same nonce: do not send again).
+    pub fn set_dpop_nonce(&mut self, nonce: &str) -> bool {
+        match self.dpop.as_mut() {
+            Some(d) if d.nonce.as_deref() != Some(nonce) => {
+                d.nonce = Some(nonce.into());
+                true
+            }
+            _ => false,
+        }
     }
 
     // S-AUTH-2.

@@ -449,7 +449,7 @@ impl PostStream {
             });
             fx.push(PostEffect::Failed(ClientError::AuthorizationRequired {
                 status,
-                challenge,
+                challenge: Box::new(challenge),
             }));
             return PostState::Discard { seen: 0 };
         }

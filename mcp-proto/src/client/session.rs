@@ -162,6 +162,22 @@ impl ClientSession {
         if let Some(t) = token {
             h.insert(AUTHORIZATION, t);
         }
+        if let Some(d) = &self.dpop {
+            // RFC 9449 §7.1: the DPoP scheme and a fresh proof for this request.
+            let request = crate::dpop::DpopRequest {
+                method: method.as_str(),
+                url: &d.url,
+                access_token: Some(&d.token),
+                nonce: d.nonce.as_deref(),
+            };
+            match d.signer.proof(&request).map(HeaderValue::try_from) {
+                Ok(Ok(proof)) => {
+                    h.insert(AUTHORIZATION, d.header.clone());
+                    h.insert(http::HeaderName::from_static("dpop"), proof);
+                }
+                _ => self.event(ClientEvent::InvalidBearerToken),
+            }
+        }
         match kind {
             HttpRequestKind::Post => {
                 h.insert(ACCEPT, HeaderValue::from_static(mime::POST_ACCEPT));

@@ -40,6 +40,9 @@ const CLAIMED = {
     // Enterprise-managed authorization (SEP-990): the IdP's token exchange (RFC 8693) for an
     // ID-JAG, redeemed with the JWT bearer grant.
     'auth/enterprise-managed-authorization',
+    // DPoP (SEP-1932, RFC 9449): bound tokens, a proof per request, both servers' nonces.
+    'auth/dpop',
+    'auth/dpop-nonce',
     // Skills (SEP-2640).
     'sep-2640-client-no-prefetch',
     'sep-2640-client-verify-digest',

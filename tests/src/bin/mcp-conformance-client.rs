@@ -26,7 +26,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use mcp_driver::{OAuth, PrivateKeyJwt};
+use mcp_driver::{DpopKey, OAuth, PrivateKeyJwt};
 use mcp_proto::auth::{ClientCredentials, ClientMetadata, IdentityProvider, OAuthConfig};
 use mcp_proto::client::{ClientConfig, EraMode};
 use mcp_proto::version::ProtocolVersion;
@@ -629,6 +629,13 @@ async fn run_auth_scenario(run: &Run, scenario: &str) -> Result<(), String> {
             Some(creds) => config.with_credentials(creds),
             None => config,
         }
+    };
+    // DPoP (RFC 9449): tokens bound to a fresh key, proofs on every request.
+    let config = if scenario.starts_with("auth/dpop") {
+        let key = DpopKey::generate().map_err(|e| format!("a DPoP key: {e}"))?;
+        config.with_dpop(Arc::new(key))
+    } else {
+        config
     };
     let oauth = OAuth::new(config).on_authorize(|req| browser(req.url));
     let (builder, config) = run.era(builder(), ClientConfig::new());
