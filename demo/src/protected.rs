@@ -23,6 +23,15 @@
 //! at most once per [`JwtValidator::refetch_interval`], so a stream of made-up `kid`s costs
 //! the key server nothing.
 //!
+//! **DPoP** ([`JwtValidator::with_dpop`], RFC 9449): a token whose `cnf.jkt` binds it to a
+//! key must come as `Authorization: DPoP <token>` with a `DPoP` proof of that key for this
+//! request (method, the resource URL, the token's hash, a fresh `jti`, `iat` within the
+//! window, the server's nonce when nonces are on), checked by `mcp_driver`'s
+//! [`DpopVerifier`]; any failure is `401` with `WWW-Authenticate: DPoP error="…",
+//! algs="…"` (and `DPoP-Nonce` when the proof must carry a new nonce). With DPoP required,
+//! unbound tokens are refused the same way; a bound token is never accepted as a bearer
+//! token.
+//!
 //! [`DemoIssuer`] stands in for an authorization server, to try all this without one: a P-256
 //! key made at startup, its public half as a JWKS, and ES256 tokens signed with it.
 
@@ -37,7 +46,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::jwk::{AlgorithmParameters, EllipticCurve, Jwk, KeyAlgorithm, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
-use mcp_driver::DriverConfig;
+use mcp_driver::{DpopCheck, DpopVerifier, DriverConfig};
 use mcp_proto::server::{AuthDecision, ProtectedResourceMetadata, RequestHead, ServerConfig};
 use mcp_service::{CallToolResult, Server, Tool, ToolArgs};
 use ring::rand::{SecureRandom, SystemRandom};
@@ -263,6 +272,18 @@ pub struct Claims {
     /// The scopes granted, space-separated.
     #[serde(default)]
     pub scope: Option<String>,
+    /// The key the token is bound to (RFC 9449 §6.1: `cnf.jkt`), if it is.
+    #[serde(default)]
+    pub cnf: Option<Confirmation>,
+}
+
+/// A token's `cnf` claim (RFC 7800).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[non_exhaustive]
+pub struct Confirmation {
+    /// The JWK SHA-256 thumbprint of the key the token is bound to (RFC 9449).
+    #[serde(default)]
+    pub jkt: Option<String>,
 }
 
 impl Claims {
@@ -331,9 +352,18 @@ fn describe(kind: &ErrorKind) -> &'static str {
 
 /// The token of an `Authorization: Bearer <token>` header value (the scheme in any case).
 pub fn bearer_token(authorization: &str) -> Option<&str> {
-    let (scheme, token) = authorization.trim().split_once(' ')?;
+    token_of(authorization, "bearer")
+}
+
+/// The token of an `Authorization: DPoP <token>` header value (RFC 9449 §7.1).
+pub fn dpop_token(authorization: &str) -> Option<&str> {
+    token_of(authorization, "dpop")
+}
+
+fn token_of<'a>(authorization: &'a str, scheme: &str) -> Option<&'a str> {
+    let (s, token) = authorization.trim().split_once(' ')?;
     let token = token.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+    (s.eq_ignore_ascii_case(scheme) && !token.is_empty()).then_some(token)
 }
 
 #[derive(Default)]
@@ -351,6 +381,19 @@ pub struct JwtValidator {
     source: KeySource,
     refetch_interval: Duration,
     cache: Mutex<Cache>,
+    /// DPoP: the proofs' verifier, and whether unbound tokens are refused.
+    dpop: Option<(Arc<DpopVerifier>, bool)>,
+}
+
+/// What a request shows the validator: its `Authorization` and `DPoP` headers, its method.
+#[derive(Debug, Clone, Default)]
+pub struct Presented {
+    /// The `Authorization` header.
+    pub authorization: Option<String>,
+    /// The `DPoP` header values.
+    pub dpop: Vec<String>,
+    /// The method.
+    pub method: String,
 }
 
 impl fmt::Debug for JwtValidator {
@@ -373,7 +416,15 @@ impl JwtValidator {
             source,
             refetch_interval: Self::DEFAULT_REFETCH_INTERVAL,
             cache: Mutex::default(),
+            dpop: None,
         }
+    }
+
+    /// Accepts DPoP-bound tokens (RFC 9449) with proofs checked by `verifier`; with
+    /// `required`, only those (an unbound token is refused with a `DPoP` challenge).
+    pub fn with_dpop(mut self, verifier: Arc<DpopVerifier>, required: bool) -> Self {
+        self.dpop = Some((verifier, required));
+        self
     }
 
     /// The source is asked at most once per `interval` (default 30 s): when a token names a
@@ -482,19 +533,80 @@ impl JwtValidator {
         Ok(claims)
     }
 
-    /// The verdict on a request whose `Authorization` header is `authorization`.
+    /// The verdict on a request whose `Authorization` header is `authorization` (bearer
+    /// tokens only: see [`decide_request`](Self::decide_request) for DPoP).
     pub async fn decide(&self, authorization: Option<&str>) -> AuthDecision {
-        let Some(token) = authorization.and_then(bearer_token) else {
-            return Rejection::NoToken.decision(&self.policy);
+        self.decide_request(Presented {
+            authorization: authorization.map(str::to_owned),
+            dpop: Vec::new(),
+            method: "POST".to_owned(),
+        })
+        .await
+    }
+
+    /// The verdict on a request that `presented` its credentials (see the module docs).
+    pub async fn decide_request(&self, presented: Presented) -> AuthDecision {
+        let auth = presented.authorization.as_deref();
+        let (token, dpop_scheme) = match (auth.and_then(bearer_token), auth.and_then(dpop_token)) {
+            (Some(t), _) => (t, false),
+            (None, Some(t)) if self.dpop.is_some() => (t, true),
+            _ => return self.no_token(),
         };
-        match self.verify(token).await {
-            Ok(claims) => AuthDecision::allow(claims.sub),
+        let claims = match self.verify(token).await {
+            Ok(claims) => claims,
             Err(rejection) => {
                 if let Rejection::Unavailable(why) = &rejection {
                     tracing::warn!(error = %why, "the JWT key set cannot be read");
                 }
-                rejection.decision(&self.policy)
+                return rejection.decision(&self.policy);
             }
+        };
+        let bound = claims.cnf.as_ref().and_then(|c| c.jkt.as_deref());
+        let invalid = |why: &str| AuthDecision::DpopUnauthorized {
+            error: Some("invalid_token".to_owned()),
+            description: Some(why.to_owned()),
+            algs: mcp_driver::dpop_algs(),
+            nonce: None,
+        };
+        match (&self.dpop, bound, dpop_scheme) {
+            (None, Some(_), _) => {
+                Rejection::InvalidToken("DPoP-bound tokens are not accepted here")
+                    .decision(&self.policy)
+            }
+            (Some(_), Some(_), false) => {
+                invalid("a DPoP-bound token goes with the DPoP scheme and a proof")
+            }
+            (Some((verifier, _)), Some(jkt), true) => {
+                let proofs: Vec<&str> = presented.dpop.iter().map(String::as_str).collect();
+                let check = DpopCheck {
+                    proofs: &proofs,
+                    method: &presented.method,
+                    url: &self.policy.audience,
+                    access_token: token,
+                    jkt,
+                };
+                match verifier.check(SystemTime::now(), &check) {
+                    Ok(()) => AuthDecision::allow(claims.sub),
+                    Err(refusal) => refusal.decision(),
+                }
+            }
+            (_, None, true) => invalid("the token is not DPoP-bound"),
+            (Some((_, true)), None, false) => invalid("this server takes DPoP-bound tokens only"),
+            (_, None, false) => AuthDecision::allow(claims.sub),
+        }
+    }
+
+    /// No token: the challenge says which scheme to use (`DPoP`, with a nonce when nonces
+    /// are on, when DPoP is required; `Bearer` otherwise).
+    fn no_token(&self) -> AuthDecision {
+        match &self.dpop {
+            Some((verifier, true)) => AuthDecision::DpopUnauthorized {
+                error: None,
+                description: None,
+                algs: mcp_driver::dpop_algs(),
+                nonce: verifier.nonce(SystemTime::now()),
+            },
+            _ => Rejection::NoToken.decision(&self.policy),
         }
     }
 }
@@ -516,13 +628,22 @@ pub fn protect(
     let driver = driver
         .with_authentication_timeout(AUTHENTICATION_TIMEOUT)
         .with_authenticator(move |head: &RequestHead<'_>| {
-            let authorization = head
-                .headers
-                .get("authorization")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
+            let presented = Presented {
+                authorization: head
+                    .headers
+                    .get("authorization")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned),
+                dpop: head
+                    .headers
+                    .get_all("dpop")
+                    .iter()
+                    .filter_map(|v| v.to_str().ok().map(str::to_owned))
+                    .collect(),
+                method: head.method.as_str().to_owned(),
+            };
             let validator = validator.clone();
-            async move { validator.decide(authorization.as_deref()).await }
+            async move { validator.decide_request(presented).await }
         });
     (config.with_protected_resource(metadata), driver)
 }
@@ -625,6 +746,12 @@ impl DemoIssuer {
         })
     }
 
+    /// `claims` bound to the key whose JWK SHA-256 thumbprint is `jkt` (`cnf.jkt`, for DPoP).
+    pub fn bind(mut claims: Value, jkt: &str) -> Value {
+        claims["cnf"] = json!({ "jkt": jkt });
+        claims
+    }
+
     /// Signs `claims` (ES256, with this key's `kid`, `typ: at+jwt`).
     pub fn sign(&self, claims: &Value) -> Result<String, String> {
         let mut header = Header::new(Algorithm::ES256);
@@ -698,6 +825,7 @@ mod tests {
         let claims = |scope: Option<&str>| Claims {
             sub: "a".into(),
             scope: scope.map(str::to_owned),
+            cnf: None,
         };
         assert!(claims(Some("profile mcp")).has_scope("mcp"));
         assert!(!claims(Some("mcp:read")).has_scope("mcp"));

@@ -17,6 +17,8 @@ use http::{HeaderMap, Method, Request, StatusCode, header};
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use mcp_demo::protected::{self, DemoIssuer, JwtValidator, KeySource, TokenPolicy};
+use mcp_driver::{DpopKey, DpopPolicy, DpopVerifier};
+use mcp_proto::dpop::{DpopRequest, DpopSigner};
 use mcp_proto::server::ServerConfig;
 use mcp_tests::runtime::{DriverConfig, Runtime, Serving};
 use serde_json::{Value, json};
@@ -90,6 +92,19 @@ async fn request(
     session: Option<&str>,
     body: Option<Value>,
 ) -> Answer {
+    request_with(addr, method, path, authorization, session, &[], body).await
+}
+
+/// [`request`] with `extra` headers (a DPoP proof).
+async fn request_with(
+    addr: SocketAddr,
+    method: Method,
+    path: &str,
+    authorization: Option<&str>,
+    session: Option<&str>,
+    extra: &[(&str, &str)],
+    body: Option<Value>,
+) -> Answer {
     let tcp = bounded("connect", tokio::net::TcpStream::connect(addr))
         .await
         .expect("connect");
@@ -112,6 +127,9 @@ async fn request(
     }
     if let Some(id) = session {
         req = req.header("Mcp-Session-Id", id);
+    }
+    for (name, value) in extra {
+        req = req.header(*name, *value);
     }
     let body = body.map_or_else(Bytes::new, |b| Bytes::from(b.to_string()));
     let req = req.body(Full::new(body)).expect("request");
@@ -413,6 +431,178 @@ async fn tokens_are_checked_on_the_wire(rt: Runtime) {
 }
 
 /// A key source that counts its reads and answers what the test sets.
+/// DPoP-bound tokens on the wire (nonces on, DPoP required): a token bound to the client's
+/// key gets in only as `DPoP` with a fresh proof of that key for this request and the
+/// server's nonce; every other presentation is a 401 `DPoP` challenge naming the metadata,
+/// the error and the algorithms (with a `DPoP-Nonce` where a nonce is due).
+async fn dpop_tokens_are_checked_on_the_wire(rt: Runtime) {
+    let demo = DemoIssuer::with_kid(ISSUER, "k1").expect("demo issuer");
+    let verifier = Arc::new(DpopVerifier::new(
+        DpopPolicy::default().with_nonces(Duration::from_secs(300)),
+    ));
+    let (serving, url) = serve(rt, |url| {
+        JwtValidator::new(TokenPolicy::new(ISSUER, url), KeySource::fixed(demo.jwks()))
+            .with_dpop(verifier.clone(), true)
+    })
+    .await;
+    let addr = serving.local_addr();
+    let prm = metadata_url(&url);
+    let algs = mcp_driver::dpop_algs();
+    let key = DpopKey::generate().expect("a DPoP key");
+    let bound = |claims: Value, key: &DpopKey| {
+        demo.sign(&DemoIssuer::bind(claims, &key.thumbprint()))
+            .expect("token")
+    };
+    let token = bound(demo.claims("alice", &url, "mcp", HOUR), &key);
+    let proof = |key: &DpopKey, method: &str, url: &str, token: &str, nonce: Option<&str>| {
+        key.proof(&DpopRequest {
+            method,
+            url,
+            access_token: Some(token),
+            nonce,
+        })
+        .expect("a proof")
+    };
+    let dpop = format!("DPoP {token}");
+    let send = |authorization: String, proofs: Vec<String>| async move {
+        let extra: Vec<(&str, &str)> = proofs.iter().map(|p| ("dpop", p.as_str())).collect();
+        request_with(
+            addr,
+            Method::POST,
+            "/mcp",
+            Some(&authorization),
+            None,
+            &extra,
+            Some(initialize()),
+        )
+        .await
+    };
+
+    // No token: a DPoP challenge with the algorithms and a nonce to use.
+    let a = request(addr, Method::POST, "/mcp", None, None, Some(initialize())).await;
+    assert_eq!(a.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        a.challenge(),
+        format!(r#"DPoP resource_metadata="{prm}", algs="{algs}""#)
+    );
+    assert!(a.headers.contains_key("dpop-nonce"));
+
+    // A good proof without the nonce: use_dpop_nonce, and the nonce.
+    let a = send(dpop.clone(), vec![proof(&key, "POST", &url, &token, None)]).await;
+    assert_eq!(a.status, StatusCode::UNAUTHORIZED);
+    assert!(
+        a.challenge().starts_with(&format!(
+            r#"DPoP resource_metadata="{prm}", error="use_dpop_nonce""#
+        )),
+        "{}",
+        a.challenge()
+    );
+    let nonce = a.headers["dpop-nonce"]
+        .to_str()
+        .expect("a nonce")
+        .to_owned();
+
+    // With it: in, as the token's subject.
+    let good = proof(&key, "POST", &url, &token, Some(&nonce));
+    let ok = send(dpop.clone(), vec![good.clone()]).await;
+    assert_eq!(ok.status, StatusCode::OK, "{} {:?}", ok.body, ok.headers);
+    assert!(ok.body["result"]["serverInfo"].is_object(), "{}", ok.body);
+
+    // Each of these is refused: (what, authorization, proofs, error).
+    let other = DpopKey::generate().expect("another key");
+    let plain = demo
+        .token("alice", &url, "mcp", HOUR)
+        .expect("an unbound token");
+    let n = Some(nonce.as_str());
+    let cases: Vec<(&str, String, Vec<String>, &str)> = vec![
+        (
+            "the same proof again",
+            dpop.clone(),
+            vec![good],
+            "invalid_dpop_proof",
+        ),
+        ("no proof", dpop.clone(), vec![], "invalid_dpop_proof"),
+        (
+            "two proofs",
+            dpop.clone(),
+            vec![
+                proof(&key, "POST", &url, &token, n),
+                proof(&key, "POST", &url, &token, n),
+            ],
+            "invalid_dpop_proof",
+        ),
+        (
+            "another method",
+            dpop.clone(),
+            vec![proof(&key, "GET", &url, &token, n)],
+            "invalid_dpop_proof",
+        ),
+        (
+            "another URL",
+            dpop.clone(),
+            vec![proof(&key, "POST", "http://127.0.0.1:1/mcp", &token, n)],
+            "invalid_dpop_proof",
+        ),
+        (
+            "another token's hash",
+            dpop.clone(),
+            vec![proof(&key, "POST", &url, &plain, n)],
+            "invalid_dpop_proof",
+        ),
+        (
+            "another key",
+            dpop.clone(),
+            vec![proof(&other, "POST", &url, &token, n)],
+            "invalid_token",
+        ),
+        (
+            "a bound token as a bearer token",
+            format!("Bearer {token}"),
+            vec![proof(&key, "POST", &url, &token, n)],
+            "invalid_token",
+        ),
+        (
+            "an unbound token, DPoP required",
+            format!("Bearer {plain}"),
+            vec![],
+            "invalid_token",
+        ),
+        (
+            "an unbound token as DPoP",
+            format!("DPoP {plain}"),
+            vec![proof(&key, "POST", &url, &plain, n)],
+            "invalid_token",
+        ),
+    ];
+    for (what, authorization, proofs, error) in cases {
+        let a = send(authorization, proofs).await;
+        assert_eq!(a.status, StatusCode::UNAUTHORIZED, "{what}: {}", a.body);
+        let c = a.challenge().to_owned();
+        assert!(
+            c.starts_with(&format!(
+                r#"DPoP resource_metadata="{prm}", error="{error}""#
+            )) && c.ends_with(&format!(r#"algs="{algs}""#)),
+            "{what}: {c}"
+        );
+    }
+    // An expired bound token is refused as any expired token is.
+    let mut old = DemoIssuer::bind(demo.claims("alice", &url, "mcp", HOUR), &key.thumbprint());
+    old["exp"] = json!(now() - 3600);
+    let old = demo.sign(&old).expect("token");
+    let a = send(
+        format!("DPoP {old}"),
+        vec![proof(&key, "POST", &url, &old, n)],
+    )
+    .await;
+    assert_eq!(a.status, StatusCode::UNAUTHORIZED);
+    assert!(
+        a.challenge().contains(r#"error="invalid_token""#),
+        "{}",
+        a.challenge()
+    );
+    bounded("shutdown", serving.shutdown()).await;
+}
+
 #[derive(Clone)]
 struct Keys {
     doc: Arc<Mutex<Result<String, String>>>,
@@ -557,4 +747,5 @@ macro_rules! on_every_runtime {
 on_every_runtime![
     tokens_are_checked_on_the_wire,
     the_key_set_follows_rotation_and_its_outage_is_a_503,
+    dpop_tokens_are_checked_on_the_wire,
 ];

@@ -224,18 +224,23 @@ impl DpopSigner for DpopKey {
     }
 }
 
+/// A P-256 test key (PKCS#8), made for these tests only.
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use jsonwebtoken::{DecodingKey, Validation};
-
-    /// A P-256 key pair (PKCS#8 private, SPKI public), made for this test only.
-    const EC_PRIVATE: &str = "-----BEGIN PRIVATE KEY-----
+pub(crate) mod tests_key {
+    pub(crate) const EC_PRIVATE: &str = "-----BEGIN PRIVATE KEY-----
 MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgFpcpq3y7StJgBEQl
 8rk1yAHkq1SYZNGRegE5K9fIEquhRANCAATphBYmyr6P7F5uaXikPSIbesKN7CHH
 q5px/NuGOFAyQMkPguAH1XAwbQpn1P8oA2bHG0cH+NvR7M8I6QqRnot/
 -----END PRIVATE KEY-----
 ";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use jsonwebtoken::{DecodingKey, Validation};
+
+    use super::tests_key::EC_PRIVATE;
     const EC_PUBLIC: &str = "-----BEGIN PUBLIC KEY-----
 MFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE6YQWJsq+j+xebml4pD0iG3rCjewh
 x6uacfzbhjhQMkDJD4LgB9VwMG0KZ9T/KANmxxtHB/jb0ezPCOkKkZ6Lfw==

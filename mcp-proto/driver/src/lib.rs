@@ -58,6 +58,8 @@
 mod auth;
 mod client;
 mod cluster;
+#[cfg(feature = "jwt")]
+mod dpop_verify;
 mod era;
 #[cfg(feature = "jwt")]
 mod jwt;
@@ -78,6 +80,10 @@ pub use client::{
     ClientDriver, ClientHandle, Connect, ConnectError, Engine, NetEvent, NetEventKind, NetEvents,
 };
 pub use cluster::{ClusterBackend, ClusterInbox, SharedMemoryCluster, StoreLink};
+#[cfg(feature = "jwt")]
+pub use dpop_verify::{
+    DPOP_ALGORITHMS, DpopCheck, DpopPolicy, DpopRefusal, DpopVerifier, dpop_algs,
+};
 pub use era::EraCache;
 #[cfg(feature = "jwt")]
 pub use jwt::{DEFAULT_ASSERTION_LIFETIME, DpopKey, JwtKeyError, PrivateKeyJwt};

@@ -9,7 +9,7 @@ use http::header::{self, HeaderValue};
 use http::{HeaderMap, Method, StatusCode};
 
 use super::error::ProtocolError;
-use super::security::{AuthDecision, bearer_challenge};
+use super::security::{AuthDecision, bearer_challenge, dpop_challenge};
 use super::{RequestHead, ServerConfig};
 use crate::http::{accepts, content_type_is, header as mcp_header, header_name, mime};
 use crate::jsonrpc::{ErrorObject, Response};
@@ -166,6 +166,21 @@ impl ServerConfig {
                         scope.as_deref(),
                     ),
                 );
+                Err((ProtocolError::Unauthorized, extra))
+            }
+            AuthDecision::DpopUnauthorized {
+                error,
+                description,
+                algs,
+                nonce,
+            } => {
+                extra.insert(
+                    header::WWW_AUTHENTICATE,
+                    dpop_challenge(prm, error.as_deref(), description.as_deref(), &algs),
+                );
+                if let Some(n) = nonce.and_then(|n| http::HeaderValue::try_from(n).ok()) {
+                    extra.insert(http::HeaderName::from_static(crate::http::DPOP_NONCE), n);
+                }
                 Err((ProtocolError::Unauthorized, extra))
             }
             AuthDecision::InsufficientScope { scope, description } => {

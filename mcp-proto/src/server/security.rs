@@ -203,9 +203,9 @@ pub struct CorsConfig {
     pub extra_exposed_headers: Vec<String>,
 }
 
-const CORS_ALLOWED_HEADERS: &str =
-    "content-type, accept, authorization, mcp-session-id, mcp-protocol-version, last-event-id";
-const CORS_EXPOSED_HEADERS: &str = "mcp-session-id, mcp-protocol-version, www-authenticate";
+const CORS_ALLOWED_HEADERS: &str = "content-type, accept, authorization, dpop, mcp-session-id, mcp-protocol-version, last-event-id";
+const CORS_EXPOSED_HEADERS: &str =
+    "mcp-session-id, mcp-protocol-version, www-authenticate, dpop-nonce";
 
 impl CorsConfig {
     /// CORS for exactly these origins.
@@ -355,6 +355,21 @@ pub enum AuthDecision {
     Unavailable {
         /// What is unavailable, for the error message.
         description: Option<String>,
+    },
+    /// `401 Unauthorized` with a `DPoP` challenge (RFC 9449 §7.1): for a DPoP-bound token
+    /// whose proof is missing or wrong, or a request that must prove possession.
+    /// `resource_metadata` is added as for [`Unauthorized`](Self::Unauthorized); `nonce`, when
+    /// set, goes in a `DPoP-Nonce` header (§9: with `error="use_dpop_nonce"` the client sends
+    /// the request again with it).
+    DpopUnauthorized {
+        /// `error`: `invalid_dpop_proof`, `use_dpop_nonce`, `invalid_token`, ….
+        error: Option<String>,
+        /// `error_description`.
+        description: Option<String>,
+        /// `algs`: the proof algorithms accepted, space-separated (`ES256`).
+        algs: String,
+        /// The nonce the next proof must carry.
+        nonce: Option<String>,
     },
 }
 
@@ -535,7 +550,28 @@ pub(crate) fn bearer_challenge(
     description: Option<&str>,
     scope: Option<&str>,
 ) -> HeaderValue {
-    let mut s = String::from("Bearer");
+    challenge("Bearer", prm, error, description, scope, None)
+}
+
+/// The `WWW-Authenticate: DPoP …` value for a refusal (RFC 9449 §7.1).
+pub(crate) fn dpop_challenge(
+    prm: Option<&ProtectedResourceMetadata>,
+    error: Option<&str>,
+    description: Option<&str>,
+    algs: &str,
+) -> HeaderValue {
+    challenge("DPoP", prm, error, description, None, Some(algs))
+}
+
+fn challenge(
+    scheme: &'static str,
+    prm: Option<&ProtectedResourceMetadata>,
+    error: Option<&str>,
+    description: Option<&str>,
+    scope: Option<&str>,
+    algs: Option<&str>,
+) -> HeaderValue {
+    let mut s = String::from(scheme);
     let mut first = true;
     let mut param = |s: &mut String, name: &str, v: &str| {
         s.push_str(if first { " " } else { ", " });
@@ -556,7 +592,10 @@ pub(crate) fn bearer_challenge(
     if let Some(d) = description {
         param(&mut s, "error_description", d);
     }
-    HeaderValue::from_str(&s).unwrap_or_else(|_| HeaderValue::from_static("Bearer"))
+    if let Some(a) = algs {
+        param(&mut s, "algs", a);
+    }
+    HeaderValue::from_str(&s).unwrap_or_else(|_| HeaderValue::from_static(scheme))
 }
 
 impl fmt::Display for HostValidation {
