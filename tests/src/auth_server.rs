@@ -3,7 +3,10 @@
 //! endpoint that consents at once (it redirects with a code, `state` and `iss`), and a token
 //! endpoint for the authorization code grant (PKCE S256 verified, `redirect_uri` and
 //! `resource` checked, codes single-use) and the refresh token grant (rotated). Tokens expire
-//! on the wall clock; [`AuthServer::subject`] is what a protected MCP server asks.
+//! on the wall clock; [`AuthServer::subject`] is what a protected MCP server asks. With
+//! [`AsConfig::dpop`], a token request carrying a `DPoP` proof (checked by `mcp_driver`'s
+//! `DpopVerifier`, nonces as its policy says) gets a `DPoP` token bound to the proof's key
+//! ([`AuthServer::binding`]).
 //!
 //! [`browser`] plays the person's user agent: it follows the authorization URL and returns
 //! the redirect the server answered with, without following it.
@@ -28,6 +31,8 @@ pub struct AsConfig {
     pub token_lifetime: Duration,
     /// Whether refresh tokens are issued.
     pub refresh_tokens: bool,
+    /// DPoP at the token endpoint (RFC 9449 §5), with this policy.
+    pub dpop: Option<mcp_driver::DpopPolicy>,
 }
 
 impl Default for AsConfig {
@@ -35,6 +40,7 @@ impl Default for AsConfig {
         AsConfig {
             token_lifetime: Duration::from_secs(3600),
             refresh_tokens: true,
+            dpop: None,
         }
     }
 }
@@ -56,6 +62,10 @@ pub struct AsStats {
     pub refused: u32,
     /// The `resource` of the last token request.
     pub last_resource: Option<String>,
+    /// DPoP-bound tokens issued.
+    pub dpop_tokens: u32,
+    /// Token requests refused for their DPoP proof (a nonce asked for included).
+    pub dpop_refused: u32,
 }
 
 struct Code {
@@ -70,8 +80,10 @@ struct Code {
 struct State {
     clients: HashMap<String, Vec<String>>,
     codes: HashMap<String, Code>,
-    access: HashMap<String, (Instant, String)>,
-    refresh: HashMap<String, (String, Option<String>)>,
+    /// Access token → expiry, client, the key it is bound to.
+    access: HashMap<String, (Instant, String, Option<String>)>,
+    /// Refresh token → client, scope, the key its tokens are bound to.
+    refresh: HashMap<String, (String, Option<String>, Option<String>)>,
     seq: u64,
     stats: AsStats,
 }
@@ -82,6 +94,8 @@ pub struct AuthServer {
     issuer: String,
     config: AsConfig,
     state: Arc<Mutex<State>>,
+    /// The token endpoint's DPoP proofs (with [`AsConfig::dpop`]).
+    dpop: Option<Arc<mcp_driver::DpopVerifier>>,
 }
 
 impl std::fmt::Debug for AuthServer {
@@ -128,10 +142,15 @@ impl AuthServer {
             .await
             .expect("bind the authorization server");
         let addr = listener.local_addr().expect("its address");
+        let dpop = config
+            .dpop
+            .clone()
+            .map(|p| Arc::new(mcp_driver::DpopVerifier::new(p)));
         let server = AuthServer {
             issuer: format!("http://{addr}"),
             config,
             state: Arc::default(),
+            dpop,
         };
         let s = server.clone();
         tokio::spawn(async move {
@@ -170,8 +189,17 @@ impl AuthServer {
         lock(&self.state)
             .access
             .get(token)
-            .filter(|(exp, _)| Instant::now() < *exp)
-            .map(|(_, client)| client.clone())
+            .filter(|(exp, _, _)| Instant::now() < *exp)
+            .map(|(_, client, _)| client.clone())
+    }
+
+    /// The `cnf.jkt` of a live DPoP-bound token (`None`: unbound, or not live).
+    pub fn binding(&self, token: &str) -> Option<String> {
+        lock(&self.state)
+            .access
+            .get(token)
+            .filter(|(exp, _, _)| Instant::now() < *exp)
+            .and_then(|(_, _, jkt)| jkt.clone())
     }
 
     async fn handle(&self, req: Request<Incoming>) -> Response<Full<Bytes>> {
@@ -186,7 +214,15 @@ impl AuthServer {
             (&Method::GET, "/.well-known/oauth-authorization-server") => self.metadata(),
             (&Method::POST, "/register") => self.register(&body),
             (&Method::GET, "/authorize") => self.authorize(query),
-            (&Method::POST, "/token") => self.token(&body),
+            (&Method::POST, "/token") => {
+                let proofs: Vec<&str> = parts
+                    .headers
+                    .get_all("dpop")
+                    .iter()
+                    .filter_map(|v| v.to_str().ok())
+                    .collect();
+                self.token(&body, &proofs)
+            }
             _ => json_response(StatusCode::NOT_FOUND, &json!({"error": "not_found"})),
         }
     }
@@ -295,16 +331,29 @@ impl AuthServer {
         r
     }
 
-    fn issue(&self, st: &mut State, client: String, scope: Option<String>) -> Value {
+    fn issue(
+        &self,
+        st: &mut State,
+        client: String,
+        scope: Option<String>,
+        jkt: Option<String>,
+    ) -> Value {
         st.seq += 1;
         let access = format!("at-{}", st.seq);
+        if jkt.is_some() {
+            st.stats.dpop_tokens += 1;
+        }
         st.access.insert(
             access.clone(),
-            (Instant::now() + self.config.token_lifetime, client.clone()),
+            (
+                Instant::now() + self.config.token_lifetime,
+                client.clone(),
+                jkt.clone(),
+            ),
         );
         let mut v = json!({
             "access_token": access,
-            "token_type": "Bearer",
+            "token_type": if jkt.is_some() { "DPoP" } else { "Bearer" },
             "expires_in": self.config.token_lifetime.as_secs_f64(),
         });
         if let Some(s) = &scope {
@@ -312,15 +361,35 @@ impl AuthServer {
         }
         if self.config.refresh_tokens {
             let refresh = format!("rt-{}", st.seq);
-            st.refresh.insert(refresh.clone(), (client, scope));
+            st.refresh.insert(refresh.clone(), (client, scope, jkt));
             v["refresh_token"] = refresh.into();
         }
         v
     }
 
-    fn token(&self, body: &[u8]) -> Response<Full<Bytes>> {
+    fn token(&self, body: &[u8], proofs: &[&str]) -> Response<Full<Bytes>> {
         let f = pairs(body);
         let get = |k: &str| f.get(k).cloned();
+        // DPoP (RFC 9449 §5): a proof binds the token to its key; a bad one is refused with
+        // 400 (and the nonce to use, when one is due).
+        let jkt = match (&self.dpop, proofs.is_empty()) {
+            (Some(v), false) => {
+                let url = format!("{}/token", self.issuer);
+                match v.check_token_request(std::time::SystemTime::now(), proofs, &url) {
+                    Ok(jkt) => Some(jkt),
+                    Err(r) => {
+                        lock(&self.state).stats.dpop_refused += 1;
+                        let mut resp = oauth_error(StatusCode::BAD_REQUEST, r.error, r.description);
+                        if let Some(n) = r.nonce.and_then(|n| http::HeaderValue::from_str(&n).ok())
+                        {
+                            resp.headers_mut().insert("dpop-nonce", n);
+                        }
+                        return resp;
+                    }
+                }
+            }
+            _ => None,
+        };
         let mut st = lock(&self.state);
         st.stats.last_resource = get("resource");
         match get("grant_type").as_deref() {
@@ -341,11 +410,11 @@ impl AuthServer {
                     return oauth_error(StatusCode::BAD_REQUEST, "invalid_grant", "mismatch");
                 }
                 st.stats.code_exchanges += 1;
-                let v = self.issue(&mut st, code.client_id, code.scope);
+                let v = self.issue(&mut st, code.client_id, code.scope, jkt);
                 json_response(StatusCode::OK, &v)
             }
             Some("refresh_token") => {
-                let Some((client, scope)) =
+                let Some((client, scope, bound)) =
                     get("refresh_token").and_then(|r| st.refresh.remove(&r))
                 else {
                     st.stats.refused += 1;
@@ -355,8 +424,17 @@ impl AuthServer {
                         "unknown refresh token",
                     );
                 };
+                // RFC 9449 §5: a bound refresh token is refreshed with a proof of its key.
+                if bound.is_some() && bound != jkt {
+                    st.stats.refused += 1;
+                    return oauth_error(
+                        StatusCode::BAD_REQUEST,
+                        "invalid_dpop_proof",
+                        "the refresh token is bound to another key",
+                    );
+                }
                 st.stats.refreshes += 1;
-                let v = self.issue(&mut st, client, scope);
+                let v = self.issue(&mut st, client, scope, jkt);
                 json_response(StatusCode::OK, &v)
             }
             _ => {

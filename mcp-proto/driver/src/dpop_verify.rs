@@ -276,9 +276,42 @@ impl DpopVerifier {
 
     /// Checks the proof of one request at `now` (see the module docs' table).
     pub fn check(&self, now: SystemTime, c: &DpopCheck<'_>) -> Result<(), DpopRefusal> {
+        self.verify(
+            now,
+            c.proofs,
+            c.method,
+            c.url,
+            Some((c.access_token, c.jkt)),
+        )
+        .map(|_| ())
+    }
+
+    /// Checks the proof of a token request (RFC 9449 §5: no token yet, so no `ath` and no
+    /// binding to compare) at `now`: the JWK SHA-256 thumbprint of its key, the `cnf.jkt`
+    /// of the token to issue. For an authorization server; the nonce and replay rules are
+    /// the same.
+    pub fn check_token_request(
+        &self,
+        now: SystemTime,
+        proofs: &[&str],
+        url: &str,
+    ) -> Result<String, DpopRefusal> {
+        self.verify(now, proofs, "POST", url, None)
+    }
+
+    /// The checks of the table; `bound`: the access token and its `cnf.jkt`. The key's
+    /// thumbprint when they pass.
+    fn verify(
+        &self,
+        now: SystemTime,
+        proofs: &[&str],
+        method: &str,
+        url: &str,
+        bound: Option<(&str, &str)>,
+    ) -> Result<String, DpopRefusal> {
         Self::forget_expired(&mut self.lock(), secs(now));
         let bad = |d| self.refuse(now, "invalid_dpop_proof", d);
-        let proof = match c.proofs {
+        let proof = match proofs {
             [one] if !one.contains(',') => *one,
             [] => return Err(bad("the request carries no DPoP proof")),
             _ => return Err(bad("the request carries more than one DPoP proof")),
@@ -306,10 +339,10 @@ impl DpopVerifier {
         let claims = jsonwebtoken::decode::<ProofClaims>(proof, &key, &validation)
             .map_err(|_| bad("the DPoP proof's signature or claims are invalid"))?
             .claims;
-        if !claims.htm.eq_ignore_ascii_case(c.method) {
+        if !claims.htm.eq_ignore_ascii_case(method) {
             return Err(bad("the DPoP proof is for another method (htm)"));
         }
-        if mcp_proto::dpop::htu(&claims.htu) != mcp_proto::dpop::htu(c.url) {
+        if mcp_proto::dpop::htu(&claims.htu) != mcp_proto::dpop::htu(url) {
             return Err(bad("the DPoP proof is for another URL (htu)"));
         }
         let t = i64::try_from(secs(now)).unwrap_or(i64::MAX);
@@ -318,14 +351,14 @@ impl DpopVerifier {
             return Err(bad("the DPoP proof's iat is outside the accepted window"));
         }
         let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-        let ath = b64.encode(sha2::Sha256::digest(c.access_token.as_bytes()));
-        if claims.ath.as_deref() != Some(ath.as_str()) {
+        let ath = bound.map(|(token, _)| b64.encode(sha2::Sha256::digest(token.as_bytes())));
+        if claims.ath != ath {
             return Err(bad("the DPoP proof is for another access token (ath)"));
         }
         let thumbprint = jwk
             .thumbprint(ThumbprintHash::SHA256)
             .map_err(|_| bad("the DPoP proof's jwk is unusable"))?;
-        if thumbprint != c.jkt {
+        if bound.is_some_and(|(_, jkt)| thumbprint != jkt) {
             return Err(self.refuse(
                 now,
                 "invalid_token",
@@ -364,7 +397,7 @@ impl DpopVerifier {
             .max(now_s.saturating_add(1));
         st.seen.insert(claims.jti.clone(), until);
         st.order.push_back(claims.jti);
-        Ok(())
+        Ok(thumbprint)
     }
 }
 
@@ -648,6 +681,54 @@ mod tests {
         let stale = check(&v, t2, &proof(&key, "POST", URL, TOKEN, Some(&n1)), &jkt).unwrap_err();
         assert_eq!(stale.error, "use_dpop_nonce");
         assert_ne!(stale.nonce.as_deref(), Some(n1.as_str()));
+    }
+
+    #[test]
+    fn a_token_requests_proof_has_no_ath_and_names_the_key_to_bind() {
+        let v = DpopVerifier::new(DpopPolicy::default());
+        let key = DpopKey::generate().unwrap();
+        let now = SystemTime::now();
+        let as_url = "https://as.example/token";
+        let p = key
+            .proof(&DpopRequest {
+                method: "POST",
+                url: as_url,
+                access_token: None,
+                nonce: None,
+            })
+            .unwrap();
+        assert_eq!(
+            v.check_token_request(now, &[&p], as_url),
+            Ok(key.thumbprint())
+        );
+        // A proof with a token's hash is not a token request's.
+        let with_ath = proof(&key, "POST", as_url, TOKEN, None);
+        let r = v
+            .check_token_request(now, &[&with_ath], as_url)
+            .unwrap_err();
+        assert!(r.description.contains("ath"), "{r:?}");
+        // And a resource's check wants the hash.
+        let r = check(
+            &v,
+            now,
+            &proof(&key, "POST", URL, TOKEN, None),
+            &key.thumbprint(),
+        );
+        assert_eq!(r, Ok(()));
+        let no_ath = key
+            .proof(&DpopRequest {
+                method: "POST",
+                url: URL,
+                access_token: None,
+                nonce: None,
+            })
+            .unwrap();
+        assert!(
+            check(&v, now, &no_ath, &key.thumbprint())
+                .unwrap_err()
+                .description
+                .contains("ath")
+        );
     }
 
     #[test]
