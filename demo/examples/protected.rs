@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --release -p mcp-demo --features protected --example protected -- [--bind ADDR:PORT]
 //!     [--resource URL] [--scope SCOPE] [--issuer URL --jwks FILE]
+//!     [--dpop | --dpop-only] [--dpop-nonce SECS]
 //! ```
 //!
 //! Without `--jwks` it runs its own demo issuer: a P-256 key made at startup, whose public
@@ -20,7 +21,14 @@
 //! metadata names that issuer, so `client --oauth` finds it.
 //!
 //! Tokens must be for `--resource` (default `http://<bind>/mcp`, the `aud` claim), from the
-//! issuer (`iss`), unexpired, and grant `--scope` (default `mcp`). Logs go to stderr
+//! issuer (`iss`), unexpired, and grant `--scope` (default `mcp`).
+//!
+//! `--dpop` accepts DPoP-bound tokens (RFC 9449: a `cnf.jkt` claim): such a token only
+//! as `Authorization: DPoP` with a proof of its key for each request (checked by
+//! `mcp_driver::DpopVerifier`); `--dpop-only` refuses unbound tokens too; `--dpop-nonce
+//! SECS` makes proofs carry the server's nonce, rotated every SECS seconds. An authorization
+//! server that issues bound tokens (`--issuer`) and a client with `OAuthConfig::with_dpop`
+//! go with it; the demo issuer's tokens are unbound. Logs go to stderr
 //! (`RUST_LOG`, default `info`); Ctrl-C shuts down.
 
 use std::net::SocketAddr;
@@ -34,7 +42,8 @@ use mcp_proto::server::ServerConfig;
 use mcp_tokio::DriverConfig;
 
 const USAGE: &str = "usage: protected [--bind ADDR:PORT] [--resource URL] [--scope SCOPE] \
-                     [--issuer URL --jwks FILE]   (default 127.0.0.1:8080, a demo issuer)";
+                     [--issuer URL --jwks FILE] [--dpop | --dpop-only] [--dpop-nonce SECS]   \
+                     (default 127.0.0.1:8080, a demo issuer, bearer tokens)";
 
 /// How long the demo tokens last.
 const DEMO_TOKEN_LIFETIME: Duration = Duration::from_secs(3600);
@@ -45,6 +54,10 @@ struct Args {
     scope: String,
     issuer: Option<String>,
     jwks: Option<PathBuf>,
+    /// DPoP: off, accepted, or required.
+    dpop: Option<bool>,
+    /// DPoP nonces rotated this often.
+    dpop_nonce: Option<Duration>,
 }
 
 fn parse() -> Result<Args, String> {
@@ -55,6 +68,8 @@ fn parse() -> Result<Args, String> {
         scope: protected::DEFAULT_SCOPE.to_owned(),
         issuer: None,
         jwks: None,
+        dpop: None,
+        dpop_nonce: None,
     };
     let mut argv = std::env::args().skip(1);
     while let Some(arg) = argv.next() {
@@ -65,6 +80,15 @@ fn parse() -> Result<Args, String> {
             "--scope" => args.scope = value()?,
             "--issuer" => args.issuer = Some(value()?),
             "--jwks" => args.jwks = Some(PathBuf::from(value()?)),
+            "--dpop" => args.dpop = Some(args.dpop.unwrap_or(false)),
+            "--dpop-only" => args.dpop = Some(true),
+            "--dpop-nonce" => {
+                let secs: u64 = value()?
+                    .parse()
+                    .map_err(|_| format!("--dpop-nonce takes seconds\n{USAGE}"))?;
+                args.dpop_nonce = Some(Duration::from_secs(secs));
+                args.dpop.get_or_insert(false);
+            }
             "-h" | "--help" => return Err(USAGE.to_owned()),
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
         }
@@ -162,6 +186,24 @@ async fn main() -> ExitCode {
         Err(e) => {
             eprintln!("cannot set up token validation: {e}");
             return ExitCode::FAILURE;
+        }
+    };
+    let validator = match args.dpop {
+        None => validator,
+        Some(required) => {
+            let mut policy = mcp_driver::DpopPolicy::default();
+            if let Some(every) = args.dpop_nonce {
+                policy = policy.with_nonces(every);
+            }
+            let verifier = Arc::new(mcp_driver::DpopVerifier::new(policy));
+            println!(
+                "DPoP-bound tokens accepted{}{}",
+                if required { ", and only those" } else { "" },
+                args.dpop_nonce
+                    .map(|d| format!(", proofs with the server's nonce (rotated every {d:?})"))
+                    .unwrap_or_default()
+            );
+            validator.with_dpop(verifier, required)
         }
     };
     // Read the keys now: a missing or unusable key set fails here, not on the first request.

@@ -34,6 +34,46 @@
 //!   certificate and handshake timeout ([`ServerTls`]), the handshake under that timeout,
 //!   rustls' errors classified as [`TlsFailure`](mcp_proto::client::TlsFailure)s.
 //!
+//! - **Keys of the OAuth flow** (feature `jwt`): the application's key signs, the core never
+//!   holds it. [`PrivateKeyJwt`] signs `private_key_jwt` client assertions (ES256 or RS256
+//!   from PEM, 60 s lifetime by default); [`DpopKey`] signs DPoP proofs (ES256, fresh from the
+//!   OS CSPRNG or from PEM); [`DpopVerifier`] checks them on a protected server.
+//!
+//! # DPoP on a protected server, and what a deployer decides
+//!
+//! After the access token itself is validated (a JWT's signature, issuer, audience and
+//! lifetime, or introspection) and found bound to a key (`cnf.jkt`), the asynchronous
+//! authentication step ([`AsyncAuthenticator`]) calls [`DpopVerifier::check`] with the
+//! request's `DPoP` headers, method, public URL and token, and answers the
+//! [`DpopRefusal::decision`] it may return (a `401` with `WWW-Authenticate: DPoP`, the error,
+//! the algorithms, and a `DPoP-Nonce` when one is due). `mcp-demo`'s `protected` example does
+//! exactly this (`--dpop`, `--dpop-only`, `--dpop-nonce SECS`).
+//!
+//! ```no_run
+//! # use std::sync::Arc; use std::time::{Duration, SystemTime};
+//! use mcp_driver::{DpopCheck, DpopPolicy, DpopVerifier};
+//! let verifier = Arc::new(DpopVerifier::new(
+//!     DpopPolicy::default().with_nonces(Duration::from_secs(300)),
+//! ));
+//! # let (proofs, token, jkt) = (vec![""], "", "");
+//! let verdict = verifier.check(SystemTime::now(), &DpopCheck {
+//!     proofs: &proofs, method: "POST", url: "https://mcp.example.com/mcp",
+//!     access_token: token, jkt,
+//! });
+//! ```
+//!
+//! Security notes. **Keys are the application's**: store a `PrivateKeyJwt` key as any private
+//! key (a secrets manager, a file readable by the service only); a `DpopKey` may live only in
+//! memory (a restart then gets new tokens). **Windows and defaults**: a proof's `iat` is
+//! accepted within ±60 s ([`DpopPolicy::max_skew`]); its `jti` is remembered that long, at
+//! most 65,536 of them ([`DpopPolicy::replay_capacity`]: when full, the oldest is forgotten, so
+//! size it above the proofs one window sees); nonces are off by default, and when on rotate
+//! every 5 min with the previous one still accepted for one period. The replay cache and the
+//! nonces are per process: behind a load balancer, a proof replayed to another instance
+//! within the window is not caught unless nonces are on (each instance then has its own
+//! nonce, and a client is asked once per instance). The URL checked as `htu` is the
+//! resource's public URL, not the address the server is bound to.
+//!
 //! What only one adapter needs lives in that adapter (mcp-smol's futures-io connections and
 //! its http-types conversions, for instance).
 //!
