@@ -332,6 +332,64 @@ x6uacfzbhjhQMkDJD4LgB9VwMG0KZ9T/KANmxxtHB/jb0ezPCOkKkZ6Lfw==
         );
     }
 
+    /// An RSA-2048 key pair (PKCS#8 private, SPKI public), made for this test only.
+    const RSA_PRIVATE: &str = "-----BEGIN PRIVATE KEY-----
+MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC6I5W8etiDKHwP
+2FULz33MN0U8XG1W/Epv89jhBW0FcV8Ytw9pkZdgEAkSQ/YlLjXLxKD8CW4OOoiY
+RGPVJMtbz5LipNYRWjXVa+KW7XYH1PfGhX34XcRzeWBV8VK/gKGxYfRNZhqFDhda
+v7mQOay87KO8e87+90kpmKlFWTBgGzaxQ0pqClsRg9TaMS3Ei9DBkNzbpMSohBVj
+oyvZ0BsK6e9fJbEEp2o07fFaQeO72tWH0Pu60NRbtlxvc+DaJENSfz/fMbzEXEZr
+yJqqiw8zZ4Jgytcie17vdTFTtDiNWV+xIGfF/4ed5BwyeFTAKMCTIRMFY57tfNDe
+fCpySK6nAgMBAAECggEABD96AVaTbl6br56IoHR+BaQkVAGeGtVF93/dvAuC1Nfo
+sPl300hbqzVyeedp+dWZb8FnuqfSjhqxDA1CkQ7Q2YQhrXBXto5fMRXuRy8GvX5P
+kUkXkN9dTeew/DJM4UMgBCIVckewAwPu9TfRu7kAh1+1R7k0javgPZEEGguHJc4R
+ELY9VlOBVpzsqei3lo6DRzi0kPEyrDGRvw1H1MifuD0EqyyHLICIn+aBMTQknIUV
+sG3TEMjVjm1Bz5J4lc+n09M5zIH9rTr9saEkPTUtmyc4yPaiPOcNoSGLP8QLF1Y4
+SJzDSii2gYitK7/U41+n0SHRjI39+p/I91jAdOnmUQKBgQDu7sXFHBIzj8qilyHf
+DBc+tV5nMGBosbx2kn73RIvYCzdB7sFBVDVWfcXVamx8rV+PbFsHTNnabv+na7Rs
+o/F1FbZJHiHLMDN5Azxy33WtFU+KTV0Qwp85vaU3XnvSMmqkrlBM9HSB8WGA09Vu
+IuK5oB/Y4b0yY248exABlRfmxQKBgQDHb2dcnJ7nnMM1FFPRksg6J8mVOTEYAWkw
+UgCxpGRf2Suvj4+M2jL6AcWYAn5SdsMQ+ACfjJHfAeEYRK5pT0SWgcZexDMH4fmL
+Rf2WullOfOCK9niGE4WGr5Z7IhsOAAL+JVRhZswNFQ9Nq06Zdw+3MXipwSN2kAmn
+43XwhJZ2ewKBgBOjxtfj7c8VM7fXqm4WJVb/O4pJ3LLeYTpx4kPa+4+/pEQkJviC
+vnukjP106QP6kE9OvdDEzWd6FkOhw8vmUfOo3Dn4Yxi7lo+M54wduCOJC+e3Yj39
+cW8impEJkC3//OoadflNYsJHoBch0npiHbbaZaPDMnUQ3T/VccRfh/5tAoGAeAQ7
+sIj0O6+j7bpo4pKxegXdkraTK74VniWLE1w5p1CasJD1My9QRBFy5pKBkIC1zO1h
++qHuWsTXv/H8/5TbUrOQPBFYIGNF+CFLhTxpaAlQW3ANgaoXzcC3DyysGVW6d1Th
+nafuHeVRi00PBN2YkIbt9UIsZDo0BVul6vLvVScCgYEA1bWLepdbI1QRyRItXkoT
+fweUvp4PdoEQ24o+gwyd+63aaSOFRNNezAcznZYgr2czbQudJratK/NluF6Zh5LC
+QhiXQ/oZ/QSiSOrBSpUKet4SWqagih+CWw/QEGlTnb7cgUMnfVN0B1/hEcXRRd/o
+sZsLBSYNpF72qOq5Rh8BpZM=
+-----END PRIVATE KEY-----
+";
+    const RSA_PUBLIC: &str = "-----BEGIN PUBLIC KEY-----
+MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAuiOVvHrYgyh8D9hVC899
+zDdFPFxtVvxKb/PY4QVtBXFfGLcPaZGXYBAJEkP2JS41y8Sg/AluDjqImERj1STL
+W8+S4qTWEVo11Wvilu12B9T3xoV9+F3Ec3lgVfFSv4ChsWH0TWYahQ4XWr+5kDms
+vOyjvHvO/vdJKZipRVkwYBs2sUNKagpbEYPU2jEtxIvQwZDc26TEqIQVY6Mr2dAb
+CunvXyWxBKdqNO3xWkHju9rVh9D7utDUW7Zcb3Pg2iRDUn8/3zG8xFxGa8iaqosP
+M2eCYMrXInte73UxU7Q4jVlfsSBnxf+HneQcMnhUwCjAkyETBWOe7XzQ3nwqckiu
+pwIDAQAB
+-----END PUBLIC KEY-----
+";
+
+    #[test]
+    fn an_rs256_assertion_verifies_with_the_public_key() {
+        let signer = PrivateKeyJwt::from_pem("RS256", RSA_PRIVATE.as_bytes()).unwrap();
+        let jwt = signer
+            .sign(&AssertionClaims::new("cli", "https://as.example", "j2"))
+            .unwrap();
+        let key = DecodingKey::from_rsa_pem(RSA_PUBLIC.as_bytes()).unwrap();
+        let mut v = Validation::new(Algorithm::RS256);
+        v.set_audience(&["https://as.example"]);
+        let got = jsonwebtoken::decode::<serde_json::Value>(&jwt, &key, &v).unwrap();
+        assert_eq!(got.header.alg, Algorithm::RS256);
+        assert_eq!(got.claims["sub"], "cli");
+        // The EC key's public half does not verify it.
+        let ec = DecodingKey::from_ec_pem(EC_PUBLIC.as_bytes()).unwrap();
+        assert!(jsonwebtoken::decode::<serde_json::Value>(&jwt, &ec, &v).is_err());
+    }
+
     #[test]
     fn a_wrong_algorithm_or_key_is_refused_when_built() {
         assert!(matches!(

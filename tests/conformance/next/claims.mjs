@@ -31,6 +31,37 @@ const CLAIMED = {
     'sep-2640-skills-manifest',
   ],
   client: [
+    // Authorization, every auth/* client scenario of the suite (33), extensions included:
+    // discovery and metadata (RFC 9728, RFC 8414, the 2025-03-26 fallbacks), registration
+    // (DCR, CIMD, pre-registration), token endpoint authentication, scopes and step-up,
+    // RFC 9207 iss, resource and issuer mismatches, the server moving to another AS.
+    'auth/2025-03-26-oauth-endpoint-fallback',
+    'auth/2025-03-26-oauth-metadata-backcompat',
+    'auth/authorization-server-migration',
+    'auth/basic-cimd',
+    'auth/iss-normalized',
+    'auth/iss-not-advertised',
+    'auth/iss-supported',
+    'auth/iss-supported-missing',
+    'auth/iss-unexpected',
+    'auth/iss-wrong-issuer',
+    'auth/metadata-default',
+    'auth/metadata-issuer-mismatch',
+    'auth/metadata-var1',
+    'auth/metadata-var2',
+    'auth/metadata-var3',
+    'auth/offline-access-not-supported',
+    'auth/offline-access-scope',
+    'auth/pre-registration',
+    'auth/resource-mismatch',
+    'auth/scope-from-scopes-supported',
+    'auth/scope-from-www-authenticate',
+    'auth/scope-omitted-when-undefined',
+    'auth/scope-retry-limit',
+    'auth/scope-step-up',
+    'auth/token-endpoint-auth-basic',
+    'auth/token-endpoint-auth-none',
+    'auth/token-endpoint-auth-post',
     // OAuth client credentials (SEP-1046): client_secret_basic, and private_key_jwt
     // (RFC 7523 §2.2) with the scenario's ES256 key.
     'auth/client-credentials-basic',
