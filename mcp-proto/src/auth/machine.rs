@@ -1125,18 +1125,7 @@ impl OAuthClient {
         self.requested = self.select_scopes();
         match self.config.grant.clone() {
             Grant::AuthorizationCode { .. } => self.start_authorization(now),
-            Grant::ClientCredentials => {
-                let mut form = form_urlencoded::Serializer::new(String::new());
-                form.append_pair("grant_type", "client_credentials");
-                if !self.requested.is_empty() {
-                    form.append_pair("scope", &self.requested.join(" "));
-                }
-                form.append_pair("resource", &self.resource);
-                match self.post_token(now, form) {
-                    Ok(()) => State::Requesting,
-                    Err(e) => self.fail(e),
-                }
-            }
+            Grant::ClientCredentials => self.request_token(now, "client_credentials", None),
             Grant::JwtBearer { assertion } => match assertion.0.assertion() {
                 Ok(a) => self.redeem(now, &a),
                 Err(why) => self.fail(AuthError::Assertion(why)),
@@ -1327,9 +1316,17 @@ impl OAuthClient {
     /// The JWT bearer grant with `assertion` (RFC 7523 §2.1): a workload's token, or the
     /// identity provider's ID-JAG.
     fn redeem(&mut self, now: Instant, assertion: &str) -> State {
+        self.request_token(now, JWT_BEARER_GRANT, Some(assertion))
+    }
+
+    /// The token request of a grant with no person involved: `grant_type`, its `assertion`
+    /// if it has one, the scopes asked and the RFC 8707 resource.
+    fn request_token(&mut self, now: Instant, grant_type: &str, assertion: Option<&str>) -> State {
         let mut form = form_urlencoded::Serializer::new(String::new());
-        form.append_pair("grant_type", JWT_BEARER_GRANT);
-        form.append_pair("assertion", assertion);
+        form.append_pair("grant_type", grant_type);
+        if let Some(a) = assertion {
+            form.append_pair("assertion", a);
+        }
         if !self.requested.is_empty() {
             form.append_pair("scope", &self.requested.join(" "));
         }
