@@ -24,6 +24,11 @@ pub struct DpopRequest<'a> {
 pub trait DpopSigner: Send + Sync {
     /// The proof for `request`; `Err` says why none could be made.
     fn proof(&self, request: &DpopRequest<'_>) -> Result<String, String>;
+
+    /// Another handle on the same key: the OAuth flow proves its token requests with one,
+    /// the session its MCP requests with another (each owns its own; nothing is shared
+    /// through the core).
+    fn clone_box(&self) -> Box<dyn DpopSigner>;
 }
 
 /// `url` without its query and fragment: a proof's `htu` (RFC 9449 §4.2).

@@ -166,6 +166,7 @@ fn without_the_hold_a_401_still_fails_at_once() {
 }
 
 /// A DPoP signer that returns `proof(<method> <url> <token> <nonce>)`.
+#[derive(Clone)]
 struct Proofs;
 
 impl mcp_proto::dpop::DpopSigner for Proofs {
@@ -178,6 +179,10 @@ impl mcp_proto::dpop::DpopSigner for Proofs {
             r.nonce.unwrap_or("-")
         ))
     }
+
+    fn clone_box(&self) -> Box<dyn mcp_proto::dpop::DpopSigner> {
+        Box::new(self.clone())
+    }
 }
 
 #[test]
@@ -186,7 +191,7 @@ fn a_dpop_token_goes_with_a_proof_per_request_and_the_servers_nonce_once_asked()
     h.client
         .set_dpop_token(Some((
             "tok",
-            std::sync::Arc::new(Proofs),
+            Box::new(Proofs),
             "https://mcp.example/mcp?q=1",
         )))
         .unwrap();

@@ -252,8 +252,7 @@ async fn dpop_bound_tokens_end_to_end(server_rt: Runtime, client_rt: Runtime) {
     .await;
     let key = DpopKey::generate().expect("a DPoP key");
     let oauth = OAuth::new(
-        OAuthConfig::authorization_code(ClientMetadata::new("dpop e2e"), REDIRECT)
-            .with_dpop(Arc::new(key)),
+        OAuthConfig::authorization_code(ClientMetadata::new("dpop e2e"), REDIRECT).with_dpop(key),
     )
     .on_authorize(|req| browser(req.url));
     let client = bounded("connect", connect(client_rt, &url, oauth))

@@ -23,7 +23,7 @@ pub const DEFAULT_ASSERTION_LIFETIME: Duration = Duration::from_secs(60);
 
 /// Signs `private_key_jwt` client assertions with an ES256 or RS256 private key (PEM,
 /// PKCS#8; RSA keys also PKCS#1). Give it to
-/// [`ClientCredentials::with_private_key_jwt`](mcp_proto::auth::ClientCredentials::with_private_key_jwt).
+/// [`OAuthConfig::with_assertion_signer`](mcp_proto::auth::OAuthConfig::with_assertion_signer).
 /// Where the key is stored and how it is rotated is the application's business.
 pub struct PrivateKeyJwt {
     key: EncodingKey,
@@ -130,7 +130,9 @@ fn unix_now() -> Result<u64, String> {
 /// key as `jwk`, and `jti` (128 random bits), `iat` (the system clock), `htm`, `htu`, `ath`
 /// (SHA-256 of the access token, base64url) and `nonce`. Give it to
 /// [`OAuthConfig::with_dpop`](mcp_proto::auth::OAuthConfig::with_dpop); the tokens issued
-/// are bound to this key, so keep it as long as they live.
+/// are bound to this key, so keep it as long as they live. (A clone is another handle on
+/// the same key.)
+#[derive(Clone)]
 pub struct DpopKey {
     key: EncodingKey,
     jwk: Jwk,
@@ -221,6 +223,10 @@ impl DpopSigner for DpopKey {
         header.typ = Some("dpop+jwt".into());
         header.jwk = Some(self.jwk.clone());
         jsonwebtoken::encode(&header, &claims, &self.key).map_err(|e| e.to_string())
+    }
+
+    fn clone_box(&self) -> Box<dyn DpopSigner> {
+        Box::new(self.clone())
     }
 }
 

@@ -1,7 +1,6 @@
 //! The configuration of an [`OAuthClient`](super::OAuthClient): who the client is, how it
 //! gets its tokens, where it keeps them, and every limit.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use super::store::{MemoryTokenStore, TokenStore};
@@ -69,30 +68,6 @@ impl<F: Fn() -> Result<String, String> + Send + Sync> AssertionSource for F {
     }
 }
 
-/// An application object the configuration holds (an [`AssertionSigner`], an
-/// [`AssertionSource`]): shared, shown as `…`, and equal only to itself.
-pub struct Shared<T: ?Sized>(pub Arc<T>);
-
-impl<T: ?Sized> Clone for Shared<T> {
-    fn clone(&self) -> Self {
-        Shared(self.0.clone())
-    }
-}
-
-impl<T: ?Sized> std::fmt::Debug for Shared<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Shared(…)")
-    }
-}
-
-impl<T: ?Sized> PartialEq for Shared<T> {
-    fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
-    }
-}
-
-impl<T: ?Sized> Eq for Shared<T> {}
-
 /// How the client authenticates at the token endpoint (RFC 6749 §2.3, RFC 8414 §2
 /// `token_endpoint_auth_methods_supported`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -106,7 +81,7 @@ pub enum TokenAuthMethod {
     /// `client_id` and `client_secret` in the form body (RFC 6749 §2.3.1).
     ClientSecretPost,
     /// A JWT signed with the client's private key (RFC 7523 §2.2): needs an
-    /// [`AssertionSigner`] ([`ClientCredentials::with_private_key_jwt`]).
+    /// [`AssertionSigner`] ([`OAuthConfig::with_assertion_signer`]).
     PrivateKeyJwt,
 }
 
@@ -154,10 +129,9 @@ pub enum Grant {
     /// involved. Needs pre-registered credentials (the `client_id` the authorization server
     /// knows the workload by). An error of the token endpoint is the flow's error: it is
     /// not retried with the same assertion, and no other grant is tried.
-    JwtBearer {
-        /// Where the assertion comes from.
-        assertion: Shared<dyn AssertionSource>,
-    },
+    /// The assertion comes from the configuration's [`AssertionSource`]
+    /// ([`OAuthConfig::jwt_bearer`]).
+    JwtBearer,
     /// Enterprise-managed authorization (MCP's extension; the ID-JAG profile): the person's
     /// identity token from the enterprise's identity provider is exchanged there (RFC 8693)
     /// for an Identity Assertion JWT Authorization Grant naming this MCP server and its
@@ -178,19 +152,15 @@ pub struct IdentityProvider {
     pub token_endpoint: String,
     /// The client's id at the identity provider (sent as `client_id`), if it has one.
     pub client_id: Option<String>,
-    /// The person's ID token from the identity provider (its sign-in), asked for each
-    /// exchange.
-    pub id_token: Shared<dyn AssertionSource>,
 }
 
 impl IdentityProvider {
-    /// An identity provider whose token endpoint is `token_endpoint`, exchanging the ID
-    /// tokens of `id_token`.
-    pub fn new(token_endpoint: impl Into<String>, id_token: Arc<dyn AssertionSource>) -> Self {
+    /// An identity provider whose token endpoint is `token_endpoint` (the person's ID tokens
+    /// come from the configuration's [`AssertionSource`]: [`OAuthConfig::enterprise_managed`]).
+    pub fn new(token_endpoint: impl Into<String>) -> Self {
         IdentityProvider {
             token_endpoint: token_endpoint.into(),
             client_id: None,
-            id_token: Shared(id_token),
         }
     }
 
@@ -293,8 +263,6 @@ pub struct ClientCredentials {
     /// ([`AuthError::CredentialsForOtherIssuer`](super::AuthError::CredentialsForOtherIssuer)).
     /// When not set, they are used with whichever authorization server the resource names.
     pub issuer: Option<String>,
-    /// The signer of `private_key_jwt` assertions ([`with_private_key_jwt`](Self::with_private_key_jwt)).
-    pub signer: Option<Shared<dyn AssertionSigner>>,
 }
 
 impl std::fmt::Debug for ClientCredentials {
@@ -304,7 +272,6 @@ impl std::fmt::Debug for ClientCredentials {
             .field("client_secret", &self.client_secret.as_ref().map(|_| "…"))
             .field("auth_method", &self.auth_method)
             .field("issuer", &self.issuer)
-            .field("signer", &self.signer.as_ref().map(|_| "…"))
             .finish()
     }
 }
@@ -317,17 +284,7 @@ impl ClientCredentials {
             client_secret: None,
             auth_method: None,
             issuer: None,
-            signer: None,
         }
-    }
-
-    /// A client that authenticates with `private_key_jwt` (RFC 7523 §2.2): each token
-    /// request carries an assertion `signer` signs (`iss` = `sub` = `client_id`, `aud` = the
-    /// authorization server's issuer, a fresh `jti`).
-    pub fn with_private_key_jwt(mut self, signer: Arc<dyn AssertionSigner>) -> Self {
-        self.signer = Some(Shared(signer));
-        self.auth_method = Some(TokenAuthMethod::PrivateKeyJwt);
-        self
     }
 
     /// A confidential client's id and secret.
@@ -413,7 +370,11 @@ pub struct OAuthConfig {
     pub(crate) limits: AuthLimits,
     pub(crate) allow_http: bool,
     pub(crate) legacy_discovery: bool,
-    pub(crate) dpop: Option<Shared<dyn crate::dpop::DpopSigner>>,
+    pub(crate) dpop: Option<Box<dyn crate::dpop::DpopSigner>>,
+    /// `private_key_jwt`'s signer.
+    pub(crate) signer: Option<Box<dyn AssertionSigner>>,
+    /// The JWT bearer grant's assertion, or the enterprise grant's ID token.
+    pub(crate) assertion: Option<Box<dyn AssertionSource>>,
 }
 
 impl std::fmt::Debug for OAuthConfig {
@@ -446,6 +407,8 @@ impl OAuthConfig {
             allow_http: false,
             legacy_discovery: true,
             dpop: None,
+            signer: None,
+            assertion: None,
         }
     }
 
@@ -464,25 +427,38 @@ impl OAuthConfig {
     pub fn jwt_bearer(
         metadata: ClientMetadata,
         credentials: ClientCredentials,
-        source: Arc<dyn AssertionSource>,
+        source: impl AssertionSource + 'static,
     ) -> Self {
-        Self::with_grant(
-            Grant::JwtBearer {
-                assertion: Shared(source),
-            },
-            metadata,
-        )
-        .with_credentials(credentials)
+        let mut config = Self::with_grant(Grant::JwtBearer, metadata).with_credentials(credentials);
+        config.assertion = Some(Box::new(source));
+        config
     }
 
     /// Enterprise-managed authorization ([`Grant::EnterpriseManaged`]): `idp`'s ID-JAG for
-    /// this MCP server, redeemed with the client's pre-registered `credentials`.
+    /// this MCP server, for the person whose ID tokens `id_token` gives (asked for each
+    /// exchange), redeemed with the client's pre-registered `credentials`.
     pub fn enterprise_managed(
         metadata: ClientMetadata,
         credentials: ClientCredentials,
         idp: IdentityProvider,
+        id_token: impl AssertionSource + 'static,
     ) -> Self {
-        Self::with_grant(Grant::EnterpriseManaged { idp }, metadata).with_credentials(credentials)
+        let mut config = Self::with_grant(Grant::EnterpriseManaged { idp }, metadata)
+            .with_credentials(credentials);
+        config.assertion = Some(Box::new(id_token));
+        config
+    }
+
+    /// Authenticates the client with `private_key_jwt` (RFC 7523 §2.2): each token request
+    /// carries an assertion `signer` signs (`iss` = `sub` = `client_id`, `aud` = the
+    /// authorization server's issuer, a fresh `jti`). The pre-registered credentials' method
+    /// becomes `private_key_jwt` unless they name another.
+    pub fn with_assertion_signer(mut self, signer: impl AssertionSigner + 'static) -> Self {
+        self.signer = Some(Box::new(signer));
+        if let Some(c) = self.credentials.as_mut() {
+            c.auth_method.get_or_insert(TokenAuthMethod::PrivateKeyJwt);
+        }
+        self
     }
 
     /// Asks for DPoP-bound tokens (RFC 9449): every token request carries a proof made by
@@ -490,8 +466,8 @@ impl OAuthConfig {
     /// and a token the server says is `DPoP` is sent with the `DPoP` scheme and a fresh
     /// proof on every MCP request. A server's `use_dpop_nonce` (the authorization server's
     /// or the MCP server's) is answered once with its nonce, never in a loop.
-    pub fn with_dpop(mut self, signer: Arc<dyn crate::dpop::DpopSigner>) -> Self {
-        self.dpop = Some(Shared(signer));
+    pub fn with_dpop(mut self, signer: impl crate::dpop::DpopSigner + 'static) -> Self {
+        self.dpop = Some(Box::new(signer));
         self
     }
 

@@ -143,8 +143,6 @@ struct Identity {
     client_id: String,
     secret: Option<String>,
     method: TokenAuthMethod,
-    /// The signer of `private_key_jwt` assertions.
-    signer: Option<Shared<dyn AssertionSigner>>,
     /// From dynamic registration (forgotten when the server says `invalid_client`).
     dynamic: bool,
 }
@@ -277,9 +275,7 @@ impl OAuthClient {
         }
         let redirect = match &config.grant {
             Grant::AuthorizationCode { redirect_uri } => Some(urls::redirect_uri(redirect_uri)?),
-            Grant::ClientCredentials
-            | Grant::JwtBearer { .. }
-            | Grant::EnterpriseManaged { .. } => {
+            Grant::ClientCredentials | Grant::JwtBearer | Grant::EnterpriseManaged { .. } => {
                 if config.credentials.is_none() {
                     return Err(AuthError::InvalidConfig(
                         "the client credentials, JWT bearer and enterprise-managed grants need pre-registered credentials"
@@ -291,10 +287,10 @@ impl OAuthClient {
         };
         if let Some(c) = &config.credentials
             && c.auth_method == Some(TokenAuthMethod::PrivateKeyJwt)
-            && c.signer.is_none()
+            && config.signer.is_none()
         {
             return Err(AuthError::InvalidConfig(
-                "private_key_jwt needs a signer (ClientCredentials::with_private_key_jwt)".into(),
+                "private_key_jwt needs a signer (OAuthConfig::with_assertion_signer)".into(),
             ));
         }
         if let Some(doc) = &config.metadata_document {
@@ -331,12 +327,12 @@ impl OAuthClient {
     /// The signer of the current token's DPoP proofs, when the token is DPoP-bound (send it
     /// with [`ClientSession::set_dpop_token`](crate::client::ClientSession::set_dpop_token)
     /// rather than as a bearer token).
-    pub fn dpop_signer(&self) -> Option<std::sync::Arc<dyn crate::dpop::DpopSigner>> {
+    pub fn dpop_signer(&self) -> Option<Box<dyn crate::dpop::DpopSigner>> {
         self.config
             .dpop
             .as_ref()
             .filter(|_| self.dpop_bound && self.tokens.is_some())
-            .map(|s| s.0.clone())
+            .map(|s| s.clone_box())
     }
 
     // ------------------------------------------------------------------ getters
@@ -926,7 +922,7 @@ impl OAuthClient {
                 "authorization_code"
             }
             Grant::ClientCredentials => "client_credentials",
-            Grant::JwtBearer { .. } | Grant::EnterpriseManaged { .. } => JWT_BEARER_GRANT,
+            Grant::JwtBearer | Grant::EnterpriseManaged { .. } => JWT_BEARER_GRANT,
         };
         if md
             .grant_types_supported
@@ -951,14 +947,17 @@ impl OAuthClient {
                     issuer: md.issuer.clone(),
                 });
             }
-            let method = c
-                .auth_method
-                .unwrap_or_else(|| default_method(c.client_secret.is_some(), md));
+            let method = c.auth_method.unwrap_or_else(|| {
+                if self.config.signer.is_some() {
+                    TokenAuthMethod::PrivateKeyJwt
+                } else {
+                    default_method(c.client_secret.is_some(), md)
+                }
+            });
             return Ok(Some(Identity {
                 client_id: c.client_id.clone(),
                 secret: c.client_secret.clone(),
                 method,
-                signer: c.signer.clone(),
                 dynamic: false,
             }));
         }
@@ -969,7 +968,6 @@ impl OAuthClient {
                 client_id: doc.clone(),
                 secret: None,
                 method: TokenAuthMethod::None,
-                signer: None,
                 dynamic: false,
             }));
         }
@@ -1001,7 +999,7 @@ impl OAuthClient {
                 (&["authorization_code", "refresh_token"], &["code"])
             }
             Grant::ClientCredentials => (&["client_credentials"], &[]),
-            Grant::JwtBearer { .. } | Grant::EnterpriseManaged { .. } => (&[JWT_BEARER_GRANT], &[]),
+            Grant::JwtBearer | Grant::EnterpriseManaged { .. } => (&[JWT_BEARER_GRANT], &[]),
         };
         if let Some(r) = &self.redirect {
             doc.insert(
@@ -1126,9 +1124,9 @@ impl OAuthClient {
         match self.config.grant.clone() {
             Grant::AuthorizationCode { .. } => self.start_authorization(now),
             Grant::ClientCredentials => self.request_token(now, "client_credentials", None),
-            Grant::JwtBearer { assertion } => match assertion.0.assertion() {
+            Grant::JwtBearer => match self.assertion() {
                 Ok(a) => self.redeem(now, &a),
-                Err(why) => self.fail(AuthError::Assertion(why)),
+                Err(e) => self.fail(e),
             },
             Grant::EnterpriseManaged { idp } => match self.trade(now, &idp) {
                 Ok(()) => State::Trading,
@@ -1313,6 +1311,17 @@ impl OAuthClient {
         State::Idle
     }
 
+    /// The configuration's assertion now (the JWT bearer grant's, the enterprise grant's ID
+    /// token).
+    fn assertion(&self) -> Result<String, AuthError> {
+        self.config
+            .assertion
+            .as_ref()
+            .ok_or_else(|| AuthError::InvalidConfig("this grant needs an assertion source".into()))?
+            .assertion()
+            .map_err(AuthError::Assertion)
+    }
+
     /// The JWT bearer grant with `assertion` (RFC 7523 §2.1): a workload's token, or the
     /// identity provider's ID-JAG.
     fn redeem(&mut self, now: Instant, assertion: &str) -> State {
@@ -1341,7 +1350,7 @@ impl OAuthClient {
     /// identity provider (RFC 8693 §2.1) for an ID-JAG whose audience is the authorization
     /// server and whose resource is this MCP server.
     fn trade(&mut self, now: Instant, idp: &IdentityProvider) -> Result<(), AuthError> {
-        let id_token = idp.id_token.0.assertion().map_err(AuthError::Assertion)?;
+        let id_token = self.assertion()?;
         let audience = self
             .server
             .as_ref()
@@ -1527,7 +1536,7 @@ impl OAuthClient {
         );
         if let Some(i) = &self.identity {
             if i.method == TokenAuthMethod::PrivateKeyJwt {
-                let signer = i.signer.as_ref().ok_or_else(|| {
+                let signer = self.config.signer.as_ref().ok_or_else(|| {
                     AuthError::InvalidConfig("private_key_jwt needs a signer".into())
                 })?;
                 let audience = self
@@ -1540,7 +1549,7 @@ impl OAuthClient {
                     audience,
                     jwt_id: pkce::random_token(self.entropy.as_mut())?,
                 };
-                let assertion = signer.0.sign(&claims).map_err(AuthError::Assertion)?;
+                let assertion = signer.sign(&claims).map_err(AuthError::Assertion)?;
                 form.append_pair("client_id", &i.client_id);
                 form.append_pair("client_assertion_type", JWT_CLIENT_ASSERTION);
                 form.append_pair("client_assertion", &assertion);
@@ -1588,7 +1597,7 @@ impl OAuthClient {
                 access_token: None,
                 nonce: self.as_nonce.as_deref(),
             };
-            let proof = signer.0.proof(&request).map_err(AuthError::Assertion)?;
+            let proof = signer.proof(&request).map_err(AuthError::Assertion)?;
             let proof = HeaderValue::try_from(proof)
                 .map_err(|_| AuthError::Assertion("the DPoP proof is not a header value".into()))?;
             headers.insert(http::HeaderName::from_static("dpop"), proof);
@@ -1724,7 +1733,6 @@ fn registered_identity(r: RegisteredClient, md: &ServerMetadata) -> Identity {
         client_id: r.client_id,
         secret: r.client_secret,
         method,
-        signer: None,
         dynamic: true,
     }
 }

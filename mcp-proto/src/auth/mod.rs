@@ -51,7 +51,7 @@
 //! the authorization server with the client's credentials; the identity provider's refusal
 //! is an error of [`Document::TokenExchange`]. Token endpoint authentication `none`,
 //! `client_secret_basic`, `client_secret_post`, or `private_key_jwt` (RFC 7523 §2.2,
-//! [`ClientCredentials::with_private_key_jwt`]): an assertion with `iss` = `sub` =
+//! [`OAuthConfig::with_assertion_signer`]): an assertion with `iss` = `sub` =
 //! `client_id`, `aud` = the issuer and a fresh 256-bit `jti`, signed by the application's
 //! [`AssertionSigner`] (the key never enters the machine; `mcp-driver`'s `PrivateKeyJwt`
 //! signs ES256 or RS256 from PEM, adding `iat` and a 60 s `exp` from the system clock).
@@ -148,8 +148,7 @@ mod urls;
 pub use config::{
     ApplicationType, AssertionClaims, AssertionSigner, AssertionSource, AuthLimits,
     ClientCredentials, ClientMetadata, Grant, ID_JAG_TOKEN_TYPE, ID_TOKEN_TYPE, IdentityProvider,
-    JWT_BEARER_GRANT, JWT_CLIENT_ASSERTION, OAuthConfig, Shared, TOKEN_EXCHANGE_GRANT,
-    TokenAuthMethod,
+    JWT_BEARER_GRANT, JWT_CLIENT_ASSERTION, OAuthConfig, TOKEN_EXCHANGE_GRANT, TokenAuthMethod,
 };
 pub use error::{AuthError, Document, OAuthErrorBody};
 #[cfg(feature = "oauth")]

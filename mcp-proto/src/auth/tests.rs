@@ -992,13 +992,12 @@ fn client_credentials_request_a_token_without_a_person() {
     assert!(matches!(failed(&h.drain()), AuthError::Unsupported(_)));
 }
 
-/// A signer that records the claims it was given and returns `sig.<jti>`.
-struct FakeSigner(std::sync::Mutex<Vec<AssertionClaims>>);
+/// A signer whose "signature" spells out the claims: `sig|<client>|<aud>|<jti>`.
+struct FakeSigner;
 
 impl AssertionSigner for FakeSigner {
-    fn sign(&self, claims: &AssertionClaims) -> Result<String, String> {
-        self.0.lock().unwrap().push(claims.clone());
-        Ok(format!("sig.{}", claims.jwt_id))
+    fn sign(&self, c: &AssertionClaims) -> Result<String, String> {
+        Ok(format!("sig|{}|{}|{}", c.client_id, c.audience, c.jwt_id))
     }
 }
 
@@ -1015,12 +1014,11 @@ fn machine_as(grant: &str, methods: serde_json::Value) -> serde_json::Value {
 
 #[test]
 fn private_key_jwt_sends_a_fresh_assertion_for_the_issuer_and_no_secret() {
-    let signer = std::sync::Arc::new(FakeSigner(Default::default()));
-    let creds = ClientCredentials::public("svc-id").with_private_key_jwt(signer.clone());
-    let mut h = H::new(OAuthConfig::client_credentials(
-        ClientMetadata::new("svc"),
-        creds,
-    ));
+    let creds = ClientCredentials::public("svc-id");
+    let mut h = H::new(
+        OAuthConfig::client_credentials(ClientMetadata::new("svc"), creds)
+            .with_assertion_signer(FakeSigner),
+    );
     h.discover(machine_as("client_credentials", json!(["private_key_jwt"])));
     let tok = h.http();
     let f = form(&tok);
@@ -1034,29 +1032,19 @@ fn private_key_jwt_sends_a_fresh_assertion_for_the_issuer_and_no_secret() {
         Some("urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
     );
     assert!(param(&f, "client_secret").is_none() && !tok.headers.contains_key(AUTHORIZATION));
-    let first = signer.0.lock().unwrap()[0].clone();
-    assert_eq!(
-        (first.client_id.as_str(), first.audience.as_str()),
-        ("svc-id", AS)
-    );
-    assert_eq!(first.jwt_id.len(), 43);
-    assert_eq!(
-        param(&f, "client_assertion"),
-        Some(format!("sig.{}", first.jwt_id))
-    );
+    let first = param(&f, "client_assertion").unwrap();
+    let parts: Vec<&str> = first.split('|').collect();
+    assert_eq!(parts[..3], ["sig", "svc-id", AS]);
+    assert_eq!(parts[3].len(), 43, "256 random bits, base64url");
     h.respond(tok.id, 200, &token_doc("cc", None, 600));
     assert_eq!(h.drain(), [AuthOutput::Authorized]);
     // The renewal signs a new assertion (another jti).
     let due = h.c.poll_timeout().unwrap();
     h.now = due;
     h.c.handle_timeout(h.now);
-    let again = form(&h.http());
-    let second = signer.0.lock().unwrap()[1].clone();
-    assert_ne!(second.jwt_id, first.jwt_id);
-    assert_eq!(
-        param(&again, "client_assertion"),
-        Some(format!("sig.{}", second.jwt_id))
-    );
+    let again = param(&form(&h.http()), "client_assertion").unwrap();
+    assert!(again.starts_with(&format!("sig|svc-id|{AS}|")));
+    assert_ne!(again, first, "a fresh jti");
     // A signer that fails is the flow's error, and nothing is sent.
     struct Refusing;
     impl AssertionSigner for Refusing {
@@ -1064,12 +1052,11 @@ fn private_key_jwt_sends_a_fresh_assertion_for_the_issuer_and_no_secret() {
             Err("the HSM is locked".into())
         }
     }
-    let creds =
-        ClientCredentials::public("svc-id").with_private_key_jwt(std::sync::Arc::new(Refusing));
-    let mut h = H::new(OAuthConfig::client_credentials(
-        ClientMetadata::new("svc"),
-        creds,
-    ));
+    let creds = ClientCredentials::public("svc-id");
+    let mut h = H::new(
+        OAuthConfig::client_credentials(ClientMetadata::new("svc"), creds)
+            .with_assertion_signer(Refusing),
+    );
     h.discover(machine_as("client_credentials", json!(["private_key_jwt"])));
     assert!(matches!(failed(&h.drain()), AuthError::Assertion(why) if why.contains("HSM")));
     // private_key_jwt without a signer is refused when built.
@@ -1084,16 +1071,10 @@ fn private_key_jwt_sends_a_fresh_assertion_for_the_issuer_and_no_secret() {
 
 #[test]
 fn the_jwt_bearer_grant_presents_the_workload_token_and_does_not_retry_a_refusal() {
-    let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let count = asked.clone();
-    let source = std::sync::Arc::new(move || {
-        let n = count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Ok(format!("workload-jwt-{n}"))
-    });
     let config = OAuthConfig::jwt_bearer(
         ClientMetadata::new("wl"),
         ClientCredentials::public("wl-id"),
-        source,
+        || Ok("workload-jwt".to_owned()),
     );
     let mut h = H::new(config);
     h.discover(machine_as(
@@ -1106,18 +1087,18 @@ fn the_jwt_bearer_grant_presents_the_workload_token_and_does_not_retry_a_refusal
         param(&f, "grant_type").as_deref(),
         Some("urn:ietf:params:oauth:grant-type:jwt-bearer")
     );
-    assert_eq!(param(&f, "assertion").as_deref(), Some("workload-jwt-0"));
+    assert_eq!(param(&f, "assertion").as_deref(), Some("workload-jwt"));
     assert_eq!(param(&f, "resource").as_deref(), Some(MCP));
     h.respond(tok.id, 200, &token_doc("wif", None, 600));
     assert_eq!(h.drain(), [AuthOutput::Authorized]);
-    // Renewed with a fresh token of the source.
+    // Renewed by presenting the source's token again.
     let due = h.c.poll_timeout().unwrap();
     h.now = due;
     h.c.handle_timeout(h.now);
     let renewal = h.http();
     assert_eq!(
         param(&form(&renewal), "assertion").as_deref(),
-        Some("workload-jwt-1")
+        Some("workload-jwt")
     );
     // Refused: the flow fails with the server's error; no retry, no other grant.
     h.respond(
@@ -1137,12 +1118,11 @@ fn the_jwt_bearer_grant_presents_the_workload_token_and_does_not_retry_a_refusal
         ),
         "{outs:?}"
     );
-    assert_eq!(asked.load(std::sync::atomic::Ordering::Relaxed), 2);
     // A source with no token: the flow's error, nothing sent.
     let config = OAuthConfig::jwt_bearer(
         ClientMetadata::new("wl"),
         ClientCredentials::public("wl-id"),
-        std::sync::Arc::new(|| Err("no token file".to_owned())),
+        || Err("no token file".to_owned()),
     );
     let mut h = H::new(config);
     h.discover(machine_as(
@@ -1156,12 +1136,12 @@ fn the_jwt_bearer_grant_presents_the_workload_token_and_does_not_retry_a_refusal
 fn enterprise_managed_trades_the_id_token_at_the_idp_then_redeems_the_id_jag() {
     const IDP: &str = "https://idp.example.com/token";
     let enterprise = || {
-        let idp = IdentityProvider::new(IDP, std::sync::Arc::new(|| Ok("the-id-token".to_owned())))
-            .with_client_id("idp-client");
+        let idp = IdentityProvider::new(IDP).with_client_id("idp-client");
         OAuthConfig::enterprise_managed(
             ClientMetadata::new("agent"),
             ClientCredentials::confidential("as-client", "as-secret"),
             idp,
+            || Ok("the-id-token".to_owned()),
         )
     };
     let asm = machine_as(
@@ -1251,62 +1231,54 @@ fn enterprise_managed_trades_the_id_token_at_the_idp_then_redeems_the_id_jag() {
     ));
 }
 
-/// What a proof was for: method, URL, token, nonce.
-type ProofFor = (String, String, Option<String>, Option<String>);
-
-/// A DPoP signer that records what each proof was for and returns `proof-<n>`.
-#[derive(Default)]
-struct FakeDpop(std::sync::Mutex<Vec<ProofFor>>);
+/// A DPoP signer whose "proof" spells out what it is for: `proof|<method>|<url>|<nonce>`.
+#[derive(Clone)]
+struct FakeDpop;
 
 impl crate::dpop::DpopSigner for FakeDpop {
     fn proof(&self, r: &crate::dpop::DpopRequest<'_>) -> Result<String, String> {
-        let mut seen = self.0.lock().unwrap();
-        seen.push((
-            r.method.to_owned(),
-            r.url.to_owned(),
-            r.access_token.map(str::to_owned),
-            r.nonce.map(str::to_owned),
-        ));
-        Ok(format!("proof-{}", seen.len()))
+        Ok(format!(
+            "proof|{}|{}|{}|{}",
+            r.method,
+            r.url,
+            r.access_token.unwrap_or("-"),
+            r.nonce.unwrap_or("-")
+        ))
+    }
+
+    fn clone_box(&self) -> Box<dyn crate::dpop::DpopSigner> {
+        Box::new(self.clone())
     }
 }
 
 #[test]
 fn dpop_proofs_go_on_token_requests_a_nonce_is_retried_once_and_the_token_is_bound() {
-    let signer = std::sync::Arc::new(FakeDpop::default());
     let config = || {
         OAuthConfig::client_credentials(
             ClientMetadata::new("svc"),
             ClientCredentials::confidential("svc-id", "svc-secret"),
         )
     };
-    let mut h = H::new(config().with_dpop(signer.clone()));
+    let mut h = H::new(config().with_dpop(FakeDpop));
     h.discover(machine_as(
         "client_credentials",
         json!(["client_secret_basic"]),
     ));
     let tok = h.http();
-    assert_eq!(tok.headers["dpop"], "proof-1");
+    assert_eq!(
+        tok.headers["dpop"],
+        "proof|POST|https://auth.example.com/token|-|-"
+    );
     // The AS wants a nonce: the same request again, once, with it.
     let mut nonce = HeaderMap::new();
     nonce.insert("dpop-nonce", HeaderValue::from_static("as-n1"));
     h.respond_with(tok.id, 400, nonce.clone(), br#"{"error":"use_dpop_nonce"}"#);
     let again = h.http();
     assert_eq!(again.body, tok.body);
-    assert_eq!(again.headers["dpop"], "proof-2");
-    {
-        let seen = signer.0.lock().unwrap();
-        assert_eq!(
-            seen[0],
-            (
-                "POST".into(),
-                "https://auth.example.com/token".into(),
-                None,
-                None
-            )
-        );
-        assert_eq!(seen[1].3.as_deref(), Some("as-n1"));
-    }
+    assert_eq!(
+        again.headers["dpop"],
+        "proof|POST|https://auth.example.com/token|-|as-n1"
+    );
     // Asked again: no second retry, the flow fails.
     h.respond_with(again.id, 400, nonce, br#"{"error":"use_dpop_nonce"}"#);
     let outs = h.drain();
@@ -1316,7 +1288,7 @@ fn dpop_proofs_go_on_token_requests_a_nonce_is_retried_once_and_the_token_is_bou
     );
     assert!(matches!(failed(&outs), AuthError::Rejected { .. }));
     // A DPoP token: bound, the signer handed out with it.
-    let mut h = H::new(config().with_dpop(signer.clone()));
+    let mut h = H::new(config().with_dpop(FakeDpop));
     h.discover(machine_as(
         "client_credentials",
         json!(["client_secret_basic"]),
@@ -1331,7 +1303,7 @@ fn dpop_proofs_go_on_token_requests_a_nonce_is_retried_once_and_the_token_is_bou
     assert!(h.c.dpop_signer().is_some());
     assert_eq!(h.c.authorization().unwrap(), "DPoP bound");
     // A server that ignores DPoP and issues a bearer token: not bound.
-    let mut h = H::new(config().with_dpop(signer.clone()));
+    let mut h = H::new(config().with_dpop(FakeDpop));
     h.discover(machine_as(
         "client_credentials",
         json!(["client_secret_basic"]),

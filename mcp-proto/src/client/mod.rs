@@ -288,7 +288,7 @@ struct DpopToken {
     token: Box<str>,
     /// `DPoP <token>`.
     header: HeaderValue,
-    signer: std::sync::Arc<dyn crate::dpop::DpopSigner>,
+    signer: Box<dyn crate::dpop::DpopSigner>,
     /// `htu`: the endpoint without query.
     url: Box<str>,
     /// The MCP server's latest `DPoP-Nonce`.
@@ -726,7 +726,7 @@ impl ClientSession {
     /// nonce. Replaces a bearer token.
     pub fn set_dpop_token(
         &mut self,
-        token: Option<(&str, std::sync::Arc<dyn crate::dpop::DpopSigner>, &str)>,
+        token: Option<(&str, Box<dyn crate::dpop::DpopSigner>, &str)>,
     ) -> Result<(), ApiMisuse> {
         let nonce = self.dpop.as_mut().and_then(|d| d.nonce.take());
         self.dpop = match token {

@@ -594,15 +594,18 @@ async fn run_auth_scenario(run: &Run, scenario: &str) -> Result<(), String> {
     let metadata = ClientMetadata::new("mcp-conformance-client")
         .with_software("mcp-conformance-client", env!("CARGO_PKG_VERSION"));
     let config = if scenario.starts_with("auth/client-credentials") {
-        let mut creds = credentials.ok_or("the scenario gave no client credentials")?;
+        let creds = credentials.ok_or("the scenario gave no client credentials")?;
+        let config = OAuthConfig::client_credentials(metadata, creds);
         // `private_key_jwt` (RFC 7523 §2.2): the scenario hands over the client's key.
-        if let Some(pem) = text("private_key_pem") {
-            let alg = text("signing_algorithm").unwrap_or("ES256");
-            let signer = PrivateKeyJwt::from_pem(alg, pem.as_bytes())
-                .map_err(|e| format!("the scenario's key: {e}"))?;
-            creds = creds.with_private_key_jwt(Arc::new(signer));
+        match text("private_key_pem") {
+            Some(pem) => {
+                let alg = text("signing_algorithm").unwrap_or("ES256");
+                let signer = PrivateKeyJwt::from_pem(alg, pem.as_bytes())
+                    .map_err(|e| format!("the scenario's key: {e}"))?;
+                config.with_assertion_signer(signer)
+            }
+            None => config,
         }
-        OAuthConfig::client_credentials(metadata, creds)
     } else if scenario == "auth/enterprise-managed-authorization" {
         // The person's IdP ID token, traded at the IdP for an ID-JAG, redeemed at the AS.
         let creds = credentials.ok_or("the scenario gave no client credentials")?;
@@ -610,18 +613,18 @@ async fn run_auth_scenario(run: &Run, scenario: &str) -> Result<(), String> {
         let id_token = text("idp_id_token")
             .ok_or("the scenario gave no ID token")?
             .to_owned();
-        let mut idp = IdentityProvider::new(endpoint, Arc::new(move || Ok(id_token.clone())));
+        let mut idp = IdentityProvider::new(endpoint);
         if let Some(id) = text("idp_client_id") {
             idp = idp.with_client_id(id);
         }
-        OAuthConfig::enterprise_managed(metadata, creds, idp)
+        OAuthConfig::enterprise_managed(metadata, creds, idp, move || Ok(id_token.clone()))
     } else if scenario == "auth/wif-jwt-bearer" {
         // Workload identity federation: the platform's token is the JWT bearer assertion.
         let creds = credentials.ok_or("the scenario gave no client id")?;
         let jwt = text("valid_jwt")
             .ok_or("the scenario gave no workload token")?
             .to_owned();
-        OAuthConfig::jwt_bearer(metadata, creds, Arc::new(move || Ok(jwt.clone())))
+        OAuthConfig::jwt_bearer(metadata, creds, move || Ok(jwt.clone()))
     } else {
         let config = OAuthConfig::authorization_code(metadata, REDIRECT_URI)
             .with_client_metadata_document(CLIENT_METADATA_DOCUMENT);
@@ -633,7 +636,7 @@ async fn run_auth_scenario(run: &Run, scenario: &str) -> Result<(), String> {
     // DPoP (RFC 9449): tokens bound to a fresh key, proofs on every request.
     let config = if scenario.starts_with("auth/dpop") {
         let key = DpopKey::generate().map_err(|e| format!("a DPoP key: {e}"))?;
-        config.with_dpop(Arc::new(key))
+        config.with_dpop(key)
     } else {
         config
     };
