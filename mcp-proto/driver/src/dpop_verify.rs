@@ -41,7 +41,6 @@ use base64::Engine as _;
 use jsonwebtoken::jwk::{Jwk, ThumbprintHash};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use mcp_proto::server::AuthDecision;
-use sha2::Digest as _;
 
 /// The proof algorithms accepted (asymmetric only, RFC 9449 §4.2).
 pub const DPOP_ALGORITHMS: [Algorithm; 5] = [
@@ -192,17 +191,10 @@ fn secs(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
-fn fresh_nonce() -> String {
-    let mut b = [0u8; 16];
-    // A nonce only has to be unpredictable enough to be fresh; should the OS refuse, the
-    // time's nanoseconds still change it.
-    if getrandom::fill(&mut b).is_err() {
-        let t = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos());
-        b = t.to_le_bytes();
-    }
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b)
+/// A new nonce at `now` (seconds). A nonce proves freshness, not a secret: should the OS
+/// refuse randomness, the time (passed in, like every time here) still changes it.
+fn fresh_nonce(now: u64) -> String {
+    crate::jwt::random_id().unwrap_or_else(|_| format!("t{now}"))
 }
 
 impl DpopVerifier {
@@ -252,7 +244,7 @@ impl DpopVerifier {
         if due {
             let previous = st.nonces.take().map(|n| n.current);
             st.nonces = Some(Nonces {
-                current: fresh_nonce(),
+                current: fresh_nonce(now),
                 previous,
                 since: now,
             });
@@ -350,8 +342,7 @@ impl DpopVerifier {
         if claims.iat.abs_diff(t) > skew.unsigned_abs() {
             return Err(bad("the DPoP proof's iat is outside the accepted window"));
         }
-        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
-        let ath = bound.map(|(token, _)| b64.encode(sha2::Sha256::digest(token.as_bytes())));
+        let ath = bound.map(|(token, _)| crate::jwt::token_hash(token));
         if claims.ath != ath {
             return Err(bad("the DPoP proof is for another access token (ath)"));
         }
@@ -576,7 +567,7 @@ mod tests {
         let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
         let claims = serde_json::json!({
             "jti": "j", "htm": "POST", "htu": URL, "iat": secs(SystemTime::now()),
-            "ath": b64.encode(sha2::Sha256::digest(TOKEN.as_bytes())),
+            "ath": crate::jwt::token_hash(TOKEN),
         });
         let now = SystemTime::now();
         let mut good = Header::new(Algorithm::ES256);

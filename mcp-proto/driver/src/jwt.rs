@@ -118,6 +118,19 @@ impl AssertionSigner for PrivateKeyJwt {
     }
 }
 
+/// `ath`: the access token's SHA-256, base64url (RFC 9449 §4.2); the proofs' signer and
+/// their verifier compute it here alike.
+pub(crate) fn token_hash(token: &str) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(token.as_bytes()))
+}
+
+/// 128 random bits from the OS CSPRNG, base64url (a proof's `jti`, a server nonce).
+pub(crate) fn random_id() -> Result<String, String> {
+    let mut b = [0u8; 16];
+    getrandom::fill(&mut b).map_err(|e| format!("no randomness: {e}"))?;
+    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b))
+}
+
 /// Seconds since the Unix epoch, on the system clock.
 fn unix_now() -> Result<u64, String> {
     SystemTime::now()
@@ -206,17 +219,12 @@ struct ProofClaims<'a> {
 
 impl DpopSigner for DpopKey {
     fn proof(&self, request: &DpopRequest<'_>) -> Result<String, String> {
-        let mut jti = [0u8; 16];
-        getrandom::fill(&mut jti).map_err(|e| format!("no randomness: {e}"))?;
-        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
         let claims = ProofClaims {
-            jti: b64.encode(jti),
+            jti: random_id()?,
             htm: request.method,
             htu: request.url,
             iat: unix_now()?,
-            ath: request
-                .access_token
-                .map(|t| b64.encode(sha2::Sha256::digest(t.as_bytes()))),
+            ath: request.access_token.map(token_hash),
             nonce: request.nonce,
         };
         let mut header = Header::new(Algorithm::ES256);
