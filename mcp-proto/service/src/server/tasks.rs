@@ -1178,6 +1178,55 @@ mod tests {
     }
 
     #[test]
+    fn the_owner_reads_its_task_again_on_its_recheck_when_the_notice_is_lost() {
+        let (_store, members) = cluster(2);
+        let [(a, va), (b, vb)] = &members[..] else {
+            unreachable!()
+        };
+        let (va, vb) = (voice(va), voice(vb));
+        let (poke, pokes) = mpsc::unbounded();
+        let id = now(a.create(&va, None, CancellationToken::new(), Some(poke)))
+            .unwrap()
+            .task_id;
+        let mut ask = now(a.ask(&va, &id, "k".into(), elicit("?"))).unwrap();
+        // B takes the answer; its notice to A is lost (A is never woken).
+        now(b.update(&vb, &id, None, accept(&["k"]))).unwrap();
+        // The watcher's timer: the first nap ends, the next ones never do.
+        let naps = Arc::new(AtomicU64::new(0));
+        let counted = naps.clone();
+        let sleep = move |_| -> BoxFuture<'static, ()> {
+            if counted.fetch_add(1, Ordering::Relaxed) == 0 {
+                Box::pin(std::future::ready(()))
+            } else {
+                Box::pin(std::future::pending())
+            }
+        };
+        let reader = va.clone();
+        let watcher = a
+            .clone()
+            .watch(id.clone(), move || reader.clone(), sleep, pokes);
+        let mut watcher = std::pin::pin!(watcher);
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        assert!(
+            matches!(ask.try_recv(), Ok(None)),
+            "nothing before the recheck"
+        );
+        assert!(watcher.as_mut().poll(&mut cx).is_pending(), "it watches on");
+        assert_eq!(
+            naps.load(Ordering::Relaxed),
+            2,
+            "one recheck, then the next nap"
+        );
+        assert!(
+            matches!(ask.try_recv(), Ok(Some(_))),
+            "delivered by the recheck"
+        );
+        // The task ends: the watcher stops at its next turn.
+        a.stop(&id);
+        assert!(!a.runs(&id));
+    }
+
+    #[test]
     fn a_task_whose_instance_died_fails_once_whoever_polls() {
         let (store, members) = cluster(3);
         let [(a, va), (b, vb), (c, vc)] = &members[..] else {
