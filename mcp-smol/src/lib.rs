@@ -99,7 +99,7 @@ pub use mcp_driver as driver;
 pub use mcp_driver::tls::rustls;
 pub use mcp_driver::{
     Adapter, AsyncAuthenticator, ClusterBackend, Connect, ConnectError, DriverConfig, EraCache,
-    RandomSessionIds, Serve, ServerHandle, Serving,
+    PeerAddr, RandomSessionIds, Serve, ServerHandle, Serving,
 };
 #[cfg(feature = "tls")]
 pub use mcp_driver::{ClientTls, ServerTls};

@@ -141,7 +141,7 @@ async fn connection(tcp: TcpStream, peer: SocketAddr, handle: ServerHandle, tls:
             quiet = KeepAlive::new(limits.keep_alive_timeout);
         }
         // Each poll sends what it wrote in one go (a JSON answer: one send).
-        let endpoint = |req| exchange(handle.clone(), tcp.clone(), req);
+        let endpoint = |req| exchange(handle.clone(), tcp.clone(), peer, req);
         match io.during(convert::respond(&io, req, body, endpoint)).await {
             Ok(Ok(true)) if !handle.is_stopped() => {}
             Ok(Ok(_)) => break,
@@ -161,12 +161,14 @@ fn no_response(why: impl std::fmt::Display) -> http_types::Error {
 async fn exchange(
     handle: ServerHandle,
     tcp: TcpStream,
+    peer: SocketAddr,
     mut req: http_types::Request,
 ) -> http_types::Result<http_types::Response> {
-    let parts = convert::request_parts(&req).map_err(|e| {
+    let mut parts = convert::request_parts(&req).map_err(|e| {
         tracing::debug!(error = %e, "request not representable in http 1.x types");
         no_response(e)
     })?;
+    parts.extensions.insert(mcp_driver::PeerAddr(peer));
     let body = Chunks(req.take_body());
     let head = handle
         .exchange(parts, body, Eof(tcp.into()))

@@ -95,7 +95,7 @@ pub use mcp_driver as driver;
 pub use mcp_driver::tls::rustls;
 pub use mcp_driver::{
     Adapter, AsyncAuthenticator, ClusterBackend, Connect, ConnectError, DriverConfig, DriverGone,
-    EraCache, RandomSessionIds, ResponseAborted, Serve, ServerHandle, Serving,
+    EraCache, PeerAddr, RandomSessionIds, ResponseAborted, Serve, ServerHandle, Serving,
 };
 #[cfg(feature = "tls")]
 pub use mcp_driver::{ClientTls, ServerTls};

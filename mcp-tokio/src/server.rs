@@ -155,8 +155,9 @@ where
     let first_request = service.handle.config().first_request_timeout;
     let served = Latch::new();
     let on_request = served.clone();
-    let service = hyper::service::service_fn(move |req: Request<Incoming>| {
+    let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
         on_request.set();
+        req.extensions_mut().insert(mcp_driver::PeerAddr(peer));
         let service = service.clone();
         async move { service.handle(req).await }
     });

@@ -55,6 +55,15 @@ use mcp_service::Server;
 use mcp_service::bind::{Routed, ServerBinding, Sleep, Wake};
 use mcp_service::server::BoxFuture;
 
+/// The address of a connection's other end, put in a request's extensions
+/// (`http::Request::extensions_mut().insert(PeerAddr(addr))`) by the adapter that accepted the
+/// connection; the driver hands it to the core as [`RequestHead::peer`] (client addresses, and
+/// which reverse proxies to believe). mcp-tokio and mcp-smol set it on every request they
+/// serve; where the endpoint is mounted in another framework, a middleware may set it (axum's
+/// `ConnectInfo<SocketAddr>` holds the same address).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerAddr(pub std::net::SocketAddr);
+
 /// What the driver needs beyond the core's [`ServerConfig`]: its queue bound, the
 /// connections' deadlines, how handlers start, and the two plug-ins that do I/O — the
 /// asynchronous authentication step and the cluster store. None of it is protocol meaning;
@@ -395,7 +404,9 @@ impl<X: ExchangeSink> ServerDriver<X> {
                 body,
                 end,
             } => {
-                let head = RequestHead::from_parts(&parts).with_verdict(verdict.as_ref());
+                let head = RequestHead::from_parts(&parts)
+                    .with_verdict(verdict.as_ref())
+                    .with_peer(parts.extensions.get::<PeerAddr>().map(|p| p.0));
                 let stream = self.router.handle_request(now, head);
                 tracing::trace!(stream = stream.as_u64(), method = %parts.method, uri = %parts.uri, "request");
                 if let Some(trace) = Trace::start(now, &parts) {
@@ -778,7 +789,8 @@ impl AuthStep {
     /// The verdict on `parts`, `None` when the request is not one to judge. A validator that
     /// takes too long or panics gives `Unavailable` (503), never a hung or lost request.
     async fn judge(&self, parts: &http::request::Parts) -> Option<AuthDecision> {
-        let head = RequestHead::from_parts(parts);
+        let head = RequestHead::from_parts(parts)
+            .with_peer(parts.extensions.get::<PeerAddr>().map(|p| p.0));
         if !mcp_proto::server::needs_authentication(
             &self.endpoint_path,
             self.metadata.as_ref(),

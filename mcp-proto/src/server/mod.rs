@@ -230,6 +230,9 @@ pub struct RequestHead<'a> {
     /// router applies it exactly as it would its own [`Authenticator`]'s decision, and
     /// does not call that hook.
     pub verdict: Option<&'a AuthDecision>,
+    /// The address of the connection's other end, as the adapter accepted it (a reverse
+    /// proxy's, behind one). `None` when the adapter does not know it.
+    pub peer: Option<std::net::SocketAddr>,
 }
 
 impl<'a> RequestHead<'a> {
@@ -241,6 +244,7 @@ impl<'a> RequestHead<'a> {
             headers,
             principal: None,
             verdict: None,
+            peer: None,
         }
     }
 
@@ -258,6 +262,12 @@ impl<'a> RequestHead<'a> {
     /// Sets the verdict of an authentication that ran before (see [`RequestHead::verdict`]).
     pub fn with_verdict(mut self, verdict: Option<&'a AuthDecision>) -> Self {
         self.verdict = verdict;
+        self
+    }
+
+    /// Sets the connection's peer address (see [`RequestHead::peer`]).
+    pub fn with_peer(mut self, peer: Option<std::net::SocketAddr>) -> Self {
+        self.peer = peer;
         self
     }
 }
