@@ -10,13 +10,17 @@ use std::time::{Duration, Instant};
 
 use super::{Queue, Routed, Wake};
 use crate::server::{BoxFuture, ClusterVoice};
+use crate::telemetry::{
+    self, Direction, End, Network, Operation, OperationScope, SessionInfo, SessionScope, Side,
+    Telemetry,
+};
 use crate::{Peer, PeerError, PeerResult, PendingRequests, ResponseFuture, Server, ServerSession};
 use mcp_proto::jsonrpc::{
     ErrorObject, Notification, Outcome, RawValue, Request, RequestId, error_codes,
 };
 use mcp_proto::server::{
-    OutboundId, RecordOp, RequestHandle, Router, SendError, ServerOutput, ServerRequestError,
-    SessionHandle, StoreError, StoreReply, Target, Ticket,
+    CloseReason, OutboundId, RecordOp, RequestHandle, Router, SendError, ServerOutput,
+    ServerRequestError, SessionHandle, StoreError, StoreReply, Target, Ticket,
 };
 
 /// The runtime's timer: a future that completes after the duration.
@@ -178,6 +182,9 @@ pub struct ServerBinding {
     voice: Option<(u64, Arc<dyn ClusterVoice>)>,
     /// The server's record operations sent to the store: ticket → pending key.
     record_tickets: HandleMap<Ticket, u64>,
+    /// The server's observer ([`Server::telemetry`]), and the sessions it is told about.
+    telemetry: Option<Arc<dyn Telemetry>>,
+    session_scopes: HandleMap<SessionHandle, Box<dyn SessionScope>>,
 }
 
 impl std::fmt::Debug for ServerBinding {
@@ -205,7 +212,6 @@ impl ServerBinding {
             records: std::sync::Mutex::new(HashMap::new()),
         });
         ServerBinding {
-            server,
             link,
             key_to_oid: HandleMap::default(),
             oid_to_key: HandleMap::default(),
@@ -218,6 +224,9 @@ impl ServerBinding {
             router_seen: false,
             voice: None,
             record_tickets: HandleMap::default(),
+            telemetry: server.telemetry_hook(),
+            session_scopes: HandleMap::default(),
+            server,
         }
     }
 
@@ -410,6 +419,81 @@ impl ServerBinding {
         any
     }
 
+    /// [`handle_output`](Self::handle_output), with the router that produced `output` at
+    /// hand: with a [`Telemetry`] installed ([`Server::telemetry`]), its operations and
+    /// sessions get the session id and protocol version from it. The drivers call this one.
+    pub fn handle_output_in(
+        &mut self,
+        router: &Router,
+        output: ServerOutput,
+    ) -> Routed<ServerOutput> {
+        let Some(telemetry) = self.telemetry.clone() else {
+            return self.handle_output(output);
+        };
+        match output {
+            ServerOutput::Request {
+                handle,
+                session,
+                request,
+                principal,
+            } => {
+                let version = match session {
+                    Some(s) => router.session_version(s),
+                    None => router.request_version(handle),
+                };
+                let mut op = Operation::new(
+                    Side::Server,
+                    Direction::Incoming,
+                    &request.method,
+                    request.params.as_deref(),
+                );
+                op.request_id = Some(telemetry::id_string(&request.id));
+                op.protocol_version = version.map(|v| v.as_str().to_owned());
+                op.session_id = session
+                    .and_then(|s| router.session_id(s))
+                    .map(str::to_owned);
+                op.network = Self::network();
+                if let Some(s) = session {
+                    self.session_started(&*telemetry, s, op.protocol_version.clone());
+                }
+                let meta = telemetry::meta_of(request.params.as_deref());
+                let scope = telemetry.incoming(&op, meta.as_ref());
+                Routed::Spawn(self.handle_request(handle, session, request, principal, Some(scope)))
+            }
+            ServerOutput::Notification {
+                session: Some(s), ..
+            } => {
+                let version = router.session_version(s).map(|v| v.as_str().to_owned());
+                self.session_started(&*telemetry, s, version);
+                self.handle_output(output)
+            }
+            other => self.handle_output(other),
+        }
+    }
+
+    /// The connection facts the binding knows of (HTTP, over TCP).
+    fn network() -> Network {
+        Network::default()
+    }
+
+    /// Tells the observer of a session the first time it is seen.
+    fn session_started(
+        &mut self,
+        telemetry: &dyn Telemetry,
+        session: SessionHandle,
+        version: Option<String>,
+    ) {
+        if self.session_scopes.contains_key(&session) {
+            return;
+        }
+        let scope = telemetry.session(&SessionInfo {
+            side: Side::Server,
+            protocol_version: version,
+            network: Self::network(),
+        });
+        self.session_scopes.insert(session, scope);
+    }
+
     /// Takes one router output: application outputs are consumed (a request becomes a
     /// handler future to spawn), transport outputs are given back.
     pub fn handle_output(&mut self, output: ServerOutput) -> Routed<ServerOutput> {
@@ -419,7 +503,7 @@ impl ServerBinding {
                 session,
                 request,
                 principal,
-            } => Routed::Spawn(self.handle_request(handle, session, request, principal)),
+            } => Routed::Spawn(self.handle_request(handle, session, request, principal, None)),
             ServerOutput::Notification {
                 session,
                 notification,
@@ -483,6 +567,8 @@ impl ServerBinding {
                 Routed::Done
             }
             ServerOutput::SessionUnloaded { session } => {
+                // It lives on at another instance: not ended here.
+                self.session_scopes.remove(&session);
                 self.exported.remove(&session);
                 if let Some(s) = self.sessions.remove(&session) {
                     s.close();
@@ -490,6 +576,13 @@ impl ServerBinding {
                 Routed::Transport(ServerOutput::SessionUnloaded { session })
             }
             ServerOutput::SessionClosed { session, reason } => {
+                if let Some(scope) = self.session_scopes.remove(&session) {
+                    scope.end(match reason {
+                        CloseReason::IdleExpired => Some("timeout"),
+                        CloseReason::InitializeFailed => Some("initialize_failed"),
+                        _ => None,
+                    });
+                }
                 self.exported.remove(&session);
                 if let Some(s) = self.sessions.remove(&session) {
                     s.close();
@@ -533,6 +626,7 @@ impl ServerBinding {
         session: Option<SessionHandle>,
         request: Request,
         principal: Option<Box<str>>,
+        scope: Option<Arc<dyn OperationScope>>,
     ) -> BoxFuture<'static, ()> {
         self.handles.insert(handle, (session, request.id.clone()));
         let service_session = match session {
@@ -565,6 +659,7 @@ impl ServerBinding {
         span.record("tool", subject.as_deref());
         let method = request.method.clone();
         let answer = service_session.handle_request(request);
+        let ender = scope.clone();
         let mut guard = AnswerGuard {
             queue: self.link.queue.clone(),
             handle,
@@ -588,6 +683,12 @@ impl ServerBinding {
             let response = match polled {
                 Ok(response) => response,
                 Err(payload) => {
+                    if let Some(scope) = &ender {
+                        scope.end(End::RpcError {
+                            code: error_codes::INTERNAL_ERROR,
+                            message: "the request handler panicked",
+                        });
+                    }
                     tracing::Span::current().record("outcome", "panic");
                     tracing::error!(
                         rpc.method = &*method,
@@ -604,12 +705,26 @@ impl ServerBinding {
                 None => "cancelled",
             };
             tracing::Span::current().record("outcome", outcome);
+            if let Some(scope) = &ender {
+                scope.end(match &response {
+                    Some(r) => telemetry::end_of(&method, &r.outcome),
+                    None => End::Failed {
+                        error_type: "cancelled",
+                        message: "the client cancelled the request",
+                    },
+                });
+            }
             guard.answered = true;
             guard
                 .queue
                 .push(Command::Respond(handle, response.map(|r| r.outcome)));
         };
-        Box::pin(tracing::Instrument::instrument(handler, span))
+        let handler: BoxFuture<'static, ()> =
+            Box::pin(tracing::Instrument::instrument(handler, span));
+        match scope {
+            Some(scope) => scope.instrument(handler),
+            None => handler,
+        }
     }
 }
 
