@@ -432,6 +432,80 @@ async fn peer_traceparent(rt: Runtime) {
     serving.shutdown().await;
 }
 
+/// A server→client request (sampling, asked by a tool): a `CLIENT` span on the server, child
+/// of the tool's `SERVER` span, and a `SERVER` span on the client, its child across the wire.
+async fn server_to_client(rt: Runtime) {
+    let sdk = Sdk::new();
+    let serving = bounded(rt, "serve", rt.serve(server(&sdk), ServerConfig::default()))
+        .await
+        .expect("serve");
+    let builder = mcp_tests::harness::conformance_client().telemetry(sdk.telemetry());
+    let client = bounded(
+        rt,
+        "connect",
+        rt.connect_with(serving.url(), builder, ClientConfig::new()),
+    )
+    .await
+    .expect("connect");
+    bounded(
+        rt,
+        "call",
+        client.call_tool("test_sampling", json!({"prompt": "hi"})),
+    )
+    .await
+    .expect("call");
+    let tool = sdk.spans_named("tools/call test_sampling");
+    let tool_server = tool
+        .iter()
+        .find(|s| s.span_kind == SpanKind::Server)
+        .expect("the tool's server span");
+    let sampling = sdk.spans_named("sampling/createMessage");
+    assert_eq!(sampling.len(), 2, "{rt}: {sampling:?}");
+    let sender = sampling
+        .iter()
+        .find(|s| s.span_kind == SpanKind::Client)
+        .expect("the server's CLIENT span");
+    let receiver = sampling
+        .iter()
+        .find(|s| s.span_kind == SpanKind::Server)
+        .expect("the client's SERVER span");
+    assert_eq!(
+        sender.parent_span_id,
+        tool_server.span_context.span_id(),
+        "{rt}: inside the tool's span"
+    );
+    assert_eq!(
+        receiver.parent_span_id,
+        sender.span_context.span_id(),
+        "{rt}: across the wire"
+    );
+    assert_eq!(
+        receiver.span_context.trace_id(),
+        tool_server.span_context.trace_id(),
+        "{rt}: one trace"
+    );
+    for span in [sender, receiver] {
+        assert_eq!(
+            string(span, "mcp.method.name").as_deref(),
+            Some("sampling/createMessage")
+        );
+        assert!(string(span, "mcp.session.id").is_some(), "{rt}");
+        assert_eq!(span.status, Status::Unset, "{rt}");
+    }
+    bounded(rt, "close", client.close()).await;
+    serving.shutdown().await;
+}
+
+#[test]
+fn server_to_client_on_tokio() {
+    Runtime::Tokio.block_on(server_to_client(Runtime::Tokio));
+}
+
+#[test]
+fn server_to_client_on_smol() {
+    Runtime::Smol.block_on(server_to_client(Runtime::Smol));
+}
+
 #[test]
 fn one_trace_on_tokio() {
     Runtime::Tokio.block_on(one_trace(Runtime::Tokio));

@@ -85,6 +85,71 @@ struct PeerLink {
     spawn: std::sync::OnceLock<Spawn>,
     /// The server's record operations waiting for the store, by key.
     records: std::sync::Mutex<HashMap<u64, futures_channel::oneshot::Sender<StoreReply>>>,
+    /// The server's observer ([`Server::telemetry`]), what it is told of each owner (session
+    /// id, revision), and its server→client requests in flight (method, scope) by key.
+    telemetry: Option<Arc<dyn Telemetry>>,
+    owners: std::sync::Mutex<HashMap<Owner, OwnerFacts>>,
+    outgoing: std::sync::Mutex<HashMap<u64, Outgoing>>,
+}
+
+/// What the telemetry is told of an owner: its session id and protocol revision.
+type OwnerFacts = (Option<String>, Option<String>);
+
+/// A server→client request in flight, for the telemetry: its method and scope.
+type Outgoing = (String, Arc<dyn OperationScope>);
+
+impl PeerLink {
+    /// A server→client request starts: its outgoing operation, with the trace context
+    /// written into its `params._meta`.
+    fn start_outgoing(
+        &self,
+        telemetry: &dyn Telemetry,
+        owner: Owner,
+        key: u64,
+        method: &str,
+        params: Option<Box<RawValue>>,
+    ) -> Option<Box<RawValue>> {
+        let mut op = Operation::new(Side::Server, Direction::Outgoing, method, params.as_deref());
+        if let Some((session, version)) = crate::cancel::lock(&self.owners).get(&owner) {
+            op.session_id = session.clone();
+            op.protocol_version = version.clone();
+        }
+        let mut value: serde_json::Value = match &params {
+            Some(p) => match serde_json::from_str(p.get()) {
+                Ok(v) => v,
+                // Not ours to judge: sent as it is, untraced.
+                Err(_) => return params,
+            },
+            None => serde_json::Value::Object(serde_json::Map::new()),
+        };
+        let mut meta = match value.as_object_mut().and_then(|m| m.remove("_meta")) {
+            Some(serde_json::Value::Object(meta)) => meta,
+            _ => serde_json::Map::new(),
+        };
+        let scope = telemetry.outgoing(&op, &mut meta);
+        crate::cancel::lock(&self.outgoing).insert(key, (method.to_owned(), scope));
+        if meta.is_empty() {
+            return params;
+        }
+        if let Some(map) = value.as_object_mut() {
+            map.insert("_meta".to_owned(), serde_json::Value::Object(meta));
+        }
+        serde_json::value::to_raw_value(&value).ok().or(params)
+    }
+
+    /// A server→client request ended.
+    fn end_outgoing(&self, key: u64, result: &PeerResult) {
+        let Some((method, scope)) = crate::cancel::lock(&self.outgoing).remove(&key) else {
+            return;
+        };
+        match result {
+            Ok(response) => scope.end(telemetry::end_of(&method, &response.outcome)),
+            Err(e) => scope.end(End::Failed {
+                error_type: telemetry::failure_class(e),
+                message: &e.to_string(),
+            }),
+        }
+    }
 }
 
 struct BoundPeer {
@@ -112,6 +177,12 @@ impl Peer for BoundPeer {
         params: Option<Box<RawValue>>,
     ) -> ResponseFuture {
         let key = self.link.keys.fetch_add(1, Ordering::Relaxed);
+        let params = match &self.link.telemetry {
+            Some(t) => self
+                .link
+                .start_outgoing(&**t, self.owner, key, method, params),
+            None => params,
+        };
         let answer = self.link.outbound.register(key);
         self.link.queue.push(Command::Request(
             self.owner,
@@ -210,9 +281,11 @@ impl ServerBinding {
             sleep,
             spawn: std::sync::OnceLock::new(),
             records: std::sync::Mutex::new(HashMap::new()),
+            telemetry: server.telemetry_hook(),
+            owners: std::sync::Mutex::new(HashMap::new()),
+            outgoing: std::sync::Mutex::new(HashMap::new()),
         });
         ServerBinding {
-            link,
             key_to_oid: HandleMap::default(),
             oid_to_key: HandleMap::default(),
             handles: HandleMap::default(),
@@ -224,8 +297,9 @@ impl ServerBinding {
             router_seen: false,
             voice: None,
             record_tickets: HandleMap::default(),
-            telemetry: server.telemetry_hook(),
+            telemetry: link.telemetry.clone(),
             session_scopes: HandleMap::default(),
+            link,
             server,
         }
     }
@@ -309,6 +383,9 @@ impl ServerBinding {
     /// Forgets a request (answered or cancelled).
     fn forget(&mut self, handle: RequestHandle) -> Option<(Option<SessionHandle>, RequestId)> {
         self.requests.remove(&handle);
+        if self.telemetry.is_some() {
+            crate::cancel::lock(&self.link.owners).remove(&Owner::Request(handle));
+        }
         let (session, id) = self.handles.remove(&handle)?;
         if let Some(s) = session {
             self.by_id.remove(&(s, id.clone()));
@@ -374,7 +451,9 @@ impl ServerBinding {
                             self.oid_to_key.insert(oid, key);
                         }
                         Err(e) => {
-                            self.link.outbound.complete(&key, Err(peer_error(e)));
+                            let result = Err(peer_error(e));
+                            self.link.end_outgoing(key, &result);
+                            self.link.outbound.complete(&key, result);
                         }
                     }
                 }
@@ -411,6 +490,7 @@ impl ServerBinding {
             }
         }
         for key in self.link.outbound.abandoned() {
+            self.link.end_outgoing(key, &Err(PeerError::Cancelled));
             if let Some(oid) = self.key_to_oid.remove(&key) {
                 self.oid_to_key.remove(&oid);
                 let _ = router.cancel_request(now, oid);
@@ -453,6 +533,12 @@ impl ServerBinding {
                     .and_then(|s| router.session_id(s))
                     .map(str::to_owned);
                 op.network = Self::network();
+                let owner = match session {
+                    Some(s) => Owner::Session(s),
+                    None => Owner::Request(handle),
+                };
+                crate::cancel::lock(&self.link.owners)
+                    .insert(owner, (op.session_id.clone(), op.protocol_version.clone()));
                 if let Some(s) = session {
                     self.session_started(&*telemetry, s, op.protocol_version.clone());
                 }
@@ -468,6 +554,13 @@ impl ServerBinding {
                 self.handle_output(output)
             }
             other => self.handle_output(other),
+        }
+    }
+
+    /// Forgets what the telemetry was told of an owner.
+    fn forget_owner(&self, owner: Owner) {
+        if self.telemetry.is_some() {
+            crate::cancel::lock(&self.link.owners).remove(&owner);
         }
     }
 
@@ -569,6 +662,7 @@ impl ServerBinding {
             ServerOutput::SessionUnloaded { session } => {
                 // It lives on at another instance: not ended here.
                 self.session_scopes.remove(&session);
+                self.forget_owner(Owner::Session(session));
                 self.exported.remove(&session);
                 if let Some(s) = self.sessions.remove(&session) {
                     s.close();
@@ -576,6 +670,7 @@ impl ServerBinding {
                 Routed::Transport(ServerOutput::SessionUnloaded { session })
             }
             ServerOutput::SessionClosed { session, reason } => {
+                self.forget_owner(Owner::Session(session));
                 if let Some(scope) = self.session_scopes.remove(&session) {
                     scope.end(match reason {
                         CloseReason::IdleExpired => Some("timeout"),
@@ -616,6 +711,7 @@ impl ServerBinding {
     fn complete(&mut self, oid: OutboundId, result: PeerResult) {
         if let Some(key) = self.oid_to_key.remove(&oid) {
             self.key_to_oid.remove(&key);
+            self.link.end_outgoing(key, &result);
             self.link.outbound.complete(&key, result);
         }
     }
