@@ -5,10 +5,7 @@
 //! conventions v1.41).
 //!
 //! ```no_run
-//! use opentelemetry::global;
-//! # fn sdk() {
-//! // The application sets up the SDK, its exporter and the W3C propagator ...
-//! # }
+//! // The application sets up the SDK, its exporter and the W3C propagator (globals), then:
 //! let server = mcp_service::Server::new("demo", "1.0").telemetry(mcp_otel::McpTelemetry::global());
 //! let client = mcp_service::client::ClientBuilder::new("agent", "1.0")
 //!     .telemetry(mcp_otel::McpTelemetry::global());
