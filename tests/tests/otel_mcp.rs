@@ -496,6 +496,77 @@ async fn server_to_client(rt: Runtime) {
     serving.shutdown().await;
 }
 
+/// The 2026-07-28 era has no session: the same call, one trace, and no `mcp.session.id` on
+/// either side; the revision is the modern one; no session histogram.
+async fn modern_era(rt: Runtime) {
+    let sdk = Sdk::new();
+    let serving = bounded(rt, "serve", rt.serve(server(&sdk), ServerConfig::default()))
+        .await
+        .expect("serve");
+    let builder = ClientBuilder::new("agent", "1.0").telemetry(sdk.telemetry());
+    let config = ClientConfig::new().with_era(mcp_proto::client::EraMode::Modern);
+    let client = bounded(
+        rt,
+        "connect",
+        rt.connect_with(serving.url(), builder, config),
+    )
+    .await
+    .expect("connect");
+    let tracer = sdk.tracer_provider.tracer("agent");
+    let parent_cx = Context::current_with_span(tracer.start("agent turn"));
+    bounded(
+        rt,
+        "call",
+        client
+            .call_tool("echo", json!({"text": "hi"}))
+            .with_context(parent_cx.clone()),
+    )
+    .await
+    .expect("call");
+    let spans = sdk.spans_named("tools/call echo");
+    assert_eq!(spans.len(), 2, "{rt}: {spans:?}");
+    let c = spans
+        .iter()
+        .find(|s| s.span_kind == SpanKind::Client)
+        .expect("client");
+    let s = spans
+        .iter()
+        .find(|s| s.span_kind == SpanKind::Server)
+        .expect("server");
+    assert_eq!(
+        s.parent_span_id,
+        c.span_context.span_id(),
+        "{rt}: across the wire"
+    );
+    for span in [c, s] {
+        assert_eq!(string(span, "mcp.session.id"), None, "{rt}: no session");
+        assert_eq!(
+            string(span, "mcp.protocol.version").as_deref(),
+            Some("2026-07-28"),
+            "{rt}"
+        );
+    }
+    bounded(rt, "close", client.close()).await;
+    serving.shutdown().await;
+    let metrics = sdk.metrics();
+    assert!(
+        histogram(&metrics, "mcp.server.session.duration").is_empty()
+            && histogram(&metrics, "mcp.client.session.duration").is_empty(),
+        "{rt}: no session, no session metric"
+    );
+    assert!(!histogram(&metrics, "mcp.client.operation.duration").is_empty());
+}
+
+#[test]
+fn modern_era_on_tokio() {
+    Runtime::Tokio.block_on(modern_era(Runtime::Tokio));
+}
+
+#[test]
+fn modern_era_on_smol() {
+    Runtime::Smol.block_on(modern_era(Runtime::Smol));
+}
+
 #[test]
 fn server_to_client_on_tokio() {
     Runtime::Tokio.block_on(server_to_client(Runtime::Tokio));
