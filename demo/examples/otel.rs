@@ -1,13 +1,15 @@
-//! The users server with its `tracing` spans exported through OpenTelemetry: the
-//! `tracing-opentelemetry` layer turns each span of the transport into an OpenTelemetry span,
-//! here printed by the stdout exporter (swap in `opentelemetry-otlp`'s exporter to send them
-//! to a collector; nothing else changes).
+//! The users server with OpenTelemetry: the MCP spans of OpenTelemetry's semantic conventions
+//! for MCP (`mcp-otel`: one `SERVER` span per request, named `tools/call get_user` and so on,
+//! the child of the caller's span when its `params._meta` carries a `traceparent`), and the
+//! transport's own `tracing` spans through the `tracing-opentelemetry` layer, all printed by
+//! the stdout exporter (swap in `opentelemetry-otlp`'s exporter to send them to a collector;
+//! nothing else changes).
 //!
 //! ```text
 //! cargo run --release -p mcp-demo --example otel -- --bind 127.0.0.1:8080
 //! ```
 //!
-//! The spans, all at `debug` under the `mcp_driver` and `mcp_service` targets:
+//! The transport's spans, all at `debug` under the `mcp_driver` and `mcp_service` targets:
 //! - `exchange`, one per HTTP exchange: `method`, `rpc.method`, `tool` (the tool or prompt
 //!   name, or the resource URI), `session` (the session id's 8-character prefix), `status`,
 //!   `ms`;
@@ -45,6 +47,15 @@ async fn main() -> ExitCode {
     let provider = SdkTracerProvider::builder()
         .with_simple_exporter(opentelemetry_stdout::SpanExporter::default())
         .build();
+    // W3C trace context in `params._meta` (what `mcp-otel` extracts by default), and the MCP
+    // spans on this provider (metrics: the global meter provider, a no-op until one is set).
+    opentelemetry::global::set_text_map_propagator(
+        opentelemetry_sdk::propagation::TraceContextPropagator::new(),
+    );
+    let telemetry = mcp_otel::McpTelemetry::new(
+        provider.tracer_with_scope(mcp_otel::scope()),
+        &opentelemetry::global::meter_with_scope(mcp_otel::scope()),
+    );
     let otel = tracing_opentelemetry::layer()
         .with_tracer(provider.tracer("mcp-users"))
         .with_filter(
@@ -66,7 +77,7 @@ async fn main() -> ExitCode {
         }
     };
     let config = mcp_proto::server::ServerConfig::default();
-    let serving = match mcp_tokio::serve(listener, mcp_demo::users::server())
+    let serving = match mcp_tokio::serve(listener, mcp_demo::users::server().telemetry(telemetry))
         .config(config)
         .start()
     {

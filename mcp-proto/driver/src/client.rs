@@ -955,6 +955,18 @@ impl<E: Engine> Connect<E> {
         } else {
             definition.timer(super::binding_sleep(&rt))
         };
+        // The server's address, for the telemetry (`server.address`, `server.port`).
+        let definition = match uri.host() {
+            Some(host) if !definition.has_server_address() => {
+                let port = uri.port_u16().or(match uri.scheme_str() {
+                    Some("https") => Some(443),
+                    Some("http") => Some(80),
+                    _ => None,
+                });
+                definition.server_address(host.trim_start_matches('[').trim_end_matches(']'), port)
+            }
+            _ => definition,
+        };
         let mut driver = ClientDriver::new(definition, config, rt.now(), wakeup.callback());
         if let (Some(cache), Some(origin)) = (self.eras, origin) {
             driver = driver.with_era_cache(cache, origin);

@@ -466,7 +466,7 @@ impl<X: ExchangeSink> ServerDriver<X> {
                 {
                     trace.request(request);
                 }
-                match self.binding.handle_output(out) {
+                match self.binding.handle_output_in(&self.router, out) {
                     Routed::Spawn(task) => spawn(task),
                     Routed::Done => {}
                     Routed::Transport(out) => self.transport(now, out),

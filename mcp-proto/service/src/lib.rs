@@ -173,6 +173,7 @@ mod pending;
 pub mod schema;
 pub mod server;
 pub mod skills;
+pub mod telemetry;
 mod tool_schema;
 pub mod typed;
 pub mod uri_template;

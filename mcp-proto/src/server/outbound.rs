@@ -137,6 +137,16 @@ impl Router {
         self.streams.stream(&lsid)?.connection
     }
 
+    /// Query: the protocol revision request `handle` was made in (its session's, or, for a
+    /// sessionless request, the one its POST declared), while it is in flight.
+    pub fn request_version(
+        &self,
+        handle: RequestHandle,
+    ) -> Option<crate::version::ProtocolVersion> {
+        let lsid = self.inflight.get(&handle)?.stream;
+        Some(self.streams.stream(&lsid)?.version)
+    }
+
     /// Command: sends a notification, related to a request or not (see [`Target`]).
     pub fn notify(
         &mut self,

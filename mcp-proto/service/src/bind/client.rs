@@ -6,8 +6,11 @@ use std::time::Instant;
 use super::{Queue, Routed, Wake};
 use crate::PeerError;
 use crate::client::{Client, ClientBuilder, ClientTransport};
-use mcp_proto::client::{ClientSession, Output, RequestResult};
-use mcp_proto::jsonrpc::{Message, RequestId};
+use crate::telemetry::{
+    self, Direction, End, Operation, OperationScope, SessionInfo, SessionScope, Side,
+};
+use mcp_proto::client::{ClientEvent, ClientSession, Delivered, Output, RequestResult};
+use mcp_proto::jsonrpc::{Message, Request, RequestId};
 
 enum Command {
     Send(Message),
@@ -46,6 +49,8 @@ impl ClientTransport for BoundTransport {
 pub struct ClientBinding {
     client: Client,
     queue: Arc<Queue<Command>>,
+    /// With telemetry: the session being reported (its id), and its scope.
+    session: Option<(String, Box<dyn SessionScope>)>,
 }
 
 impl std::fmt::Debug for ClientBinding {
@@ -63,7 +68,11 @@ impl ClientBinding {
         let client = builder.build(Arc::new(BoundTransport {
             queue: queue.clone(),
         }));
-        ClientBinding { client, queue }
+        ClientBinding {
+            client,
+            queue,
+            session: None,
+        }
     }
 
     /// The client (cheap to clone; hand it to the application).
@@ -74,6 +83,9 @@ impl ClientBinding {
     /// Applies the client's queued messages and cancellations to `session`, in order.
     /// Returns whether anything was applied.
     pub fn apply(&mut self, session: &mut ClientSession, now: Instant) -> bool {
+        if self.client.telemetry().is_some() {
+            self.observe(session);
+        }
         let commands = self.queue.drain();
         let any = !commands.is_empty();
         for command in commands {
@@ -98,10 +110,90 @@ impl ClientBinding {
         any
     }
 
+    /// With telemetry: hands the client what the session knows (its id and revision), and
+    /// reports a session's start and end (a legacy-era session: one with an id).
+    fn observe(&mut self, session: &ClientSession) {
+        let Some(telemetry) = self.client.telemetry().cloned() else {
+            return;
+        };
+        let version = session.protocol_version().map(|v| v.as_str());
+        let id = session.session_id();
+        self.client.note_connection(id, version);
+        if self.session.as_ref().map(|(s, _)| s.as_str()) == id {
+            return;
+        }
+        if let Some((_, scope)) = self.session.take() {
+            scope.end(None);
+        }
+        if let Some(id) = id {
+            let facts = self.client.connection_facts();
+            let scope = telemetry.session(&SessionInfo {
+                side: Side::Client,
+                protocol_version: version.map(str::to_owned),
+                network: facts.network,
+            });
+            self.session = Some((id.to_owned(), scope));
+        }
+    }
+
+    /// Ends the reported session, if any.
+    fn session_ended(&mut self, error_type: Option<&str>) {
+        if let Some((_, scope)) = self.session.take() {
+            scope.end(error_type);
+        }
+    }
+
+    /// A server request, as the telemetry sees it: an incoming operation.
+    fn incoming(&self, request: &Request) -> Option<Arc<dyn OperationScope>> {
+        let telemetry = self.client.telemetry()?;
+        let facts = self.client.connection_facts();
+        let mut op = Operation::new(
+            Side::Client,
+            Direction::Incoming,
+            &request.method,
+            request.params.as_deref(),
+        );
+        op.request_id = Some(telemetry::id_string(&request.id));
+        op.session_id = facts.session_id;
+        op.protocol_version = facts.protocol_version;
+        op.network = facts.network;
+        let meta = telemetry::meta_of(request.params.as_deref());
+        Some(telemetry.incoming(&op, meta.as_ref()))
+    }
+
     /// Takes one session output: messages and outcomes are consumed (a server request
     /// becomes a future to spawn), HTTP intents, aborts and events are given back.
     pub fn handle_output(&mut self, output: Output) -> Routed<Output> {
         match output {
+            Output::Message(Delivered {
+                message: Message::Request(request),
+                ..
+            }) if self.client.telemetry().is_some() => {
+                let scope = self.incoming(&request);
+                let method = request.method.clone();
+                let answer = self.client.handle_request(request);
+                let queue = self.queue.clone();
+                let ender = scope.clone();
+                let work: crate::server::BoxFuture<'static, ()> = Box::pin(async move {
+                    let response = answer.await;
+                    if let Some(scope) = &ender {
+                        scope.end(match &response {
+                            Some(r) => telemetry::end_of(&method, &r.outcome),
+                            None => End::Failed {
+                                error_type: "cancelled",
+                                message: "the server cancelled the request",
+                            },
+                        });
+                    }
+                    if let Some(response) = response {
+                        queue.push(Command::Send(Message::Response(response)));
+                    }
+                });
+                Routed::Spawn(match scope {
+                    Some(scope) => scope.instrument(work),
+                    None => work,
+                })
+            }
             Output::Message(delivered) => match self.client.handle_message(delivered.message) {
                 Some(answer) => {
                     let queue = self.queue.clone();
@@ -127,6 +219,13 @@ impl ClientBinding {
                 Routed::Done
             }
             Output::Event(event) => {
+                match &event {
+                    ClientEvent::SessionExpired { .. } => {
+                        self.session_ended(Some("session_expired"))
+                    }
+                    ClientEvent::Closed { .. } => self.session_ended(None),
+                    _ => {}
+                }
                 // To the app's event streams, and back to the adapter (which logs it).
                 self.client.handle_event(&event);
                 Routed::Transport(Output::Event(event))

@@ -10,13 +10,17 @@ use std::time::{Duration, Instant};
 
 use super::{Queue, Routed, Wake};
 use crate::server::{BoxFuture, ClusterVoice};
+use crate::telemetry::{
+    self, Direction, End, Network, Operation, OperationScope, SessionInfo, SessionScope, Side,
+    Telemetry,
+};
 use crate::{Peer, PeerError, PeerResult, PendingRequests, ResponseFuture, Server, ServerSession};
 use mcp_proto::jsonrpc::{
     ErrorObject, Notification, Outcome, RawValue, Request, RequestId, error_codes,
 };
 use mcp_proto::server::{
-    OutboundId, RecordOp, RequestHandle, Router, SendError, ServerOutput, ServerRequestError,
-    SessionHandle, StoreError, StoreReply, Target, Ticket,
+    CloseReason, OutboundId, RecordOp, RequestHandle, Router, SendError, ServerOutput,
+    ServerRequestError, SessionHandle, StoreError, StoreReply, Target, Ticket,
 };
 
 /// The runtime's timer: a future that completes after the duration.
@@ -81,6 +85,71 @@ struct PeerLink {
     spawn: std::sync::OnceLock<Spawn>,
     /// The server's record operations waiting for the store, by key.
     records: std::sync::Mutex<HashMap<u64, futures_channel::oneshot::Sender<StoreReply>>>,
+    /// The server's observer ([`Server::telemetry`]), what it is told of each owner (session
+    /// id, revision), and its server→client requests in flight (method, scope) by key.
+    telemetry: Option<Arc<dyn Telemetry>>,
+    owners: std::sync::Mutex<HashMap<Owner, OwnerFacts>>,
+    outgoing: std::sync::Mutex<HashMap<u64, Outgoing>>,
+}
+
+/// What the telemetry is told of an owner: its session id and protocol revision.
+type OwnerFacts = (Option<String>, Option<String>);
+
+/// A server→client request in flight, for the telemetry: its method and scope.
+type Outgoing = (String, Arc<dyn OperationScope>);
+
+impl PeerLink {
+    /// A server→client request starts: its outgoing operation, with the trace context
+    /// written into its `params._meta`.
+    fn start_outgoing(
+        &self,
+        telemetry: &dyn Telemetry,
+        owner: Owner,
+        key: u64,
+        method: &str,
+        params: Option<Box<RawValue>>,
+    ) -> Option<Box<RawValue>> {
+        let mut op = Operation::new(Side::Server, Direction::Outgoing, method, params.as_deref());
+        if let Some((session, version)) = crate::cancel::lock(&self.owners).get(&owner) {
+            op.session_id = session.clone();
+            op.protocol_version = version.clone();
+        }
+        let mut value: serde_json::Value = match &params {
+            Some(p) => match serde_json::from_str(p.get()) {
+                Ok(v) => v,
+                // Not ours to judge: sent as it is, untraced.
+                Err(_) => return params,
+            },
+            None => serde_json::Value::Object(serde_json::Map::new()),
+        };
+        let mut meta = match value.as_object_mut().and_then(|m| m.remove("_meta")) {
+            Some(serde_json::Value::Object(meta)) => meta,
+            _ => serde_json::Map::new(),
+        };
+        let scope = telemetry.outgoing(&op, &mut meta);
+        crate::cancel::lock(&self.outgoing).insert(key, (method.to_owned(), scope));
+        if meta.is_empty() {
+            return params;
+        }
+        if let Some(map) = value.as_object_mut() {
+            map.insert("_meta".to_owned(), serde_json::Value::Object(meta));
+        }
+        serde_json::value::to_raw_value(&value).ok().or(params)
+    }
+
+    /// A server→client request ended.
+    fn end_outgoing(&self, key: u64, result: &PeerResult) {
+        let Some((method, scope)) = crate::cancel::lock(&self.outgoing).remove(&key) else {
+            return;
+        };
+        match result {
+            Ok(response) => scope.end(telemetry::end_of(&method, &response.outcome)),
+            Err(e) => scope.end(End::Failed {
+                error_type: telemetry::failure_class(e),
+                message: &e.to_string(),
+            }),
+        }
+    }
 }
 
 struct BoundPeer {
@@ -108,6 +177,12 @@ impl Peer for BoundPeer {
         params: Option<Box<RawValue>>,
     ) -> ResponseFuture {
         let key = self.link.keys.fetch_add(1, Ordering::Relaxed);
+        let params = match &self.link.telemetry {
+            Some(t) => self
+                .link
+                .start_outgoing(&**t, self.owner, key, method, params),
+            None => params,
+        };
         let answer = self.link.outbound.register(key);
         self.link.queue.push(Command::Request(
             self.owner,
@@ -178,6 +253,9 @@ pub struct ServerBinding {
     voice: Option<(u64, Arc<dyn ClusterVoice>)>,
     /// The server's record operations sent to the store: ticket → pending key.
     record_tickets: HandleMap<Ticket, u64>,
+    /// The server's observer ([`Server::telemetry`]), and the sessions it is told about.
+    telemetry: Option<Arc<dyn Telemetry>>,
+    session_scopes: HandleMap<SessionHandle, Box<dyn SessionScope>>,
 }
 
 impl std::fmt::Debug for ServerBinding {
@@ -203,10 +281,11 @@ impl ServerBinding {
             sleep,
             spawn: std::sync::OnceLock::new(),
             records: std::sync::Mutex::new(HashMap::new()),
+            telemetry: server.telemetry_hook(),
+            owners: std::sync::Mutex::new(HashMap::new()),
+            outgoing: std::sync::Mutex::new(HashMap::new()),
         });
         ServerBinding {
-            server,
-            link,
             key_to_oid: HandleMap::default(),
             oid_to_key: HandleMap::default(),
             handles: HandleMap::default(),
@@ -218,6 +297,10 @@ impl ServerBinding {
             router_seen: false,
             voice: None,
             record_tickets: HandleMap::default(),
+            telemetry: link.telemetry.clone(),
+            session_scopes: HandleMap::default(),
+            link,
+            server,
         }
     }
 
@@ -300,6 +383,9 @@ impl ServerBinding {
     /// Forgets a request (answered or cancelled).
     fn forget(&mut self, handle: RequestHandle) -> Option<(Option<SessionHandle>, RequestId)> {
         self.requests.remove(&handle);
+        if self.telemetry.is_some() {
+            crate::cancel::lock(&self.link.owners).remove(&Owner::Request(handle));
+        }
         let (session, id) = self.handles.remove(&handle)?;
         if let Some(s) = session {
             self.by_id.remove(&(s, id.clone()));
@@ -365,7 +451,9 @@ impl ServerBinding {
                             self.oid_to_key.insert(oid, key);
                         }
                         Err(e) => {
-                            self.link.outbound.complete(&key, Err(peer_error(e)));
+                            let result = Err(peer_error(e));
+                            self.link.end_outgoing(key, &result);
+                            self.link.outbound.complete(&key, result);
                         }
                     }
                 }
@@ -402,12 +490,101 @@ impl ServerBinding {
             }
         }
         for key in self.link.outbound.abandoned() {
+            self.link.end_outgoing(key, &Err(PeerError::Cancelled));
             if let Some(oid) = self.key_to_oid.remove(&key) {
                 self.oid_to_key.remove(&oid);
                 let _ = router.cancel_request(now, oid);
             }
         }
         any
+    }
+
+    /// [`handle_output`](Self::handle_output), with the router that produced `output` at
+    /// hand: with a [`Telemetry`] installed ([`Server::telemetry`]), its operations and
+    /// sessions get the session id and protocol version from it. The drivers call this one.
+    pub fn handle_output_in(
+        &mut self,
+        router: &Router,
+        output: ServerOutput,
+    ) -> Routed<ServerOutput> {
+        let Some(telemetry) = self.telemetry.clone() else {
+            return self.handle_output(output);
+        };
+        match output {
+            ServerOutput::Request {
+                handle,
+                session,
+                request,
+                principal,
+            } => {
+                let version = match session {
+                    Some(s) => router.session_version(s),
+                    None => router.request_version(handle),
+                };
+                let mut op = Operation::new(
+                    Side::Server,
+                    Direction::Incoming,
+                    &request.method,
+                    request.params.as_deref(),
+                );
+                op.request_id = Some(telemetry::id_string(&request.id));
+                op.protocol_version = version.map(|v| v.as_str().to_owned());
+                op.session_id = session
+                    .and_then(|s| router.session_id(s))
+                    .map(str::to_owned);
+                op.network = Self::network();
+                let owner = match session {
+                    Some(s) => Owner::Session(s),
+                    None => Owner::Request(handle),
+                };
+                crate::cancel::lock(&self.link.owners)
+                    .insert(owner, (op.session_id.clone(), op.protocol_version.clone()));
+                if let Some(s) = session {
+                    self.session_started(&*telemetry, s, op.protocol_version.clone());
+                }
+                let meta = telemetry::meta_of(request.params.as_deref());
+                let scope = telemetry.incoming(&op, meta.as_ref());
+                Routed::Spawn(self.handle_request(handle, session, request, principal, Some(scope)))
+            }
+            ServerOutput::Notification {
+                session: Some(s), ..
+            } => {
+                let version = router.session_version(s).map(|v| v.as_str().to_owned());
+                self.session_started(&*telemetry, s, version);
+                self.handle_output(output)
+            }
+            other => self.handle_output(other),
+        }
+    }
+
+    /// Forgets what the telemetry was told of an owner.
+    fn forget_owner(&self, owner: Owner) {
+        if self.telemetry.is_some() {
+            crate::cancel::lock(&self.link.owners).remove(&owner);
+        }
+    }
+
+    /// The connection facts the binding knows of (HTTP, over TCP).
+    fn network() -> Network {
+        Network::default()
+    }
+
+    /// Tells the observer of a session the first time it is seen.
+    fn session_started(
+        &mut self,
+        telemetry: &dyn Telemetry,
+        session: SessionHandle,
+        version: Option<String>,
+    ) {
+        if self.session_scopes.contains_key(&session) {
+            return;
+        }
+        let scope = telemetry.session(&SessionInfo {
+            side: Side::Server,
+            protocol_version: version,
+            network: Self::network(),
+        });
+        self.session_scopes.insert(session, scope);
     }
 
     /// Takes one router output: application outputs are consumed (a request becomes a
@@ -419,7 +596,7 @@ impl ServerBinding {
                 session,
                 request,
                 principal,
-            } => Routed::Spawn(self.handle_request(handle, session, request, principal)),
+            } => Routed::Spawn(self.handle_request(handle, session, request, principal, None)),
             ServerOutput::Notification {
                 session,
                 notification,
@@ -483,6 +660,9 @@ impl ServerBinding {
                 Routed::Done
             }
             ServerOutput::SessionUnloaded { session } => {
+                // It lives on at another instance: not ended here.
+                self.session_scopes.remove(&session);
+                self.forget_owner(Owner::Session(session));
                 self.exported.remove(&session);
                 if let Some(s) = self.sessions.remove(&session) {
                     s.close();
@@ -490,6 +670,14 @@ impl ServerBinding {
                 Routed::Transport(ServerOutput::SessionUnloaded { session })
             }
             ServerOutput::SessionClosed { session, reason } => {
+                self.forget_owner(Owner::Session(session));
+                if let Some(scope) = self.session_scopes.remove(&session) {
+                    scope.end(match reason {
+                        CloseReason::IdleExpired => Some("timeout"),
+                        CloseReason::InitializeFailed => Some("initialize_failed"),
+                        _ => None,
+                    });
+                }
                 self.exported.remove(&session);
                 if let Some(s) = self.sessions.remove(&session) {
                     s.close();
@@ -523,6 +711,7 @@ impl ServerBinding {
     fn complete(&mut self, oid: OutboundId, result: PeerResult) {
         if let Some(key) = self.oid_to_key.remove(&oid) {
             self.key_to_oid.remove(&key);
+            self.link.end_outgoing(key, &result);
             self.link.outbound.complete(&key, result);
         }
     }
@@ -533,6 +722,7 @@ impl ServerBinding {
         session: Option<SessionHandle>,
         request: Request,
         principal: Option<Box<str>>,
+        scope: Option<Arc<dyn OperationScope>>,
     ) -> BoxFuture<'static, ()> {
         self.handles.insert(handle, (session, request.id.clone()));
         let service_session = match session {
@@ -565,6 +755,7 @@ impl ServerBinding {
         span.record("tool", subject.as_deref());
         let method = request.method.clone();
         let answer = service_session.handle_request(request);
+        let ender = scope.clone();
         let mut guard = AnswerGuard {
             queue: self.link.queue.clone(),
             handle,
@@ -588,6 +779,12 @@ impl ServerBinding {
             let response = match polled {
                 Ok(response) => response,
                 Err(payload) => {
+                    if let Some(scope) = &ender {
+                        scope.end(End::RpcError {
+                            code: error_codes::INTERNAL_ERROR,
+                            message: "the request handler panicked",
+                        });
+                    }
                     tracing::Span::current().record("outcome", "panic");
                     tracing::error!(
                         rpc.method = &*method,
@@ -604,12 +801,26 @@ impl ServerBinding {
                 None => "cancelled",
             };
             tracing::Span::current().record("outcome", outcome);
+            if let Some(scope) = &ender {
+                scope.end(match &response {
+                    Some(r) => telemetry::end_of(&method, &r.outcome),
+                    None => End::Failed {
+                        error_type: "cancelled",
+                        message: "the client cancelled the request",
+                    },
+                });
+            }
             guard.answered = true;
             guard
                 .queue
                 .push(Command::Respond(handle, response.map(|r| r.outcome)));
         };
-        Box::pin(tracing::Instrument::instrument(handler, span))
+        let handler: BoxFuture<'static, ()> =
+            Box::pin(tracing::Instrument::instrument(handler, span));
+        match scope {
+            Some(scope) => scope.instrument(handler),
+            None => handler,
+        }
     }
 }
 

@@ -226,6 +226,8 @@ pub struct ClientBuilder {
     task_poll_bounds: (std::time::Duration, std::time::Duration),
     skill_limits: SkillLimits,
     max_list_pages: usize,
+    telemetry: Option<Arc<dyn crate::telemetry::Telemetry>>,
+    server_address: Option<(String, Option<u16>)>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -251,7 +253,29 @@ impl ClientBuilder {
             task_poll_bounds: DEFAULT_TASK_POLL_BOUNDS,
             skill_limits: SkillLimits::default(),
             max_list_pages: DEFAULT_MAX_LIST_PAGES,
+            telemetry: None,
+            server_address: None,
         }
+    }
+
+    /// Installs an observer of the client's operations and sessions (OpenTelemetry's MCP
+    /// conventions: the `mcp-otel` crate). See [`telemetry`](crate::telemetry). None by
+    /// default.
+    pub fn telemetry(mut self, telemetry: impl crate::telemetry::Telemetry) -> Self {
+        self.telemetry = Some(Arc::new(telemetry));
+        self
+    }
+
+    /// The server's host and port, as the telemetry reports them (`server.address`,
+    /// `server.port`). The drivers' `Connect` sets them from the URL unless they are set.
+    pub fn server_address(mut self, host: impl Into<String>, port: Option<u16>) -> Self {
+        self.server_address = Some((host.into(), port));
+        self
+    }
+
+    /// Whether [`server_address`](Self::server_address) was set.
+    pub fn has_server_address(&self) -> bool {
+        self.server_address.is_some()
     }
 
     /// Declares the Tasks extension (`io.modelcontextprotocol/tasks`): the server may then
@@ -394,6 +418,15 @@ impl ClientBuilder {
                 task_poll_bounds: self.task_poll_bounds,
                 skill_limits: self.skill_limits,
                 max_list_pages: self.max_list_pages,
+                telemetry: self.telemetry,
+                facts: Mutex::new(ConnectionFacts {
+                    network: crate::telemetry::Network {
+                        peer_address: self.server_address.as_ref().map(|(h, _)| h.clone()),
+                        peer_port: self.server_address.and_then(|(_, p)| p),
+                        http_version: None,
+                    },
+                    ..ConnectionFacts::default()
+                }),
                 next_id: AtomicI64::new(1),
                 closed: AtomicBool::new(false),
                 pending: PendingRequests::new(),
@@ -422,6 +455,9 @@ struct ClientInner {
     skill_limits: SkillLimits,
     /// The most pages a listing follows.
     max_list_pages: usize,
+    /// The observer ([`ClientBuilder::telemetry`]) and what it is told of the connection.
+    telemetry: Option<Arc<dyn crate::telemetry::Telemetry>>,
+    facts: Mutex<ConnectionFacts>,
     next_id: AtomicI64,
     /// Set by [`Client::close`]: later calls fail at once instead of waiting for a
     /// connection that will never answer them.
@@ -436,6 +472,14 @@ struct ClientInner {
     server: Mutex<Option<InitializeResult>>,
     /// Server requests being answered, cancellable by `notifications/cancelled`.
     serving: Mutex<HashMap<RequestId, CancellationToken>>,
+}
+
+/// What the transport knows of the connection, for the telemetry (kept by the binding).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ConnectionFacts {
+    pub(crate) session_id: Option<String>,
+    pub(crate) protocol_version: Option<String>,
+    pub(crate) network: crate::telemetry::Network,
 }
 
 /// A typed MCP client. Cheap to clone; clones share the connection.
@@ -459,10 +503,28 @@ struct CallGuard {
     id: RequestId,
     token: Option<ProgressToken>,
     done: bool,
+    /// The call's telemetry, ended here when the call is dropped unanswered.
+    scope: Option<Arc<dyn crate::telemetry::OperationScope>>,
+}
+
+impl CallGuard {
+    /// The call ended: tells the telemetry how.
+    fn end(&mut self, end: crate::telemetry::End<'_>) {
+        self.done = true;
+        if let Some(scope) = self.scope.take() {
+            scope.end(end);
+        }
+    }
 }
 
 impl Drop for CallGuard {
     fn drop(&mut self) {
+        if let Some(scope) = self.scope.take() {
+            scope.end(crate::telemetry::End::Failed {
+                error_type: "cancelled",
+                message: "the client stopped waiting",
+            });
+        }
         if let Some(token) = &self.token {
             lock(&self.inner.progress).remove(token);
         }
@@ -751,6 +813,7 @@ impl Client {
         params: &P,
         options: RequestOptions,
     ) -> Result<Box<serde_json::value::RawValue>, RequestError> {
+        use crate::telemetry::End;
         let n = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
         let id = RequestId::Number(n);
         let mut value =
@@ -761,17 +824,26 @@ impl Client {
             lock(&self.inner.progress).insert(token.clone(), callback);
             token
         });
+        let scope = self
+            .inner
+            .telemetry
+            .as_ref()
+            .map(|t| self.start_outgoing(&**t, method, &id, &mut value));
         let raw = to_raw(&value).map_err(|e| RequestError::Encode(e.to_string()))?;
         let mut guard = CallGuard {
             inner: self.inner.clone(),
             id: id.clone(),
             token,
             done: false,
+            scope,
         };
         let answer = self.inner.pending.register(id.clone());
         if self.inner.closed.load(Ordering::SeqCst) {
             // Closed before this call registered: nothing would ever answer it.
-            guard.done = true;
+            guard.end(End::Failed {
+                error_type: "closed",
+                message: "the client is closed",
+            });
             self.inner.pending.remove(&guard.id);
             return Err(PeerError::Closed.into());
         }
@@ -780,16 +852,93 @@ impl Client {
                 .transport
                 .send(Message::Request(Request::new(id, method, Some(raw))))
         {
-            guard.done = true;
+            guard.end(End::Failed {
+                error_type: crate::telemetry::failure_class(&e),
+                message: &e.to_string(),
+            });
             self.inner.pending.remove(&guard.id);
             return Err(e.into());
         }
         let response = answer.await;
-        guard.done = true;
-        match response?.outcome {
-            Outcome::Result(raw) => Ok(raw),
-            Outcome::Error(e) => Err(RequestError::from_object(&e)),
+        match response {
+            Ok(response) => {
+                guard.end(crate::telemetry::end_of(method, &response.outcome));
+                match response.outcome {
+                    Outcome::Result(raw) => Ok(raw),
+                    Outcome::Error(e) => Err(RequestError::from_object(&e)),
+                }
+            }
+            Err(e) => {
+                guard.end(End::Failed {
+                    error_type: crate::telemetry::failure_class(&e),
+                    message: &e.to_string(),
+                });
+                Err(e.into())
+            }
         }
+    }
+
+    /// Starts a call's outgoing operation, which may write trace context into its
+    /// `params._meta`.
+    fn start_outgoing(
+        &self,
+        telemetry: &dyn crate::telemetry::Telemetry,
+        method: &str,
+        id: &RequestId,
+        params: &mut Value,
+    ) -> Arc<dyn crate::telemetry::OperationScope> {
+        use crate::telemetry::{Direction, Operation, Side};
+        let mut op = Operation::new(Side::Client, Direction::Outgoing, method, None);
+        if op.has_subject() {
+            let subject = params
+                .get("name")
+                .or_else(|| params.get("uri"))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            op.set_subject(subject);
+        }
+        op.request_id = Some(crate::telemetry::id_string(id));
+        {
+            let facts = lock(&self.inner.facts);
+            op.session_id = facts.session_id.clone();
+            op.protocol_version = facts.protocol_version.clone();
+            op.network = facts.network.clone();
+        }
+        let mut meta = match params.as_object_mut().and_then(|m| m.remove("_meta")) {
+            Some(Value::Object(meta)) => meta,
+            _ => JsonObject::new(),
+        };
+        let scope = telemetry.outgoing(&op, &mut meta);
+        if !meta.is_empty() {
+            if !params.is_object() {
+                *params = Value::Object(JsonObject::new());
+            }
+            if let Some(map) = params.as_object_mut() {
+                map.insert("_meta".to_owned(), Value::Object(meta));
+            }
+        }
+        scope
+    }
+
+    /// The binding's view of the connection, for the telemetry: updated when it changed.
+    pub(crate) fn note_connection(&self, session_id: Option<&str>, version: Option<&str>) {
+        let mut facts = lock(&self.inner.facts);
+        if facts.session_id.as_deref() != session_id {
+            facts.session_id = session_id.map(str::to_owned);
+        }
+        if facts.protocol_version.as_deref() != version {
+            facts.protocol_version = version.map(str::to_owned);
+        }
+    }
+
+    /// The installed telemetry.
+    pub(crate) fn telemetry(&self) -> Option<&Arc<dyn crate::telemetry::Telemetry>> {
+        self.inner.telemetry.as_ref()
+    }
+
+    /// The connection's facts, for the telemetry.
+    pub(crate) fn connection_facts(&self) -> ConnectionFacts {
+        lock(&self.inner.facts).clone()
     }
 
     /// Sends a notification.

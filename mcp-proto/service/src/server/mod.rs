@@ -192,6 +192,8 @@ pub(crate) struct Config {
     /// Whether `resources/directory/read` is served (and `directoryRead` declared) when
     /// there are skills; `None`: yes.
     pub(crate) skill_directory_read: Option<bool>,
+    /// The observer of operations and sessions ([`Server::telemetry`]).
+    pub(crate) telemetry: Option<crate::telemetry::Hook>,
 }
 
 pub(crate) struct Inner {
@@ -384,6 +386,19 @@ impl Server {
             .config
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Installs an observer of the server's operations and sessions (OpenTelemetry's MCP
+    /// conventions: the `mcp-otel` crate). See [`telemetry`](crate::telemetry). None by
+    /// default.
+    pub fn telemetry(self, telemetry: impl crate::telemetry::Telemetry) -> Self {
+        self.config_mut().telemetry = Some(crate::telemetry::Hook(Arc::new(telemetry)));
+        self
+    }
+
+    /// The installed observer.
+    pub(crate) fn telemetry_hook(&self) -> Option<Arc<dyn crate::telemetry::Telemetry>> {
+        self.config().telemetry.as_ref().map(|h| h.0.clone())
     }
 
     pub(crate) fn registry(&self) -> std::sync::RwLockReadGuard<'_, Registry> {
