@@ -52,8 +52,10 @@ fn posts_of(h: &Harness, method: &str) -> Vec<(Instant, Value)> {
 #[test]
 fn a_429_is_sent_again_after_retry_after_with_the_same_id() {
     let mut h = pair(None);
-    h.server.script(Match::Method("tools/call"), too_many(Some(2)));
-    h.server.script(Match::Method("tools/call"), too_many(Some(3)));
+    h.server
+        .script(Match::Method("tools/call"), too_many(Some(2)));
+    h.server
+        .script(Match::Method("tools/call"), too_many(Some(3)));
     let id = h.request("tools/call");
     h.run_for(Duration::from_secs(10));
     assert!(h.result_of(id).is_some(), "{:?}", h.outcomes_of(id));
@@ -92,8 +94,10 @@ fn a_429_is_sent_again_after_retry_after_with_the_same_id() {
 #[test]
 fn after_max_retries_the_request_fails_with_rate_limited() {
     let mut h = pair(Some(RateLimitRetry::new(1, Duration::from_secs(30))));
-    h.server.script(Match::Method("tools/call"), too_many(Some(1)));
-    h.server.script(Match::Method("tools/call"), too_many(Some(1)));
+    h.server
+        .script(Match::Method("tools/call"), too_many(Some(1)));
+    h.server
+        .script(Match::Method("tools/call"), too_many(Some(1)));
     let id = h.request("tools/call");
     h.run_for(Duration::from_secs(5));
     assert_eq!(
@@ -151,7 +155,8 @@ fn without_retry_after_the_backoff_schedule_is_used() {
 #[test]
 fn a_request_cancelled_during_the_wait_is_not_sent_again() {
     let mut h = pair(None);
-    h.server.script(Match::Method("tools/call"), too_many(Some(5)));
+    h.server
+        .script(Match::Method("tools/call"), too_many(Some(5)));
     let id = h.request("tools/call");
     h.run_for(Duration::from_millis(200));
     h.client
@@ -174,7 +179,8 @@ fn a_request_timing_out_during_the_wait_is_not_sent_again() {
         .with_request_timeout(Some(Duration::from_secs(1)));
     let mut h = Harness::new(cfg, ServerConfig::default(), NetConfig::default());
     h.initialize();
-    h.server.script(Match::Method("tools/call"), too_many(Some(5)));
+    h.server
+        .script(Match::Method("tools/call"), too_many(Some(5)));
     let id = h.request("tools/call");
     h.run_for(Duration::from_secs(10));
     assert_eq!(
@@ -187,7 +193,8 @@ fn a_request_timing_out_during_the_wait_is_not_sent_again() {
 #[test]
 fn retries_off_fails_at_the_first_429() {
     let mut h = pair(Some(RateLimitRetry::off()));
-    h.server.script(Match::Method("tools/call"), too_many(Some(1)));
+    h.server
+        .script(Match::Method("tools/call"), too_many(Some(1)));
     let id = h.request("tools/call");
     h.run_for(Duration::from_secs(3));
     assert_eq!(

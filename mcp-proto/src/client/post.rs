@@ -173,13 +173,25 @@ pub(crate) enum PostEffect {
 #[derive(Debug)]
 enum PostState {
     AwaitHead,
-    Json { buf: BytesMut },
+    Json {
+        buf: BytesMut,
+    },
     Sse(Box<SseReader>),
-    Discard { seen: usize },
-    ErrorBody { status: StatusCode, buf: BytesMut },
-    Backoff { at: Instant },
+    Discard {
+        seen: usize,
+    },
+    ErrorBody {
+        status: StatusCode,
+        buf: BytesMut,
+    },
+    Backoff {
+        at: Instant,
+    },
     /// Refused with 429: waiting to be sent again; `live` while the 429's body still flows.
-    RetryWait { at: Instant, live: bool },
+    RetryWait {
+        at: Instant,
+        live: bool,
+    },
     Done,
 }
 

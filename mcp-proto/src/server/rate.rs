@@ -239,7 +239,9 @@ impl TokenBucket {
         }
         let missing = unit - self.level;
         let nanos = missing.div_ceil(u128::from(limit.count));
-        Err(Duration::from_nanos(u64::try_from(nanos).unwrap_or(u64::MAX)))
+        Err(Duration::from_nanos(
+            u64::try_from(nanos).unwrap_or(u64::MAX),
+        ))
     }
 
     /// Whether the bucket is full at `now` (forgetting it would change nothing).
@@ -502,7 +504,10 @@ mod tests {
         assert!(t.charge(&limit, 10, &0, || 0, later).is_err());
         assert!(t.charge(&limit, 10, &100, || 100, later).is_ok());
         assert_eq!(t.len(), 2);
-        assert!(t.charge(&limit, 10, &0, || 0, later).is_err(), "the empty bucket was kept");
+        assert!(
+            t.charge(&limit, 10, &0, || 0, later).is_err(),
+            "the empty bucket was kept"
+        );
     }
 
     proptest! {
