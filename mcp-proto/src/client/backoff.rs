@@ -220,6 +220,19 @@ impl FailureWindow {
     }
 }
 
+/// `Retry-After` in delta-seconds (an HTTP-date needs a wall clock, which the core has not).
+pub(crate) fn retry_after(headers: &http::HeaderMap) -> Option<Duration> {
+    let v = headers
+        .get(http::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
+    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(Duration::from_secs(v.parse::<u64>().unwrap_or(u64::MAX)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -165,6 +165,49 @@ pub struct ClientConfig {
     pub(crate) max_known_tools: usize,
     pub(crate) max_input_requests: usize,
     pub(crate) auth_retries: Option<u32>,
+    pub(crate) rate_limit_retry: RateLimitRetry,
+}
+
+/// How a POST refused with `429 Too Many Requests` is sent again (part of [`ClientConfig`]).
+/// A 429 means the server did not process the message, so sending it again is safe: the
+/// client waits the server's `Retry-After` (delta-seconds; without one, the reconnect backoff
+/// of [`BackoffConfig`]) and re-sends the same message, with the same JSON-RPC id, at most
+/// [`max_retries`](Self::max_retries) times; then, or at once when `Retry-After` asks for more
+/// than [`max_wait`](Self::max_wait), the request fails with
+/// [`ClientError::RateLimited`](super::ClientError::RateLimited). A request cancelled or timed
+/// out during the wait is not sent again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RateLimitRetry {
+    /// The most re-sends of one message after 429s (default 3; 0: fail at the first 429).
+    pub max_retries: u32,
+    /// The longest `Retry-After` the client waits for (default 30 s); a longer one fails the
+    /// request at once, carrying the delay, so the application can decide.
+    pub max_wait: Duration,
+}
+
+impl Default for RateLimitRetry {
+    fn default() -> Self {
+        RateLimitRetry {
+            max_retries: 3,
+            max_wait: Duration::from_secs(30),
+        }
+    }
+}
+
+impl RateLimitRetry {
+    /// At most `max_retries` re-sends, each waiting at most `max_wait`.
+    pub fn new(max_retries: u32, max_wait: Duration) -> Self {
+        RateLimitRetry {
+            max_retries,
+            max_wait,
+        }
+    }
+
+    /// Never re-sent: the first 429 fails the request.
+    pub fn off() -> Self {
+        RateLimitRetry::new(0, Duration::ZERO)
+    }
 }
 
 impl Default for ClientConfig {
@@ -192,6 +235,7 @@ impl Default for ClientConfig {
             max_known_tools: 4096,
             max_input_requests: 32,
             auth_retries: None,
+            rate_limit_retry: RateLimitRetry::default(),
         }
     }
 }
@@ -221,6 +265,7 @@ impl fmt::Debug for ClientConfig {
             .field("max_known_tools", &self.max_known_tools)
             .field("max_input_requests", &self.max_input_requests)
             .field("auth_retries", &self.auth_retries)
+            .field("rate_limit_retry", &self.rate_limit_retry)
             .finish()
     }
 }
@@ -328,6 +373,13 @@ impl ClientConfig {
     /// never end a resumed one, which would otherwise hold a connection for nothing.
     pub fn with_answered_stream_grace(mut self, grace: Duration) -> Self {
         self.answered_stream_grace = grace;
+        self
+    }
+
+    /// How a POST refused with 429 is sent again (3 times, waiting at most 30 s each; see
+    /// [`RateLimitRetry`]).
+    pub fn with_rate_limit_retry(mut self, retry: RateLimitRetry) -> Self {
+        self.rate_limit_retry = retry;
         self
     }
 

@@ -256,4 +256,14 @@ pub enum ClientError {
         /// The status of the `initialize` POST.
         status: StatusCode,
     },
+    /// The server refused the POST with `429 Too Many Requests` (it did not process it), and
+    /// the client sent it again as often as [`super::RateLimitRetry`] allows, or the server
+    /// asked for a longer wait than it allows.
+    #[error("rate limited by the server (429){}", .retry_after.map(|d| format!("; retry after {} s", d.as_secs())).unwrap_or_default())]
+    RateLimited {
+        /// The server's last `Retry-After`, if it sent one.
+        retry_after: Option<std::time::Duration>,
+        /// How often the message was sent again before this.
+        retries: u32,
+    },
 }

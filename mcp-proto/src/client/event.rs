@@ -119,6 +119,22 @@ pub enum ClientEvent {
         /// The server's `retry` (or `Retry-After`) that floored the delay, if any.
         server_retry: Option<Duration>,
     },
+    /// A POST was refused with `429 Too Many Requests`: the same message (same JSON-RPC id)
+    /// goes out again at `at` (see [`super::RateLimitRetry`]).
+    RateLimited {
+        /// The refused exchange.
+        stream: StreamId,
+        /// The request, when the message is one.
+        request: Option<RequestId>,
+        /// When it is sent again.
+        at: Instant,
+        /// The delay chosen: the server's `Retry-After`, or the backoff without one.
+        delay: Duration,
+        /// The re-send number (1 for the first).
+        attempt: u32,
+        /// The server's `Retry-After`, if it sent one.
+        retry_after: Option<Duration>,
+    },
     // S-RES-5.
     /// A resuming GET was answered with a stream.
     Resumed {

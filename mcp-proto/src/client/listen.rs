@@ -70,7 +70,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
 
-use super::backoff::{Backoff, FailureWindow, after};
+use super::backoff::{Backoff, FailureWindow, after, retry_after};
 use super::error::Limit;
 use super::event::{ClientEvent, ListenStop, StreamRole};
 use super::io::StreamId;
@@ -422,17 +422,4 @@ impl Listen {
         }));
         ListenState::Backoff { at }
     }
-}
-
-/// `Retry-After` in delta-seconds (an HTTP-date needs a wall clock, which the core has not).
-fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let v = headers
-        .get(http::header::RETRY_AFTER)?
-        .to_str()
-        .ok()?
-        .trim();
-    if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    Some(Duration::from_secs(v.parse::<u64>().unwrap_or(u64::MAX)))
 }

@@ -198,7 +198,8 @@ use http::{HeaderMap, HeaderValue, Method};
 
 pub use backoff::{BackoffConfig, FailureBudget};
 pub use config::{
-    ClientConfig, ClientIdentity, EraMode, HeaderContext, HeaderFn, KnownEra, Limits, TokenProvider,
+    ClientConfig, ClientIdentity, EraMode, HeaderContext, HeaderFn, KnownEra, Limits,
+    RateLimitRetry, TokenProvider,
 };
 pub use error::{ApiMisuse, ClientError, Limit, ServerFault};
 pub use event::{ClientEvent, CloseOutcome, ListenStop, StreamRole};
@@ -365,6 +366,8 @@ pub struct ClientSession {
     max_input_requests: usize,
     // ---- authorization (with_authorization_hold)
     auth_retries: Option<u32>,
+    /// How a POST refused with 429 is sent again.
+    rate_limit_retry: config::RateLimitRetry,
     /// Messages waiting for an authorization, in the order they were refused.
     held: Vec<Held>,
     /// The listening stream stopped for authorization and reopens after it.
@@ -413,6 +416,7 @@ impl ClientSession {
             max_known_tools,
             max_input_requests,
             auth_retries,
+            rate_limit_retry,
         } = config;
         let (phase, session, version) = match start {
             Start::Fresh => (Phase::Uninitialized, None, None),
@@ -468,6 +472,7 @@ impl ClientSession {
             max_known_tools,
             max_input_requests,
             auth_retries,
+            rate_limit_retry,
             held: Vec::new(),
             listen_held: false,
         };

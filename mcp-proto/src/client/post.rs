@@ -42,6 +42,8 @@
 //! AwaitHead   | 404, no session id, `initialize`             | Discard     | Failed(EndpointNotFound)
 //! AwaitHead   | 405 to a resume                              | Discard     | Failed(UnexpectedStatus)
 //! AwaitHead   | other status / media type to a resume        | Backoff|Done| Abort, → broken (below)
+//! AwaitHead   | 429, re-sends < max, Retry-After ≤ max_wait  | RetryWait   | RateLimited
+//! AwaitHead   | 429, otherwise                               | Discard     | Failed(RateLimited)
 //! AwaitHead   | other status                                 | ErrorBody   |
 //! AwaitHead   | Failed(kind)                                 | Done        | Failed(Transport) | → broken if a resume
 //! AwaitHead   | Chunk / End before any head (adapter bug)    | Done        | Failed(Transport), Abort, Finished
@@ -61,11 +63,18 @@
 //! Discard     | Chunk (over)                                 | Done        | Limit, Abort, Finished
 //! Discard     | End / Failed                                 | Done        | Finished
 //! Sse         | Timer, grace not over (or not answered)      | Sse         |
+//! RetryWait   | Chunk (ignored) / End, Failed (exchange over)| RetryWait   |
+//! RetryWait   | Timer, now ≥ at                              | Done        | Resend, [Abort], Finished
 //! Backoff{at} | Timer, now ≥ at                              | AwaitHead   | Resume (facade sends the GET)
 //! Backoff{at} | Timer, now < at                              | Backoff{at} |
 //! live        | Timer (not Sse) / second Head (stale input)  | (same)      |
 //! Backoff     | Head / Chunk / End / Failed (stale input)    | Backoff     |
+//! RetryWait   | Head / Timer before `at`                     | RetryWait   |
 //! Done        | anything                                     | Done        |
+//!
+//! A 429 means the server refused the message before processing it: the facade sends the same
+//! bytes again (same JSON-RPC id) under a new stream when `RetryWait` ends, unless the request
+//! ended in the meantime (the facade requeues it at `RateLimited`, so a cancel sends nothing).
 //!
 //! broken: resumable era, an event id seen, failures ≤ max → Backoff{at}, ScheduleResume
 //!         otherwise                                       → Done, [Limit(ResumeFailures)],
@@ -78,7 +87,7 @@ use bytes::{Bytes, BytesMut};
 use http::{HeaderMap, StatusCode};
 
 use super::backoff::{Backoff, after};
-use super::config::Limits;
+use super::config::{Limits, RateLimitRetry};
 use super::error::{ClientError, Limit, ServerFault};
 use super::io::TransportFailure;
 use super::wire::{RequestId, SseReader};
@@ -144,6 +153,15 @@ pub(crate) enum PostEffect {
     },
     /// The resume timer fired: send GET + `Last-Event-ID` now and re-key the machine.
     Resume,
+    /// 429: the message is sent again at `at`.
+    RateLimited {
+        at: Instant,
+        delay: Duration,
+        attempt: u32,
+        retry_after: Option<Duration>,
+    },
+    /// The 429 wait is over: POST the same message again.
+    Resend,
     /// A resume GET was answered with a stream.
     Resumed,
     /// Drop the live exchange.
@@ -155,11 +173,25 @@ pub(crate) enum PostEffect {
 #[derive(Debug)]
 enum PostState {
     AwaitHead,
-    Json { buf: BytesMut },
+    Json {
+        buf: BytesMut,
+    },
     Sse(Box<SseReader>),
-    Discard { seen: usize },
-    ErrorBody { status: StatusCode, buf: BytesMut },
-    Backoff { at: Instant },
+    Discard {
+        seen: usize,
+    },
+    ErrorBody {
+        status: StatusCode,
+        buf: BytesMut,
+    },
+    Backoff {
+        at: Instant,
+    },
+    /// Refused with 429: waiting to be sent again; `live` while the 429's body still flows.
+    RetryWait {
+        at: Instant,
+        live: bool,
+    },
     Done,
 }
 
@@ -169,6 +201,7 @@ pub(crate) struct PostCtx<'a> {
     pub(crate) limits: &'a Limits,
     pub(crate) backoff: &'a mut Backoff,
     pub(crate) max_resume_failures: u32,
+    pub(crate) rate_retry: RateLimitRetry,
 }
 
 /// One POSTed message's exchange(s).
@@ -202,6 +235,8 @@ pub(crate) struct PostStream {
     pub(crate) held: bool,
     /// Refused for authorization once too often: its failure says so.
     pub(crate) auth_exhausted: Option<u32>,
+    /// How often the message was already sent again after a 429.
+    pub(crate) rate_retries: u32,
 }
 
 impl PostStream {
@@ -229,6 +264,7 @@ impl PostStream {
             sent: None,
             held: false,
             auth_exhausted: None,
+            rate_retries: 0,
         }
     }
 
@@ -246,13 +282,17 @@ impl PostStream {
 
     /// Whether an HTTP exchange is live (dropping the machine then needs an `Abort`).
     pub(crate) fn is_live(&self) -> bool {
-        !matches!(self.state, PostState::Backoff { .. } | PostState::Done)
+        match self.state {
+            PostState::Backoff { .. } | PostState::Done => false,
+            PostState::RetryWait { live, .. } => live,
+            _ => true,
+        }
     }
 
     /// The resume deadline, if waiting for one, or the end of an answered stream's grace.
     pub(crate) fn deadline(&self) -> Option<Instant> {
         match self.state {
-            PostState::Backoff { at } => Some(at),
+            PostState::Backoff { at } | PostState::RetryWait { at, .. } => Some(at),
             PostState::Sse(_) => self.release_at,
             _ => None,
         }
@@ -422,6 +462,18 @@ impl PostStream {
             ) => s,
             (s @ PostState::Sse(_), PostInput::Head { .. }) => s,
             (s @ PostState::Backoff { .. }, _) => s,
+            (PostState::RetryWait { at, live }, PostInput::Timer) if ctx.now >= at => {
+                fx.push(PostEffect::Resend);
+                if live {
+                    fx.push(PostEffect::Abort);
+                }
+                fx.push(PostEffect::Finished);
+                PostState::Done
+            }
+            (PostState::RetryWait { at, .. }, PostInput::End | PostInput::Failed(_)) => {
+                PostState::RetryWait { at, live: false }
+            }
+            (s @ PostState::RetryWait { .. }, _) => s,
             (PostState::Done, _) => PostState::Done,
         };
     }
@@ -485,6 +537,9 @@ impl PostStream {
                 self.broken(err.into(), false, ctx, fx)
             };
         }
+        if status == StatusCode::TOO_MANY_REQUESTS {
+            return self.rate_limited(headers, ctx, fx);
+        }
         if !status.is_success() {
             return PostState::ErrorBody {
                 status,
@@ -518,6 +573,37 @@ impl PostStream {
             fx.push(PostEffect::Finished);
             PostState::Done
         }
+    }
+
+    /// 429: wait and send again, or fail with the delay (see [`RateLimitRetry`]).
+    fn rate_limited(
+        &mut self,
+        headers: &HeaderMap,
+        ctx: &mut PostCtx<'_>,
+        fx: &mut Vec<PostEffect>,
+    ) -> PostState {
+        let retry_after = super::backoff::retry_after(headers);
+        let allowed = self.rate_retries < ctx.rate_retry.max_retries
+            && retry_after.is_none_or(|d| d <= ctx.rate_retry.max_wait);
+        if !allowed {
+            fx.push(PostEffect::Failed(ClientError::RateLimited {
+                retry_after,
+                retries: self.rate_retries,
+            }));
+            return PostState::Discard { seen: 0 };
+        }
+        let delay = match retry_after {
+            Some(d) => d,
+            None => ctx.backoff.delay(self.rate_retries, None),
+        };
+        let at = after(ctx.now, delay);
+        fx.push(PostEffect::RateLimited {
+            at,
+            delay,
+            attempt: self.rate_retries + 1,
+            retry_after,
+        });
+        PostState::RetryWait { at, live: true }
     }
 
     /// The stream ended or broke: finish, resume, or fail.

@@ -105,9 +105,8 @@ impl ClientSession {
         }
         let resumable = self.legacy();
         let mut p = PostStream::new(purpose, carried, self.epoch, is_init, resumable);
-        if self.auth_retries.is_some() {
-            p.sent = Some((original, rpc_method, 0));
-        }
+        // Kept for a re-send: after an authorization (the hold) or a 429.
+        p.sent = Some((original, rpc_method, 0));
         self.posts.insert(stream, Box::new(p));
         stream
     }
@@ -226,6 +225,7 @@ impl ClientSession {
             limits: &self.limits,
             backoff: &mut self.backoff,
             max_resume_failures: self.max_resume_failures,
+            rate_retry: self.rate_limit_retry,
         };
         p.handle(input, &mut ctx, &mut fx);
         for e in fx {
@@ -296,6 +296,34 @@ impl ClientSession {
                 }
             }
             PostEffect::Resume => self.resume_post(now, stream),
+            PostEffect::RateLimited {
+                at,
+                delay,
+                attempt,
+                retry_after,
+            } => {
+                let request = self
+                    .posts
+                    .get(&stream)
+                    .and_then(|p| p.request_id())
+                    .cloned();
+                // Not processed by the server: the request waits as queued, so a cancel or a
+                // timeout in the meantime ends it without a `notifications/cancelled`.
+                if let Some(r) = request.as_ref().and_then(|id| self.requests.get_mut(id))
+                    && r.state == (ReqState::Sent { stream })
+                {
+                    r.step(ReqEvent::Requeued);
+                }
+                self.event(ClientEvent::RateLimited {
+                    stream,
+                    request,
+                    at,
+                    delay,
+                    attempt,
+                    retry_after,
+                });
+            }
+            PostEffect::Resend => self.resend_rate_limited(stream),
             PostEffect::Resumed => {
                 if let Some(p) = self.posts.get(&stream)
                     && let (Some(id), Some(last)) = (p.request_id(), p.last_event_id.as_ref())
@@ -311,6 +339,49 @@ impl ClientSession {
             PostEffect::Abort => self.out.push_back(Output::Abort(stream)),
             PostEffect::Finished => {
                 self.posts.remove(&stream);
+            }
+        }
+    }
+
+    /// The 429 wait of `stream` is over: its message goes out again (same bytes, same JSON-RPC
+    /// id), unless its request ended meanwhile or the session is closing.
+    fn resend_rate_limited(&mut self, stream: StreamId) {
+        let Some(p) = self.posts.get(&stream) else {
+            return;
+        };
+        let Some((bytes, rpc_method, auth_tries)) = p.sent.clone() else {
+            return;
+        };
+        let purpose = p.purpose.clone();
+        let retries = p.rate_retries.saturating_add(1);
+        if self.closing() {
+            return;
+        }
+        if let Purpose::Request(id) = &purpose
+            && self.requests.get(id).map(|r| r.state) != Some(ReqState::Queued)
+        {
+            return;
+        }
+        let handshake = matches!(purpose, Purpose::Initialized)
+            || (matches!(purpose, Purpose::Request(_))
+                && matches!(
+                    rpc_method.as_deref(),
+                    Some(INITIALIZE) | Some(per_request::DISCOVER)
+                ));
+        if self.phase != Phase::Ready && !handshake {
+            self.pending.push_back(Pending {
+                bytes,
+                purpose,
+                rpc_method,
+                auth_tries,
+            });
+            return;
+        }
+        let s = self.post_message(bytes, purpose, rpc_method);
+        if let Some(p) = self.posts.get_mut(&s) {
+            p.rate_retries = retries;
+            if let Some(sent) = p.sent.as_mut() {
+                sent.2 = auth_tries;
             }
         }
     }

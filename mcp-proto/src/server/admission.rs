@@ -249,6 +249,10 @@ impl ServerConfig {
             let data = serde_json::json!({ "supported": supported, "requested": requested });
             object.data = serde_json::value::to_raw_value(&data).ok();
         }
+        if let Some(secs) = error.retry_after_secs() {
+            let data = serde_json::json!({ "retryAfter": secs });
+            object.data = serde_json::value::to_raw_value(&data).ok();
+        }
         Response::error(id, object).to_bytes()
     }
 

@@ -162,6 +162,9 @@ pub struct ServerLimits {
     /// exchange; `subscriptions/listen` streams count until closed); beyond it, 503.
     /// Default 10 000.
     pub max_modern_in_flight: usize,
+    /// Token-bucket rate limits per principal, session and client address (429 with
+    /// `Retry-After` beyond them). Default: off (see [`RateLimits`](super::RateLimits)).
+    pub rate: super::RateLimits,
 }
 
 impl Default for ServerLimits {
@@ -177,6 +180,7 @@ impl Default for ServerLimits {
             listen_takeovers: 3,
             listen_takeover_window: Duration::from_secs(60),
             max_modern_in_flight: 10_000,
+            rate: super::RateLimits::default(),
         }
     }
 }
@@ -563,6 +567,13 @@ impl ServerConfig {
     /// The cap on modern requests in flight (see [`ServerLimits::max_modern_in_flight`]).
     pub fn with_max_modern_in_flight(mut self, max: usize) -> Self {
         self.limits.max_modern_in_flight = max;
+        self
+    }
+
+    /// The rate limits (see [`ServerLimits::rate`]), e.g.
+    /// `RateLimits::default().per_principal(20, 40).per_address(50, 100)`.
+    pub fn with_rate_limits(mut self, limits: super::RateLimits) -> Self {
+        self.limits.rate = limits;
         self
     }
 

@@ -134,6 +134,22 @@ pub enum ProtocolError {
         "another GET stream is open for this session; keep using it (or close it before opening a new one)"
     )]
     ListenConflict,
+    /// A rate limit ([`ServerLimits::rate`](super::ServerLimits)) refused the request before
+    /// it was processed (429, with `Retry-After` in whole seconds and the same delay in the
+    /// JSON-RPC error's `data.retryAfter`): send it again after that.
+    #[error("rate limit exceeded ({scope}); retry after {} s", retry_after_secs(*.retry_after))]
+    RateLimited {
+        /// Which bucket was empty.
+        scope: super::RateScope,
+        /// How long until it holds a token again.
+        retry_after: std::time::Duration,
+    },
+}
+
+/// A delay in whole seconds, rounded up, at least 1 (`Retry-After` has no fractions).
+fn retry_after_secs(d: std::time::Duration) -> u64 {
+    let secs = d.as_secs() + u64::from(d.subsec_nanos() > 0);
+    secs.max(1)
 }
 
 impl ProtocolError {
@@ -166,6 +182,16 @@ impl ProtocolError {
             | StoreUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             BadSessionIdGenerated | NoSessionIdGenerator => StatusCode::INTERNAL_SERVER_ERROR,
             ListenConflict => StatusCode::CONFLICT,
+            RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+        }
+    }
+
+    /// For a refusal the client should retry later: the `Retry-After` delay in whole seconds
+    /// (rounded up, at least 1).
+    pub fn retry_after_secs(&self) -> Option<u64> {
+        match self {
+            ProtocolError::RateLimited { retry_after, .. } => Some(retry_after_secs(*retry_after)),
+            _ => None,
         }
     }
 

@@ -247,7 +247,11 @@ impl Router {
             return self.options(stream, head, origin);
         }
         debug_assert!(self.config.needs_authentication(head));
+        let fresh = self.rate_first_sight(stream);
+        self.charge_address(fresh, head).map_err(plain)?;
         let principal = self.config.authenticate(head)?;
+        self.charge_principal(fresh, principal.as_deref())
+            .map_err(plain)?;
         let modern = self.config.is_modern(head.headers);
         if !modern && self.park_unloaded(stream, head, principal.as_deref(), origin) {
             return Ok(());
@@ -331,6 +335,7 @@ impl Router {
         self.config
             .header_version(head.headers)
             .map_err(|()| self.config.unsupported_version(raw_version(head.headers)))?;
+        self.charge_session(session)?;
         self.session_step(session, SessionEvent::Activity);
         Ok(session)
     }
@@ -353,6 +358,7 @@ impl Router {
         if let Some(s) = session {
             header_version
                 .map_err(|()| self.config.unsupported_version(raw_version(head.headers)))?;
+            self.charge_session(s)?;
             self.session_step(s, SessionEvent::Activity);
             if let Some(sess) = self.sessions.get_mut(&s) {
                 sess.open_connections += 1;
@@ -979,6 +985,9 @@ impl Router {
     ) {
         if error == ProtocolError::MethodNotAllowed && !headers.contains_key(header::ALLOW) {
             headers.insert(header::ALLOW, self.config.allow(None));
+        }
+        if let Some(secs) = error.retry_after_secs() {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         headers.insert(
             header::CONTENT_TYPE,

@@ -143,6 +143,7 @@ mod memory_cluster;
 mod names;
 mod outbound;
 mod pace;
+mod rate;
 pub(crate) mod security;
 mod session;
 mod sessionless;
@@ -169,6 +170,7 @@ pub use config::{
 pub use drain::DEFAULT_SHUTDOWN_GRACE;
 pub use error::{CancelReason, CloseReason, ProtocolError, SendError, ServerRequestError};
 pub use memory_cluster::{ClusterDelivery, MemberId, MemoryCluster};
+pub use rate::{RateLimit, RateLimits, RateScope};
 pub use security::{
     AllowedOrigins, AuthDecision, Authenticator, CorsConfig, HostValidation,
     ProtectedResourceMetadata, WELL_KNOWN_PRM, needs_authentication,
@@ -621,6 +623,8 @@ pub struct Router {
     drain: drain::Drain,
     /// Store calls in flight and parked requests (`cluster.rs`).
     cluster: cluster::ClusterState,
+    /// The rate limits' buckets (`rate.rs`).
+    rate: rate::RateLimiter,
 }
 
 impl std::fmt::Debug for Router {
@@ -650,6 +654,7 @@ impl Router {
             out: VecDeque::new(),
             drain: drain::Drain::default(),
             cluster: cluster::ClusterState::default(),
+            rate: rate::RateLimiter::default(),
         }
     }
 

@@ -1073,6 +1073,7 @@ impl Router {
         let Some(mut s) = self.sessions.remove(handle, &mut self.timers) else {
             return;
         };
+        self.forget_session_rate(handle);
         let work = s.work.take();
         for (_, h) in work.inflight {
             if self.inflight.remove(&h).is_some() {
