@@ -138,11 +138,13 @@ mod cluster;
 mod config;
 mod drain;
 mod error;
+mod health;
 mod inbound;
 mod memory_cluster;
 mod names;
 mod outbound;
 mod pace;
+mod proxy;
 pub(crate) mod security;
 mod session;
 mod sessionless;
@@ -168,7 +170,11 @@ pub use config::{
 };
 pub use drain::DEFAULT_SHUTDOWN_GRACE;
 pub use error::{CancelReason, CloseReason, ProtocolError, SendError, ServerRequestError};
+pub use health::{Health, Readiness};
 pub use memory_cluster::{ClusterDelivery, MemberId, MemoryCluster};
+pub use proxy::{
+    ClientView, ProxyConfig, ProxyNet, ProxySettingError, PublicUrl, client_address, client_view,
+};
 pub use security::{
     AllowedOrigins, AuthDecision, Authenticator, CorsConfig, HostValidation,
     ProtectedResourceMetadata, WELL_KNOWN_PRM, needs_authentication,
@@ -621,6 +627,8 @@ pub struct Router {
     drain: drain::Drain,
     /// Store calls in flight and parked requests (`cluster.rs`).
     cluster: cluster::ClusterState,
+    /// What readiness reads besides the drain (`health.rs`).
+    health: health::HealthState,
 }
 
 impl std::fmt::Debug for Router {
@@ -637,7 +645,8 @@ impl std::fmt::Debug for Router {
 
 impl Router {
     /// A router with `config`, at time `now`.
-    pub fn new(config: ServerConfig, now: Instant) -> Self {
+    pub fn new(mut config: ServerConfig, now: Instant) -> Self {
+        config.security.apply_public_url();
         Router {
             config,
             now,
@@ -650,6 +659,7 @@ impl Router {
             out: VecDeque::new(),
             drain: drain::Drain::default(),
             cluster: cluster::ClusterState::default(),
+            health: health::HealthState::default(),
         }
     }
 
@@ -708,6 +718,7 @@ impl Router {
     /// the metadata documents), so an adapter mounted among other routes can dispatch.
     pub fn owns_path(&self, path: &str) -> bool {
         path == self.config.endpoint_path
+            || self.config.health.serves(path)
             || self
                 .config
                 .security

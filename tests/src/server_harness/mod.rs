@@ -40,6 +40,8 @@ pub struct Req {
     pub body: Vec<u8>,
     /// Adapter-established principal.
     pub principal: Option<String>,
+    /// The connection's peer address ([`RequestHead::peer`]); none by default.
+    pub peer: Option<std::net::SocketAddr>,
 }
 
 impl Req {
@@ -53,6 +55,7 @@ impl Req {
             headers,
             body: Vec::new(),
             principal: None,
+            peer: None,
         }
     }
 
@@ -109,6 +112,12 @@ impl Req {
     /// Sets the path.
     pub fn path(mut self, path: &str) -> Self {
         self.path = path.to_owned();
+        self
+    }
+
+    /// Sets the connection's peer address (`"127.0.0.1:5000"`).
+    pub fn peer(mut self, peer: &str) -> Self {
+        self.peer = Some(peer.parse().expect("a socket address"));
         self
     }
 
@@ -330,7 +339,8 @@ impl Harness {
     pub fn send_head(&mut self, req: &Req) -> ExchangeId {
         let uri: Uri = req.path.parse().expect("path");
         let head = RequestHead::new(&req.method, &uri, &req.headers)
-            .with_principal(req.principal.as_deref());
+            .with_principal(req.principal.as_deref())
+            .with_peer(req.peer);
         let stream = self.router.handle_request(self.now, head);
         self.exchanges.entry(stream).or_default();
         self.pump();
