@@ -121,6 +121,10 @@ impl Cluster {
                         ClusterDelivery::Reply(t, r) => h.router.handle_store(h.now, t, r),
                         ClusterDelivery::Bus(m) => h.router.handle_bus(h.now, m),
                         ClusterDelivery::BusLost => h.router.handle_bus_lost(h.now),
+                        ClusterDelivery::StoreUnreachable(e) => {
+                            h.router.handle_store_unreachable(h.now, e)
+                        }
+                        ClusterDelivery::StoreReachable => h.router.handle_store_reachable(h.now),
                     }
                 }
                 h.pump();

@@ -36,6 +36,18 @@ fn record(id: &str, state: Option<&'static [u8]>) -> SessionRecord {
     }
 }
 
+/// An inbox that sends to `tx` what both stores deliver: the Redis link's reachability
+/// reports (`StoreReachable` when it connects) have no counterpart in the memory store's
+/// operations and are left out.
+fn inbox(tx: mpsc::Sender<ClusterDelivery>) -> ClusterInbox {
+    ClusterInbox::new(move |d| {
+        matches!(
+            d,
+            ClusterDelivery::StoreReachable | ClusterDelivery::StoreUnreachable(_)
+        ) || tx.send(d).is_ok()
+    })
+}
+
 /// Failures compared by kind only (the texts differ).
 fn normalize(d: ClusterDelivery) -> ClusterDelivery {
     match d {
@@ -56,6 +68,7 @@ fn canonical(mut deliveries: Vec<ClusterDelivery>) -> Vec<ClusterDelivery> {
     deliveries.sort_by_key(|d| match d {
         ClusterDelivery::Reply(t, _) => (0, t.as_u64()),
         ClusterDelivery::Bus(_) | ClusterDelivery::BusLost => (1, 0),
+        ClusterDelivery::StoreUnreachable(_) | ClusterDelivery::StoreReachable => (2, 0),
     });
     deliveries
 }
@@ -82,7 +95,7 @@ impl Twin {
         for name in ["a", "b", "c"] {
             members.push(memory.join());
             let (tx, rx) = mpsc::channel();
-            let inbox = ClusterInbox::new(move |d| tx.send(d).is_ok());
+            let inbox = inbox(tx);
             links.push(Some(backend.connect(name, inbox)));
             inboxes.push(rx);
         }
@@ -1108,7 +1121,7 @@ fn the_redis_link_pipelines_sessions_and_keeps_each_sessions_order() {
     };
     let _guard = rt.enter();
     let (tx, rx) = mpsc::channel();
-    let mut link = backend.connect("a", ClusterInbox::new(move |d| tx.send(d).is_ok()));
+    let mut link = backend.connect("a", inbox(tx));
     let now = Instant::now();
     for (i, session) in ["warm", "x", "y", "z"].into_iter().enumerate() {
         let create = StoreOp::Create {
@@ -1212,9 +1225,9 @@ fn an_event_published_while_a_follow_starts_reaches_it() {
     };
     let _guard = rt.enter();
     let (tx, rx) = mpsc::channel();
-    let mut link = backend.connect("a", ClusterInbox::new(move |d| tx.send(d).is_ok()));
+    let mut link = backend.connect("a", inbox(tx));
     let (ptx, prx) = mpsc::channel();
-    let mut other = publisher.connect("b", ClusterInbox::new(move |d| ptx.send(d).is_ok()));
+    let mut other = publisher.connect("b", inbox(ptx));
     let now = Instant::now();
     let create = StoreOp::Create {
         record: record("x", None),

@@ -6,7 +6,7 @@
 use std::time::Instant;
 
 use mcp_proto::server::{
-    BusMessage, ClusterDelivery, MemberId, MemoryCluster, StoreOp, StoreReply, Ticket,
+    BusMessage, ClusterDelivery, MemberId, MemoryCluster, StoreError, StoreOp, StoreReply, Ticket,
 };
 
 /// Executes a clustered router's store operations: the seam between the sans-IO router
@@ -75,6 +75,18 @@ impl ClusterInbox {
     pub fn bus_lost(&self) -> bool {
         (self.deliver)(ClusterDelivery::BusLost)
     }
+
+    /// The store became unreachable (the connection to it is lost), for `why`: the router's
+    /// readiness answers 503 until [`store_reachable`](Self::store_reachable). `false` when
+    /// the router is gone.
+    pub fn store_unreachable(&self, why: impl Into<Box<str>>) -> bool {
+        (self.deliver)(ClusterDelivery::StoreUnreachable(StoreError(why.into())))
+    }
+
+    /// The store is reachable (again); `false` when the router is gone.
+    pub fn store_reachable(&self) -> bool {
+        (self.deliver)(ClusterDelivery::StoreReachable)
+    }
 }
 
 /// A [`MemoryCluster`] shared by the routers of one process, as a
@@ -101,6 +113,14 @@ impl SharedMemoryCluster {
     pub fn with<T>(&self, f: impl FnOnce(&mut MemoryCluster) -> T) -> T {
         f(&mut crate::lock(&self.inner).store)
     }
+
+    /// Makes the store unavailable (`false`: every operation fails) or available again, and
+    /// tells every router at once, as a backend tells of a lost or recovered connection.
+    pub fn set_available(&self, available: bool) {
+        let mut inner = crate::lock(&self.inner);
+        inner.store.set_available(available);
+        inner.flush();
+    }
 }
 
 impl ClusterBackend for SharedMemoryCluster {
@@ -124,13 +144,22 @@ impl StoreLink for SharedLink {
     fn submit(&mut self, now: Instant, ticket: Ticket, op: StoreOp) {
         let mut inner = crate::lock(&self.inner);
         inner.store.execute(now, self.member, ticket, op);
-        let SharedInner { store, inboxes } = &mut *inner;
+        inner.flush();
+    }
+}
+
+impl SharedInner {
+    /// Hands every member's deliveries to its inbox.
+    fn flush(&mut self) {
+        let SharedInner { store, inboxes } = self;
         for (member, inbox) in inboxes.iter() {
             for d in store.take(*member) {
                 let _ = match d {
                     ClusterDelivery::Reply(t, r) => inbox.reply(t, r),
                     ClusterDelivery::Bus(m) => inbox.bus(m),
                     ClusterDelivery::BusLost => inbox.bus_lost(),
+                    ClusterDelivery::StoreUnreachable(e) => inbox.store_unreachable(e.0),
+                    ClusterDelivery::StoreReachable => inbox.store_reachable(),
                 };
             }
         }

@@ -132,8 +132,9 @@ pub use oauth::{AuthorizeHandler, OAuth, SharedTokenStore};
 pub use outbox::Exchange;
 pub use serve::{Adapter, Serve};
 pub use server::{
-    Departure, DriverConfig, DriverGone, ExchangeSink, HttpResponse, PeerAddr, RandomSessionIds, Reply,
-    ResponseAborted, ResponseStream, ServerDriver, ServerHandle, Serving, ToDriver, accept_loop,
+    Departure, DriverConfig, DriverGone, ExchangeSink, HttpResponse, PeerAddr, RandomSessionIds,
+    Reply, ResponseAborted, ResponseStream, ServerDriver, ServerHandle, Serving, ToDriver,
+    accept_loop,
 };
 pub use signal::Latch;
 #[cfg(feature = "tls")]

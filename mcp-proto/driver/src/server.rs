@@ -369,6 +369,11 @@ impl<X: ExchangeSink> ServerDriver<X> {
             ClusterDelivery::Reply(ticket, reply) => self.router.handle_store(now, ticket, reply),
             ClusterDelivery::Bus(message) => self.router.handle_bus(now, message),
             ClusterDelivery::BusLost => self.router.handle_bus_lost(now),
+            ClusterDelivery::StoreUnreachable(e) => {
+                tracing::debug!(reason = %e, "the cluster store is unreachable: not ready");
+                self.router.handle_store_unreachable(now, e);
+            }
+            ClusterDelivery::StoreReachable => self.router.handle_store_reachable(now),
         }
     }
 
@@ -407,9 +412,10 @@ impl<X: ExchangeSink> ServerDriver<X> {
                 let head = RequestHead::from_parts(&parts)
                     .with_verdict(verdict.as_ref())
                     .with_peer(parts.extensions.get::<PeerAddr>().map(|p| p.0));
+                let client = self.router.client_address(&head);
                 let stream = self.router.handle_request(now, head);
                 tracing::trace!(stream = stream.as_u64(), method = %parts.method, uri = %parts.uri, "request");
-                if let Some(trace) = Trace::start(now, &parts) {
+                if let Some(trace) = Trace::start(now, &parts, client) {
                     self.traces.insert(stream, trace);
                 }
                 self.by_key.insert(key, stream);
@@ -613,6 +619,7 @@ impl<X: ExchangeSink> ServerDriver<X> {
                     rpc.method = trace.rpc_method.as_deref(),
                     tool = trace.subject.as_deref(),
                     session = trace.session.as_deref(),
+                    client = trace.client.as_ref().map(tracing::field::display),
                     status,
                     ms,
                     reason = (!reason.is_empty()).then_some(reason),
@@ -642,6 +649,8 @@ struct Trace {
     started: Instant,
     method: http::Method,
     session: Option<String>,
+    /// The client's address (the peer's, or what trusted proxies forwarded).
+    client: Option<std::net::IpAddr>,
     rpc_method: Option<String>,
     subject: Option<String>,
     status: Option<u16>,
@@ -650,7 +659,11 @@ struct Trace {
 
 impl Trace {
     /// `None` when nothing would log it.
-    fn start(now: Instant, parts: &http::request::Parts) -> Option<Trace> {
+    fn start(
+        now: Instant,
+        parts: &http::request::Parts,
+        client: Option<std::net::IpAddr>,
+    ) -> Option<Trace> {
         use tracing::field::Empty;
         let debug = tracing::enabled!(target: module_path!(), tracing::Level::DEBUG);
         if !debug && !tracing::enabled!(target: module_path!(), tracing::Level::WARN) {
@@ -668,14 +681,20 @@ impl Trace {
             rpc.method = Empty,
             tool = Empty,
             session = session.as_deref(),
+            client = Empty,
             status = Empty,
             ms = Empty,
         );
+        // The client's address: the peer's, or what trusted proxies forwarded.
+        if let Some(client) = client {
+            span.record("client", tracing::field::display(client));
+        }
         Some(Trace {
             span,
             started: now,
             method: parts.method.clone(),
             session,
+            client,
             rpc_method: None,
             subject: None,
             status: None,

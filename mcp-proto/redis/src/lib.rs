@@ -918,6 +918,7 @@ impl<R: Runtime> Worker<R> {
         if self.link.on(self.rt.now(), event) == LinkEffect::Lost {
             self.conn = None;
             tracing::warn!(instance = &*self.instance, "the Redis connection is lost");
+            let _ = self.inbox.store_unreachable("the Redis connection is lost");
         }
     }
 
@@ -969,6 +970,7 @@ impl<R: Runtime> Worker<R> {
             Ok(c) => c,
             Err(f) => {
                 self.link.on(self.rt.now(), LinkEvent::DialFailed);
+                let _ = self.inbox.store_unreachable(f.why.clone());
                 return Err(f);
             }
         };
@@ -987,6 +989,7 @@ impl<R: Runtime> Worker<R> {
             self.timed(script.load_async(&mut con)).await?;
         }
         let up = self.link.on(self.rt.now(), LinkEvent::Ready);
+        let _ = self.inbox.store_reachable();
         if let Err(f) = self.renew_liveness(con.clone()).await {
             tracing::debug!(why = f.why, "renewing the liveness key failed");
         }

@@ -14,11 +14,15 @@
 //! | auth middleware | [`SecurityConfig::authenticator`], or the driver's asynchronous authenticator (`DriverConfig::authenticator` in mcp-driver) when the check awaits | none |
 //! | session id manager | [`ServerConfig::session_ids`] | none: the adapters install a CSPRNG-backed one; a core without one refuses `initialize` (500) |
 //! | event store | [`ServerConfig::event_store`] | [`InMemoryEventStore`] |
+//! | health checks | [`ServerConfig::health`] | off |
+//! | behind a proxy | [`SecurityConfig::proxies`]: public URL, trusted proxies | none |
 
 use std::fmt;
 use std::net::IpAddr;
 use std::time::Duration;
 
+use super::health::Health;
+use super::proxy::{ProxyConfig, ProxyNet, PublicUrl};
 use super::security::{Authenticator, CorsConfig, HostValidation, ProtectedResourceMetadata};
 use super::session::{DeterministicSessionIds, SessionIdGenerator};
 use super::store::{EventStore, InMemoryEventStore};
@@ -121,6 +125,8 @@ pub struct ServerConfig {
     /// Membership in a cluster of instances sharing sessions through a store (see
     /// [`ClusterConfig`](super::ClusterConfig)). `None` (the default): this router alone.
     pub cluster: Option<super::ClusterConfig>,
+    /// Liveness and readiness paths ([`Health`]). Default: none.
+    pub health: Health,
 }
 
 /// What a [`Router`](super::Router) bounds (part of [`ServerConfig`]).
@@ -241,6 +247,8 @@ pub struct SecurityConfig {
     /// outside the core (the driver's authenticator) judges requests before the router sees
     /// them. A head without a verdict is then answered 503, failing closed. Default `false`.
     pub requires_verdict: bool,
+    /// The public URL and the trusted reverse proxies ([`ProxyConfig`]). Default: none.
+    pub proxies: ProxyConfig,
 }
 
 impl Default for SecurityConfig {
@@ -251,6 +259,7 @@ impl Default for SecurityConfig {
             protected_resource: None,
             authenticator: None,
             requires_verdict: false,
+            proxies: ProxyConfig::default(),
         }
     }
 }
@@ -263,6 +272,7 @@ impl fmt::Debug for SecurityConfig {
             .field("protected_resource", &self.protected_resource)
             .field("authenticator", &self.authenticator.is_some())
             .field("requires_verdict", &self.requires_verdict)
+            .field("proxies", &self.proxies)
             .finish()
     }
 }
@@ -285,6 +295,7 @@ impl Default for ServerConfig {
             session_ids: None,
             event_store: Box::new(InMemoryEventStore::default()),
             cluster: None,
+            health: Health::default(),
         }
     }
 }
@@ -301,6 +312,7 @@ impl fmt::Debug for ServerConfig {
             .field("limits", &self.limits)
             .field("streams", &self.streams)
             .field("security", &self.security)
+            .field("health", &self.health)
             .finish_non_exhaustive()
     }
 }
@@ -398,6 +410,32 @@ impl ServerConfig {
     /// RFC 9728 metadata (mcp-go: `WithProtectedResourceMetadata`).
     pub fn with_protected_resource(mut self, metadata: ProtectedResourceMetadata) -> Self {
         self.security.protected_resource = Some(metadata);
+        self.security.apply_public_url();
+        self
+    }
+
+    /// Serves liveness and readiness ([`Health`]): `GET`/`HEAD` on its paths, answered
+    /// before `Host` validation and authentication. Default: off.
+    pub fn with_health(mut self, health: Health) -> Self {
+        self.health = health;
+        self
+    }
+
+    /// The URL clients use for the endpoint, behind a reverse proxy
+    /// (`"https://mcp.example.com/mcp".parse()?`): it fills an empty RFC 9728 `resource`
+    /// ([`ProtectedResourceMetadata::for_public_url`]), and `Host`/`Origin` validation
+    /// admits its host and origin besides what [`HostValidation`] allows.
+    pub fn with_public_url(mut self, url: PublicUrl) -> Self {
+        self.security.proxies.public_url = Some(url);
+        self.security.apply_public_url();
+        self
+    }
+
+    /// The reverse proxies whose `Forwarded` and `X-Forwarded-For`/`-Proto`/`-Host`
+    /// headers are believed (addresses or CIDR ranges: `"10.0.0.0/8".parse()?`); from any
+    /// other peer they are ignored. Default: none.
+    pub fn with_trusted_proxies(mut self, proxies: impl IntoIterator<Item = ProxyNet>) -> Self {
+        self.security.proxies.trusted_proxies = proxies.into_iter().collect();
         self
     }
 

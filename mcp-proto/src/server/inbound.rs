@@ -52,6 +52,11 @@ impl Router {
 
     /// A request head under its (possibly re-used, for a parked request) [`ExchangeId`].
     pub(crate) fn start_request(&mut self, stream: ExchangeId, head: RequestHead<'_>) {
+        if let Some((status, headers, body)) = self.health_answer(&head) {
+            // Before every other check: probes name no allowed host and carry no credentials.
+            self.answer(stream, status, headers, body);
+            return;
+        }
         let origin = origin_of(head.headers);
         if self.is_draining() {
             let stop = head.method == Method::POST;
@@ -238,11 +243,7 @@ impl Router {
         if path != self.config.endpoint_path {
             return Err(plain(ProtocolError::NotFound));
         }
-        self.config
-            .security
-            .host_validation
-            .check(head, self.config.security.cors.as_ref())
-            .map_err(plain)?;
+        self.config.security.check_host(head).map_err(plain)?;
         if head.method == Method::OPTIONS {
             return self.options(stream, head, origin);
         }

@@ -29,6 +29,11 @@ pub enum ClusterDelivery {
     Bus(BusMessage),
     /// Bus messages may have been missed: `Router::handle_bus_lost`.
     BusLost,
+    /// The store became unreachable (the backend lost its connection):
+    /// `Router::handle_store_unreachable` (readiness answers 503).
+    StoreUnreachable(StoreError),
+    /// The store is reachable again: `Router::handle_store_reachable`.
+    StoreReachable,
 }
 
 /// A request stream: (session id, stream name).
@@ -135,8 +140,23 @@ impl MemoryCluster {
     }
 
     /// Makes every later operation fail (`false`) or succeed again (`true`).
+    /// Every member is told of a change ([`ClusterDelivery::StoreUnreachable`],
+    /// [`ClusterDelivery::StoreReachable`]), as a backend tells of a lost connection.
     pub fn set_available(&mut self, available: bool) {
+        if self.unavailable == !available {
+            return;
+        }
         self.unavailable = !available;
+        for (i, q) in self.inboxes.iter_mut().enumerate() {
+            if self.gone.contains(&MemberId(i)) {
+                continue;
+            }
+            q.push_back(if available {
+                ClusterDelivery::StoreReachable
+            } else {
+                ClusterDelivery::StoreUnreachable(StoreError("the store is unavailable".into()))
+            });
+        }
     }
 
     /// Makes follow answers repeat the last event already answered (`true`), as an

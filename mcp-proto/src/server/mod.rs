@@ -138,12 +138,14 @@ mod cluster;
 mod config;
 mod drain;
 mod error;
+mod health;
 mod inbound;
 mod memory_cluster;
 mod names;
 mod outbound;
 mod pace;
 mod rate;
+mod proxy;
 pub(crate) mod security;
 mod session;
 mod sessionless;
@@ -169,8 +171,12 @@ pub use config::{
 };
 pub use drain::DEFAULT_SHUTDOWN_GRACE;
 pub use error::{CancelReason, CloseReason, ProtocolError, SendError, ServerRequestError};
+pub use health::{Health, Readiness};
 pub use memory_cluster::{ClusterDelivery, MemberId, MemoryCluster};
 pub use rate::{RateLimit, RateLimits, RateScope};
+pub use proxy::{
+    ClientView, ProxyConfig, ProxyNet, ProxySettingError, PublicUrl, client_address, client_view,
+};
 pub use security::{
     AllowedOrigins, AuthDecision, Authenticator, CorsConfig, HostValidation,
     ProtectedResourceMetadata, WELL_KNOWN_PRM, needs_authentication,
@@ -625,6 +631,8 @@ pub struct Router {
     cluster: cluster::ClusterState,
     /// The rate limits' buckets (`rate.rs`).
     rate: rate::RateLimiter,
+    /// What readiness reads besides the drain (`health.rs`).
+    health: health::HealthState,
 }
 
 impl std::fmt::Debug for Router {
@@ -641,7 +649,8 @@ impl std::fmt::Debug for Router {
 
 impl Router {
     /// A router with `config`, at time `now`.
-    pub fn new(config: ServerConfig, now: Instant) -> Self {
+    pub fn new(mut config: ServerConfig, now: Instant) -> Self {
+        config.security.apply_public_url();
         Router {
             config,
             now,
@@ -655,6 +664,7 @@ impl Router {
             drain: drain::Drain::default(),
             cluster: cluster::ClusterState::default(),
             rate: rate::RateLimiter::default(),
+            health: health::HealthState::default(),
         }
     }
 
@@ -713,6 +723,7 @@ impl Router {
     /// the metadata documents), so an adapter mounted among other routes can dispatch.
     pub fn owns_path(&self, path: &str) -> bool {
         path == self.config.endpoint_path
+            || self.config.health.serves(path)
             || self
                 .config
                 .security

@@ -339,13 +339,6 @@ pub(crate) struct RateLimiter {
     seen: u64,
 }
 
-// TODO(trusted proxies): the trusted-proxy resolution (`Forwarded` / `X-Forwarded-For` from
-// a configured proxy) replaces this body; every per-address decision reads the key here.
-/// The client address a request is charged to: the connection's peer for now.
-pub(crate) fn client_ip(head: &RequestHead<'_>) -> Option<IpAddr> {
-    head.peer.map(|p| p.ip())
-}
-
 /// The per-address key: IPv4 as is (IPv4-mapped IPv6 too), IPv6 by its /64 prefix.
 fn address_key(ip: IpAddr) -> IpAddr {
     match ip.to_canonical() {
@@ -382,7 +375,11 @@ impl Router {
         head: &RequestHead<'_>,
     ) -> Result<(), ProtocolError> {
         let rates = &self.config.limits.rate;
-        let (Some(limit), true, Some(ip)) = (rates.per_address, fresh, client_ip(head)) else {
+        let (Some(limit), true, Some(ip)) = (
+            rates.per_address,
+            fresh,
+            self.config.security.client_address(head),
+        ) else {
             return Ok(());
         };
         let key = address_key(ip);

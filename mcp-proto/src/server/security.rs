@@ -109,56 +109,53 @@ fn request_origin(headers: &HeaderMap) -> Option<Result<&str, ()>> {
 
 impl HostValidation {
     // S-SEC-1/2/5.
-    /// Checks `Host` and `Origin`.
+    /// Checks `Host` and `Origin`: `authority` is the host the client named (the request's,
+    /// or the one a trusted proxy forwarded); the `public` URL's host and origin are allowed
+    /// whatever the policy (except [`Disabled`](Self::Disabled), which allows everything).
     pub(crate) fn check(
         &self,
-        head: &RequestHead<'_>,
+        authority: Option<&str>,
+        headers: &HeaderMap,
         cors: Option<&CorsConfig>,
+        public: Option<&super::proxy::PublicUrl>,
     ) -> Result<(), ProtocolError> {
-        let origin = request_origin(head.headers);
-        // CORS-allowed origins are valid whatever the host policy (the operator listed them).
-        let origin_ok_by_cors = |o: &str| cors.is_some_and(|c| c.allows_origin(o));
-        match self {
-            HostValidation::Disabled => Ok(()),
+        let origin = request_origin(headers);
+        // CORS-allowed origins are valid whatever the host policy (the operator listed them),
+        // and so is the public URL's.
+        let origin_ok = |o: &str| {
+            cors.is_some_and(|c| c.allows_origin(o))
+                || public.is_some_and(|p| p.origin().eq_ignore_ascii_case(o))
+        };
+        let public_host = |a: &str| public.is_some_and(|p| host_matches(p.authority(), a));
+        let host_ok = match self {
+            HostValidation::Disabled => return Ok(()),
             HostValidation::Loopback => {
-                let authority = request_authority(head).ok_or(ProtocolError::HostNotAllowed)?;
-                if !is_loopback_authority(authority) {
-                    return Err(ProtocolError::HostNotAllowed);
-                }
-                match origin {
-                    None => Ok(()),
-                    Some(Err(())) => Err(ProtocolError::OriginNotAllowed),
-                    Some(Ok(o)) => {
-                        if origin_authority(o).is_some_and(is_loopback_authority)
-                            || origin_ok_by_cors(o)
-                        {
-                            Ok(())
-                        } else {
-                            Err(ProtocolError::OriginNotAllowed)
-                        }
-                    }
-                }
+                authority.is_some_and(|a| is_loopback_authority(a) || public_host(a))
             }
-            HostValidation::AllowList { hosts, origins } => {
-                if !hosts.is_empty() {
-                    let authority = request_authority(head).ok_or(ProtocolError::HostNotAllowed)?;
-                    if !hosts.iter().any(|h| host_matches(h, authority)) {
-                        return Err(ProtocolError::HostNotAllowed);
-                    }
-                }
-                match origin {
-                    None => Ok(()),
-                    Some(Err(())) => Err(ProtocolError::OriginNotAllowed),
-                    Some(Ok(o)) => {
-                        if origins.iter().any(|a| a.eq_ignore_ascii_case(o)) || origin_ok_by_cors(o)
-                        {
-                            Ok(())
-                        } else {
-                            Err(ProtocolError::OriginNotAllowed)
-                        }
-                    }
-                }
+            HostValidation::AllowList { hosts, .. } => {
+                hosts.is_empty()
+                    || authority
+                        .is_some_and(|a| hosts.iter().any(|h| host_matches(h, a)) || public_host(a))
             }
+        };
+        if !host_ok {
+            return Err(ProtocolError::HostNotAllowed);
+        }
+        let allowed = match (self, origin) {
+            (_, None) => true,
+            (_, Some(Err(()))) => false,
+            (HostValidation::Loopback, Some(Ok(o))) => {
+                origin_authority(o).is_some_and(is_loopback_authority) || origin_ok(o)
+            }
+            (HostValidation::AllowList { origins, .. }, Some(Ok(o))) => {
+                origins.iter().any(|a| a.eq_ignore_ascii_case(o)) || origin_ok(o)
+            }
+            (HostValidation::Disabled, _) => true,
+        };
+        if allowed {
+            Ok(())
+        } else {
+            Err(ProtocolError::OriginNotAllowed)
         }
     }
 }
@@ -472,6 +469,13 @@ impl ProtectedResourceMetadata {
             resource_documentation: None,
             metadata_url: None,
         }
+    }
+
+    /// Metadata whose `resource` is the server's public URL
+    /// ([`ServerConfig::with_public_url`](super::ServerConfig::with_public_url)), protected by
+    /// `authorization_server`. Until a public URL is configured, `resource` is empty.
+    pub fn for_public_url(authorization_server: impl Into<String>) -> Self {
+        ProtectedResourceMetadata::new("", authorization_server)
     }
 
     /// Sets `scopes_supported`.

@@ -40,7 +40,7 @@ pub struct Req {
     pub body: Vec<u8>,
     /// Adapter-established principal.
     pub principal: Option<String>,
-    /// The connection's peer address.
+    /// The connection's peer address ([`RequestHead::peer`]); none by default.
     pub peer: Option<std::net::SocketAddr>,
 }
 
@@ -115,7 +115,7 @@ impl Req {
         self
     }
 
-    /// Sets the connection's peer address (`"203.0.113.5:4000"`).
+    /// Sets the connection's peer address (`"127.0.0.1:5000"`).
     pub fn peer(mut self, peer: &str) -> Self {
         self.peer = Some(peer.parse().expect("a socket address"));
         self
