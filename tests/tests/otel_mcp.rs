@@ -557,6 +557,106 @@ async fn modern_era(rt: Runtime) {
     assert!(!histogram(&metrics, "mcp.client.operation.duration").is_empty());
 }
 
+/// Notifications are operations too: the client's `notifications/roots/list_changed` (a
+/// `CLIENT` span, the parent of the server's `SERVER` span), and a tool's
+/// `notifications/progress` (a `CLIENT` span on the server inside the tool's span, a `SERVER`
+/// span on the client). `notifications/initialized` is the session's own (the app's is
+/// absorbed): the server reports it, the client does not.
+async fn notifications(rt: Runtime) {
+    let sdk = Sdk::new();
+    let serving = bounded(rt, "serve", rt.serve(server(&sdk), ServerConfig::default()))
+        .await
+        .expect("serve");
+    let builder = ClientBuilder::new("agent", "1.0").telemetry(sdk.telemetry());
+    let client = bounded(
+        rt,
+        "connect",
+        rt.connect_with(serving.url(), builder, ClientConfig::new()),
+    )
+    .await
+    .expect("connect");
+    let options = mcp_service::client::RequestOptions::new().on_progress(|_| {});
+    bounded(
+        rt,
+        "call",
+        client.call_tool_with("test_tool_with_progress", json!({}), options),
+    )
+    .await
+    .expect("call");
+    let pair = |name: &str| {
+        let spans = sdk.spans_named(name);
+        let sender: Vec<_> = spans
+            .iter()
+            .filter(|s| s.span_kind == SpanKind::Client)
+            .cloned()
+            .collect();
+        let receiver: Vec<_> = spans
+            .iter()
+            .filter(|s| s.span_kind == SpanKind::Server)
+            .cloned()
+            .collect();
+        (sender, receiver)
+    };
+    client
+        .notify("notifications/roots/list_changed", None)
+        .expect("notify");
+    // Its own POST: wait until the server reported it.
+    for _ in 0..250 {
+        if !pair("notifications/roots/list_changed").1.is_empty() {
+            break;
+        }
+        let _ = rt
+            .timeout(Duration::from_millis(20), std::future::pending::<()>())
+            .await;
+    }
+    let (sent, received) = pair("notifications/initialized");
+    assert_eq!((sent.len(), received.len()), (0, 1), "{rt}");
+    let (sent, received) = pair("notifications/roots/list_changed");
+    assert_eq!((sent.len(), received.len()), (1, 1), "{rt}");
+    assert_eq!(
+        received[0].parent_span_id,
+        sent[0].span_context.span_id(),
+        "{rt}: across the wire"
+    );
+    assert!(
+        attr(&sent[0], "jsonrpc.request.id").is_none(),
+        "{rt}: no id"
+    );
+    let tool = sdk
+        .spans_named("tools/call test_tool_with_progress")
+        .into_iter()
+        .find(|s| s.span_kind == SpanKind::Server)
+        .expect("the tool's span");
+    let (sent, received) = pair("notifications/progress");
+    assert!(!sent.is_empty(), "{rt}: progress reported");
+    assert_eq!(sent.len(), received.len(), "{rt}");
+    for s in &sent {
+        assert_eq!(
+            s.parent_span_id,
+            tool.span_context.span_id(),
+            "{rt}: in the tool"
+        );
+        assert!(
+            received
+                .iter()
+                .any(|r| r.parent_span_id == s.span_context.span_id()),
+            "{rt}: received as the child of what was sent"
+        );
+    }
+    bounded(rt, "close", client.close()).await;
+    serving.shutdown().await;
+}
+
+#[test]
+fn notifications_on_tokio() {
+    Runtime::Tokio.block_on(notifications(Runtime::Tokio));
+}
+
+#[test]
+fn notifications_on_smol() {
+    Runtime::Smol.block_on(notifications(Runtime::Smol));
+}
+
 #[test]
 fn modern_era_on_tokio() {
     Runtime::Tokio.block_on(modern_era(Runtime::Tokio));

@@ -14,7 +14,7 @@
 //!
 //! # What it emits
 //!
-//! One span per request, named `{mcp.method.name} {target}` (the target: the tool of a
+//! One span per request or notification, named `{mcp.method.name} {target}` (the target: the tool of a
 //! `tools/call`, the prompt of a `prompts/get`; the resource URI only with
 //! [`McpTelemetry::resource_uri_in_span_name`]; else the method alone), of kind `CLIENT` on
 //! the side that sends the request and `SERVER` on the side that answers it (a server's

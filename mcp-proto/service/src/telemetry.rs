@@ -9,16 +9,17 @@
 //! [`ClientBuilder::telemetry`](crate::client::ClientBuilder::telemetry). Without one
 //! nothing here runs (no params are re-read, nothing is allocated).
 //!
-//! - **Operations.** Each request this side sends starts an *outgoing* operation
+//! - **Operations.** Each request or notification this side sends starts an *outgoing* operation
 //!   ([`Telemetry::outgoing`], a `CLIENT` span in the conventions), in the caller's context,
 //!   just before the request leaves; the observer may write trace-context fields into the
 //!   request's `params._meta` (W3C `traceparent`, `tracestate`, `baggage`, unprefixed, as
-//!   SEP-414 says). Each request this side receives starts an *incoming* operation
+//!   SEP-414 says). Each request or notification this side receives starts an *incoming* operation
 //!   ([`Telemetry::incoming`], a `SERVER` span) with the request's `params._meta`, from which
 //!   the observer extracts the caller's context; the work that answers it runs inside
 //!   [`OperationScope::instrument`]. Both end once with an [`End`]: the client's calls go to
 //!   servers, and the server's requests (sampling, elicitation, roots) go to clients, so
-//!   a server reports outgoing operations too, and a client incoming ones.
+//!   a server reports outgoing operations too, and a client incoming ones. A notification's
+//!   operation ends as soon as it is queued (sent) or handled (received).
 //! - **Sessions.** A legacy-era session (one with an `Mcp-Session-Id`) starts a
 //!   [`SessionScope`] when it is first seen and ends it when it closes. The 2026-07-28 era
 //!   has no session: nothing is reported for it, and no operation carries a session id.
@@ -267,6 +268,38 @@ pub(crate) fn meta_of(params: Option<&serde_json::value::RawValue>) -> Option<Js
         meta: Option<JsonObject>,
     }
     serde_json::from_str::<Meta>(params?.get()).ok()?.meta
+}
+
+/// Starts an outgoing operation on raw params: the trace context goes into their `_meta`
+/// (params that are not a JSON object are sent as they are).
+pub(crate) fn start_outgoing_raw(
+    telemetry: &dyn Telemetry,
+    op: &Operation,
+    params: Option<Box<serde_json::value::RawValue>>,
+) -> (
+    Option<Box<serde_json::value::RawValue>>,
+    Arc<dyn OperationScope>,
+) {
+    let mut value: serde_json::Value = match &params {
+        Some(p) => serde_json::from_str(p.get()).unwrap_or(serde_json::Value::Null),
+        None => serde_json::Value::Object(JsonObject::new()),
+    };
+    let mut meta = match value.as_object_mut().and_then(|m| m.remove("_meta")) {
+        Some(serde_json::Value::Object(meta)) => meta,
+        _ => JsonObject::new(),
+    };
+    let scope = telemetry.outgoing(op, &mut meta);
+    if meta.is_empty() {
+        return (params, scope);
+    }
+    let Some(map) = value.as_object_mut() else {
+        return (params, scope);
+    };
+    map.insert("_meta".to_owned(), serde_json::Value::Object(meta));
+    match serde_json::value::to_raw_value(&value) {
+        Ok(raw) => (Some(raw), scope),
+        Err(_) => (params, scope),
+    }
 }
 
 /// The `End` of an answer.

@@ -10,7 +10,7 @@ use crate::telemetry::{
     self, Direction, End, Operation, OperationScope, SessionInfo, SessionScope, Side,
 };
 use mcp_proto::client::{ClientEvent, ClientSession, Delivered, Output, RequestResult};
-use mcp_proto::jsonrpc::{Message, Request, RequestId};
+use mcp_proto::jsonrpc::{Message, RequestId};
 
 enum Command {
     Send(Message),
@@ -143,21 +143,21 @@ impl ClientBinding {
         }
     }
 
-    /// A server request, as the telemetry sees it: an incoming operation.
-    fn incoming(&self, request: &Request) -> Option<Arc<dyn OperationScope>> {
+    /// A server request or notification, as the telemetry sees it: an incoming operation.
+    fn incoming(
+        &self,
+        method: &str,
+        params: Option<&mcp_proto::jsonrpc::RawValue>,
+        id: Option<&RequestId>,
+    ) -> Option<Arc<dyn OperationScope>> {
         let telemetry = self.client.telemetry()?;
         let facts = self.client.connection_facts();
-        let mut op = Operation::new(
-            Side::Client,
-            Direction::Incoming,
-            &request.method,
-            request.params.as_deref(),
-        );
-        op.request_id = Some(telemetry::id_string(&request.id));
+        let mut op = Operation::new(Side::Client, Direction::Incoming, method, params);
+        op.request_id = id.map(telemetry::id_string);
         op.session_id = facts.session_id;
         op.protocol_version = facts.protocol_version;
         op.network = facts.network;
-        let meta = telemetry::meta_of(request.params.as_deref());
+        let meta = telemetry::meta_of(params);
         Some(telemetry.incoming(&op, meta.as_ref()))
     }
 
@@ -169,7 +169,11 @@ impl ClientBinding {
                 message: Message::Request(request),
                 ..
             }) if self.client.telemetry().is_some() => {
-                let scope = self.incoming(&request);
+                let scope = self.incoming(
+                    &request.method,
+                    request.params.as_deref(),
+                    Some(&request.id),
+                );
                 let method = request.method.clone();
                 let answer = self.client.handle_request(request);
                 let queue = self.queue.clone();
@@ -193,6 +197,17 @@ impl ClientBinding {
                     Some(scope) => scope.instrument(work),
                     None => work,
                 })
+            }
+            Output::Message(Delivered {
+                message: Message::Notification(n),
+                ..
+            }) if self.client.telemetry().is_some() => {
+                let scope = self.incoming(&n.method, n.params.as_deref(), None);
+                self.client.handle_notification(n);
+                if let Some(scope) = scope {
+                    scope.end(End::Ok);
+                }
+                Routed::Done
             }
             Output::Message(delivered) => match self.client.handle_message(delivered.message) {
                 Some(answer) => {

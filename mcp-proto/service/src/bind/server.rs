@@ -99,42 +99,34 @@ type OwnerFacts = (Option<String>, Option<String>);
 type Outgoing = (String, Arc<dyn OperationScope>);
 
 impl PeerLink {
-    /// A server→client request starts: its outgoing operation, with the trace context
+    /// A server→client message starts: its outgoing operation, with the trace context
     /// written into its `params._meta`.
     fn start_outgoing(
         &self,
         telemetry: &dyn Telemetry,
         owner: Owner,
-        key: u64,
         method: &str,
         params: Option<Box<RawValue>>,
-    ) -> Option<Box<RawValue>> {
+    ) -> (Option<Box<RawValue>>, Arc<dyn OperationScope>) {
         let mut op = Operation::new(Side::Server, Direction::Outgoing, method, params.as_deref());
         if let Some((session, version)) = crate::cancel::lock(&self.owners).get(&owner) {
             op.session_id = session.clone();
             op.protocol_version = version.clone();
         }
-        let mut value: serde_json::Value = match &params {
-            Some(p) => match serde_json::from_str(p.get()) {
-                Ok(v) => v,
-                // Not ours to judge: sent as it is, untraced.
-                Err(_) => return params,
-            },
-            None => serde_json::Value::Object(serde_json::Map::new()),
+        telemetry::start_outgoing_raw(telemetry, &op, params)
+    }
+
+    /// A server→client notification: its operation ends once it is queued.
+    fn traced_notification(&self, owner: Owner, n: Notification) -> Notification {
+        let Some(t) = &self.telemetry else {
+            return n;
         };
-        let mut meta = match value.as_object_mut().and_then(|m| m.remove("_meta")) {
-            Some(serde_json::Value::Object(meta)) => meta,
-            _ => serde_json::Map::new(),
-        };
-        let scope = telemetry.outgoing(&op, &mut meta);
-        crate::cancel::lock(&self.outgoing).insert(key, (method.to_owned(), scope));
-        if meta.is_empty() {
-            return params;
+        let (params, scope) = self.start_outgoing(&**t, owner, &n.method, n.params);
+        scope.end(End::Ok);
+        Notification {
+            method: n.method,
+            params,
         }
-        if let Some(map) = value.as_object_mut() {
-            map.insert("_meta".to_owned(), serde_json::Value::Object(meta));
-        }
-        serde_json::value::to_raw_value(&value).ok().or(params)
     }
 
     /// A server→client request ended.
@@ -159,6 +151,7 @@ struct BoundPeer {
 
 impl Peer for BoundPeer {
     fn notify(&self, related: Option<&RequestId>, n: Notification) -> Result<(), PeerError> {
+        let n = self.link.traced_notification(self.owner, n);
         self.link
             .queue
             .push(Command::Notify(self.owner, related.cloned(), n));
@@ -166,6 +159,7 @@ impl Peer for BoundPeer {
     }
 
     fn notify_change(&self, n: Notification) -> Result<(), PeerError> {
+        let n = self.link.traced_notification(self.owner, n);
         self.link.queue.push(Command::NotifyChange(self.owner, n));
         Ok(())
     }
@@ -178,9 +172,11 @@ impl Peer for BoundPeer {
     ) -> ResponseFuture {
         let key = self.link.keys.fetch_add(1, Ordering::Relaxed);
         let params = match &self.link.telemetry {
-            Some(t) => self
-                .link
-                .start_outgoing(&**t, self.owner, key, method, params),
+            Some(t) => {
+                let (params, scope) = self.link.start_outgoing(&**t, self.owner, method, params);
+                crate::cancel::lock(&self.link.outgoing).insert(key, (method.to_owned(), scope));
+                params
+            }
             None => params,
         };
         let answer = self.link.outbound.register(key);
@@ -547,11 +543,34 @@ impl ServerBinding {
                 Routed::Spawn(self.handle_request(handle, session, request, principal, Some(scope)))
             }
             ServerOutput::Notification {
-                session: Some(s), ..
+                session,
+                notification,
             } => {
-                let version = router.session_version(s).map(|v| v.as_str().to_owned());
-                self.session_started(&*telemetry, s, version);
-                self.handle_output(output)
+                let version = session
+                    .and_then(|s| router.session_version(s))
+                    .map(|v| v.as_str().to_owned());
+                if let Some(s) = session {
+                    self.session_started(&*telemetry, s, version.clone());
+                }
+                let mut op = Operation::new(
+                    Side::Server,
+                    Direction::Incoming,
+                    &notification.method,
+                    notification.params.as_deref(),
+                );
+                op.protocol_version = version;
+                op.session_id = session
+                    .and_then(|s| router.session_id(s))
+                    .map(str::to_owned);
+                op.network = Self::network();
+                let meta = telemetry::meta_of(notification.params.as_deref());
+                let scope = telemetry.incoming(&op, meta.as_ref());
+                let routed = self.handle_output(ServerOutput::Notification {
+                    session,
+                    notification,
+                });
+                scope.end(End::Ok);
+                routed
             }
             other => self.handle_output(other),
         }

@@ -828,7 +828,7 @@ impl Client {
             .inner
             .telemetry
             .as_ref()
-            .map(|t| self.start_outgoing(&**t, method, &id, &mut value));
+            .map(|t| self.start_outgoing(&**t, method, Some(&id), &mut value));
         let raw = to_raw(&value).map_err(|e| RequestError::Encode(e.to_string()))?;
         let mut guard = CallGuard {
             inner: self.inner.clone(),
@@ -884,7 +884,7 @@ impl Client {
         &self,
         telemetry: &dyn crate::telemetry::Telemetry,
         method: &str,
-        id: &RequestId,
+        id: Option<&RequestId>,
         params: &mut Value,
     ) -> Arc<dyn crate::telemetry::OperationScope> {
         use crate::telemetry::{Direction, Operation, Side};
@@ -897,7 +897,7 @@ impl Client {
                 .map(str::to_owned);
             op.set_subject(subject);
         }
-        op.request_id = Some(crate::telemetry::id_string(id));
+        op.request_id = id.map(crate::telemetry::id_string);
         {
             let facts = lock(&self.inner.facts);
             op.session_id = facts.session_id.clone();
@@ -946,14 +946,34 @@ impl Client {
         if self.inner.closed.load(Ordering::SeqCst) {
             return Err(PeerError::Closed.into());
         }
+        // The session absorbs the app's `notifications/initialized` and sends its own: no
+        // operation of ours goes on the wire.
+        let (params, scope) = match &self.inner.telemetry {
+            Some(t) if method != methods::NOTIFICATION_INITIALIZED => {
+                let mut value = params.unwrap_or(Value::Null);
+                let scope = self.start_outgoing(&**t, method, None, &mut value);
+                ((!value.is_null()).then_some(value), Some(scope))
+            }
+            _ => (params, None),
+        };
         let raw = params
             .map(|p| to_raw(&p))
             .transpose()
             .map_err(|e| RequestError::Encode(e.to_string()))?;
-        self.inner
+        let sent = self
+            .inner
             .transport
-            .send(Message::Notification(Notification::new(method, raw)))
-            .map_err(Into::into)
+            .send(Message::Notification(Notification::new(method, raw)));
+        if let Some(scope) = scope {
+            match &sent {
+                Ok(()) => scope.end(crate::telemetry::End::Ok),
+                Err(e) => scope.end(crate::telemetry::End::Failed {
+                    error_type: crate::telemetry::failure_class(e),
+                    message: &e.to_string(),
+                }),
+            }
+        }
+        sent.map_err(Into::into)
     }
 
     /// `initialize`, then `notifications/initialized`: declares the client's capabilities
