@@ -114,8 +114,8 @@ impl RateLimit {
 }
 
 /// The rate limits of a [`Router`](super::Router) (part of
-/// [`ServerLimits`](super::ServerLimits)); see the `rate` module docs in the README for what
-/// is counted. **Off by default**: the concurrency caps already bound what one client can
+/// [`ServerLimits`](super::ServerLimits)); the crate README's "Rate limits" section says what
+/// is counted, where and how memory stays bounded. **Off by default**: the concurrency caps already bound what one client can
 /// hold, a per-address default would throttle every client behind one proxy or NAT together,
 /// and a per-session default would throttle legitimate heavy clients (a benchmark's single
 /// session makes thousands of calls a second). Turn each scope on with its builder method.
@@ -339,8 +339,8 @@ pub(crate) struct RateLimiter {
     seen: u64,
 }
 
-// TODO(trusted proxies): the trusted-proxy resolution (`Forwarded` / `X-Forwarded-For` from
-// a configured proxy) replaces this body; every per-address decision reads the key here.
+// The trusted-proxy resolution (`Forwarded` / `X-Forwarded-For` from a configured proxy)
+// replaces this body when it lands; every per-address decision reads the key here.
 /// The client address a request is charged to: the connection's peer for now.
 pub(crate) fn client_ip(head: &RequestHead<'_>) -> Option<IpAddr> {
     head.peer.map(|p| p.ip())
