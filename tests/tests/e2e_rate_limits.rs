@@ -10,8 +10,10 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use http::{Method, Request, StatusCode, header};
 use http_body_util::{BodyExt, Full};
+use mcp_proto::client::{ClientConfig, ClientError, RateLimitRetry};
 use mcp_proto::server::{RateLimits, ServerConfig};
-use mcp_service::client::Client as ServiceClient;
+use mcp_service::PeerError;
+use mcp_service::client::{Client as ServiceClient, RequestError};
 use mcp_tests::runtime::Runtime;
 use mcp_tests::users;
 use serde_json::{Value, json};
@@ -81,7 +83,7 @@ async fn the_client_honours_retry_after(server_rt: Runtime, client_rt: Runtime) 
         client_rt.connect_with(
             serving.url(),
             ServiceClient::builder("e2e", "1"),
-            mcp_proto::client::ClientConfig::new(),
+            ClientConfig::new(),
         ),
     )
     .await
@@ -98,6 +100,40 @@ async fn the_client_honours_retry_after(server_rt: Runtime, client_rt: Runtime) 
     }
     // 1 token at once, then 2 per second: the last call went out at least a second later.
     assert!(started.elapsed() >= Duration::from_secs(1));
+    bounded("close", client.close()).await;
+    bounded("shutdown", serving.shutdown()).await;
+}
+
+/// With re-sends off, the 429 reaches the application typed, with the server's delay.
+async fn the_application_reads_the_typed_error(server_rt: Runtime, client_rt: Runtime) {
+    // One token, spent by `notifications/initialized`.
+    let config = ServerConfig::default().with_rate_limits(RateLimits::default().per_session(1, 1));
+    let serving = bounded("bind", server_rt.serve(users::server(), config))
+        .await
+        .expect("serve");
+    let client = bounded(
+        "connect",
+        client_rt.connect_with(
+            serving.url(),
+            ServiceClient::builder("e2e", "1"),
+            ClientConfig::new().with_rate_limit_retry(RateLimitRetry::off()),
+        ),
+    )
+    .await
+    .expect("connect");
+    let err = bounded(
+        "call",
+        client.call_tool("get_user", json!({"user_id": "user_9"})),
+    )
+    .await
+    .expect_err("over the limit");
+    assert_eq!(
+        err,
+        RequestError::Transport(PeerError::Client(ClientError::RateLimited {
+            retry_after: Some(Duration::from_secs(1)),
+            retries: 0,
+        }))
+    );
     bounded("close", client.close()).await;
     bounded("shutdown", serving.shutdown()).await;
 }
@@ -119,6 +155,11 @@ mod tokio_server {
     async fn smol_client_honours_retry_after() {
         super::the_client_honours_retry_after(Runtime::Tokio, Runtime::Smol).await
     }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_application_reads_the_typed_error() {
+        super::the_application_reads_the_typed_error(Runtime::Tokio, Runtime::Tokio).await
+    }
 }
 
 mod smol_server {
@@ -137,5 +178,10 @@ mod smol_server {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn tokio_client_honours_retry_after() {
         super::the_client_honours_retry_after(Runtime::Smol, Runtime::Tokio).await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_application_reads_the_typed_error() {
+        super::the_application_reads_the_typed_error(Runtime::Smol, Runtime::Smol).await
     }
 }

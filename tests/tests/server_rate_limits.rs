@@ -185,3 +185,50 @@ fn modern_requests_are_limited_too() {
     let s = h.send(modern(2));
     assert_limited(&h, s, RateScope::Address);
 }
+
+#[test]
+fn a_parked_request_is_charged_once() {
+    use mcp_tests::cluster_harness::Cluster;
+    use mcp_tests::server_harness::{init_body, init_result};
+    const V2: &str = "2025-11-25";
+    // One token per principal, per instance: a request parked while the session's record
+    // loads must not be charged again when it runs.
+    let mut c = Cluster::new(2, |_| {
+        ServerConfig::default().with_rate_limits(RateLimits::default().per_principal(1, 1))
+    });
+    let s = c
+        .node(0)
+        .send(Req::post(&init_body(1, V2)).principal("alice"));
+    c.settle();
+    let (h, _, _) = c.node(0).expect_request();
+    c.node(0).reply(h, &init_result(V2));
+    c.settle();
+    let sid = c
+        .node(0)
+        .response(s)
+        .header("mcp-session-id")
+        .expect("session id")
+        .to_owned();
+    let s = c.node(1).send(
+        Req::post(&ping(2))
+            .session(&sid)
+            .version(V2)
+            .principal("alice"),
+    );
+    c.settle();
+    assert_eq!(c.node(1).response(s).status, None, "admitted");
+    let (_, _, req) = c.node(1).expect_request();
+    assert_eq!(&*req.method, "ping");
+    // The next one on that instance is over the limit.
+    let s = c.node(1).send(
+        Req::post(&ping(3))
+            .session(&sid)
+            .version(V2)
+            .principal("alice"),
+    );
+    c.settle();
+    assert_eq!(
+        c.node(1).response(s).status(),
+        StatusCode::TOO_MANY_REQUESTS
+    );
+}

@@ -500,6 +500,8 @@ fn cors_extra_allowed_and_exposed_headers_are_added_to_the_transports_own() {
         "x-region",
         "mcp-session-id",
         "www-authenticate",
+        // A browser client reads a 429's delay (rate limits).
+        "retry-after",
     ] {
         assert!(exposed.contains(&h), "{h} not in {exposed:?}");
     }

@@ -2,7 +2,8 @@
 //! (time passing is `timeout.rs`'s input). The checks run in a fixed order so that a refused
 //! request learns as little as possible: path, `Host`/`Origin`, CORS preflight,
 //! authentication, method, headers, session, version, body; those that need only the
-//! configuration are `admission.rs`'s.
+//! configuration are `admission.rs`'s. The rate limits (`rate.rs`) charge the address before
+//! authentication, the principal after it, and a live session when it is found.
 
 use std::time::Instant;
 

@@ -124,8 +124,8 @@
 //! modern: header/body mismatch -32020, missing `_meta` fields -32602, a posted response
 //! -32600), 404 for a modern request of a removed method (-32601), 401 (auth hook, with an RFC 9728 challenge), 403 (`Host`,
 //! `Origin`), 404 (unknown path; unknown, expired, terminated or another
-//! principal's session), 405 (GET/DELETE disabled or stateless), 406, 413, 415, 503
-//! (session cap), CORS preflights and other `OPTIONS` (204 with `Allow`), and the protected
+//! principal's session), 405 (GET/DELETE disabled or stateless), 406, 413, 415, 429 (rate
+//! limits, with `Retry-After`: `rate.rs`), 503 (session cap), CORS preflights and other `OPTIONS` (204 with `Allow`), and the protected
 //! resource metadata document. Every error body is a JSON-RPC error with `"id": null` and a message
 //! saying what to fix.
 //!

@@ -114,8 +114,8 @@ impl RateLimit {
 }
 
 /// The rate limits of a [`Router`](super::Router) (part of
-/// [`ServerLimits`](super::ServerLimits)); see the `rate` module docs in the README for what
-/// is counted. **Off by default**: the concurrency caps already bound what one client can
+/// [`ServerLimits`](super::ServerLimits)); the crate README's "Rate limits" section says what
+/// is counted, where and how memory stays bounded. **Off by default**: the concurrency caps already bound what one client can
 /// hold, a per-address default would throttle every client behind one proxy or NAT together,
 /// and a per-session default would throttle legitimate heavy clients (a benchmark's single
 /// session makes thousands of calls a second). Turn each scope on with its builder method.

@@ -202,7 +202,7 @@ pub struct CorsConfig {
 
 const CORS_ALLOWED_HEADERS: &str = "content-type, accept, authorization, dpop, mcp-session-id, mcp-protocol-version, last-event-id";
 const CORS_EXPOSED_HEADERS: &str =
-    "mcp-session-id, mcp-protocol-version, www-authenticate, dpop-nonce";
+    "mcp-session-id, mcp-protocol-version, www-authenticate, dpop-nonce, retry-after";
 
 impl CorsConfig {
     /// CORS for exactly these origins.
