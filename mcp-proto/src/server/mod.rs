@@ -144,8 +144,8 @@ mod memory_cluster;
 mod names;
 mod outbound;
 mod pace;
-mod rate;
 mod proxy;
+mod rate;
 pub(crate) mod security;
 mod session;
 mod sessionless;
@@ -173,10 +173,10 @@ pub use drain::DEFAULT_SHUTDOWN_GRACE;
 pub use error::{CancelReason, CloseReason, ProtocolError, SendError, ServerRequestError};
 pub use health::{Health, Readiness};
 pub use memory_cluster::{ClusterDelivery, MemberId, MemoryCluster};
-pub use rate::{RateLimit, RateLimits, RateScope};
 pub use proxy::{
     ClientView, ProxyConfig, ProxyNet, ProxySettingError, PublicUrl, client_address, client_view,
 };
+pub use rate::{RateLimit, RateLimits, RateScope};
 pub use security::{
     AllowedOrigins, AuthDecision, Authenticator, CorsConfig, HostValidation,
     ProtectedResourceMetadata, WELL_KNOWN_PRM, needs_authentication,
