@@ -72,6 +72,16 @@ fn health_answers_ok_before_host_validation_and_authentication() {
 }
 
 #[test]
+fn a_health_path_never_shadows_the_endpoint() {
+    let mut h = Harness::new(
+        ServerConfig::default().with_health(Health::new().liveness("/mcp").readiness("/readyz")),
+    );
+    let s = h.send(Req::post(&init_body(1, "2025-11-25")));
+    assert!(h.next_request().is_some());
+    assert!(h.response(s).status.is_none());
+}
+
+#[test]
 fn readiness_is_503_while_draining_and_liveness_stays_200() {
     let mut h = Harness::new(ServerConfig::default().with_health(health()));
     // A request in flight keeps the drain going.

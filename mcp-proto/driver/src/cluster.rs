@@ -26,6 +26,10 @@ use mcp_proto::server::{
 /// - [`BusMessage`]s of other routers are delivered to [`ClusterInbox::bus`]; when the
 ///   backend may have missed some, it calls [`ClusterInbox::bus_lost`].
 /// - `submit` never blocks: it queues the operation for the backend's own tasks.
+/// - When it loses the store (its connection breaks, a dial fails) it may say so with
+///   [`ClusterInbox::store_unreachable`], and [`ClusterInbox::store_reachable`] once it is
+///   back: the router's readiness reads them. A backend that never reports is taken as
+///   reachable.
 pub trait ClusterBackend: Send + Sync + 'static {
     /// Connects the router of instance `instance`: its answers and bus messages go to
     /// `inbox`.

@@ -125,7 +125,8 @@ impl Router {
     ) -> Option<(StatusCode, HeaderMap, Option<Bytes>)> {
         let health = &self.config.health;
         let path = head.uri.path();
-        if !health.serves(path) {
+        // A health path that names the endpoint would shadow it: the endpoint wins.
+        if !health.serves(path) || path == self.config.endpoint_path {
             return None;
         }
         let mut headers = HeaderMap::new();

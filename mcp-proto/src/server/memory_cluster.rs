@@ -143,7 +143,7 @@ impl MemoryCluster {
     /// Every member is told of a change ([`ClusterDelivery::StoreUnreachable`],
     /// [`ClusterDelivery::StoreReachable`]), as a backend tells of a lost connection.
     pub fn set_available(&mut self, available: bool) {
-        if self.unavailable == !available {
+        if self.unavailable != available {
             return;
         }
         self.unavailable = !available;

@@ -43,7 +43,9 @@
 //!   [`handle_disconnect`](Router::handle_disconnect), [`handle_written`](Router::handle_written)
 //!   (the client's reading), [`handle_timeout`](Router::handle_timeout), and in a cluster
 //!   [`handle_store`](Router::handle_store), [`handle_bus`](Router::handle_bus),
-//!   [`handle_bus_lost`](Router::handle_bus_lost).
+//!   [`handle_bus_lost`](Router::handle_bus_lost),
+//!   [`handle_store_unreachable`](Router::handle_store_unreachable),
+//!   [`handle_store_reachable`](Router::handle_store_reachable).
 //! - **Commands** (the app): [`respond`](Router::respond), [`notify`](Router::notify),
 //!   [`send_request`](Router::send_request), [`cancel_request`](Router::cancel_request),
 //!   [`close_for_polling`](Router::close_for_polling), [`close_session`](Router::close_session),
@@ -53,7 +55,8 @@
 //!   body chunks and ends per stream; messages for the app; session and observability
 //!   events) and [`poll_timeout`](Router::poll_timeout).
 //! - **Getters**: [`session_id`](Router::session_id), [`session_version`](Router::session_version),
-//!   [`session_count`](Router::session_count), [`owns_path`](Router::owns_path).
+//!   [`session_count`](Router::session_count), [`owns_path`](Router::owns_path),
+//!   [`readiness`](Router::readiness), [`client_address`](Router::client_address).
 //!
 //! # The parts, and what each input drives
 //!
