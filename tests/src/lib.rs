@@ -5,7 +5,8 @@
 //! ([`client_harness`], [`server_harness`]), and the two runtime adapters behind one interface
 //! ([`runtime`], plain or over HTTPS with certificates made by [`tls`]) for the end-to-end
 //! suite and the binaries, and the real external services of the multi-instance tests
-//! ([`services`]: `redis-server`, nginx as a round-robin load balancer).
+//! ([`services`]: `redis-server`, nginx as a round-robin load balancer), and a test binary's
+//! log as text ([`log_capture`]).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
@@ -17,6 +18,7 @@ pub mod everything;
 pub mod exec;
 pub mod faults;
 pub mod harness;
+pub mod log_capture;
 pub mod loopback;
 pub mod pair;
 pub mod raw;

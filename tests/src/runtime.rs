@@ -410,3 +410,30 @@ impl Runtime {
         })
     }
 }
+
+/// One `#[test]` per runtime for each `async fn scenario(rt: Runtime)` named: modules
+/// `on_tokio` and `on_smol`, each test running its scenario on that runtime
+/// ([`Runtime::block_on`]).
+#[macro_export]
+macro_rules! on_each_runtime {
+    ($($scenario:ident),* $(,)?) => {
+        mod on_tokio {
+            $(
+                #[test]
+                fn $scenario() {
+                    use $crate::runtime::Runtime;
+                    Runtime::Tokio.block_on(super::$scenario(Runtime::Tokio));
+                }
+            )*
+        }
+        mod on_smol {
+            $(
+                #[test]
+                fn $scenario() {
+                    use $crate::runtime::Runtime;
+                    Runtime::Smol.block_on(super::$scenario(Runtime::Smol));
+                }
+            )*
+        }
+    };
+}

@@ -3,8 +3,6 @@
 //! and nothing at `warn` or above for an ordinary session on either adapter. The client's
 //! lines are structured too, and neither side ever logs a whole session id.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use mcp_proto::server::ServerConfig;
@@ -14,43 +12,10 @@ use mcp_tests::everything;
 use mcp_tests::runtime::Runtime;
 use serde_json::json;
 
-/// Everything the global subscriber wrote, one formatted line per event.
-#[derive(Clone, Default)]
-struct Buffer(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Buffer {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Buffer {
-    fn take(&self) -> String {
-        String::from_utf8(std::mem::take(&mut *self.0.lock().unwrap())).unwrap()
-    }
-}
-
 /// The process-wide log (the server's tasks run on the runtime's threads, so a thread-local
 /// subscriber would miss them).
-fn log() -> &'static Buffer {
-    static LOG: OnceLock<Buffer> = OnceLock::new();
-    LOG.get_or_init(|| {
-        let buffer = Buffer::default();
-        let writer = buffer.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::DEBUG)
-            .with_ansi(false)
-            .without_time()
-            .with_writer(move || writer.clone())
-            .finish();
-        tracing::subscriber::set_global_default(subscriber).expect("the only subscriber");
-        buffer
-    })
+fn log() -> &'static mcp_tests::log_capture::Log {
+    mcp_tests::log_capture::global()
 }
 
 /// The everything server and a tool that panics.

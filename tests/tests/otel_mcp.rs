@@ -647,52 +647,10 @@ async fn notifications(rt: Runtime) {
     serving.shutdown().await;
 }
 
-#[test]
-fn notifications_on_tokio() {
-    Runtime::Tokio.block_on(notifications(Runtime::Tokio));
-}
-
-#[test]
-fn notifications_on_smol() {
-    Runtime::Smol.block_on(notifications(Runtime::Smol));
-}
-
-#[test]
-fn modern_era_on_tokio() {
-    Runtime::Tokio.block_on(modern_era(Runtime::Tokio));
-}
-
-#[test]
-fn modern_era_on_smol() {
-    Runtime::Smol.block_on(modern_era(Runtime::Smol));
-}
-
-#[test]
-fn server_to_client_on_tokio() {
-    Runtime::Tokio.block_on(server_to_client(Runtime::Tokio));
-}
-
-#[test]
-fn server_to_client_on_smol() {
-    Runtime::Smol.block_on(server_to_client(Runtime::Smol));
-}
-
-#[test]
-fn one_trace_on_tokio() {
-    Runtime::Tokio.block_on(one_trace(Runtime::Tokio));
-}
-
-#[test]
-fn one_trace_on_smol() {
-    Runtime::Smol.block_on(one_trace(Runtime::Smol));
-}
-
-#[test]
-fn peer_traceparent_on_tokio() {
-    Runtime::Tokio.block_on(peer_traceparent(Runtime::Tokio));
-}
-
-#[test]
-fn peer_traceparent_on_smol() {
-    Runtime::Smol.block_on(peer_traceparent(Runtime::Smol));
-}
+mcp_tests::on_each_runtime!(
+    one_trace,
+    peer_traceparent,
+    server_to_client,
+    modern_era,
+    notifications,
+);

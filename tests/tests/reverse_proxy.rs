@@ -6,9 +6,7 @@
 //! connecting from 127.0.0.2 and nginx (127.0.0.1) the one trusted proxy; the client
 //! address the server sees is read from the driver's exchange log (`client=`).
 
-use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -175,35 +173,8 @@ fn the_client_address_believes_trusted_proxies_only() {
     );
 }
 
-/// Everything the global subscriber wrote.
-#[derive(Clone, Default)]
-struct Buffer(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Buffer {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-fn log() -> &'static Buffer {
-    static LOG: OnceLock<Buffer> = OnceLock::new();
-    LOG.get_or_init(|| {
-        let buffer = Buffer::default();
-        let writer = buffer.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::DEBUG)
-            .with_ansi(false)
-            .without_time()
-            .with_writer(move || writer.clone())
-            .finish();
-        tracing::subscriber::set_global_default(subscriber).expect("the only subscriber");
-        buffer
-    })
+fn log() -> &'static mcp_tests::log_capture::Log {
+    mcp_tests::log_capture::global()
 }
 
 /// The exchange log lines written since the last call, waiting (up to 5 s) for `n` of them:
@@ -211,14 +182,14 @@ fn log() -> &'static Buffer {
 async fn exchange_lines(n: usize) -> Vec<String> {
     let until = Instant::now() + Duration::from_secs(5);
     loop {
-        let text = String::from_utf8_lossy(&log().0.lock().unwrap()).into_owned();
+        let text = log().text();
         let lines: Vec<String> = text
             .lines()
             .filter(|l| l.contains("mcp_driver::server: exchange"))
             .map(str::to_owned)
             .collect();
         if lines.len() >= n || Instant::now() >= until {
-            log().0.lock().unwrap().clear();
+            log().clear();
             return lines;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
