@@ -265,6 +265,25 @@ async fn one_trace(rt: Runtime) {
         port,
         "{rt}: server.port"
     );
+    // The server names its client: the connection's address and port (no proxy here), and
+    // the HTTP version of the POST.
+    assert_eq!(string(s, "client.address").as_deref(), Some("127.0.0.1"));
+    let client_port = attr(s, "client.port").map(|v| v.to_string());
+    assert!(
+        client_port
+            .as_deref()
+            .is_some_and(|p| p.parse::<u16>().is_ok_and(|p| p > 0)),
+        "{rt}: client.port {client_port:?}"
+    );
+    assert_eq!(
+        string(s, "network.protocol.version").as_deref(),
+        Some("1.1"),
+        "{rt}: network.protocol.version"
+    );
+    assert!(
+        attr(c, "client.address").is_none(),
+        "{rt}: not on the client"
+    );
     // `initialize` too, with no target.
     assert_eq!(
         sdk.spans_named("initialize").len(),

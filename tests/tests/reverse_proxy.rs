@@ -362,3 +362,28 @@ fn through_nginx_with_trusted_proxies() {
         serving.shutdown().await;
     });
 }
+
+#[test]
+fn each_request_names_its_client_for_observability() {
+    let mut h = Harness::new(proxied());
+    // Through the trusted proxy: the forwarded client, and no port (a proxy forwards none).
+    h.send(
+        init()
+            .peer("127.0.0.1:40000")
+            .header("x-forwarded-for", "203.0.113.9"),
+    );
+    let (handle, _, _) = h.expect_request();
+    let client = h.router.request_client(handle).expect("in flight");
+    assert_eq!(client.address, Some("203.0.113.9".parse().unwrap()));
+    assert_eq!(client.port, None);
+    // Straight from a peer that is not trusted: its address and port, the header ignored.
+    h.send(
+        init()
+            .peer("127.0.0.2:40001")
+            .header("x-forwarded-for", "203.0.113.9"),
+    );
+    let (handle, _, _) = h.expect_request();
+    let client = h.router.request_client(handle).expect("in flight");
+    assert_eq!(client.address, Some("127.0.0.2".parse().unwrap()));
+    assert_eq!(client.port, Some(40001));
+}

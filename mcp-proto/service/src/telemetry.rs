@@ -331,3 +331,16 @@ pub(crate) fn id_string(id: &mcp_proto::jsonrpc::RequestId) -> String {
         mcp_proto::jsonrpc::RequestId::String(s) => s.to_string(),
     }
 }
+
+/// `network.protocol.version` as the conventions write it (`1.0`, `1.1`, `2`, `3`).
+pub(crate) fn http_version(version: http::Version) -> Option<String> {
+    let v = match version {
+        http::Version::HTTP_09 => "0.9",
+        http::Version::HTTP_10 => "1.0",
+        http::Version::HTTP_11 => "1.1",
+        http::Version::HTTP_2 => "2",
+        http::Version::HTTP_3 => "3",
+        _ => return None,
+    };
+    Some(v.to_owned())
+}

@@ -376,6 +376,7 @@ impl Router {
             body: Vec::new(),
             mirrored: modern.then(|| mirrored_headers(head.headers)),
             requested_version: raw_version(head.headers).map(Into::into),
+            client: self.config.security.request_client(head),
         };
         self.streams.insert_exchange(
             stream,
@@ -494,7 +495,8 @@ impl Router {
         };
         let lsid = self.next();
         let principal = ctx.principal.as_deref();
-        let (handles, kept) = self.dispatch_items(session, principal, lsid, items, batch);
+        let (handles, kept) =
+            self.dispatch_items(session, principal, lsid, items, batch, ctx.client);
         self.answer_post(
             stream, &ctx, session, lsid, handles, kept, batch, is_init, version,
         );
@@ -656,6 +658,7 @@ impl Router {
         lsid: u64,
         items: Vec<BatchItem>,
         batch: bool,
+        client: super::RequestClient,
     ) -> (Vec<RequestHandle>, Vec<Bytes>) {
         let mut handles = Vec::new();
         let mut kept = Vec::new();
@@ -702,6 +705,7 @@ impl Router {
                             stream: lsid,
                             client_id: r.id.clone(),
                             initialize: &*r.method == "initialize",
+                            client,
                         },
                     );
                     handles.push(handle);

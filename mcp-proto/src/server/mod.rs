@@ -244,6 +244,9 @@ pub struct RequestHead<'a> {
     /// The address of the connection's other end, as the adapter accepted it (a reverse
     /// proxy's, behind one). `None` when the adapter does not know it.
     pub peer: Option<std::net::SocketAddr>,
+    /// The request's HTTP version, when the adapter says it ([`RequestHead::from_parts`]
+    /// does): reported, never a protocol decision.
+    pub http_version: Option<http::Version>,
 }
 
 impl<'a> RequestHead<'a> {
@@ -256,12 +259,15 @@ impl<'a> RequestHead<'a> {
             principal: None,
             verdict: None,
             peer: None,
+            http_version: None,
         }
     }
 
-    /// A head from `http::request::Parts`.
+    /// A head from `http::request::Parts` (its HTTP version included).
     pub fn from_parts(parts: &'a http::request::Parts) -> Self {
-        RequestHead::new(&parts.method, &parts.uri, &parts.headers)
+        let mut head = RequestHead::new(&parts.method, &parts.uri, &parts.headers);
+        head.http_version = Some(parts.version);
+        head
     }
 
     /// Sets the adapter-established principal.
@@ -551,6 +557,23 @@ struct InFlight {
     stream: u64,
     client_id: RequestId,
     initialize: bool,
+    /// Who sent it ([`Router::request_client`]).
+    client: RequestClient,
+}
+
+/// Who sent a request, as far as the transport knows: what observability reports of the
+/// client (OpenTelemetry's `client.address`, `client.port`, `network.protocol.version`).
+/// Never a protocol decision.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RequestClient {
+    /// The client's address, as [`client_address`] resolves it (behind trusted proxies, the
+    /// forwarded client's).
+    pub address: Option<std::net::IpAddr>,
+    /// The client's port: the connection's, when the address is the connection's peer (a
+    /// proxy does not forward the client's port).
+    pub port: Option<u16>,
+    /// The HTTP version of the POST that carried the request.
+    pub http_version: Option<http::Version>,
 }
 
 /// A pending server→client request.

@@ -147,6 +147,12 @@ impl Router {
         Some(self.streams.stream(&lsid)?.version)
     }
 
+    /// Query: who sent request `handle` (see [`RequestClient`](super::RequestClient)), while
+    /// it is in flight.
+    pub fn request_client(&self, handle: RequestHandle) -> Option<super::RequestClient> {
+        Some(self.inflight.get(&handle)?.client)
+    }
+
     /// Command: sends a notification, related to a request or not (see [`Target`]).
     pub fn notify(
         &mut self,

@@ -258,6 +258,21 @@ impl super::SecurityConfig {
         client_address(&self.proxies, head)
     }
 
+    /// Who sent `head`, for observability: the client address, its port when that is the
+    /// connection's own peer, the HTTP version.
+    pub(crate) fn request_client(&self, head: &RequestHead<'_>) -> super::RequestClient {
+        let address = self.client_address(head);
+        let port = head
+            .peer
+            .filter(|p| Some(p.ip().to_canonical()) == address)
+            .map(|p| p.port());
+        super::RequestClient {
+            address,
+            port,
+            http_version: head.http_version,
+        }
+    }
+
     /// `Host`/`Origin` validation of `head`: the host a trusted proxy forwarded, else the
     /// request's own, against the policy and the public URL.
     pub(crate) fn check_host(

@@ -203,6 +203,7 @@ impl Router {
                 stream: lsid,
                 client_id: request.id.clone(),
                 initialize: false,
+                client: ctx.client,
             },
         );
         let mut ls = LogicalStream::new(

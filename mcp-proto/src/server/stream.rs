@@ -431,6 +431,8 @@ pub(crate) struct PostContext {
     pub(crate) mirrored: Option<http::HeaderMap>,
     /// The raw `MCP-Protocol-Version`, echoed in an `UnsupportedProtocolVersionError`.
     pub(crate) requested_version: Option<Box<str>>,
+    /// Who sent it (what each request it carries reports, `Router::request_client`).
+    pub(crate) client: super::RequestClient,
 }
 
 /// What sending a chunk asks of the router.

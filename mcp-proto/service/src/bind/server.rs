@@ -528,7 +528,7 @@ impl ServerBinding {
                 op.session_id = session
                     .and_then(|s| router.session_id(s))
                     .map(str::to_owned);
-                op.network = Self::network();
+                op.network = Self::network(router.request_client(handle));
                 let owner = match session {
                     Some(s) => Owner::Session(s),
                     None => Owner::Request(handle),
@@ -536,7 +536,8 @@ impl ServerBinding {
                 crate::cancel::lock(&self.link.owners)
                     .insert(owner, (op.session_id.clone(), op.protocol_version.clone()));
                 if let Some(s) = session {
-                    self.session_started(&*telemetry, s, op.protocol_version.clone());
+                    let network = op.network.clone();
+                    self.session_started(&*telemetry, s, op.protocol_version.clone(), network);
                 }
                 let meta = telemetry::meta_of(request.params.as_deref());
                 let scope = telemetry.incoming(&op, meta.as_ref());
@@ -550,7 +551,7 @@ impl ServerBinding {
                     .and_then(|s| router.session_version(s))
                     .map(|v| v.as_str().to_owned());
                 if let Some(s) = session {
-                    self.session_started(&*telemetry, s, version.clone());
+                    self.session_started(&*telemetry, s, version.clone(), Self::network(None));
                 }
                 let mut op = Operation::new(
                     Side::Server,
@@ -562,7 +563,7 @@ impl ServerBinding {
                 op.session_id = session
                     .and_then(|s| router.session_id(s))
                     .map(str::to_owned);
-                op.network = Self::network();
+                op.network = Self::network(None);
                 let meta = telemetry::meta_of(notification.params.as_deref());
                 let scope = telemetry.incoming(&op, meta.as_ref());
                 let routed = self.handle_output(ServerOutput::Notification {
@@ -584,8 +585,15 @@ impl ServerBinding {
     }
 
     /// The connection facts the binding knows of (HTTP, over TCP).
-    fn network() -> Network {
-        Network::default()
+    fn network(client: Option<mcp_proto::server::RequestClient>) -> Network {
+        let Some(client) = client else {
+            return Network::default();
+        };
+        Network {
+            http_version: client.http_version.and_then(telemetry::http_version),
+            peer_address: client.address.map(|a| a.to_string()),
+            peer_port: client.port,
+        }
     }
 
     /// Tells the observer of a session the first time it is seen.
@@ -594,6 +602,7 @@ impl ServerBinding {
         telemetry: &dyn Telemetry,
         session: SessionHandle,
         version: Option<String>,
+        network: Network,
     ) {
         if self.session_scopes.contains_key(&session) {
             return;
@@ -601,7 +610,7 @@ impl ServerBinding {
         let scope = telemetry.session(&SessionInfo {
             side: Side::Server,
             protocol_version: version,
-            network: Self::network(),
+            network,
         });
         self.session_scopes.insert(session, scope);
     }
