@@ -412,10 +412,11 @@ impl<X: ExchangeSink> ServerDriver<X> {
                 let head = RequestHead::from_parts(&parts)
                     .with_verdict(verdict.as_ref())
                     .with_peer(parts.extensions.get::<PeerAddr>().map(|p| p.0));
-                let client = self.router.client_address(&head);
+                // The client's address is resolved only when a trace will log it.
+                let trace = Trace::start(now, &parts, || self.router.client_address(&head));
                 let stream = self.router.handle_request(now, head);
                 tracing::trace!(stream = stream.as_u64(), method = %parts.method, uri = %parts.uri, "request");
-                if let Some(trace) = Trace::start(now, &parts, client) {
+                if let Some(trace) = trace {
                     self.traces.insert(stream, trace);
                 }
                 self.by_key.insert(key, stream);
@@ -662,7 +663,7 @@ impl Trace {
     fn start(
         now: Instant,
         parts: &http::request::Parts,
-        client: Option<std::net::IpAddr>,
+        client: impl FnOnce() -> Option<std::net::IpAddr>,
     ) -> Option<Trace> {
         use tracing::field::Empty;
         let debug = tracing::enabled!(target: module_path!(), tracing::Level::DEBUG);
@@ -686,6 +687,7 @@ impl Trace {
             ms = Empty,
         );
         // The client's address: the peer's, or what trusted proxies forwarded.
+        let client = client();
         if let Some(client) = client {
             span.record("client", tracing::field::display(client));
         }
