@@ -29,13 +29,22 @@ impl Cluster {
     /// `n` routers, configured by `config(i)` plus cluster membership as instance `n<i>`
     /// and session ids `n<i>-<k>` (deterministic, distinct across nodes).
     pub fn new(n: usize, config: impl Fn(usize) -> ServerConfig) -> Cluster {
+        Cluster::tuned(n, config, |k| k)
+    }
+
+    /// [`new`](Self::new), each node's cluster settings passed through `tune`.
+    pub fn tuned(
+        n: usize,
+        config: impl Fn(usize) -> ServerConfig,
+        tune: impl Fn(ClusterConfig) -> ClusterConfig,
+    ) -> Cluster {
         let mut store = MemoryCluster::new();
         let mut nodes = Vec::new();
         let mut members = Vec::new();
         for i in 0..n {
             let mut k = 0u64;
             let cfg = config(i)
-                .with_cluster(ClusterConfig::new(format!("n{i}")).expect("name"))
+                .with_cluster(tune(ClusterConfig::new(format!("n{i}")).expect("name")))
                 .with_session_ids(move || {
                     k += 1;
                     format!("n{i}-{k}")

@@ -206,3 +206,31 @@ fn retries_off_fails_at_the_first_429() {
     );
     assert_eq!(posts_of(&h, "tools/call").len(), 1);
 }
+
+#[test]
+fn a_503_with_retry_after_is_sent_again_and_one_without_fails() {
+    let busy = |retry_after: Option<u64>| {
+        let headers = retry_after
+            .map(|s| vec![("retry-after", s.to_string())])
+            .unwrap_or_default();
+        let body = r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"the session store is busy"}}"#;
+        Reply::Status(503, headers, Bytes::from(body))
+    };
+    // A server pushing back (its store is behind): the same message again after 1 s.
+    let mut h = pair(None);
+    h.server.script(Match::Method("tools/call"), busy(Some(1)));
+    let id = h.request("tools/call");
+    h.run_for(Duration::from_secs(5));
+    assert!(h.result_of(id).is_some(), "{:?}", h.outcomes_of(id));
+    let posts = posts_of(&h, "tools/call");
+    assert_eq!(posts.len(), 2, "{posts:?}");
+    assert_eq!(posts[0].1, posts[1].1, "the same message, the same id");
+    assert!(posts[1].0 - posts[0].0 >= Duration::from_secs(1));
+    // A 503 that does not say when to come back is not a push back: the request fails.
+    let mut h = pair(None);
+    h.server.script(Match::Method("tools/call"), busy(None));
+    let id = h.request("tools/call");
+    h.run_for(Duration::from_secs(5));
+    assert!(h.result_of(id).is_none());
+    assert_eq!(posts_of(&h, "tools/call").len(), 1);
+}

@@ -767,3 +767,86 @@ fn a_service_record_written_on_one_instance_is_read_and_guarded_on_another() {
             .is_none()
     );
 }
+
+#[test]
+fn an_instance_waiting_on_a_store_that_is_behind_pushes_new_requests_back() {
+    let backlog =
+        |k: mcp_proto::server::ClusterConfig| k.with_store_backlog(1, Duration::from_secs(2));
+    let mut c = Cluster::tuned(2, |_| ServerConfig::default(), backlog);
+    let sid = initialize(&mut c, 0);
+    let other = initialize(&mut c, 0);
+    // Node 1 serves `sid` (loaded once), then its store falls behind: a request of `other`
+    // waits on that session's load, held back.
+    let (s, (h, _, _)) = post_call(&mut c, 1, &sid, 2, "ping");
+    c.node(1).reply(h, "{}");
+    c.settle();
+    assert_eq!(c.node(1).response(s).status(), StatusCode::OK);
+    c.hold(1, true);
+    let waiting = c
+        .node(1)
+        .send(Req::post(&call(3, "ping")).session(&other).version(V));
+    c.settle();
+    assert!(
+        c.node(1).response(waiting).status.is_none(),
+        "waits on the load"
+    );
+    // One store call waited on is the backlog: a new POST and a new GET are pushed back,
+    // before anything is processed, with Retry-After and the same delay in the error.
+    let pushed = c
+        .node(1)
+        .send(Req::post(&call(4, "ping")).session(&sid).version(V));
+    let get = c.node(1).send(Req::get(&sid).version(V));
+    c.settle();
+    for s in [pushed, get] {
+        let r = c.node(1).response(s).clone();
+        assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(r.header("retry-after"), Some("2"));
+        let body: Value = serde_json::from_slice(&r.body).expect("a JSON-RPC error");
+        assert_eq!(body["error"]["code"], -32000);
+        assert_eq!(body["error"]["data"]["retryAfter"], 2);
+    }
+    assert!(
+        c.node(1).next_request().is_none(),
+        "nothing reached the app"
+    );
+    // DELETE frees: never pushed back (answered once the store has done it).
+    let delete = c.node(1).send(Req::delete(&sid));
+    c.settle();
+    assert!(c.node(1).response(delete).status.is_none());
+    // Once the store answers, what waited runs and new requests are taken again.
+    c.hold(1, false);
+    c.settle();
+    assert_eq!(c.node(1).response(delete).status(), StatusCode::OK);
+    let (h, _, _) = c.node(1).expect_request();
+    c.node(1).reply(h, "{}");
+    c.settle();
+    assert_eq!(c.node(1).response(waiting).status(), StatusCode::OK);
+    let (s, (h, _, _)) = post_call(&mut c, 1, &other, 5, "ping");
+    c.node(1).reply(h, "{}");
+    c.settle();
+    assert_eq!(c.node(1).response(s).status(), StatusCode::OK);
+}
+
+#[test]
+fn a_store_backend_whose_queue_runs_high_has_new_requests_pushed_back_until_it_is_low() {
+    let mut c = cluster(1);
+    let sid = initialize(&mut c, 0);
+    let now = c.node(0).now;
+    c.node(0).router.handle_store_pressure(now, true);
+    let pushed = c
+        .node(0)
+        .send(Req::post(&call(2, "ping")).session(&sid).version(V));
+    c.settle();
+    let r = c.node(0).response(pushed).clone();
+    assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(r.header("retry-after"), Some("1"), "the default delay");
+    assert!(
+        c.node(0).next_request().is_none(),
+        "nothing reached the app"
+    );
+    c.node(0).router.handle_store_pressure(now, false);
+    let (s, (h, _, _)) = post_call(&mut c, 0, &sid, 3, "ping");
+    c.node(0).reply(h, "{}");
+    c.settle();
+    assert_eq!(c.node(0).response(s).status(), StatusCode::OK);
+}

@@ -30,6 +30,9 @@ use mcp_proto::server::{
 ///   [`ClusterInbox::store_unreachable`], and [`ClusterInbox::store_reachable`] once it is
 ///   back: the router's readiness reads them. A backend that never reports is taken as
 ///   reachable.
+/// - When its queue of operations not yet done runs high it may say so with
+///   [`StoreLink::busy`]: the driver asks as each request comes in, and the router pushes
+///   new requests back while it is.
 pub trait ClusterBackend: Send + Sync + 'static {
     /// Connects the router of instance `instance`: its answers and bus messages go to
     /// `inbox`.
@@ -40,6 +43,13 @@ pub trait ClusterBackend: Send + Sync + 'static {
 pub trait StoreLink: Send + 'static {
     /// Queues `op` (named `ticket`), sent at `now`.
     fn submit(&mut self, now: Instant, ticket: Ticket, op: StoreOp);
+
+    /// Whether the operations queued and not yet done run so high that new requests should
+    /// be pushed back (503 with `Retry-After`) rather than add to them: asked as each
+    /// request comes in. A link that never runs high keeps the default, `false`.
+    fn busy(&mut self) -> bool {
+        false
+    }
 }
 
 /// Where a [`ClusterBackend`] delivers one router's answers and bus messages (the driver

@@ -414,6 +414,14 @@ impl<X: ExchangeSink> ServerDriver<X> {
                     .with_peer(parts.extensions.get::<PeerAddr>().map(|p| p.0));
                 // The client's address is resolved only when a trace will log it.
                 let trace = Trace::start(now, &parts, || self.router.client_address(&head));
+                if let Some(link) = self.store.as_mut() {
+                    // The link's queue, read as each request comes in (the router pushes new
+                    // requests back while it is high).
+                    let busy = link.busy();
+                    if busy != self.router.store_pressure() {
+                        self.router.handle_store_pressure(now, busy);
+                    }
+                }
                 let stream = self.router.handle_request(now, head);
                 tracing::trace!(stream = stream.as_u64(), method = %parts.method, uri = %parts.uri, "request");
                 if let Some(trace) = trace {
@@ -569,7 +577,10 @@ impl<X: ExchangeSink> ServerDriver<X> {
             E::Rejected { stream, error } => {
                 let status = error.status_hint().as_u16();
                 match self.traces.get_mut(&stream) {
-                    Some(trace) => trace.reason = Some(error.to_string()),
+                    Some(trace) => {
+                        trace.reason = Some(error.to_string());
+                        trace.pushed_back = error.retry_after_secs().is_some();
+                    }
                     None => tracing::debug!(status, reason = %error, "rejected"),
                 }
             }
@@ -628,7 +639,7 @@ impl<X: ExchangeSink> ServerDriver<X> {
                 )
             };
         }
-        if status >= 500 {
+        if status >= 500 && !trace.pushed_back {
             exchange!(warn);
         } else {
             exchange!(debug);
@@ -656,6 +667,9 @@ struct Trace {
     subject: Option<String>,
     status: Option<u16>,
     reason: Option<String>,
+    /// Refused with `Retry-After` (a rate limit, a busy store): the load the server sheds
+    /// by design, logged at debug (a warning per shed request would add to the load).
+    pushed_back: bool,
 }
 
 impl Trace {
@@ -701,6 +715,7 @@ impl Trace {
             subject: None,
             status: None,
             reason: None,
+            pushed_back: false,
         })
     }
 

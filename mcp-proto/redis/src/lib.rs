@@ -14,10 +14,10 @@
 //!
 //! - one *batch* at a time per lane: the stateless operations at the lane's head (those that
 //!   need none of the worker's state, one command each, answered from its reply alone: all
-//!   but the follows, `Unfollow` and `Delete`), at most 64, sent together in submission order
-//!   (each polled first in order: the multiplexed connection queues commands first come,
-//!   first served, and Redis runs one connection's commands in order); the lane's next batch
-//!   starts after the answers to this one;
+//!   but the follows, `Unfollow` and `Delete`), at most 64, sent as one pipeline in
+//!   submission order (one write and one deadline for the batch, the replies read in order:
+//!   Redis runs one connection's commands in order); the lane's next batch starts after the
+//!   answers to this one;
 //! - the lanes' batches side by side, as futures in flight on the multiplexed connection,
 //!   at most [`RedisConfig::max_in_flight`] operations at once (a lane waiting for a place
 //!   queues for it in order);
@@ -208,6 +208,16 @@ pub struct RedisConfig {
     /// burst the store cannot absorb is refused at once rather than queued past the router's
     /// store timeout. Default 10,000.
     pub max_queued: usize,
+    /// `(busy_above, calm_below)`: when the operations not yet done (as
+    /// [`max_queued`](Self::max_queued) counts them) reach `busy_above`, the link says it is
+    /// busy (`StoreLink::busy`, asked as each request comes in) and the router pushes new
+    /// requests back (503 with `Retry-After`) until they fall to `calm_below`. Default
+    /// `None` (the link never says so; the router's own bound,
+    /// `ClusterConfig::max_store_backlog`, still applies): measured on one saturated core,
+    /// a link whose queue stays high while failed operations wait for their retries keeps
+    /// pushing back long after the burst, and more calls fail than without (see the
+    /// benchmark docs); turn it on where the link drains faster than requests come.
+    pub pressure_marks: Option<(usize, usize)>,
     /// Operations in flight on the link's connection at once (pipelined: each session's
     /// sent in submission order, its next ones after the answers to these; different
     /// sessions' side by side). 1 runs every operation after the previous one's answer.
@@ -239,6 +249,7 @@ impl Default for RedisConfig {
             reconnect_backoff_max: Duration::from_secs(2),
             follow_grace: Duration::from_secs(5),
             max_queued: 10_000,
+            pressure_marks: None,
             max_in_flight: 256,
             read_batch: 256,
             liveness_ttl: Duration::from_secs(5),
@@ -286,6 +297,12 @@ impl RedisConfig {
     /// Sets [`max_queued`](Self::max_queued).
     pub fn with_max_queued(mut self, max: usize) -> Self {
         self.max_queued = max;
+        self
+    }
+
+    /// Sets [`pressure_marks`](Self::pressure_marks) (`calm_below` at most `busy_above`).
+    pub fn with_pressure_marks(mut self, busy_above: usize, calm_below: usize) -> Self {
+        self.pressure_marks = Some((busy_above, calm_below.min(busy_above)));
         self
     }
 
@@ -444,6 +461,8 @@ impl<R: Runtime> ClusterBackend for RedisBackend<R> {
             queued,
             max_queued: self.config.max_queued,
             inbox,
+            cfg: self.config.clone(),
+            busy: false,
         })
     }
 }
@@ -453,6 +472,9 @@ struct RedisLink {
     queued: Arc<AtomicUsize>,
     max_queued: usize,
     inbox: ClusterInbox,
+    cfg: Arc<RedisConfig>,
+    /// Whether [`StoreLink::busy`] said so last ([`busy_now`]'s hysteresis).
+    busy: bool,
 }
 
 impl StoreLink for RedisLink {
@@ -470,6 +492,18 @@ impl StoreLink for RedisLink {
             let e = StoreError("the store worker is gone".into());
             let _ = self.inbox.reply(ticket, StoreReply::Failed(e));
         }
+    }
+
+    /// Busy as [`RedisConfig::pressure_marks`] say (read where the operations not yet done
+    /// are counted, as each request comes in).
+    fn busy(&mut self) -> bool {
+        let queued = self.queued.load(Ordering::Relaxed);
+        let busy = busy_now(self.busy, queued, &self.cfg);
+        if busy != self.busy {
+            tracing::debug!(queued, busy, "the store link's queue");
+            self.busy = busy;
+        }
+        busy
     }
 }
 
@@ -504,32 +538,6 @@ struct FollowDone {
 enum Landed {
     Batch(Done),
     Follow(Box<FollowDone>),
-}
-
-/// Runs `futs` side by side, each polled first in order (so that their commands enter the
-/// connection in order: the multiplexed connection queues them first come, first served);
-/// their outputs in the same order.
-async fn in_order<F: std::future::Future>(futs: Vec<F>) -> Vec<F::Output> {
-    let mut futs: Vec<Pin<Box<F>>> = futs.into_iter().map(Box::pin).collect();
-    let mut outs: Vec<Option<F::Output>> = futs.iter().map(|_| None).collect();
-    std::future::poll_fn(|cx| {
-        let mut pending = false;
-        for (f, out) in futs.iter_mut().zip(outs.iter_mut()) {
-            if out.is_none() {
-                match f.as_mut().poll(cx) {
-                    Poll::Ready(v) => *out = Some(v),
-                    Poll::Pending => pending = true,
-                }
-            }
-        }
-        if pending {
-            Poll::Pending
-        } else {
-            Poll::Ready(())
-        }
-    })
-    .await;
-    outs.into_iter().flatten().collect()
 }
 
 /// What a stateless operation needs: cloned into its future when it runs in flight.
@@ -578,6 +586,17 @@ struct Worker<R: Runtime> {
     /// Operations submitted and not yet done (the link refuses more than
     /// [`RedisConfig::max_queued`]).
     queued: Arc<AtomicUsize>,
+}
+
+/// Whether the link is busy with `queued` operations not yet done, having been `was` (a
+/// hysteresis on [`RedisConfig::pressure_marks`]: busy from `busy_above` on, until at most
+/// `calm_below`; never without marks).
+fn busy_now(was: bool, queued: usize, cfg: &RedisConfig) -> bool {
+    match cfg.pressure_marks {
+        None => false,
+        Some((_, calm_below)) if was => queued > calm_below,
+        Some((busy_above, _)) => queued >= busy_above,
+    }
 }
 
 /// The default source of incarnations: the operating system's random numbers; should they fail,
@@ -639,6 +658,11 @@ impl<R: Runtime> Worker<R> {
         }
     }
 
+    /// An operation is done: one fewer not yet done.
+    fn done_one(&self) {
+        self.queued.fetch_sub(1, Ordering::Relaxed);
+    }
+
     fn stateless(&self) -> Stateless<R> {
         Stateless {
             rt: self.rt.clone(),
@@ -654,7 +678,7 @@ impl<R: Runtime> Worker<R> {
             Submitted::Queued(lane) => self.run_lane(lane).await,
             Submitted::Now(ticket, op) => {
                 self.execute(ticket, op).await;
-                self.queued.fetch_sub(1, Ordering::Relaxed);
+                self.done_one();
             }
         }
     }
@@ -673,8 +697,7 @@ impl<R: Runtime> Worker<R> {
                     let s = self.stateless();
                     let (generation, lane) = (self.link.generation(), lane.clone());
                     self.in_flight.push(Box::pin(async move {
-                        let attempts = batch.iter().map(|(_, op)| s.once(con.clone(), op));
-                        let results = in_order(attempts.collect()).await;
+                        let results = s.batch(con, &batch).await;
                         let ops = batch
                             .into_iter()
                             .zip(results)
@@ -713,7 +736,7 @@ impl<R: Runtime> Worker<R> {
                 }
                 Start::Run(ticket, op) => {
                     self.execute(ticket, op).await;
-                    self.queued.fetch_sub(1, Ordering::Relaxed);
+                    self.done_one();
                 }
             }
         }
@@ -767,7 +790,7 @@ impl<R: Runtime> Worker<R> {
                 self.attempts(ticket, &op, 1, f.why).await;
             }
         }
-        self.queued.fetch_sub(1, Ordering::Relaxed);
+        self.done_one();
         self.lanes.landed(&lane, 1, Some(ticket));
         self.run_lane(lane).await;
         self.fill_places().await;
@@ -813,11 +836,11 @@ impl<R: Runtime> Worker<R> {
                     continue;
                 }
             }
-            self.queued.fetch_sub(1, Ordering::Relaxed);
+            self.done_one();
         }
         for (ticket, op, why) in again {
             self.attempts(ticket, &op, 1, why).await;
-            self.queued.fetch_sub(1, Ordering::Relaxed);
+            self.done_one();
         }
         self.lanes.landed(&lane, landed, None);
         self.run_lane(lane).await;
@@ -1332,6 +1355,62 @@ impl<R: Runtime> Stateless<R> {
         Ok((after, events))
     }
 
+    /// One attempt at a batch of stateless operations ([`is_stateless`]) on `con`, as one
+    /// pipeline: their commands written together in order, under one deadline, their
+    /// replies read in order (what one `MultiplexedConnection` request costs, paid once per
+    /// batch rather than per operation). Each operation's outcome, in order: its answer, an
+    /// error reply of its own (nothing of the connection), or the pipeline's failure (a
+    /// broken connection or a timeout: every operation of it fails, and may have reached
+    /// Redis).
+    async fn batch(
+        &self,
+        mut con: MultiplexedConnection,
+        ops: &[(Ticket, StoreOp)],
+    ) -> Vec<Result<StoreReply, Fail>> {
+        if let [(_, op)] = ops {
+            return vec![self.once(con, op).await];
+        }
+        let mut pipe = redis::pipe();
+        pipe.ignore_errors();
+        let planned: Vec<Result<plan::Expect, Fail>> = ops
+            .iter()
+            .map(|(_, op)| {
+                let (req, expect) = self.planner.stateless(op)?;
+                pipe.add_command(match req {
+                    Request::Command(cmd) => cmd,
+                    Request::Script(call) => call.evalsha(&self.scripts),
+                });
+                Ok(expect)
+            })
+            .collect();
+        let sent = pipe.len();
+        let replies = if sent == 0 {
+            Ok(Vec::new())
+        } else {
+            self.timed(pipe.query_async::<Vec<Value>>(&mut con)).await
+        };
+        let mut replies = match replies {
+            Ok(v) if v.len() == sent => Ok(v.into_iter()),
+            Ok(v) => Err(Fail::dropped(format!(
+                "{} replies to a pipeline of {sent} commands",
+                v.len()
+            ))),
+            Err(f) => Err(f),
+        };
+        planned
+            .into_iter()
+            .map(|expect| {
+                let expect = expect?;
+                let replies = replies.as_mut().map_err(|f| f.again())?;
+                match replies.next() {
+                    Some(Value::ServerError(e)) => Err(Fail::redis(&e.into())),
+                    Some(v) => expect.decode(v),
+                    None => Err(Fail::dropped("a pipeline's reply is missing")),
+                }
+            })
+            .collect()
+    }
+
     /// One attempt at stateless operation `op` ([`is_stateless`]) on `con`: the planned
     /// request sent, its reply decoded.
     async fn once(&self, mut con: MultiplexedConnection, op: &StoreOp) -> Result<StoreReply, Fail> {
@@ -1425,6 +1504,27 @@ mod tests {
             panic!("a key")
         };
         String::from_utf8_lossy(key).into_owned()
+    }
+
+    #[test]
+    fn the_link_is_busy_from_its_high_mark_until_its_low_mark() {
+        let cfg = RedisConfig::default().with_pressure_marks(10, 4);
+        let mut busy = false;
+        let mut changes = Vec::new();
+        for queued in [0, 9, 10, 12, 9, 5, 4, 3, 9, 10] {
+            let now = busy_now(busy, queued, &cfg);
+            if now != busy {
+                changes.push((queued, now));
+            }
+            busy = now;
+        }
+        assert_eq!(changes, [(10, true), (4, false), (10, true)]);
+        // The low mark never exceeds the high one; without marks, never busy.
+        let marks = RedisConfig::default()
+            .with_pressure_marks(3, 8)
+            .pressure_marks;
+        assert_eq!(marks, Some((3, 3)));
+        assert!(!busy_now(false, usize::MAX, &RedisConfig::default()));
     }
 
     #[test]

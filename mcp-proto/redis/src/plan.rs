@@ -92,6 +92,14 @@ pub(crate) enum LinkTrouble {
 }
 
 impl Fail {
+    /// The same failure, for another operation of the batch it ended.
+    pub(crate) fn again(&self) -> Fail {
+        Fail {
+            sent: self.sent,
+            why: self.why.clone(),
+            link: self.link,
+        }
+    }
     pub(crate) fn unsent(why: impl Into<String>) -> Fail {
         Fail {
             sent: false,
@@ -180,6 +188,21 @@ impl ScriptCall {
     fn arg(&mut self, arg: impl ToRedisArgs) -> &mut Self {
         arg.write_redis_args(&mut self.args);
         self
+    }
+
+    /// The `EVALSHA` command of this call, for a pipeline (the script is loaded on every
+    /// connection before any operation runs; a pipeline does not fall back to loading it).
+    pub(crate) fn evalsha(&self, scripts: &Scripts) -> redis::Cmd {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(scripts.get(self.script).get_hash())
+            .arg(self.keys.len());
+        for key in &self.keys {
+            cmd.arg(key.as_slice());
+        }
+        for arg in &self.args {
+            cmd.arg(arg.as_slice());
+        }
+        cmd
     }
 
     /// The invocation to send (`EVALSHA`; the script is loaded on every connection).

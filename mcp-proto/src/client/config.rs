@@ -168,8 +168,10 @@ pub struct ClientConfig {
     pub(crate) rate_limit_retry: RateLimitRetry,
 }
 
-/// How a POST refused with `429 Too Many Requests` is sent again (part of [`ClientConfig`]).
-/// A 429 means the server did not process the message, so sending it again is safe: the
+/// How a POST refused with `429 Too Many Requests`, or with `503 Service Unavailable` and a
+/// `Retry-After` (a server pushing back under load), is sent again (part of
+/// [`ClientConfig`]). Such a refusal means the server did not process the message, so
+/// sending it again is safe: the
 /// client waits the server's `Retry-After` (delta-seconds; without one, the reconnect backoff
 /// of [`BackoffConfig`]) and re-sends the same message, with the same JSON-RPC id, at most
 /// [`max_retries`](Self::max_retries) times; then, or at once when `Retry-After` asks for more
@@ -179,7 +181,8 @@ pub struct ClientConfig {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct RateLimitRetry {
-    /// The most re-sends of one message after 429s (default 3; 0: fail at the first 429).
+    /// The most re-sends of one message after such refusals (default 3; 0: fail at the
+    /// first).
     pub max_retries: u32,
     /// The longest `Retry-After` the client waits for (default 30 s); a longer one fails the
     /// request at once, carrying the delay, so the application can decide.

@@ -256,10 +256,10 @@ pub enum ClientError {
         /// The status of the `initialize` POST.
         status: StatusCode,
     },
-    /// The server refused the POST with `429 Too Many Requests` (it did not process it), and
-    /// the client sent it again as often as [`super::RateLimitRetry`] allows, or the server
-    /// asked for a longer wait than it allows.
-    #[error("rate limited by the server (429){}", .retry_after.map(|d| format!("; retry after {} s", d.as_secs())).unwrap_or_default())]
+    /// The server refused the POST with `429 Too Many Requests` (or `503` with
+    /// `Retry-After`: it did not process it), and the client sent it again as often as
+    /// [`super::RateLimitRetry`] allows, or the server asked for a longer wait than it allows.
+    #[error("refused by the server (429, or 503 with Retry-After){}", .retry_after.map(|d| format!("; retry after {} s", d.as_secs())).unwrap_or_default())]
     RateLimited {
         /// The server's last `Retry-After`, if it sent one.
         retry_after: Option<std::time::Duration>,

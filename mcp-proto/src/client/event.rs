@@ -119,7 +119,8 @@ pub enum ClientEvent {
         /// The server's `retry` (or `Retry-After`) that floored the delay, if any.
         server_retry: Option<Duration>,
     },
-    /// A POST was refused with `429 Too Many Requests`: the same message (same JSON-RPC id)
+    /// A POST was refused with `429 Too Many Requests` (or `503` with `Retry-After`): the
+    /// same message (same JSON-RPC id)
     /// goes out again at `at` (see [`super::RateLimitRetry`]).
     RateLimited {
         /// The refused exchange.

@@ -537,7 +537,12 @@ impl PostStream {
                 self.broken(err.into(), false, ctx, fx)
             };
         }
-        if status == StatusCode::TOO_MANY_REQUESTS {
+        // 429, or 503 with `Retry-After` (a server pushing back under load, a store that is
+        // behind): the server did not process the message and says when to send it again.
+        if status == StatusCode::TOO_MANY_REQUESTS
+            || (status == StatusCode::SERVICE_UNAVAILABLE
+                && super::backoff::retry_after(headers).is_some())
+        {
             return self.rate_limited(headers, ctx, fx);
         }
         if !status.is_success() {
@@ -575,7 +580,8 @@ impl PostStream {
         }
     }
 
-    /// 429: wait and send again, or fail with the delay (see [`RateLimitRetry`]).
+    /// 429 (or 503 with `Retry-After`): wait and send again, or fail with the delay (see
+    /// [`RateLimitRetry`]).
     fn rate_limited(
         &mut self,
         headers: &HeaderMap,

@@ -185,6 +185,21 @@ pub struct ClusterConfig {
     pub touch_interval: Option<Duration>,
     /// Messages kept in a session's listen log for `Last-Event-ID`. Default 1,024.
     pub listen_log_capacity: usize,
+    /// Store operations this instance may wait on at once (loads, creations, saves, a
+    /// request stream's events being committed, deletions, record operations; not the live
+    /// follows, nor the operations nothing waits for) before it pushes back: while it waits
+    /// on this many, a new `POST` or `GET` on the MCP endpoint is refused before it is
+    /// processed with 503, `Retry-After` ([`backlog_retry_after`](Self::backlog_retry_after))
+    /// and a JSON-RPC error, instead of piling more work on a store that is behind (whose
+    /// operations would then miss [`store_timeout`](Self::store_timeout) half-way through a
+    /// request). `DELETE` is never refused for it. New requests are pushed back the same
+    /// way while the store backend says its own queue runs high
+    /// ([`Router::handle_store_pressure`]: the Redis backend's queue also holds operations
+    /// nothing waits for, and those the router stopped waiting for). Default 4,096.
+    pub max_store_backlog: usize,
+    /// The `Retry-After` of a request refused for [`max_store_backlog`](Self::max_store_backlog).
+    /// Default 1 s.
+    pub backlog_retry_after: Duration,
 }
 
 impl std::fmt::Debug for ClusterConfig {
@@ -194,6 +209,8 @@ impl std::fmt::Debug for ClusterConfig {
             .field("store_timeout", &self.store_timeout)
             .field("touch_interval", &self.touch_interval)
             .field("listen_log_capacity", &self.listen_log_capacity)
+            .field("max_store_backlog", &self.max_store_backlog)
+            .field("backlog_retry_after", &self.backlog_retry_after)
             .finish()
     }
 }
@@ -214,7 +231,17 @@ impl ClusterConfig {
             store_timeout: Duration::from_secs(5),
             touch_interval: None,
             listen_log_capacity: 1024,
+            max_store_backlog: 4096,
+            backlog_retry_after: Duration::from_secs(1),
         })
+    }
+
+    /// Sets [`max_store_backlog`](Self::max_store_backlog) (at least 1) and
+    /// [`backlog_retry_after`](Self::backlog_retry_after).
+    pub fn with_store_backlog(mut self, max: usize, retry_after: Duration) -> Self {
+        self.max_store_backlog = max.max(1);
+        self.backlog_retry_after = retry_after;
+        self
     }
 
     /// Sets [`store_timeout`](Self::store_timeout).
@@ -708,6 +735,12 @@ pub(crate) enum Call {
 pub(crate) struct ClusterState {
     next_ticket: u64,
     pub(crate) calls: HandleMap<Ticket, (Call, Option<Instant>)>,
+    /// The calls of `calls` that wait for one answer (not the follows): changed only by
+    /// [`call`](Self::call) and [`answered`](Self::answered), the only two ways such a
+    /// call comes and goes (the other removals from `calls` are follows').
+    waiting: usize,
+    /// The backend said its queue is high ([`Router::handle_store_pressure`]).
+    pub(crate) store_busy: bool,
     pub(crate) parked: HandleMap<ExchangeId, Parked>,
     /// Parked requests by session id, and the ticket of the load they wait on.
     pub(crate) loading: HashMap<Box<str>, (Ticket, Vec<ExchangeId>)>,
@@ -735,10 +768,18 @@ impl ClusterState {
         if let (Some(at), true) = (deadline, waits) {
             timers.set(&mut slot, Timer::Store(ticket), at);
         }
+        if waits {
+            self.waiting += 1;
+        }
         if !matches!(call, Call::Detached) {
             self.calls.insert(ticket, (call, slot));
         }
         ticket
+    }
+
+    /// Store calls that wait for their answer (the follows excluded).
+    pub(crate) fn waiting(&self) -> usize {
+        self.waiting
     }
 
     /// The call an answer to `ticket` is for: a follow stays registered (its answers
@@ -754,6 +795,7 @@ impl ClusterState {
         }
         let (call, mut deadline) = self.calls.remove(&ticket)?;
         timers.clear(&mut deadline, Timer::Store(ticket));
+        self.waiting = self.waiting.saturating_sub(1);
         Some(call)
     }
 
@@ -778,6 +820,39 @@ impl Router {
     /// Whether this router is a cluster member.
     pub fn is_clustered(&self) -> bool {
         self.config.cluster.is_some()
+    }
+
+    /// Admission under store pressure: while this instance waits on
+    /// [`ClusterConfig::max_store_backlog`] store calls, a new request is refused (503 with
+    /// `Retry-After`) before it adds to them.
+    pub(crate) fn check_store_backlog(&self) -> Result<(), ProtocolError> {
+        match &self.config.cluster {
+            Some(c) if self.cluster.store_busy || self.cluster.waiting() >= c.max_store_backlog => {
+                Err(ProtocolError::StoreBusy {
+                    retry_after: c.backlog_retry_after,
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether the store backend said its queue runs high ([`handle_store_pressure`](Self::handle_store_pressure)).
+    pub fn store_pressure(&self) -> bool {
+        self.cluster.store_busy
+    }
+
+    /// Input: the store backend's queue of operations not yet done crossed its high mark
+    /// (`busy`: new requests are pushed back, as for
+    /// [`ClusterConfig::max_store_backlog`]) or fell back under its low mark.
+    pub fn handle_store_pressure(&mut self, now: Instant, busy: bool) {
+        self.advance(now);
+        self.cluster.store_busy = busy;
+    }
+
+    /// Store calls this instance waits on now (the follows excluded): what
+    /// [`ClusterConfig::max_store_backlog`] bounds. 0 outside a cluster.
+    pub fn store_backlog(&self) -> usize {
+        self.cluster.waiting()
     }
 
     /// Emits a store operation and remembers what waits on it.

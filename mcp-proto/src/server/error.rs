@@ -144,6 +144,16 @@ pub enum ProtocolError {
         /// How long until it holds a token again.
         retry_after: std::time::Duration,
     },
+    /// This cluster instance already waits on as many store operations as
+    /// [`ClusterConfig::max_store_backlog`](super::ClusterConfig) allows: a new request is
+    /// refused before it is processed (503, with `Retry-After` in whole seconds and the same
+    /// delay in the JSON-RPC error's `data.retryAfter`), rather than queued past the store's
+    /// deadline and failed half-way: send it again after that.
+    #[error("the session store is busy; retry after {} s", retry_after_secs(*.retry_after))]
+    StoreBusy {
+        /// [`ClusterConfig::backlog_retry_after`](super::ClusterConfig).
+        retry_after: std::time::Duration,
+    },
 }
 
 /// A delay in whole seconds, rounded up, at least 1 (`Retry-After` has no fractions).
@@ -179,7 +189,8 @@ impl ProtocolError {
             | TooManyRequests
             | ShuttingDown
             | AuthenticationUnavailable(_)
-            | StoreUnavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            | StoreUnavailable(_)
+            | StoreBusy { .. } => StatusCode::SERVICE_UNAVAILABLE,
             BadSessionIdGenerated | NoSessionIdGenerator => StatusCode::INTERNAL_SERVER_ERROR,
             ListenConflict => StatusCode::CONFLICT,
             RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
@@ -190,7 +201,8 @@ impl ProtocolError {
     /// (rounded up, at least 1).
     pub fn retry_after_secs(&self) -> Option<u64> {
         match self {
-            ProtocolError::RateLimited { retry_after, .. } => Some(retry_after_secs(*retry_after)),
+            ProtocolError::RateLimited { retry_after, .. }
+            | ProtocolError::StoreBusy { retry_after } => Some(retry_after_secs(*retry_after)),
             _ => None,
         }
     }

@@ -73,7 +73,11 @@ impl Router {
             return;
         }
         if let Err((error, extra)) = self.route_head(stream, &head, origin.as_deref()) {
-            let stop = head.method == Method::POST;
+            // A POST refused before its body is read closes its connection, except when
+            // a busy store pushed it back: its client sends it again in a moment, on the
+            // same connection (the body, bounded by the body limit, is read and dropped).
+            let stop =
+                head.method == Method::POST && !matches!(error, ProtocolError::StoreBusy { .. });
             self.refuse(stream, error, origin.as_deref(), extra, None, stop);
         }
     }
@@ -254,6 +258,11 @@ impl Router {
         let principal = self.config.authenticate(head)?;
         self.charge_principal(fresh, principal.as_deref())
             .map_err(plain)?;
+        if fresh && matches!(*head.method, Method::POST | Method::GET) {
+            // Pushed back before it adds store work (DELETE frees some: never refused); a
+            // request parked on its session's load and run again was admitted already.
+            self.check_store_backlog().map_err(plain)?;
+        }
         let modern = self.config.is_modern(head.headers);
         if !modern && self.park_unloaded(stream, head, principal.as_deref(), origin) {
             return Ok(());

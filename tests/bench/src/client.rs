@@ -70,6 +70,8 @@ pub struct Conn {
     closing: bool,
     /// How many times this connection was opened again.
     pub reopened: u64,
+    /// The last response's `Retry-After` (delta-seconds), if it had one.
+    pub retry_after: Option<u64>,
 }
 
 impl Conn {
@@ -94,6 +96,7 @@ impl Conn {
             target: target.clone(),
             closing: false,
             reopened: 0,
+            retry_after: None,
         })
     }
 
@@ -132,6 +135,7 @@ impl Conn {
         };
         let sid = header("mcp-session-id");
         let ctype = header("content-type");
+        self.retry_after = header("retry-after").and_then(|v| v.trim().parse().ok());
         self.closing = header("connection").is_some_and(|c| c.eq_ignore_ascii_case("close"));
         let body = resp
             .into_body()
@@ -172,10 +176,30 @@ impl Conn {
     /// A failed exchange, a status other than 200 or a content type other than
     /// `text/event-stream`.
     pub async fn get_stream(&mut self, session: &str) -> Result<hyper::body::Incoming, Wrong> {
+        let mut pushbacks = 0;
+        loop {
+            match self.get_stream_once(session).await {
+                Err(_) if self.retry_after.is_some() && pushbacks < MAX_PUSHBACKS => {
+                    // Pushed back (503 with `Retry-After`): wait, open it again.
+                    pushbacks += 1;
+                    let secs = self.retry_after.unwrap_or(1);
+                    tokio::time::sleep(std::time::Duration::from_secs(secs)).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn get_stream_once(&mut self, session: &str) -> Result<hyper::body::Incoming, Wrong> {
         let req = http::Request::get(&*self.target.path)
             .header(http::header::ACCEPT, "text/event-stream")
             .header("mcp-session-id", session);
         let resp = self.exchange(req, Bytes::new()).await?;
+        self.retry_after = resp
+            .headers()
+            .get(http::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse().ok());
         let ctype = resp
             .headers()
             .get(http::header::CONTENT_TYPE)
@@ -342,9 +366,13 @@ pub async fn call_echo(session: &mut Session, id: u64) -> Result<(), Wrong> {
     }
 }
 
+/// How often [`call_stream`] sends a call again after a 503 with `Retry-After`.
+pub const MAX_PUSHBACKS: u32 = 20;
+
 /// `tools/call stream` (see `echo::streaming_server`) with progress token `id`, on `conn`
 /// in `session`: checks the reply is an SSE stream of exactly `steps` progress
-/// notifications for that token, numbered 1..=`steps` in order, then the text.
+/// notifications for that token, numbered 1..=`steps` in order, then the text. Returns how
+/// often the server pushed the call back (503 with `Retry-After`) before it took it.
 ///
 /// # Errors
 ///
@@ -355,7 +383,7 @@ pub async fn call_stream(
     id: u64,
     steps: u64,
     delay_ms: u64,
-) -> Result<(), Wrong> {
+) -> Result<u32, Wrong> {
     let text = format!("stream {id}");
     let body = json!({
         "jsonrpc": "2.0", "id": id, "method": "tools/call",
@@ -365,9 +393,21 @@ pub async fn call_stream(
             "_meta": {"progressToken": id},
         },
     });
-    let (status, _, ctype, body) = conn
-        .post(Some(session), Bytes::from(body.to_string()))
-        .await?;
+    let body = Bytes::from(body.to_string());
+    // A server pushing back (503 with `Retry-After`: the call was not processed) is
+    // waited for and sent the same call again, as our client does, at most
+    // `MAX_PUSHBACKS` times; how often is returned.
+    let mut pushbacks = 0;
+    let (status, ctype, body) = loop {
+        let (status, _, ctype, reply) = conn.post(Some(session), body.clone()).await?;
+        match (status, conn.retry_after) {
+            (503, Some(secs)) if pushbacks < MAX_PUSHBACKS => {
+                pushbacks += 1;
+                tokio::time::sleep(std::time::Duration::from_secs(secs)).await;
+            }
+            _ => break (status, ctype, reply),
+        }
+    };
     if status != 200
         || !ctype
             .as_deref()
@@ -397,7 +437,7 @@ pub async fn call_stream(
         ));
     }
     match (last.get("id"), last.pointer("/result/content/0/text")) {
-        (Some(i), Some(t)) if *i == json!(id) && *t == json!(text) => Ok(()),
+        (Some(i), Some(t)) if *i == json!(id) && *t == json!(text) => Ok(pushbacks),
         _ => Err(format!("stream call {id}: not the result {text:?}: {last}")),
     }
 }

@@ -149,7 +149,7 @@ impl Plan {
 // ------------------------------------------------------------------------------------------
 // Arguments.
 
-const USAGE: &str = "usage: bench-scale [--quick] [--runtimes tokio,smol] [--stores memory,redis,redis-serial]
+const USAGE: &str = "usage: bench-scale [--quick] [--runtimes tokio,smol] [--stores memory,redis,redis-serial] [--baseline PATH]
        bench-scale --serve tokio|smol --max-sessions N --heartbeat-ms MS [--redis URL --instance NAME [--redis-in-flight N]]
   --quick     small sizes: a smoke test (exit status 1 on any wrong reply)
   --runtimes  which of our adapters to measure (default: tokio,smol)
@@ -157,6 +157,9 @@ const USAGE: &str = "usage: bench-scale [--quick] [--runtimes tokio,smol] [--sto
               store operation at a time, as the link ran before it pipelined)
   --phases    which phases (default: idle,streams,calls)
   --streams   GET streams in the streams phase (default 10000)
+  --baseline  the bench-scale binary of another build: its servers run every phase too
+              (rows `tokio@base`, `smol@base`), interleaved with this build's, and the
+              goals compare after with before
   --serve     run one instance (what the benchmark starts in a child process)";
 
 enum Mode {
@@ -165,6 +168,7 @@ enum Mode {
         runtimes: Vec<Rt>,
         stores: Vec<Store>,
         quick: bool,
+        baseline: Option<std::path::PathBuf>,
     },
     Serve {
         rt: Rt,
@@ -187,6 +191,7 @@ fn parse_args() -> Result<Mode, String> {
     let mut in_flight = None;
     let mut phases = None;
     let mut streams = None;
+    let mut baseline = None;
     let mut args = std::env::args().skip(1);
     let number = |flag: &str, v: Option<String>| -> Result<u64, String> {
         let v = v.ok_or(format!("{flag} needs a number"))?;
@@ -226,6 +231,10 @@ fn parse_args() -> Result<Mode, String> {
                 phases = Some(on);
             }
             "--streams" => streams = Some(number(&arg, args.next())? as usize),
+            "--baseline" => {
+                let path = args.next().ok_or("--baseline needs a path")?;
+                baseline = Some(std::path::PathBuf::from(path));
+            }
             "--serve" => {
                 let n = args.next().ok_or("--serve needs a runtime")?;
                 serve = Some(Rt::parse(&n).ok_or(format!("unknown runtime {n:?}"))?);
@@ -265,6 +274,7 @@ fn parse_args() -> Result<Mode, String> {
         runtimes,
         stores,
         quick,
+        baseline,
     })
 }
 
@@ -294,7 +304,8 @@ fn main() -> ExitCode {
             runtimes,
             stores,
             quick,
-        }) => bench(&plan, &runtimes, &stores, quick),
+            baseline,
+        }) => bench(&plan, &runtimes, &stores, quick, baseline.as_deref()),
         Err(e) => {
             eprintln!("{e}");
             ExitCode::from(2)
@@ -312,7 +323,8 @@ struct Setup {
 }
 
 impl Setup {
-    fn start(rt: Rt, store: Store, plan: &Plan) -> Result<Setup, String> {
+    /// Starts `exe` (this binary, or the baseline's) as the server.
+    fn start(rt: Rt, store: Store, plan: &Plan, exe: &std::path::Path) -> Result<Setup, String> {
         let redis = if store.redis() {
             let server = on_core_0(Redis::start)?.map_err(|e| format!("redis-server: {e}"))?;
             let conn = server
@@ -322,7 +334,6 @@ impl Setup {
         } else {
             None
         };
-        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
         let max = plan.max_sessions().to_string();
         let heartbeat = plan.heartbeat.as_millis().to_string();
         let mut args = vec![
@@ -340,7 +351,7 @@ impl Setup {
         if store == Store::RedisSerial {
             args.extend(["--redis-in-flight", "1"]);
         }
-        let server = ServerProcess::start(&exe, &args, rt.name())?;
+        let server = ServerProcess::start(exe, &args, rt.name())?;
         Ok(Setup { server, redis })
     }
 
@@ -617,6 +628,9 @@ async fn get_streams(setup: &mut Setup, plan: &Plan) -> Result<Streams, String> 
 struct Calls {
     calls: u64,
     wrong: u64,
+    /// Calls the server pushed back (503 with `Retry-After`) before taking them, each
+    /// sent again after the wait (a call pushed back twice counts twice).
+    pushbacks: u64,
     first_wrong: Option<String>,
     latencies_us: Vec<u64>,
     /// Per call, over the phase.
@@ -649,15 +663,19 @@ async fn streaming_calls(setup: &mut Setup, plan: &Plan) -> Result<Calls, String
         workers.spawn(async move {
             let mut lat = Vec::with_capacity(rounds);
             let mut wrong = Vec::new();
+            let mut pushed = 0u64;
             for _ in 0..rounds {
                 let id = next_id.fetch_add(1, Ordering::Relaxed);
                 let t = Instant::now();
                 match call_stream(&mut conn, &session, id, steps, delay).await {
-                    Ok(()) => lat.push(t.elapsed().as_micros() as u64),
+                    Ok(p) => {
+                        lat.push(t.elapsed().as_micros() as u64);
+                        pushed += u64::from(p);
+                    }
                     Err(e) => wrong.push(e),
                 }
             }
-            (lat, wrong)
+            (lat, wrong, pushed)
         });
     }
     let pid = setup.server.pid();
@@ -676,8 +694,9 @@ async fn streaming_calls(setup: &mut Setup, plan: &Plan) -> Result<Calls, String
     };
     let mut calls = Calls::default();
     while let Some(done) = workers.join_next().await {
-        let (lat, wrong) = done.map_err(|e| e.to_string())?;
+        let (lat, wrong, pushed) = done.map_err(|e| e.to_string())?;
         calls.calls += (lat.len() + wrong.len()) as u64;
+        calls.pushbacks += pushed;
         calls.latencies_us.extend(lat);
         calls.wrong += wrong.len() as u64;
         if calls.first_wrong.is_none() {
@@ -723,6 +742,8 @@ async fn open_connections(target: &Target, n: usize) -> Result<Vec<Conn>, String
 struct Row {
     rt: Rt,
     store: Store,
+    /// The baseline build's server (`--baseline`).
+    base: bool,
     idle: Result<Vec<Span>, String>,
     streams: Result<Streams, String>,
     calls: Result<Calls, String>,
@@ -730,33 +751,38 @@ struct Row {
 
 /// Runs `phase` (number `index` of [`PHASES`]) on a fresh setup of `rt` on `store`, unless
 /// `--phases` left it out.
+#[allow(clippy::too_many_arguments)]
 fn phase<T>(
     runtime: &tokio::runtime::Runtime,
     rt: Rt,
     store: Store,
     plan: &Plan,
     index: usize,
+    exe: &std::path::Path,
+    label: &str,
     phase: impl AsyncFnOnce(&mut Setup, &Plan) -> Result<T, String>,
 ) -> Result<T, String> {
     if !plan.phases[index] {
         return Err(NOT_RUN.into());
     }
     let name = PHASES[index];
-    eprintln!("bench-scale: {} on {}: {name}", rt.name(), store.name());
-    let mut setup = Setup::start(rt, store, plan)?;
+    eprintln!("bench-scale: {label} on {}: {name}", store.name());
+    let mut setup = Setup::start(rt, store, plan, exe)?;
     let out = runtime.block_on(phase(&mut setup, plan));
     setup.server.stop();
     if let Err(e) = &out {
-        eprintln!(
-            "bench-scale: {} on {}: {name}: {e}",
-            rt.name(),
-            store.name()
-        );
+        eprintln!("bench-scale: {label} on {}: {name}: {e}", store.name());
     }
     out
 }
 
-fn bench(plan: &Plan, runtimes: &[Rt], stores: &[Store], quick: bool) -> ExitCode {
+fn bench(
+    plan: &Plan,
+    runtimes: &[Rt],
+    stores: &[Store],
+    quick: bool,
+    baseline: Option<&std::path::Path>,
+) -> ExitCode {
     if !pin_to(1) {
         eprintln!("bench-scale: could not pin the load generator to core 1");
     }
@@ -767,19 +793,41 @@ fn bench(plan: &Plan, runtimes: &[Rt], stores: &[Store], quick: bool) -> ExitCod
             return ExitCode::FAILURE;
         }
     };
+    let current = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => {
+            eprintln!("bench-scale: this binary's path: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // Each configuration on this build, then on the baseline's, one after the other, so that
+    // a busy spell of the shared machine touches both alike.
+    let mut builds = vec![(false, current.as_path())];
+    builds.extend(baseline.map(|b| (true, b)));
     let mut rows = Vec::new();
     for &rt in runtimes {
         for &store in stores {
-            rows.push(Row {
-                rt,
-                store,
-                idle: phase(&runtime, rt, store, plan, IDLE, idle_sessions),
-                streams: phase(&runtime, rt, store, plan, STREAMS, get_streams),
-                calls: phase(&runtime, rt, store, plan, CALLS, streaming_calls),
-            });
+            for &(base, exe) in &builds {
+                let l = row_label(rt, base);
+                rows.push(Row {
+                    rt,
+                    store,
+                    base,
+                    idle: phase(&runtime, rt, store, plan, IDLE, exe, &l, idle_sessions),
+                    streams: phase(&runtime, rt, store, plan, STREAMS, exe, &l, get_streams),
+                    calls: phase(&runtime, rt, store, plan, CALLS, exe, &l, streaming_calls),
+                });
+            }
         }
     }
     print!("{}", report(plan, &mut rows, quick));
+    if !quick {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("charts/scale.svg");
+        match chart(&path, &mut rows) {
+            Ok(()) => eprintln!("bench-scale: chart written to {}", path.display()),
+            Err(e) => eprintln!("bench-scale: chart: {e}"),
+        }
+    }
     let failed_phase = |e: &String| e != NOT_RUN;
     let failed = rows.iter().any(|r| {
         r.idle.as_ref().err().is_some_and(failed_phase)
@@ -792,6 +840,151 @@ fn bench(plan: &Plan, runtimes: &[Rt], stores: &[Store], quick: bool) -> ExitCod
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// A row's server: the runtime, `@base` for the baseline build's.
+fn row_label(rt: Rt, base: bool) -> String {
+    if base {
+        format!("{}@base", rt.name())
+    } else {
+        rt.name().to_owned()
+    }
+}
+
+/// The figures the goals and the chart compare, of one row (`None`: the phase did not run or
+/// failed).
+#[derive(Debug, Clone, Copy, Default)]
+struct Key {
+    /// Sessions opened per second (the last span of the idle phase).
+    opens_per_s: Option<f64>,
+    /// Server CPU per session opened (µs).
+    cpu_per_open: Option<f64>,
+    /// Server RSS per open GET stream (B), when every stream held.
+    stream_bytes: Option<f64>,
+    /// Server CPU per heartbeat (µs).
+    cpu_per_heartbeat: Option<f64>,
+    /// Whether every GET stream held its heartbeats (`None`: not run).
+    streams_held: Option<bool>,
+    /// Streaming calls per second.
+    calls_per_s: Option<f64>,
+    /// Server CPU per streaming call (µs).
+    cpu_per_call: Option<f64>,
+    /// Calls that failed.
+    wrong: Option<u64>,
+    /// Calls pushed back (and sent again).
+    pushbacks: Option<u64>,
+}
+
+impl Key {
+    fn of(r: &Row) -> Key {
+        let mut k = Key::default();
+        if let Ok(sp) = &r.idle
+            && let Some(l) = sp.last()
+        {
+            k.opens_per_s = Some(l.rate());
+            k.cpu_per_open = Some(l.per_session.cpu_us);
+        }
+        match &r.streams {
+            Ok(s) => {
+                k.streams_held = Some(true);
+                k.stream_bytes = Some(s.opening.rss);
+                k.cpu_per_heartbeat = Some(s.window.cpu_us / s.heartbeats.max(1) as f64);
+            }
+            Err(e) if e != NOT_RUN => k.streams_held = Some(false),
+            Err(_) => {}
+        }
+        if let Ok(c) = &r.calls {
+            k.calls_per_s = Some(c.calls as f64 / c.per_call.secs.max(1e-9));
+            k.cpu_per_call = Some(c.per_call.cpu_us);
+            k.wrong = Some(c.wrong);
+            k.pushbacks = Some(c.pushbacks);
+        }
+        k
+    }
+}
+
+/// `a / b` to two places, or "–".
+fn ratio(a: Option<f64>, b: Option<f64>) -> String {
+    match (a, b) {
+        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
+        _ => "–".into(),
+    }
+}
+
+/// The issue's goals for the Redis store, per runtime and build: each Redis figure beside
+/// the memory store's of the same build and runtime, in the same run.
+fn goals(out: &mut String, rows: &[Row]) {
+    let _ = writeln!(
+        out,
+        "\n### Redis against memory (same build, same run)\n\n| server | GET streams held on Redis | streaming calls failed on Redis (pushed back) | server CPU/call Redis ÷ memory (goal ≤ 1.3) | sessions opened/s Redis ÷ memory (goal ≥ 0.5) |\n|---|---|---:|---:|---:|"
+    );
+    let mut seen = Vec::new();
+    for r in rows {
+        if seen.contains(&(r.rt, r.base)) {
+            continue;
+        }
+        seen.push((r.rt, r.base));
+        let find = |store: Store| {
+            rows.iter()
+                .find(|x| x.rt == r.rt && x.base == r.base && x.store == store)
+                .map(Key::of)
+        };
+        let (Some(m), Some(d)) = (find(Store::Memory), find(Store::Redis)) else {
+            continue;
+        };
+        let held = match d.streams_held {
+            Some(true) => "all",
+            Some(false) => "**no**",
+            None => "–",
+        };
+        let failed = match (d.wrong, d.pushbacks) {
+            (Some(w), Some(p)) => format!("{w} ({p})"),
+            _ => "–".into(),
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {held} | {failed} | {} | {} |",
+            row_label(r.rt, r.base),
+            ratio(d.cpu_per_call, m.cpu_per_call),
+            ratio(d.opens_per_s, m.opens_per_s),
+        );
+    }
+}
+
+/// The scale figures as a picture: one panel per phase's main figures, a bar per server and
+/// store (memory beside Redis).
+fn chart(path: &std::path::Path, rows: &mut [Row]) -> Result<(), String> {
+    let keyed: Vec<(String, Key)> = rows
+        .iter()
+        .map(|r| {
+            let name = format!("{} {}", row_label(r.rt, r.base), r.store.name());
+            (name, Key::of(r))
+        })
+        .collect();
+    let panel = |title: &str, get: fn(&Key) -> Option<f64>| mcp_bench::chart::Panel {
+        title: title.to_owned(),
+        bars: keyed
+            .iter()
+            .map(|(n, k)| (n.clone(), get(k).unwrap_or(0.0)))
+            .collect(),
+    };
+    mcp_bench::chart::write_svg(
+        path,
+        "bench-scale: one instance, memory vs Redis, per phase (0: failed or not run)",
+        &[
+            panel("sessions opened per second (higher is better)", |k| {
+                k.opens_per_s
+            }),
+            panel("server KB per open GET stream", |k| {
+                k.stream_bytes.map(|b| b / 1e3)
+            }),
+            panel("server CPU µs per heartbeat", |k| k.cpu_per_heartbeat),
+            panel("streaming calls per second (higher is better)", |k| {
+                k.calls_per_s
+            }),
+            panel("server CPU µs per streaming call", |k| k.cpu_per_call),
+        ],
+    )
 }
 
 /// A Redis column's figure (`decimals` places), or "–" on the memory store.
@@ -813,7 +1006,7 @@ fn short(n: usize) -> String {
 
 fn report(plan: &Plan, rows: &mut [Row], quick: bool) -> String {
     let mut out = String::new();
-    let name = |r: &Row| format!("{} | {}", r.rt.name(), r.store.name());
+    let name = |r: &Row| format!("{} | {}", row_label(r.rt, r.base), r.store.name());
     let _ = writeln!(
         out,
         "\n## bench-scale{}: one instance, load generator on the other core\n",
@@ -933,9 +1126,12 @@ fn report(plan: &Plan, rows: &mut [Row], quick: bool) -> String {
     );
     let _ = writeln!(
         out,
-        "| server | store | calls | wrong | calls/s | p50 ms | p99 ms | server CPU µs/call | peak B per call in flight | Redis CPU µs/call |"
+        "| server | store | calls | wrong | pushed back | calls/s | p50 ms | p99 ms | server CPU µs/call | peak B per call in flight | Redis CPU µs/call |"
     );
-    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(
+        out,
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
     for r in rows.iter_mut() {
         let label = name(r);
         match &mut r.calls {
@@ -944,9 +1140,10 @@ fn report(plan: &Plan, rows: &mut [Row], quick: bool) -> String {
                 let p99 = percentile(&mut c.latencies_us, 0.99) / 1e3;
                 let _ = writeln!(
                     out,
-                    "| {label} | {} | {} | {:.0} | {p50:.0} | {p99:.0} | {:.1} | {:.0} | {} |",
+                    "| {label} | {} | {} | {} | {:.0} | {p50:.0} | {p99:.0} | {:.1} | {:.0} | {} |",
                     c.calls,
                     c.wrong,
+                    c.pushbacks,
                     c.calls as f64 / c.per_call.secs.max(1e-9),
                     c.per_call.cpu_us,
                     c.peak_per_call,
@@ -961,6 +1158,7 @@ fn report(plan: &Plan, rows: &mut [Row], quick: bool) -> String {
             }
         }
     }
+    goals(&mut out, rows);
     out
 }
 
