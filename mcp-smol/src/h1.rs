@@ -222,6 +222,9 @@ fn bad_head(why: impl fmt::Display) -> std::io::Error {
 }
 
 /// What [`Reader::head`] found.
+// Returned once per request and matched at once: boxing the head would cost an allocation
+// per request for nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub(crate) enum Head {
     /// A request without a body or with a `Content-Length` one: its head, its body to be
@@ -272,7 +275,10 @@ impl<IO: futures_io::AsyncRead + Unpin> Reader<IO> {
     }
 
     /// Reads once from the socket into the buffer's room (made first); 0 at EOF.
-    fn poll_fill(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<std::io::Result<usize>> {
+    fn poll_fill(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<usize>> {
         if self.start == self.end {
             (self.start, self.end) = (0, 0);
         }
@@ -326,7 +332,10 @@ impl<IO: futures_io::AsyncRead + Unpin> Reader<IO> {
     fn parse(&mut self) -> std::io::Result<Option<Head>> {
         let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut req = httparse::Request::new(&mut fields);
-        let len = match req.parse(&self.buf[self.start..self.end]).map_err(bad_head)? {
+        let len = match req
+            .parse(&self.buf[self.start..self.end])
+            .map_err(bad_head)?
+        {
             httparse::Status::Complete(len) => len,
             httparse::Status::Partial => return Ok(None),
         };
@@ -359,7 +368,8 @@ impl<IO: futures_io::AsyncRead + Unpin> Reader<IO> {
         if !host {
             return Err(bad_head("no Host header"));
         }
-        let method = Method::from_bytes(req.method.unwrap_or_default().as_bytes()).map_err(bad_head)?;
+        let method =
+            Method::from_bytes(req.method.unwrap_or_default().as_bytes()).map_err(bad_head)?;
         let uri = origin_form(req.path.unwrap_or_default())?;
         let (mut parts, ()) = http::Request::new(()).into_parts();
         parts.method = method;
@@ -441,7 +451,9 @@ fn origin_form(target: &str) -> std::io::Result<Uri> {
     if uri.scheme().is_none() {
         return Ok(uri);
     }
-    let path = uri.path_and_query().map_or("/", http::uri::PathAndQuery::as_str);
+    let path = uri
+        .path_and_query()
+        .map_or("/", http::uri::PathAndQuery::as_str);
     path.parse().map_err(bad_head)
 }
 
@@ -456,9 +468,9 @@ impl<IO: futures_io::AsyncRead + Unpin> futures_core::Stream for Body<'_, IO> {
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Self::Item>> {
         let reader = &mut *self.get_mut().0;
-        reader.poll_body_piece(cx).map(|piece| {
-            piece.map(|r| r.map(|r| bytes::Bytes::copy_from_slice(&reader.buf[r])))
-        })
+        reader
+            .poll_body_piece(cx)
+            .map(|piece| piece.map(|r| r.map(|r| bytes::Bytes::copy_from_slice(&reader.buf[r]))))
     }
 }
 
@@ -637,7 +649,10 @@ mod tests {
         ]);
         plain(smol::block_on(r.head()).unwrap());
         smol::block_on(r.drain_body()).unwrap();
-        assert_eq!(plain(smol::block_on(r.head()).unwrap()).method, Method::DELETE);
+        assert_eq!(
+            plain(smol::block_on(r.head()).unwrap()).method,
+            Method::DELETE
+        );
     }
 
     #[test]
@@ -659,7 +674,9 @@ mod tests {
         let (head, rest) = bytes.split_at(40);
         let io = async_dup::Arc::new(async_dup::Mutex::new(Sink(rest.to_vec())));
         let replay = Replay::new(io, head.to_vec());
-        let (mut req, _) = smol::block_on(async_h1::server::decode(replay)).unwrap().unwrap();
+        let (mut req, _) = smol::block_on(async_h1::server::decode(replay))
+            .unwrap()
+            .unwrap();
         assert_eq!(req.url().path(), "/mcp");
         let body = smol::block_on(req.body_string()).unwrap();
         assert_eq!(body, "abcde");
@@ -707,7 +724,10 @@ mod tests {
 
     #[test]
     fn bad_heads_are_errors() {
-        let long = format!("GET / HTTP/1.1\r\nHost: a\r\nX: {}\r\n\r\n", "y".repeat(MAX_HEAD));
+        let long = format!(
+            "GET / HTTP/1.1\r\nHost: a\r\nX: {}\r\n\r\n",
+            "y".repeat(MAX_HEAD)
+        );
         for bad in [
             &b"GET / HTTP/1.0\r\nHost: a\r\n\r\n"[..],
             b"GET / HTTP/1.1\r\nAccept: a\r\n\r\n",

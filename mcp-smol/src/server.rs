@@ -133,7 +133,10 @@ async fn connection(tcp: TcpStream, peer: SocketAddr, handle: ServerHandle, tls:
     let mut reader = Reader::new(io.clone());
     let mut buf = Vec::new();
     loop {
-        let head = match quiet.next_request(&Smol, stopped.as_mut(), reader.head()).await {
+        let head = match quiet
+            .next_request(&Smol, stopped.as_mut(), reader.head())
+            .await
+        {
             Some(Ok(Some(head))) => head,
             // EOF, quiet for too long, or the driver stopped.
             Some(Ok(None)) | None => break,
@@ -152,7 +155,11 @@ async fn connection(tcp: TcpStream, peer: SocketAddr, handle: ServerHandle, tls:
                     .during(convert::respond(&io, method, close, &mut buf, response))
                     .await;
                 match answered {
-                    Ok(Ok(again)) => reader.drain_body().await.map(|()| again).map_err(Into::into),
+                    Ok(Ok(again)) => reader
+                        .drain_body()
+                        .await
+                        .map(|()| again)
+                        .map_err(Into::into),
                     Ok(Err(e)) => Err(e),
                     Err(e) => Err(e.into()),
                 }
