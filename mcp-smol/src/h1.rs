@@ -1,7 +1,9 @@
 //! For adapters on async-h1 (feature `http-types`), runtime-neutral: conversions between
 //! `http-types` 2 (async-h1's types) and the `http` 1.x types of this crate, written by
-//! hand (http-types' own conversion targets `http` 0.2), and [`respond`], the answer to one
-//! request decoded by async-h1.
+//! hand (http-types' own conversion targets `http` 0.2); [`respond`], the answer to one
+//! request, encoded by async-h1; and the server's [`Reader`], request heads parsed by
+//! httparse straight into `http` types (async-h1's decoder for the requests it frames
+//! itself).
 //!
 //! Every conversion is a mechanical copy of method, target, status and headers; nothing here
 //! gives a meaning to a header or a status. A value one side cannot represent is an error
@@ -105,52 +107,74 @@ pub(crate) fn headers_to_h1(
     Ok(())
 }
 
-/// Whether a `Connection` header asks to close the connection.
-fn asks_close(value: Option<&http_types::headers::HeaderValues>) -> bool {
-    value.is_some_and(|v| {
-        v.iter()
-            .flat_map(|v| v.as_str().split(','))
-            .any(|token| token.trim().eq_ignore_ascii_case("close"))
-    })
+/// Whether a `Connection` header (of async-h1's request or response) asks to close the
+/// connection.
+pub(crate) fn asks_close_h1(value: Option<&http_types::headers::HeaderValues>) -> bool {
+    value.is_some_and(|v| v.iter().any(|v| close_token(v.as_str())))
 }
 
-/// Answers `request` (decoded from `io` by `async_h1::server::decode`, its unread body
-/// `body`) with what `endpoint` returns, written to `io` by async-h1's encoder; then reads
-/// and drops what the endpoint left of the request body, so that the next request starts
-/// where it should. Says whether the connection may carry another request (neither side
-/// asked `Connection: close`).
+/// Whether the `Connection` fields of a request head ask to close the connection.
+pub(crate) fn asks_close(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(http::header::CONNECTION)
+        .iter()
+        .any(|v| v.to_str().is_ok_and(close_token))
+}
+
+fn close_token(list: &str) -> bool {
+    list.split(',')
+        .any(|token| token.trim().eq_ignore_ascii_case("close"))
+}
+
+/// The http-types method async-h1's encoder is told of: it only asks whether it is `HEAD`
+/// (whose response has no body), so any other is `GET` there.
+pub(crate) fn method_to_h1(method: &Method) -> http_types::Method {
+    if method == Method::HEAD {
+        http_types::Method::Head
+    } else {
+        http_types::Method::Get
+    }
+}
+
+/// Answers one request with `response` (the endpoint's answer to a request whose method was
+/// `method`, `close` when the request asked to close the connection), written to `io` by
+/// async-h1's encoder through `buf` (the connection's, 4 KiB). Says whether the connection
+/// may carry another request (neither side asked `Connection: close`). The caller then reads
+/// what the endpoint left of the request body, so that the next request starts where it
+/// should.
 ///
-/// What async-h1's `Server::accept_one` does after its decode, through one 4 KiB buffer: its
-/// copy of the response and its drain of the body each allocated (and zeroed) an 8 KiB
-/// buffer of their own per request, held as long as the response (an SSE stream's whole
-/// life). A larger body goes through in 4 KiB reads (a chunked one in 4 KiB chunks). (No
-/// upgrades: an MCP endpoint never answers 101.) A connection whose writes are
-/// [`Corked`](crate::conn::Corked) sends a whole JSON answer at once.
+/// What async-h1's `Server::accept_one` does after its decode, through one 4 KiB buffer
+/// kept by the connection: its copy of the response and its drain of the body each
+/// allocated (and zeroed) an 8 KiB buffer of their own per request, held as long as the
+/// response (an SSE stream's whole life). A larger body goes through in 4 KiB reads (a
+/// chunked one in 4 KiB chunks). (No upgrades: an MCP endpoint never answers 101.) A
+/// connection whose writes are [`Corked`](crate::conn::Corked) sends a whole JSON answer at
+/// once.
 ///
 /// # Errors
 ///
-/// The endpoint's error, or a failed read or write: the connection is then of no use.
-pub(crate) async fn respond<IO, B, F, Fut>(
+/// The endpoint's error, or a failed write: the connection is then of no use.
+pub(crate) async fn respond<IO, Fut>(
     io: &IO,
-    request: http_types::Request,
-    mut body: B,
-    endpoint: F,
+    method: http_types::Method,
+    close: bool,
+    buf: &mut Vec<u8>,
+    response: Fut,
 ) -> http_types::Result<bool>
 where
     IO: futures_io::AsyncWrite + Clone + Unpin,
-    B: futures_io::AsyncRead + Unpin,
-    F: FnOnce(http_types::Request) -> Fut,
     Fut: Future<Output = http_types::Result<http_types::Response>>,
 {
     use std::pin::Pin;
-    let close = asks_close(request.header(http_types::headers::CONNECTION));
-    let method = request.method();
-    let response = endpoint(request).await?;
-    let close = close || asks_close(response.header(http_types::headers::CONNECTION));
+    let response = response.await?;
+    let close = close || asks_close_h1(response.header(http_types::headers::CONNECTION));
     let mut encoder = async_h1::server::Encoder::new(response, method);
-    let (mut out, mut buf) = (io.clone(), vec![0u8; 4 * 1024]);
+    if buf.len() < 4 * 1024 {
+        buf.resize(4 * 1024, 0);
+    }
+    let mut out = io.clone();
     loop {
-        let n = std::future::poll_fn(|cx| Pin::new(&mut encoder).poll_read(cx, &mut buf)).await?;
+        let n = std::future::poll_fn(|cx| Pin::new(&mut encoder).poll_read(cx, buf)).await?;
         let mut piece = &buf[..n];
         while !piece.is_empty() {
             let wrote = std::future::poll_fn(|cx| Pin::new(&mut out).poll_write(cx, piece)).await?;
@@ -164,7 +188,6 @@ where
         }
     }
     std::future::poll_fn(|cx| Pin::new(&mut out).poll_flush(cx)).await?;
-    while std::future::poll_fn(|cx| Pin::new(&mut body).poll_read(cx, &mut buf)).await? > 0 {}
     Ok(!close)
 }
 
@@ -181,6 +204,345 @@ pub(crate) fn response_headers(res: &http_types::Response) -> Result<HeaderMap, 
         }
     }
     Ok(headers)
+}
+
+// ------------------------------------------------------------------------------------------
+// Request heads, parsed in place with httparse.
+
+/// The longest request head read: 8 KiB (async-h1's bound too).
+pub(crate) const MAX_HEAD: usize = 8 * 1024;
+/// The most header fields a request head may carry (async-h1's bound too).
+const MAX_HEADERS: usize = 128;
+/// What a connection's read buffer holds at first: a head and a small body, in one read.
+const READ_BUFFER: usize = 4 * 1024;
+
+/// A bad request head (the connection is closed without a response, as async-h1 does).
+fn bad_head(why: impl fmt::Display) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, why.to_string())
+}
+
+/// What [`Reader::head`] found.
+// Returned once per request and matched at once: boxing the head would cost an allocation
+// per request for nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub(crate) enum Head {
+    /// A request without a body or with a `Content-Length` one: its head, its body to be
+    /// read through [`Reader::body`].
+    Plain(http::request::Parts),
+    /// A request whose framing async-h1 takes care of (a `Transfer-Encoding`, an `Expect`):
+    /// its head, and whatever followed it, are still unread ([`Reader::take_buffered`]).
+    ForAsyncH1,
+}
+
+/// A server connection's reads: one buffer for the connection's life (not two zeroed 8 KiB
+/// buffers per request, async-h1's decoder's), request heads parsed in it by httparse and
+/// turned into `http` types at once (no URL built, no http-types map), bodies with a
+/// `Content-Length` read through it. A request head and a small body arrive in one read;
+/// bytes after the body (a pipelined request) stay for the next head. Requests whose
+/// framing is more than a length (chunked bodies, `Expect: 100-continue`) go to async-h1's
+/// own decoder instead ([`Head::ForAsyncH1`], [`Replay`]).
+///
+/// | state | event | next |
+/// |---|---|---|
+/// | between requests | a complete head, plain | in a body ([`Head::Plain`]; no body: between requests) |
+/// | between requests | a complete head async-h1 frames | handed over ([`Head::ForAsyncH1`]) |
+/// | between requests | EOF with nothing buffered | closed (`None`) |
+/// | between requests | a bad head, EOF inside one, or 8 KiB without its end | closed (an error) |
+/// | in a body | its last byte read ([`body`](Reader::body), [`drain_body`](Reader::drain_body)) | between requests |
+/// | in a body | EOF | closed (an error) |
+pub(crate) struct Reader<IO> {
+    io: IO,
+    /// Read bytes are `buf[start..end]`; the rest is room for the next read (zeroed once,
+    /// when it grows).
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    /// What is left to read of the current request's body.
+    body_left: u64,
+}
+
+impl<IO: futures_io::AsyncRead + Unpin> Reader<IO> {
+    /// Reads `io`; the buffer is allocated at the first read.
+    pub(crate) fn new(io: IO) -> Self {
+        Reader {
+            io,
+            buf: Vec::new(),
+            start: 0,
+            end: 0,
+            body_left: 0,
+        }
+    }
+
+    /// Reads once from the socket into the buffer's room (made first); 0 at EOF.
+    fn poll_fill(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        if self.start == self.end {
+            (self.start, self.end) = (0, 0);
+        }
+        if self.end == self.buf.len() {
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                (self.start, self.end) = (0, self.end - self.start);
+            } else {
+                let grown = (self.buf.len() * 2).clamp(READ_BUFFER, MAX_HEAD);
+                if grown <= self.buf.len() {
+                    return std::task::Poll::Ready(Err(bad_head("request head too long")));
+                }
+                self.buf.resize(grown, 0);
+            }
+        }
+        let n = std::task::ready!(
+            std::pin::Pin::new(&mut self.io).poll_read(cx, &mut self.buf[self.end..])
+        )?;
+        self.end += n;
+        std::task::Poll::Ready(Ok(n))
+    }
+
+    /// The next request's head; `None` at EOF between requests.
+    ///
+    /// # Errors
+    ///
+    /// A failed read, EOF inside a head, a head longer than [`MAX_HEAD`] or with more than
+    /// 128 fields, one httparse rejects, one not HTTP/1.1, without `Host`, or with a bad
+    /// `Content-Length`.
+    pub(crate) async fn head(&mut self) -> std::io::Result<Option<Head>> {
+        loop {
+            if self.end > self.start {
+                if let Some(head) = self.parse()? {
+                    return Ok(Some(head));
+                }
+                if self.end - self.start >= MAX_HEAD {
+                    return Err(bad_head("request head too long"));
+                }
+            }
+            if std::future::poll_fn(|cx| self.poll_fill(cx)).await? == 0 {
+                return if self.start == self.end {
+                    Ok(None)
+                } else {
+                    Err(bad_head("connection closed inside a request head"))
+                };
+            }
+        }
+    }
+
+    /// The head at the start of the buffer, if it is all there.
+    fn parse(&mut self) -> std::io::Result<Option<Head>> {
+        let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut req = httparse::Request::new(&mut fields);
+        let len = match req
+            .parse(&self.buf[self.start..self.end])
+            .map_err(bad_head)?
+        {
+            httparse::Status::Complete(len) => len,
+            httparse::Status::Partial => return Ok(None),
+        };
+        if req.version != Some(1) {
+            return Err(bad_head("not an HTTP/1.1 request"));
+        }
+        let mut headers = HeaderMap::with_capacity(req.headers.len());
+        let (mut length, mut host) = (None, false);
+        for field in req.headers.iter() {
+            let name = header_name(field.name).map_err(bad_head)?;
+            let value = HeaderValue::from_bytes(field.value).map_err(bad_head)?;
+            if name == http::header::TRANSFER_ENCODING || name == http::header::EXPECT {
+                // async-h1 decodes it all again, from the first byte.
+                return Ok(Some(Head::ForAsyncH1));
+            }
+            if name == http::header::CONTENT_LENGTH {
+                let digits = value.as_bytes();
+                let n = std::str::from_utf8(digits)
+                    .ok()
+                    .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+                    .and_then(|d| d.parse::<u64>().ok())
+                    .ok_or_else(|| bad_head("bad Content-Length"))?;
+                if length.replace(n).is_some_and(|m| m != n) {
+                    return Err(bad_head("conflicting Content-Length fields"));
+                }
+            }
+            host |= name == http::header::HOST;
+            headers.append(name, value);
+        }
+        if !host {
+            return Err(bad_head("no Host header"));
+        }
+        let method =
+            Method::from_bytes(req.method.unwrap_or_default().as_bytes()).map_err(bad_head)?;
+        let uri = origin_form(req.path.unwrap_or_default())?;
+        let (mut parts, ()) = http::Request::new(()).into_parts();
+        parts.method = method;
+        parts.uri = uri;
+        parts.version = http::Version::HTTP_11;
+        parts.headers = headers;
+        self.start += len;
+        self.body_left = length.unwrap_or(0);
+        Ok(Some(Head::Plain(parts)))
+    }
+
+    /// The next piece of the current body: its range in the buffer (consumed); `None` at
+    /// its end.
+    fn poll_body_piece(
+        &mut self,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<std::io::Result<std::ops::Range<usize>>>> {
+        use std::task::Poll;
+        if self.body_left == 0 {
+            return Poll::Ready(None);
+        }
+        if self.start == self.end {
+            match std::task::ready!(self.poll_fill(cx)) {
+                Ok(0) => {
+                    let cut = std::io::Error::from(std::io::ErrorKind::UnexpectedEof);
+                    return Poll::Ready(Some(Err(cut)));
+                }
+                Ok(_) => {}
+                Err(e) => return Poll::Ready(Some(Err(e))),
+            }
+        }
+        let have = self.end - self.start;
+        let n = usize::try_from(self.body_left).map_or(have, |left| left.min(have));
+        let piece = self.start..self.start + n;
+        self.start += n;
+        self.body_left -= n as u64;
+        Poll::Ready(Some(Ok(piece)))
+    }
+
+    /// The current request's body, as the driver reads it: a chunk per read (the first one
+    /// what came with the head).
+    pub(crate) fn body(&mut self) -> Body<'_, IO> {
+        Body(self)
+    }
+
+    /// Reads and drops what is left of the current request's body (the endpoint answered
+    /// without it), so that the next head starts where it should.
+    ///
+    /// # Errors
+    ///
+    /// A failed read, or EOF before the body's end.
+    pub(crate) async fn drain_body(&mut self) -> std::io::Result<()> {
+        while let Some(piece) = std::future::poll_fn(|cx| self.poll_body_piece(cx)).await {
+            piece?;
+        }
+        Ok(())
+    }
+
+    /// What is buffered and unread (a request async-h1 is to decode), taken out.
+    pub(crate) fn take_buffered(&mut self) -> Vec<u8> {
+        let taken = self.buf[self.start..self.end].to_vec();
+        (self.start, self.end) = (0, 0);
+        taken
+    }
+
+    /// Frees the buffer when it holds nothing unread: a connection that goes on to stream a
+    /// response (an SSE stream may last hours) keeps no read buffer meanwhile.
+    pub(crate) fn release_if_empty(&mut self) {
+        if self.start == self.end && self.body_left == 0 {
+            (self.buf, self.start, self.end) = (Vec::new(), 0, 0);
+        }
+    }
+}
+
+/// A request target in origin form (path and query): one in absolute form (a proxy's) keeps
+/// only those, as async-h1 gave them.
+fn origin_form(target: &str) -> std::io::Result<Uri> {
+    let uri: Uri = target.parse().map_err(bad_head)?;
+    if uri.scheme().is_none() {
+        return Ok(uri);
+    }
+    let path = uri
+        .path_and_query()
+        .map_or("/", http::uri::PathAndQuery::as_str);
+    path.parse().map_err(bad_head)
+}
+
+/// A request body read through its connection's [`Reader`].
+pub(crate) struct Body<'a, IO>(&'a mut Reader<IO>);
+
+impl<IO: futures_io::AsyncRead + Unpin> futures_core::Stream for Body<'_, IO> {
+    type Item = std::io::Result<bytes::Bytes>;
+
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        let reader = &mut *self.get_mut().0;
+        reader
+            .poll_body_piece(cx)
+            .map(|piece| piece.map(|r| r.map(|r| bytes::Bytes::copy_from_slice(&reader.buf[r]))))
+    }
+}
+
+/// A connection's stream that first gives back bytes already read from it: how a request
+/// the [`Reader`] read the head of reaches async-h1's decoder whole. Writes go straight to
+/// the stream. (A `Clone` stream, as async-h1 wants one.)
+#[derive(Clone)]
+pub(crate) struct Replay<IO> {
+    first: std::sync::Arc<std::sync::Mutex<(Vec<u8>, usize)>>,
+    io: IO,
+}
+
+impl<IO> Replay<IO> {
+    /// `io`, with `first` read before it.
+    pub(crate) fn new(io: IO, first: Vec<u8>) -> Self {
+        Replay {
+            first: std::sync::Arc::new(std::sync::Mutex::new((first, 0))),
+            io,
+        }
+    }
+}
+
+impl<IO: futures_io::AsyncRead + Unpin> futures_io::AsyncRead for Replay<IO> {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        out: &mut [u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        {
+            let mut first = this
+                .first
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let (bytes, at) = &mut *first;
+            if *at < bytes.len() {
+                let n = (bytes.len() - *at).min(out.len());
+                out[..n].copy_from_slice(&bytes[*at..*at + n]);
+                *at += n;
+                if *at == bytes.len() {
+                    *bytes = Vec::new();
+                    *at = 0;
+                }
+                return std::task::Poll::Ready(Ok(n));
+            }
+        }
+        std::pin::Pin::new(&mut this.io).poll_read(cx, out)
+    }
+}
+
+impl<IO: futures_io::AsyncWrite + Unpin> futures_io::AsyncWrite for Replay<IO> {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        data: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.get_mut().io).poll_write(cx, data)
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().io).poll_flush(cx)
+    }
+
+    fn poll_close(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().io).poll_close(cx)
+    }
 }
 
 #[cfg(test)]
@@ -200,6 +562,204 @@ mod tests {
         let accept: Vec<_> = parts.headers.get_all("accept").iter().collect();
         assert_eq!(accept, ["application/json", "text/event-stream"]);
         assert_eq!(parts.headers["mcp-session-id"], "abc");
+    }
+
+    /// A socket that gives one scripted piece per read, then EOF.
+    struct Script(std::collections::VecDeque<Vec<u8>>);
+
+    impl futures_io::AsyncRead for Script {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            out: &mut [u8],
+        ) -> std::task::Poll<std::io::Result<usize>> {
+            let Some(mut piece) = self.0.pop_front() else {
+                return std::task::Poll::Ready(Ok(0));
+            };
+            let n = piece.len().min(out.len());
+            out[..n].copy_from_slice(&piece[..n]);
+            if n < piece.len() {
+                self.0.push_front(piece.split_off(n));
+            }
+            std::task::Poll::Ready(Ok(n))
+        }
+    }
+
+    fn reader(pieces: &[&[u8]]) -> Reader<Script> {
+        Reader::new(Script(pieces.iter().map(|p| p.to_vec()).collect()))
+    }
+
+    fn plain(head: Option<Head>) -> http::request::Parts {
+        match head {
+            Some(Head::Plain(parts)) => parts,
+            other => panic!("not a plain head: {other:?}"),
+        }
+    }
+
+    fn body_of(r: &mut Reader<Script>) -> Vec<u8> {
+        use futures_core::Stream;
+        let mut body = r.body();
+        let mut all = Vec::new();
+        while let Some(chunk) = smol::block_on(std::future::poll_fn(|cx| {
+            std::pin::Pin::new(&mut body).poll_next(cx)
+        })) {
+            all.extend_from_slice(&chunk.unwrap());
+        }
+        all
+    }
+
+    #[test]
+    fn heads_and_bodies_are_read_in_place_and_pipelined_bytes_kept() {
+        let two = b"POST /mcp?x=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\
+            Mcp-Session-Id: s\r\nAccept: a\r\nAccept: b\r\n\r\nhelloGET /mcp HTTP/1.1\r\nHost: a\r\n\r\n";
+        let mut r = reader(&[two]);
+        let parts = plain(smol::block_on(r.head()).unwrap());
+        assert_eq!(parts.method, Method::POST);
+        assert_eq!(parts.uri, "/mcp?x=1");
+        assert_eq!(parts.headers["mcp-session-id"], "s");
+        let accept: Vec<_> = parts.headers.get_all("accept").iter().collect();
+        assert_eq!(accept, ["a", "b"]);
+        assert_eq!(body_of(&mut r), b"hello");
+        // The second request came in the same read.
+        let parts = plain(smol::block_on(r.head()).unwrap());
+        assert_eq!(parts.method, Method::GET);
+        assert!(body_of(&mut r).is_empty());
+        assert!(smol::block_on(r.head()).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_head_and_body_in_pieces_are_put_together() {
+        let mut r = reader(&[
+            b"POST http://a/mcp HTTP/1.1\r\nHo",
+            b"st: a\r\nContent-Length: 11\r\n\r\nhel",
+            b"lo ",
+            b"world",
+        ]);
+        let parts = plain(smol::block_on(r.head()).unwrap());
+        // A target in absolute form keeps its path.
+        assert_eq!(parts.uri, "/mcp");
+        assert_eq!(body_of(&mut r), b"hello world");
+    }
+
+    #[test]
+    fn an_unread_body_is_drained_before_the_next_head() {
+        let mut r = reader(&[
+            b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nab",
+            b"cDELETE / HTTP/1.1\r\nHost: a\r\n\r\n",
+        ]);
+        plain(smol::block_on(r.head()).unwrap());
+        smol::block_on(r.drain_body()).unwrap();
+        assert_eq!(
+            plain(smol::block_on(r.head()).unwrap()).method,
+            Method::DELETE
+        );
+    }
+
+    #[test]
+    fn chunked_and_expect_requests_go_to_async_h1_whole() {
+        for head in [
+            &b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"[..],
+            b"POST / HTTP/1.1\r\nHost: a\r\nExpect: 100-continue\r\nContent-Length: 1\r\n\r\n",
+        ] {
+            let mut r = reader(&[head]);
+            assert!(matches!(smol::block_on(r.head()), Ok(Some(Head::ForAsyncH1))));
+            assert_eq!(r.take_buffered(), head);
+        }
+    }
+
+    #[test]
+    fn a_chunked_request_replayed_to_async_h1_is_decoded() {
+        let bytes = b"POST /mcp HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
+        // The head was read; the rest is on the socket (here a mock with no more bytes).
+        let (head, rest) = bytes.split_at(40);
+        let io = async_dup::Arc::new(async_dup::Mutex::new(Sink(rest.to_vec())));
+        let replay = Replay::new(io, head.to_vec());
+        let (mut req, _) = smol::block_on(async_h1::server::decode(replay))
+            .unwrap()
+            .unwrap();
+        assert_eq!(req.url().path(), "/mcp");
+        let body = smol::block_on(req.body_string()).unwrap();
+        assert_eq!(body, "abcde");
+    }
+
+    /// A socket for async-h1: reads what it holds, takes every write.
+    struct Sink(Vec<u8>);
+
+    impl futures_io::AsyncRead for Sink {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            out: &mut [u8],
+        ) -> std::task::Poll<std::io::Result<usize>> {
+            let n = self.0.len().min(out.len());
+            out[..n].copy_from_slice(&self.0[..n]);
+            self.0.drain(..n);
+            std::task::Poll::Ready(Ok(n))
+        }
+    }
+
+    impl futures_io::AsyncWrite for Sink {
+        fn poll_write(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            data: &[u8],
+        ) -> std::task::Poll<std::io::Result<usize>> {
+            std::task::Poll::Ready(Ok(data.len()))
+        }
+
+        fn poll_flush(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+
+        fn poll_close(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    #[test]
+    fn bad_heads_are_errors() {
+        let long = format!(
+            "GET / HTTP/1.1\r\nHost: a\r\nX: {}\r\n\r\n",
+            "y".repeat(MAX_HEAD)
+        );
+        for bad in [
+            &b"GET / HTTP/1.0\r\nHost: a\r\n\r\n"[..],
+            b"GET / HTTP/1.1\r\nAccept: a\r\n\r\n",
+            b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+            b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: +1\r\n\r\n",
+            b"GET / HTTP/1.1\r\nHost: a\r\n",
+            b"GET / HTTP/1.1\r\nHo st: a\r\n\r\n",
+            long.as_bytes(),
+        ] {
+            let mut r = reader(&[bad]);
+            assert!(
+                smol::block_on(r.head()).is_err(),
+                "{:?}",
+                String::from_utf8_lossy(&bad[..bad.len().min(60)])
+            );
+        }
+    }
+
+    #[test]
+    fn a_cut_body_is_an_error() {
+        let mut r = reader(&[b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 9\r\n\r\nab"]);
+        plain(smol::block_on(r.head()).unwrap());
+        assert!(smol::block_on(r.drain_body()).is_err());
+    }
+
+    #[test]
+    fn a_streaming_connection_keeps_no_read_buffer() {
+        let mut r = reader(&[b"GET / HTTP/1.1\r\nHost: a\r\n\r\n"]);
+        plain(smol::block_on(r.head()).unwrap());
+        assert!(r.buf.capacity() > 0);
+        r.release_if_empty();
+        assert_eq!(r.buf.capacity(), 0);
     }
 
     #[test]

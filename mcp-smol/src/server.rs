@@ -3,11 +3,11 @@
 //!
 //! # Theory of operation
 //!
-//! Each connection reads one request at a time with async-h1's decoder, waiting at most
+//! Each connection reads one request at a time through its [`Reader`] (heads parsed by
+//! httparse into `http` types; async-h1's decoder for a chunked body or `Expect`), waiting at most
 //! [`DriverConfig::first_request_timeout`](mcp_driver::DriverConfig::first_request_timeout) for the first head and [`DriverConfig::keep_alive_timeout`](mcp_driver::DriverConfig::keep_alive_timeout)
-//! for each later one (one timer per connection, [`KeepAlive`]). Its endpoint converts the
-//! request head to `http` 1.x types and hands it, with the body, to
-//! [`ServerHandle::exchange`]; the response goes out through async-h1's encoder
+//! for each later one (one timer per connection, [`KeepAlive`]). The head, with the body,
+//! goes to [`ServerHandle::exchange`]; the response goes out through async-h1's encoder
 //! ([`respond`](crate::h1::respond)), everything written in one poll in one send
 //! ([`Corked`]). Once the request body is in, nothing reads the socket before the response
 //! ends: a task then watches it, so EOF there means the client left and the router hears of
@@ -39,7 +39,7 @@ use smol::net::TcpStream;
 use smol::stream::Stream;
 
 use crate::conn::{Acceptor, Corked, KeepAlive, ResponseReader};
-use crate::h1 as convert;
+use crate::h1::{self as convert, Head, Reader, Replay};
 
 /// smol as the driver's [`Runtime`]: its global executor and its timer.
 #[derive(Debug, Clone, Copy, Default)]
@@ -129,10 +129,15 @@ async fn connection(tcp: TcpStream, peer: SocketAddr, handle: ServerHandle, tls:
     let mut first = true;
     // One wait on the driver's end for the whole connection, not one per request.
     let mut stopped = std::pin::pin!(handle.stopped());
+    // The connection's buffers: its reads', and the response encoder's.
+    let mut reader = Reader::new(io.clone());
+    let mut buf = Vec::new();
     loop {
-        let head = async_h1::server::decode(io.clone());
-        let (req, body) = match quiet.next_request(&Smol, stopped.as_mut(), head).await {
-            Some(Ok(Some(decoded))) => decoded,
+        let head = match quiet
+            .next_request(&Smol, stopped.as_mut(), reader.head())
+            .await
+        {
+            Some(Ok(Some(head))) => head,
             // EOF, quiet for too long, or the driver stopped.
             Some(Ok(None)) | None => break,
             Some(Err(e)) => return tracing::debug!(%peer, error = %e, "bad request head"),
@@ -140,15 +145,73 @@ async fn connection(tcp: TcpStream, peer: SocketAddr, handle: ServerHandle, tls:
         if std::mem::take(&mut first) {
             quiet = KeepAlive::new(limits.keep_alive_timeout);
         }
-        // Each poll sends what it wrote in one go (a JSON answer: one send).
-        let endpoint = |req| exchange(handle.clone(), tcp.clone(), peer, req);
-        match io.during(convert::respond(&io, req, body, endpoint)).await {
-            Ok(Ok(true)) if !handle.is_stopped() => {}
-            Ok(Ok(_)) => break,
-            Ok(Err(e)) => return tracing::debug!(%peer, error = %e, "connection ended"),
+        let answered = match head {
+            Head::Plain(parts) => {
+                let close = convert::asks_close(&parts.headers);
+                let method = convert::method_to_h1(&parts.method);
+                let response = exchange(&handle, &tcp, peer, parts, &mut reader);
+                // Each poll sends what it wrote in one go (a JSON answer: one send).
+                let answered = io
+                    .during(convert::respond(&io, method, close, &mut buf, response))
+                    .await;
+                match answered {
+                    Ok(Ok(again)) => reader
+                        .drain_body()
+                        .await
+                        .map(|()| again)
+                        .map_err(Into::into),
+                    Ok(Err(e)) => Err(e),
+                    Err(e) => Err(e.into()),
+                }
+            }
+            Head::ForAsyncH1 => {
+                let replay = Replay::new(io.clone(), reader.take_buffered());
+                async_h1_exchange(&handle, &tcp, peer, &io, replay, &mut buf).await
+            }
+        };
+        match answered {
+            Ok(true) if !handle.is_stopped() => {}
+            Ok(_) => break,
             Err(e) => return tracing::debug!(%peer, error = %e, "connection ended"),
         }
     }
+}
+
+/// One exchange whose request async-h1 decodes (its head is at the start of `replay`): it
+/// frames the body (chunked) or answers `Expect: 100-continue` itself. Says whether the
+/// connection may carry another request.
+async fn async_h1_exchange(
+    handle: &ServerHandle,
+    tcp: &TcpStream,
+    peer: SocketAddr,
+    io: &Corked,
+    replay: Replay<Corked>,
+    buf: &mut Vec<u8>,
+) -> http_types::Result<bool> {
+    use futures_io::AsyncRead as _;
+    let Some((mut req, mut body)) = async_h1::server::decode(replay).await? else {
+        return Ok(false);
+    };
+    let close = convert::asks_close_h1(req.header(http_types::headers::CONNECTION));
+    let method = req.method();
+    let response = async {
+        let mut parts = convert::request_parts(&req).map_err(|e| {
+            tracing::debug!(error = %e, "request not representable in http 1.x types");
+            no_response(e)
+        })?;
+        parts.extensions.insert(mcp_driver::PeerAddr(peer));
+        let body = Chunks(req.take_body());
+        let head = handle
+            .exchange(parts, body, Eof(tcp.clone().into()))
+            .await
+            .map_err(no_response)?;
+        Ok(response_to_h1(head)?.0)
+    };
+    let again = io
+        .during(convert::respond(io, method, close, buf, response))
+        .await??;
+    while std::future::poll_fn(|cx| Pin::new(&mut body).poll_read(cx, buf)).await? > 0 {}
+    Ok(again)
 }
 
 /// An error that makes async-h1 close the connection without a response: the adapter never
@@ -157,23 +220,33 @@ fn no_response(why: impl std::fmt::Display) -> http_types::Error {
     http_types::Error::from(io::Error::other(why.to_string()))
 }
 
-/// One HTTP exchange: the request to the driver, the driver's response back.
+/// One HTTP exchange: the request (its body read through `reader`) to the driver, the
+/// driver's response back. A connection whose response streams keeps no read buffer
+/// meanwhile.
 async fn exchange(
-    handle: ServerHandle,
-    tcp: TcpStream,
+    handle: &ServerHandle,
+    tcp: &TcpStream,
     peer: SocketAddr,
-    mut req: http_types::Request,
+    mut parts: http::request::Parts,
+    reader: &mut Reader<Corked>,
 ) -> http_types::Result<http_types::Response> {
-    let mut parts = convert::request_parts(&req).map_err(|e| {
-        tracing::debug!(error = %e, "request not representable in http 1.x types");
-        no_response(e)
-    })?;
     parts.extensions.insert(mcp_driver::PeerAddr(peer));
-    let body = Chunks(req.take_body());
     let head = handle
-        .exchange(parts, body, Eof(tcp.into()))
+        .exchange(parts, reader.body(), Eof(tcp.clone().into()))
         .await
         .map_err(no_response)?;
+    let (res, streams) = response_to_h1(head)?;
+    if streams {
+        reader.release_if_empty();
+    }
+    Ok(res)
+}
+
+/// The driver's response as async-h1's, and whether its body streams (has no length yet).
+fn response_to_h1(
+    head: mcp_driver::HttpResponse,
+) -> http_types::Result<(http_types::Response, bool)> {
+    let mut streams = false;
     let status = convert::status_to_h1(head.status).map_err(no_response)?;
     let mut res = http_types::Response::new(status);
     convert::headers_to_h1(&head.headers, |name, value| res.append_header(name, value))
@@ -187,6 +260,7 @@ async fn exchange(
         // stream in chunks (async-h1's encoder makes each read one chunk).
         let body = ResponseReader::new(head.body);
         let len = body.exact_len();
+        streams = len.is_none();
         res.set_body(http_types::Body::from_reader(body, len));
         // `set_body` adds the body's default content type where the router set none; the
         // router's headers are the only ones.
@@ -194,7 +268,7 @@ async fn exchange(
             res.remove_header("content-type");
         }
     }
-    Ok(res)
+    Ok((res, streams))
 }
 
 /// The client's socket, watched for its end while nothing reads it (the request is in, the

@@ -18,10 +18,12 @@ use std::path::{Path, PathBuf};
 /// what async-h1 lacks and hyper brings to mcp-tokio — the futures-io connections (one
 /// stream shared by async-h1's split reader and writer, the futures-rustls handshakes, the
 /// cork that sends a whole answer at once: `conn.rs`) and the http-types ↔ http 1.x
-/// conversion (`h1.rs`), ≈ 400 code lines — beside its keep-alive pool, its watch for
+/// conversion (`h1.rs`), ≈ 400 code lines, and the server's request-head reader (`h1.rs`,
+/// `Reader`: heads parsed in place by httparse, where async-h1's decoder cost half the smol
+/// server's instructions per call), ≈ 290 — beside its keep-alive pool, its watch for
 /// departed clients and its body adapters. Hence two bounds: the design's 500 plus the
 /// re-exports for mcp-tokio, and that plus the async-h1 glue for mcp-smol.
-pub const BOUNDS: [(&str, usize); 2] = [("mcp-tokio", 520), ("mcp-smol", 920)];
+pub const BOUNDS: [(&str, usize); 2] = [("mcp-tokio", 520), ("mcp-smol", 1220)];
 
 /// The `.rs` files below `dir`, sorted.
 pub fn rust_files(dir: &Path) -> Vec<PathBuf> {

@@ -87,7 +87,7 @@ where
     for (i, (name, value)) in panel.bars.iter().enumerate() {
         #[allow(clippy::cast_precision_loss)]
         let top = rows - i as f64;
-        let colour = if name == "floor" {
+        let colour = if name.starts_with("floor") {
             FLOOR
         } else {
             COLOURS[i % COLOURS.len()]

@@ -1,12 +1,12 @@
-//! The neutral client: one hyper HTTP/1.1 keep-alive connection per [`Conn`], identical
+//! The neutral client: one hyper HTTP/1.1 keep-alive connection per [`Conn`] (or one
+//! HTTP/2 connection with prior knowledge, h2c, when the [`Target`] says so), identical
 //! requests for every server, and every reply checked.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http1::SendRequest;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::{Value, json};
 
 /// The protocol revision both servers negotiate (the newest with sessions in both).
@@ -31,6 +31,9 @@ pub struct Target {
     pub authority: Arc<str>,
     /// The MCP endpoint's path (`/mcp`).
     pub path: Arc<str>,
+    /// Whether connections speak HTTP/2 with prior knowledge (h2c, RFC 9113 section 3.3)
+    /// rather than HTTP/1.1.
+    pub http2: bool,
 }
 
 impl Target {
@@ -47,6 +50,7 @@ impl Target {
         Ok(Target {
             authority: authority.into(),
             path: if path.is_empty() { "/" } else { path }.into(),
+            http2: false,
         })
     }
 
@@ -55,16 +59,48 @@ impl Target {
         Target {
             authority: authority.into(),
             path: self.path.clone(),
+            http2: self.http2,
+        }
+    }
+
+    /// The same endpoint, over HTTP/2 with prior knowledge (`true`) or HTTP/1.1.
+    pub fn with_http2(mut self, http2: bool) -> Target {
+        self.http2 = http2;
+        self
+    }
+}
+
+/// A connection's request sender.
+enum Sender {
+    Http1(hyper::client::conn::http1::SendRequest<Full<Bytes>>),
+    Http2(hyper::client::conn::http2::SendRequest<Full<Bytes>>),
+}
+
+impl Sender {
+    async fn ready(&mut self) -> Result<(), hyper::Error> {
+        match self {
+            Sender::Http1(s) => s.ready().await,
+            Sender::Http2(s) => s.ready().await,
+        }
+    }
+
+    async fn send(
+        &mut self,
+        req: http::Request<Full<Bytes>>,
+    ) -> Result<hyper::Response<hyper::body::Incoming>, hyper::Error> {
+        match self {
+            Sender::Http1(s) => s.send_request(req).await,
+            Sender::Http2(s) => s.send_request(req).await,
         }
     }
 }
 
-/// One hyper HTTP/1.1 keep-alive connection, opened again when the peer closes it between
+/// One hyper HTTP/1.1 keep-alive connection (or HTTP/2 one), opened again when the peer closes it between
 /// two requests: after a response with `Connection: close` (nginx's `keepalive_requests`,
 /// 1,000 by default, ends a client connection so), or when it was closed while idle
 /// (`keepalive_timeout`). A request is never sent twice.
 pub struct Conn {
-    send: SendRequest<Full<Bytes>>,
+    send: Sender,
     target: Target,
     /// The last response said `Connection: close`.
     closing: bool,
@@ -75,7 +111,8 @@ pub struct Conn {
 }
 
 impl Conn {
-    /// Connects to `target` (`TCP_NODELAY` on).
+    /// Connects to `target` (`TCP_NODELAY` on), over HTTP/2 with prior knowledge when
+    /// [`Target::http2`].
     ///
     /// # Errors
     ///
@@ -85,12 +122,24 @@ impl Conn {
             .await
             .map_err(|e| format!("connect {}: {e}", target.authority))?;
         tcp.set_nodelay(true).map_err(|e| e.to_string())?;
-        let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
-            .await
-            .map_err(|e| format!("handshake: {e}"))?;
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
+        let send = if target.http2 {
+            let (send, conn) =
+                hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(tcp))
+                    .await
+                    .map_err(|e| format!("h2 handshake: {e}"))?;
+            tokio::spawn(async move {
+                let _ = conn.await;
+            });
+            Sender::Http2(send)
+        } else {
+            let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp))
+                .await
+                .map_err(|e| format!("handshake: {e}"))?;
+            tokio::spawn(async move {
+                let _ = conn.await;
+            });
+            Sender::Http1(send)
+        };
         Ok(Conn {
             send,
             target: target.clone(),
@@ -156,14 +205,21 @@ impl Conn {
         if self.closing || self.send.ready().await.is_err() {
             self.reopen().await?;
         }
+        // HTTP/2 carries the authority in the `:authority` pseudo-header (from the URI),
+        // never in `Host` (RFC 9113 section 8.3.1).
+        let req = if self.target.http2 {
+            let uri = format!("http://{}{}", self.target.authority, self.target.path);
+            req.uri(uri)
+        } else {
+            req.header(http::header::HOST, &*self.target.authority)
+        };
         let req = req
-            .header(http::header::HOST, &*self.target.authority)
             .header("mcp-protocol-version", PROTOCOL_VERSION)
             .body(Full::new(body))
             .map_err(|e| e.to_string())?;
         self.send.ready().await.map_err(|e| format!("send: {e}"))?;
         self.send
-            .send_request(req)
+            .send(req)
             .await
             .map_err(|e| format!("request: {e}"))
     }

@@ -13,7 +13,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::{Value, json};
 
 use crate::process::URL_LINE;
@@ -93,6 +93,17 @@ async fn exchange(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infal
 ///
 /// When the listener has no address.
 pub async fn serve(listener: tokio::net::TcpListener) -> std::io::Result<()> {
+    serve_as(listener, false).await
+}
+
+/// Serves the floor on `listener` (`TCP_NODELAY`) until stdin closes: with hyper's
+/// `http2` server (HTTP/2 with prior knowledge, h2c, only) when `http2`, its `http1` one
+/// otherwise.
+///
+/// # Errors
+///
+/// When the listener has no address.
+pub async fn serve_as(listener: tokio::net::TcpListener, http2: bool) -> std::io::Result<()> {
     println!("{URL_LINE}http://{}/mcp", listener.local_addr()?);
     let accept = async move {
         loop {
@@ -101,9 +112,15 @@ pub async fn serve(listener: tokio::net::TcpListener) -> std::io::Result<()> {
             };
             let _ = tcp.set_nodelay(true);
             tokio::spawn(async move {
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(tcp), service_fn(exchange))
-                    .await;
+                let _ = if http2 {
+                    hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                        .serve_connection(TokioIo::new(tcp), service_fn(exchange))
+                        .await
+                } else {
+                    hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(tcp), service_fn(exchange))
+                        .await
+                };
             });
         }
     };

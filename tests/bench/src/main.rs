@@ -2,7 +2,7 @@
 //! server.
 //!
 //! ```text
-//! cargo run --release -p mcp-bench --bin bench-servers [-- --quick] [--servers ours,smol,rmcp] [--reps N] [--clients]
+//! cargo run --release -p mcp-bench --bin bench-servers [-- --quick] [--servers ours,smol,rmcp] [--reps N] [--protocols h1,h2] [--clients]
 //! ```
 //!
 //! Each server runs in a child process (this binary re-executed with `--serve NAME --bind
@@ -29,6 +29,15 @@
 //! for tokio, ≤ 0.6× for smol; ≤ 1 KB per idle session; single-session p50 ≤ rmcp; below the
 //! table, CPU per call ≤ 1.25× the floor for tokio, ≤ 2× for smol). The exit status is 1 if any reply was
 //! wrong.
+//!
+//! With `--protocols h1,h2` (the default of `--quick`; `h1` alone otherwise), the same
+//! phases run a second time with the load generator speaking HTTP/2 with prior knowledge
+//! (h2c, RFC 9113 section 3.3): each session on its own HTTP/2 connection (so the same
+//! 50 connections with one stream in flight each as over HTTP/1.1: the two tables differ by
+//! the protocol alone), against the servers that speak it (the floor then served by hyper's
+//! `http2` server, ours through hyper-util's auto builder as always, rmcp's service on
+//! hyper's `http2` server; smol's async-h1 speaks HTTP/1.1 only), in a table of its own
+//! whose floor is the HTTP/2 floor.
 //!
 //! The server list is data ([`ServerKind::ALL`]): another server is one variant away.
 
@@ -63,6 +72,37 @@ enum ServerKind {
     OursBase,
     /// `smol` as built by another checkout.
     SmolBase,
+}
+
+/// The protocol the load generator speaks (`--protocols`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Protocol {
+    /// HTTP/1.1 keep-alive, one connection per session.
+    Http1,
+    /// HTTP/2 with prior knowledge (h2c), one connection per session.
+    Http2,
+}
+
+impl Protocol {
+    fn name(self) -> &'static str {
+        match self {
+            Protocol::Http1 => "h1",
+            Protocol::Http2 => "h2",
+        }
+    }
+
+    fn parse(name: &str) -> Option<Protocol> {
+        [Protocol::Http1, Protocol::Http2]
+            .into_iter()
+            .find(|p| p.name() == name)
+    }
+
+    fn title(self) -> &'static str {
+        match self {
+            Protocol::Http1 => "HTTP/1.1",
+            Protocol::Http2 => "HTTP/2 (h2c, prior knowledge)",
+        }
+    }
 }
 
 /// The `bench-servers` binary of the baseline build (`--baseline`).
@@ -115,6 +155,14 @@ impl ServerKind {
         ServerKind::KNOWN.into_iter().find(|k| k.name() == name)
     }
 
+    /// Whether it speaks `protocol` (smol's async-h1 is an HTTP/1.1 server only).
+    fn speaks(self, protocol: Protocol) -> bool {
+        match self {
+            ServerKind::Smol | ServerKind::SmolBase => protocol == Protocol::Http1,
+            _ => true,
+        }
+    }
+
     /// What this server is compared with as "before": the baseline build of the same one.
     fn base(self) -> Option<ServerKind> {
         match self {
@@ -124,17 +172,18 @@ impl ServerKind {
         }
     }
 
-    /// Serves until stdin closes (the parent ended or dropped it).
-    async fn serve(self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+    /// Serves until stdin closes (the parent ended or dropped it); the floor and rmcp with
+    /// hyper's HTTP/2 server when `http2` (ours speaks both, as it always does).
+    async fn serve(self, listener: tokio::net::TcpListener, http2: bool) -> std::io::Result<()> {
         match self {
-            ServerKind::Floor => mcp_bench::floor::serve(listener).await,
+            ServerKind::Floor => mcp_bench::floor::serve_as(listener, http2).await,
             ServerKind::Ours => {
                 echo::serve_tokio(listener, echo::server(), echo::config(), Default::default())
                     .await
             }
             // Served by its own runtime (see `main`), never through a tokio listener.
             ServerKind::Smol => Err(std::io::Error::other("the smol server runs on smol")),
-            ServerKind::Rmcp => rmcp_server::serve(listener).await,
+            ServerKind::Rmcp => rmcp_server::serve(listener, http2).await,
             ServerKind::OursBase | ServerKind::SmolBase => Err(std::io::Error::other(
                 "a baseline server runs in the baseline binary",
             )),
@@ -145,7 +194,7 @@ impl ServerKind {
 mod rmcp_server {
     use std::sync::Arc;
 
-    use hyper_util::rt::TokioIo;
+    use hyper_util::rt::{TokioExecutor, TokioIo};
     use hyper_util::service::TowerToHyperService;
     use rmcp::model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ListToolsResult,
@@ -197,7 +246,11 @@ mod rmcp_server {
         }
     }
 
-    pub(crate) async fn serve(listener: tokio::net::TcpListener) -> std::io::Result<()> {
+    /// Serves on hyper's `http1` server, or its `http2` one (prior knowledge) when `http2`.
+    pub(crate) async fn serve(
+        listener: tokio::net::TcpListener,
+        http2: bool,
+    ) -> std::io::Result<()> {
         let schema = json!({
             "type": "object",
             "properties": {"text": {"type": "string", "description": "The text to return"}},
@@ -223,9 +276,15 @@ mod rmcp_server {
                 let _ = tcp.set_nodelay(true);
                 let svc = TowerToHyperService::new(service.clone());
                 tokio::spawn(async move {
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(tcp), svc)
-                        .await;
+                    let _ = if http2 {
+                        hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                            .serve_connection(TokioIo::new(tcp), svc)
+                            .await
+                    } else {
+                        hyper::server::conn::http1::Builder::new()
+                            .serve_connection(TokioIo::new(tcp), svc)
+                            .await
+                    };
                 });
             }
         };
@@ -249,6 +308,8 @@ struct Plan {
     latency_calls: u64,
     idle: usize,
     reps: usize,
+    /// The protocols, one table each, in order.
+    protocols: Vec<Protocol>,
 }
 
 impl Plan {
@@ -261,6 +322,7 @@ impl Plan {
             latency_calls: 2_000,
             idle: 10_000,
             reps: 3,
+            protocols: vec![Protocol::Http1],
         }
     }
 
@@ -273,21 +335,25 @@ impl Plan {
             latency_calls: 100,
             idle: 200,
             reps: 1,
+            protocols: vec![Protocol::Http1, Protocol::Http2],
         }
     }
 }
 
 const USAGE: &str =
-    "usage: bench-servers [--quick] [--servers ours,smol,rmcp] [--reps N] [--calls N] [--clients] [--baseline PATH]
-       bench-servers --serve NAME [--bind ADDR:PORT] [--core N]
-  --quick    small counts (5 sessions, 500 calls, 200 idle sessions, 1 repetition): a smoke test
+    "usage: bench-servers [--quick] [--servers ours,smol,rmcp] [--reps N] [--calls N] [--protocols h1,h2] [--clients] [--baseline PATH]
+       bench-servers --serve NAME [--bind ADDR:PORT] [--core N] [--http2]
+  --quick    small counts (5 sessions, 500 calls, 200 idle sessions, 1 repetition, h1 and h2): a smoke test
+  --protocols which protocols the load speaks, one table each (h1: HTTP/1.1; h2: HTTP/2 with prior
+             knowledge, one connection per session, smol left out; default h1, --quick h1,h2)
   --servers  which servers to compare, in order (default: floor,ours,smol,rmcp)
   --reps     repetitions of the load and latency phases (medians are reported; default 3)
   --calls    calls in each load phase (default 20000; --quick 500)
   --clients  then the client table (bench-clients, built by the same cargo), same size and reps
   --baseline the bench-servers binary of another build: its servers are ours@base and smol@base
              (e.g. --servers ours,ours@base,smol,smol@base), compared before/after in one run
-  --serve    run one server (what the benchmark starts in a child process)";
+  --serve    run one server (what the benchmark starts in a child process); --http2: the floor
+             and rmcp on hyper's HTTP/2 server (ours speaks both always)";
 
 enum Mode {
     Bench {
@@ -300,6 +366,7 @@ enum Mode {
         kind: ServerKind,
         bind: String,
         core: usize,
+        http2: bool,
     },
 }
 
@@ -312,6 +379,8 @@ fn parse_args() -> Result<Mode, String> {
     let mut serve = None;
     let mut bind = "127.0.0.1:0".to_owned();
     let mut core = 0;
+    let mut http2 = false;
+    let mut protocols = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -343,6 +412,15 @@ fn parse_args() -> Result<Mode, String> {
                 serve = Some(ServerKind::parse(&n).ok_or(format!("unknown server {n:?}"))?);
             }
             "--bind" => bind = args.next().ok_or("--bind needs an address")?,
+            "--http2" => http2 = true,
+            "--protocols" => {
+                let list = args.next().ok_or("--protocols needs a list")?;
+                protocols = Some(
+                    list.split(',')
+                        .map(|n| Protocol::parse(n).ok_or(format!("unknown protocol {n:?}")))
+                        .collect::<Result<Vec<_>, _>>()?,
+                );
+            }
             "--baseline" => {
                 let path = args.next().ok_or("--baseline needs a path")?;
                 let _ = BASELINE.set(path.into());
@@ -356,7 +434,18 @@ fn parse_args() -> Result<Mode, String> {
         }
     }
     if let Some(kind) = serve {
-        return Ok(Mode::Serve { kind, bind, core });
+        return Ok(Mode::Serve {
+            kind,
+            bind,
+            core,
+            http2,
+        });
+    }
+    if let Some(protocols) = protocols {
+        if protocols.is_empty() {
+            return Err(format!("--protocols names no protocol\n{USAGE}"));
+        }
+        plan.protocols = protocols;
     }
     if let Some(reps) = reps {
         plan.reps = reps.max(1);
@@ -401,7 +490,12 @@ fn main() -> ExitCode {
         }
     };
     match mode {
-        Mode::Serve { kind, bind, core } => {
+        Mode::Serve {
+            kind,
+            bind,
+            core,
+            http2,
+        } => {
             if !pin_to(core) {
                 eprintln!("bench server: could not pin to core {core}");
             }
@@ -418,7 +512,7 @@ fn main() -> ExitCode {
                 };
                 rt.block_on(async move {
                     let listener = tokio::net::TcpListener::bind(&bind).await?;
-                    kind.serve(listener).await
+                    kind.serve(listener, http2).await
                 })
             };
             match result {
@@ -483,8 +577,9 @@ fn bench_clients(args: &[String]) -> ExitCode {
 // ------------------------------------------------------------------------------------------
 // The child processes.
 
-/// Starts server `kind` in a child process (this binary, or the baseline's) on core 0.
-fn start_server(kind: ServerKind) -> Result<ServerProcess, String> {
+/// Starts server `kind` in a child process (this binary, or the baseline's) on core 0,
+/// ready for `protocol`.
+fn start_server(kind: ServerKind, protocol: Protocol) -> Result<ServerProcess, String> {
     let (exe, name) = match kind {
         ServerKind::OursBase | ServerKind::SmolBase => {
             let exe = BASELINE.get().ok_or("no --baseline binary")?.clone();
@@ -502,11 +597,12 @@ fn start_server(kind: ServerKind) -> Result<ServerProcess, String> {
             kind.name(),
         ),
     };
-    ServerProcess::start(
-        &exe,
-        &["--serve", name, "--bind", "127.0.0.1:0", "--core", "0"],
-        kind.name(),
-    )
+    let mut args = vec!["--serve", name, "--bind", "127.0.0.1:0", "--core", "0"];
+    // Ours (and a baseline build of it) speaks both without being told.
+    if protocol == Protocol::Http2 && matches!(kind, ServerKind::Floor | ServerKind::Rmcp) {
+        args.push("--http2");
+    }
+    ServerProcess::start(&exe, &args, kind.name())
 }
 
 // ------------------------------------------------------------------------------------------
@@ -566,10 +662,16 @@ struct Running {
 
 impl Running {
     /// Starts `kind`, opens its sessions and warms it up (connections, allocator, caches).
-    async fn start(kind: ServerKind, plan: &Plan) -> Result<Running, String> {
-        let server = start_server(kind)?;
-        eprintln!("{}: pid {} at {}", kind.name(), server.pid(), server.url);
-        let target = server.target();
+    async fn start(kind: ServerKind, plan: &Plan, protocol: Protocol) -> Result<Running, String> {
+        let server = start_server(kind, protocol)?;
+        eprintln!(
+            "{} ({}): pid {} at {}",
+            kind.name(),
+            protocol.name(),
+            server.pid(),
+            server.url
+        );
+        let target = server.target().with_http2(protocol == Protocol::Http2);
         let next_id = Arc::new(AtomicU64::new(1));
         let sessions = open_sessions(&target, plan.sessions).await?;
         let single = open_sessions(&target, 1).await?;
@@ -665,11 +767,12 @@ impl Running {
 async fn measure_all(
     plan: &Plan,
     kinds: &[ServerKind],
+    protocol: Protocol,
 ) -> Result<Vec<(ServerKind, Figures)>, String> {
     let mut running = Vec::new();
     for &kind in kinds {
         running.push(
-            Running::start(kind, plan)
+            Running::start(kind, plan, protocol)
                 .await
                 .map_err(|e| format!("{}: {e}", kind.name()))?,
         );
@@ -773,12 +876,18 @@ const METRICS: &[Metric] = &[
     },
 ];
 
-fn table(plan: &Plan, results: &[(ServerKind, Figures)]) -> String {
+fn table(plan: &Plan, results: &[(ServerKind, Figures)], protocol: Protocol) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "bench-servers: {} sessions × {} workers × {} calls, 1 session × {} calls, {} idle sessions; median of {} run(s); servers pinned to core 0, load on core 1\n",
-        plan.sessions, plan.sessions, plan.calls, plan.latency_calls, plan.idle, plan.reps
+        "bench-servers, {}: {} sessions × {} workers × {} calls, 1 session × {} calls, {} idle sessions; median of {} run(s); servers pinned to core 0, load on core 1\n",
+        protocol.title(),
+        plan.sessions,
+        plan.sessions,
+        plan.calls,
+        plan.latency_calls,
+        plan.idle,
+        plan.reps
     );
     let rmcp = results.iter().find(|(k, _)| *k == ServerKind::Rmcp);
     // Every server but rmcp gets a ratio column and a verdict against rmcp.
@@ -823,7 +932,9 @@ fn table(plan: &Plan, results: &[(ServerKind, Figures)]) -> String {
         let _ = write!(header, " {}/rmcp |", k.name());
         rule.push_str("---:|");
     }
-    if !compared.is_empty() {
+    // The targets are HTTP/1.1's: the HTTP/2 table has none.
+    let targets = !compared.is_empty() && protocol == Protocol::Http1;
+    if targets {
         header.push_str(" target |");
         rule.push_str("---|");
     }
@@ -872,7 +983,7 @@ fn table(plan: &Plan, results: &[(ServerKind, Figures)]) -> String {
                 row.push_str(" – |");
             }
         }
-        if !compared.is_empty() {
+        if targets {
             match m.target {
                 Some((text, met)) => {
                     let verdicts: Vec<String> = compared
@@ -901,11 +1012,16 @@ fn table(plan: &Plan, results: &[(ServerKind, Figures)]) -> String {
                     .map(|(o, f)| o / f)
                     .collect(),
             );
+            // The targets are HTTP/1.1's; over HTTP/2 the ratio is reported alone.
             let target = k.floor_target();
-            let verdict = if ratio <= target { "met" } else { "**missed**" };
+            let verdict = match protocol {
+                Protocol::Http1 if ratio <= target => format!("target ≤ {target}×): met"),
+                Protocol::Http1 => format!("target ≤ {target}×): **missed**"),
+                Protocol::Http2 => "the HTTP/2 floor)".to_owned(),
+            };
             let _ = writeln!(
                 out,
-                "{}: server CPU per call {ratio:.2}× the floor (median of the repetitions' ratios; target ≤ {target}×): {verdict}",
+                "{}: server CPU per call {ratio:.2}× the floor (median of the repetitions' ratios; {verdict}",
                 k.name()
             );
         }
@@ -913,13 +1029,24 @@ fn table(plan: &Plan, results: &[(ServerKind, Figures)]) -> String {
     out
 }
 
-/// The chart of the figures that matter most: CPU per call and latency, per server.
-fn chart(path: &std::path::Path, results: &[(ServerKind, Figures)]) -> Result<(), String> {
+/// The chart of the figures that matter most: CPU per call and latency, per server (and
+/// protocol: an HTTP/2 bar is named `NAME h2`).
+fn chart(
+    path: &std::path::Path,
+    results: &[(Protocol, Vec<(ServerKind, Figures)>)],
+) -> Result<(), String> {
     let panel = |title: &str, get: fn(&Figures) -> f64| mcp_bench::chart::Panel {
         title: title.to_owned(),
         bars: results
             .iter()
-            .map(|(k, f)| (k.name().to_owned(), get(f)))
+            .flat_map(|(p, r)| r.iter().map(move |(k, f)| (*p, *k, f)))
+            .map(|(p, k, f)| {
+                let name = match p {
+                    Protocol::Http1 => k.name().to_owned(),
+                    Protocol::Http2 => format!("{} h2", k.name()),
+                };
+                (name, get(f))
+            })
             .collect(),
     };
     mcp_bench::chart::write_svg(
@@ -945,16 +1072,32 @@ fn bench(plan: &Plan, servers: &[ServerKind]) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let results = match rt.block_on(measure_all(plan, servers)) {
-        Ok(results) => results,
-        Err(e) => {
-            eprintln!("bench-servers: {e}");
-            return ExitCode::FAILURE;
+    let mut all = Vec::new();
+    for &protocol in &plan.protocols {
+        let (kinds, left_out): (Vec<ServerKind>, Vec<ServerKind>) =
+            servers.iter().partition(|k| k.speaks(protocol));
+        for k in &left_out {
+            println!(
+                "{}: left out of the {} table (async-h1 speaks HTTP/1.1 only)\n",
+                k.name(),
+                protocol.title()
+            );
         }
-    };
-    println!("{}", table(plan, &results));
+        if kinds.is_empty() {
+            continue;
+        }
+        let results = match rt.block_on(measure_all(plan, &kinds, protocol)) {
+            Ok(results) => results,
+            Err(e) => {
+                eprintln!("bench-servers ({}): {e}", protocol.name());
+                return ExitCode::FAILURE;
+            }
+        };
+        println!("{}", table(plan, &results, protocol));
+        all.push((protocol, results));
+    }
     let path = mcp_bench::chart_path("servers.svg", plan.quick);
-    match chart(&path, &results) {
+    match chart(&path, &all) {
         Ok(()) => println!("chart: {}", path.display()),
         Err(e) => {
             eprintln!("bench-servers: chart: {e}");
@@ -962,12 +1105,16 @@ fn bench(plan: &Plan, servers: &[ServerKind]) -> ExitCode {
         }
     }
     let mut failed = false;
-    for (k, f) in &results {
+    for (p, k, f) in all
+        .iter()
+        .flat_map(|(p, r)| r.iter().map(move |(k, f)| (p, k, f)))
+    {
         if f.errors > 0 {
             failed = true;
             println!(
-                "{}: {} wrong replies (RUN INVALID); first: {}",
+                "{} ({}): {} wrong replies (RUN INVALID); first: {}",
                 k.name(),
+                p.name(),
                 f.errors,
                 f.first_error.as_deref().unwrap_or("?")
             );

@@ -130,6 +130,7 @@ impl ServerProcess {
         Target {
             authority: self.authority.as_str().into(),
             path: self.path.as_str().into(),
+            http2: false,
         }
     }
 
