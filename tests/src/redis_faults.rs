@@ -416,7 +416,11 @@ mod tests {
             .await
             .expect("the upstream side is closed")
             .expect("the sink");
-        assert_eq!(got, sent[..100], "forwarded up to the drawn byte, no further");
+        assert_eq!(
+            got,
+            sent[..100],
+            "forwarded up to the drawn byte, no further"
+        );
         // The instance's side is closed too: it reads the end, not a byte.
         let mut rest = Vec::new();
         let read = tokio::time::timeout(Duration::from_secs(5), client.read_to_end(&mut rest))
