@@ -5,7 +5,8 @@
 //! ([`client_harness`], [`server_harness`]), and the two runtime adapters behind one interface
 //! ([`runtime`], plain or over HTTPS with certificates made by [`tls`]) for the end-to-end
 //! suite and the binaries, and the real external services of the multi-instance tests
-//! ([`services`]: `redis-server`, nginx as a round-robin load balancer), and a test binary's
+//! ([`services`]: `redis-server`, nginx as a round-robin load balancer; [`redis_faults`]: a
+//! proxy that cuts and delays the instances' link to Redis), and a test binary's
 //! log as text ([`log_capture`]).
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -22,6 +23,7 @@ pub mod log_capture;
 pub mod loopback;
 pub mod pair;
 pub mod raw;
+pub mod redis_faults;
 pub mod runtime;
 pub mod server_harness;
 pub mod services;

@@ -1302,3 +1302,54 @@ fn an_event_published_while_a_follow_starts_reaches_it() {
     );
     drop((link, other));
 }
+
+/// A Publish is repeated when its answer is lost (the Redis link may have applied it): the
+/// script recognises a repeat of a link's ticket and appends it once, while another link's
+/// publish of the same ticket number, and the link's next ticket, are appended.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_publish_repeated_by_its_link_is_appended_once() {
+    let redis = require_service!(Redis::start());
+    let backend = mcp_tokio::redis_backend(&redis.url(), redis_config("repeat")).unwrap();
+    let (tx, rx) = mpsc::channel();
+    let mut link = backend.connect("a", inbox(tx));
+    let (otx, orx) = mpsc::channel();
+    let mut other = backend.connect("b", inbox(otx));
+    let now = Instant::now();
+    let create = StoreOp::Create {
+        record: record("x", None),
+        max_sessions: 100,
+        ttl: Some(Duration::from_secs(60)),
+    };
+    link.submit(now, Ticket::from_u64(1), create);
+    assert_eq!(reply(&rx), (Ticket::from_u64(1), StoreReply::Created));
+    let published = |rx: &mpsc::Receiver<ClusterDelivery>, link: &mut Box<dyn StoreLink>, t| {
+        link.submit(now, Ticket::from_u64(t), publish("x", t, 8));
+        reply(rx)
+    };
+    let seq = |s| StoreReply::Published { seq: s };
+    assert_eq!(published(&rx, &mut link, 5), (Ticket::from_u64(5), seq(1)));
+    // The same ticket again (a retry after a lost answer): not appended, the last seq.
+    assert_eq!(published(&rx, &mut link, 5), (Ticket::from_u64(5), seq(1)));
+    // Another link's ticket 5, and this link's ticket 6: appended.
+    assert_eq!(
+        published(&orx, &mut other, 5),
+        (Ticket::from_u64(5), seq(2))
+    );
+    assert_eq!(published(&rx, &mut link, 6), (Ticket::from_u64(6), seq(3)));
+    link.submit(
+        now,
+        Ticket::from_u64(7),
+        StoreOp::Follow {
+            session: "x".into(),
+            from: FollowFrom::After(0),
+        },
+    );
+    let (t, events) = reply(&rx);
+    assert_eq!(t, Ticket::from_u64(7));
+    let StoreReply::Events { events, .. } = events else {
+        panic!("events: {events:?}")
+    };
+    let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, [1, 2, 3], "each publish once");
+    drop((link, other));
+}

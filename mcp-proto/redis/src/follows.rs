@@ -14,6 +14,8 @@
 //! - on every wake-up of its channel;
 //! - after every reconnection (wake-ups may have been lost meanwhile): every live follow;
 //! - for a stream follow, on every beat too (its owner may be gone: no wake-up tells);
+//! - for a listen follow, on the next beat after a read of it failed (the wake-up it was
+//!   reading for is spent: without a later publication nothing else would read it);
 //! - for a listen follow whose start was in flight when its channel woke: once more as soon
 //!   as it is live (what the wake-up announced may be past its first read);
 //! - again at once after a read that filled a whole batch (more may be left).
@@ -60,6 +62,9 @@
 //!                                                               last = the last one's; read
 //!                                                               again if full and last moved
 //!  Live        Woken p:wake:s, Recovered            Live        read after last
+//!  Live        ReadFailed                           Live        behind
+//!  Live        Beat (behind)                        Live        read after last (a LogRead
+//!                                                               clears behind)
 //!  Live        Unfollow                             -           unsubscribe p:wake:s if unused
 //!  Live        Expired                              -           answer Failed
 //!  Live        GaveUp, SessionDeleted s             -           -
@@ -188,6 +193,8 @@ pub(crate) enum FollowEvent<'a> {
     },
     /// A publication on `channel` (one not the bus).
     Woken { channel: &'a str },
+    /// A read of follow `ticket` failed (left for a later wake-up, beat or reconnection).
+    ReadFailed { ticket: Ticket },
     /// The beat (a third of the liveness TTL).
     Beat,
     /// The connection came back after a loss (`LinkEffect::Recovered`).
@@ -224,6 +231,9 @@ struct LogFollow {
     session: Box<str>,
     /// The last sequence number answered.
     last: u64,
+    /// A read of it failed since its last read came back: the next beat reads it (no
+    /// wake-up may come again).
+    behind: bool,
 }
 
 /// A live request-stream follow.
@@ -379,6 +389,7 @@ impl Follows {
                 let follow = LogFollow {
                     session: session.into(),
                     last: after,
+                    behind: false,
                 };
                 self.logs.insert(ticket, follow);
                 fx.answers.extend(self.answer_log(ticket, events, true));
@@ -388,7 +399,10 @@ impl Follows {
                 }
             }
             E::LogRead { ticket, events } => {
-                let Some(before) = self.logs.get(&ticket).map(|f| f.last) else {
+                let Some(before) = self.logs.get_mut(&ticket).map(|f| {
+                    f.behind = false;
+                    f.last
+                }) else {
                     return fx;
                 };
                 let full = events.len() >= self.read_batch;
@@ -488,8 +502,15 @@ impl Follows {
                         .collect();
                 }
             }
+            E::ReadFailed { ticket } => {
+                if let Some(f) = self.logs.get_mut(&ticket) {
+                    f.behind = true;
+                }
+            }
             E::Beat => {
-                fx.reads = self.streams.keys().filter_map(|t| self.read(*t)).collect();
+                let behind = self.logs.iter().filter(|(_, f)| f.behind).map(|(t, _)| t);
+                let tickets: Vec<Ticket> = behind.chain(self.streams.keys()).copied().collect();
+                fx.reads = tickets.into_iter().filter_map(|t| self.read(t)).collect();
             }
             E::Recovered => {
                 let tickets = self.logs.keys().chain(self.streams.keys());
@@ -644,6 +665,39 @@ mod tests {
 
     fn channel(s: &str) -> Option<String> {
         Some(s.into())
+    }
+
+    #[test]
+    fn a_listen_follow_whose_read_failed_is_read_on_the_next_beat_until_a_read_comes_back() {
+        let mut f = follows();
+        start(&mut f, 1, "s", 0);
+        start(&mut f, 2, "u", 0);
+        // A live listen follow is read on wake-ups, not on beats.
+        assert_eq!(f.on(FollowEvent::Beat).reads, []);
+        let fx = f.on(FollowEvent::Woken {
+            channel: "p:wake:s",
+        });
+        assert_eq!(fx.reads, [log(1, "s", 0)]);
+        // That read failed: the wake-up is spent, and no other may come; the beat reads it,
+        // and again on every beat until a read of it comes back.
+        assert_eq!(
+            f.on(FollowEvent::ReadFailed { ticket: t(1) }),
+            FollowEffects::default()
+        );
+        assert_eq!(f.on(FollowEvent::Beat).reads, [log(1, "s", 0)]);
+        assert_eq!(f.on(FollowEvent::Beat).reads, [log(1, "s", 0)]);
+        let fx = f.on(FollowEvent::LogRead {
+            ticket: t(1),
+            events: evs(&[1, 2]),
+        });
+        assert_eq!(answered(&fx), [(1, vec![1, 2], 0)]);
+        assert_eq!(f.on(FollowEvent::Beat).reads, [], "caught up");
+        // A failure of an unknown ticket changes nothing.
+        assert_eq!(
+            f.on(FollowEvent::ReadFailed { ticket: t(9) }),
+            FollowEffects::default()
+        );
+        assert_eq!(f.on(FollowEvent::Beat).reads, []);
     }
 
     #[test]

@@ -45,7 +45,7 @@
 //! | `p:s:<s>` | string | the record (JSON), `PEXPIRE` = idle TTL |
 //! | `p:sessions` | sorted set | live session ids, scored by expiry (ms, server clock; `+inf`: none): the cluster-wide cap |
 //! | `p:log:<s>` | stream | the listen log, entry ids `<seq>-0`, field `p` = payload, trimmed `MAXLEN =` capacity |
-//! | `p:meta:<s>` | hash | `last` (the log's sequence counter), `cursor` |
+//! | `p:meta:<s>` | hash | `last` (the log's sequence counter), `cursor`, `o:<owner>` (the last ticket each link published: a repeat is not appended again) |
 //! | `p:bus` | channel | [`BusMessage`](mcp_proto::server::BusMessage)s of every instance (JSON, with the sender's name) |
 //! | `p:wake:<s>` | channel | "the log of `s` grew" (the followers then read with `XRANGE`) |
 //! | `p:rss:<s>` | set | the names of the session's request streams |
@@ -77,8 +77,10 @@
 //!
 //! Every command races [`RedisConfig::command_timeout`]; a failed attempt is retried
 //! [`RedisConfig::retries`] times after [`RedisConfig::retry_backoff`] (doubling), except that
-//! an operation that is not idempotent (Create, Publish, Broadcast) is not repeated once it may
-//! have reached Redis; then the answer is [`StoreReply::Failed`]. A broken connection is
+//! an operation that is not idempotent (Create, Broadcast) is not repeated once it may have
+//! reached Redis; then the answer is [`StoreReply::Failed`]. (Publish is repeated: its script
+//! keeps each link's last ticket per session, `o:<owner>` in `p:meta:<s>`, and appends a
+//! repeat no second time.) A broken connection is
 //! re-dialed with a backoff (from `retry_backoff`, doubling, at most
 //! [`RedisConfig::reconnect_backoff_max`]); while a re-dial is not due, operations fail at
 //! once. After a reconnect the worker subscribes again, calls
@@ -507,12 +509,10 @@ impl StoreLink for RedisLink {
     }
 }
 
-/// Whether `op` may be repeated once it may have reached Redis.
+/// Whether `op` may be repeated once it may have reached Redis (a Publish may: its script
+/// recognises a repeat by the link's owner name and the ticket).
 fn is_idempotent(op: &StoreOp) -> bool {
-    !matches!(
-        op,
-        StoreOp::Create { .. } | StoreOp::Publish { .. } | StoreOp::Broadcast { .. }
-    )
+    !matches!(op, StoreOp::Create { .. } | StoreOp::Broadcast { .. })
 }
 
 /// A batch in flight ended: a lane's operations, in order, each with its outcome.
@@ -787,7 +787,7 @@ impl<R: Runtime> Worker<R> {
                 let failed = FollowEvent::StartFailed { session: &session };
                 let fx = self.follows.on(failed);
                 debug_assert_eq!(fx, FollowEffects::default());
-                self.attempts(ticket, &op, 1, f.why).await;
+                self.attempts(ticket, &op, 1, false, f.why).await;
             }
         }
         self.done_one();
@@ -838,8 +838,15 @@ impl<R: Runtime> Worker<R> {
             }
             self.done_one();
         }
+        // The operations failed together (one connection): one pause before their second
+        // attempts, not one each (a batch of 64 would hold every lane for 64 pauses, past
+        // the router's store timeout).
+        if !again.is_empty() && self.cfg.retries > 0 {
+            let pause = self.retry_pause(1);
+            self.rt.sleep_until(self.rt.now() + pause).await;
+        }
         for (ticket, op, why) in again {
-            self.attempts(ticket, &op, 1, why).await;
+            self.attempts(ticket, &op, 1, true, why).await;
             self.done_one();
         }
         self.lanes.landed(&lane, landed, None);
@@ -1091,10 +1098,12 @@ impl<R: Runtime> Worker<R> {
     async fn woken_reads(&mut self, reads: Vec<Read>) {
         for read in reads {
             let con = match read {
-                Read::Log { .. } => match self.connection().await {
+                Read::Log { ticket, .. } => match self.connection().await {
                     Ok(con) => con,
                     Err(f) => {
                         tracing::debug!(why = f.why, "a follow read failed (retried later)");
+                        let fx = self.follows.on(FollowEvent::ReadFailed { ticket });
+                        debug_assert_eq!(fx, FollowEffects::default());
                         continue;
                     }
                 },
@@ -1113,6 +1122,8 @@ impl<R: Runtime> Worker<R> {
         for read in reads {
             let ticket = read.ticket();
             if let Err(f) = self.follow_read(con.clone(), read).await {
+                let fx = self.follows.on(FollowEvent::ReadFailed { ticket });
+                debug_assert_eq!(fx, FollowEffects::default());
                 let ticket = ticket.as_u64();
                 tracing::debug!(ticket, why = f.why, "a follow read failed (retried later)");
             }
@@ -1178,18 +1189,31 @@ impl<R: Runtime> Worker<R> {
             self.unfollow(follow).await;
             return;
         }
-        self.attempts(ticket, &op, 0, String::new()).await;
+        self.attempts(ticket, &op, 0, false, String::new()).await;
     }
 
-    /// Attempts `op` from attempt `first` (the later ones after a doubling pause) until one
-    /// answers, or gives up with the last failure's reason (`why` before any attempt here).
-    async fn attempts(&mut self, ticket: Ticket, op: &StoreOp, first: u32, mut why: String) {
+    /// The pause before attempt `attempt` (≥ 1) of an operation: the retry backoff,
+    /// doubling.
+    fn retry_pause(&self, attempt: u32) -> Duration {
+        self.cfg
+            .retry_backoff
+            .saturating_mul(1 << attempt.saturating_sub(1).min(16))
+    }
+
+    /// Attempts `op` from attempt `first` (the later ones after a doubling pause; `first`'s
+    /// too, unless `paused`: the caller took it) until one answers, or gives up with the
+    /// last failure's reason (`why` before any attempt here).
+    async fn attempts(
+        &mut self,
+        ticket: Ticket,
+        op: &StoreOp,
+        first: u32,
+        paused: bool,
+        mut why: String,
+    ) {
         for attempt in first..=self.cfg.retries {
-            if attempt > 0 {
-                let pause = self
-                    .cfg
-                    .retry_backoff
-                    .saturating_mul(1 << (attempt - 1).min(16));
+            if attempt > 0 && !(paused && attempt == first) {
+                let pause = self.retry_pause(attempt);
                 self.rt.sleep_until(self.rt.now() + pause).await;
             }
             match self.once(ticket, op).await {
@@ -1244,7 +1268,7 @@ impl<R: Runtime> Worker<R> {
     async fn once(&mut self, ticket: Ticket, op: &StoreOp) -> Result<Option<StoreReply>, Fail> {
         let mut con = self.connection().await?;
         if is_stateless(op) {
-            let out = self.stateless().once(con, op).await;
+            let out = self.stateless().once(con, ticket, op).await;
             self.note(out.as_ref().map(|_| ()));
             return out.map(Some);
         }
@@ -1367,15 +1391,15 @@ impl<R: Runtime> Stateless<R> {
         mut con: MultiplexedConnection,
         ops: &[(Ticket, StoreOp)],
     ) -> Vec<Result<StoreReply, Fail>> {
-        if let [(_, op)] = ops {
-            return vec![self.once(con, op).await];
+        if let [(ticket, op)] = ops {
+            return vec![self.once(con, *ticket, op).await];
         }
         let mut pipe = redis::pipe();
         pipe.ignore_errors();
         let planned: Vec<Result<plan::Expect, Fail>> = ops
             .iter()
-            .map(|(_, op)| {
-                let (req, expect) = self.planner.stateless(op)?;
+            .map(|(ticket, op)| {
+                let (req, expect) = self.planner.stateless(*ticket, op)?;
                 pipe.add_command(match req {
                     Request::Command(cmd) => cmd,
                     Request::Script(call) => call.evalsha(&self.scripts),
@@ -1413,8 +1437,13 @@ impl<R: Runtime> Stateless<R> {
 
     /// One attempt at stateless operation `op` ([`is_stateless`]) on `con`: the planned
     /// request sent, its reply decoded.
-    async fn once(&self, mut con: MultiplexedConnection, op: &StoreOp) -> Result<StoreReply, Fail> {
-        let (req, expect) = self.planner.stateless(op)?;
+    async fn once(
+        &self,
+        mut con: MultiplexedConnection,
+        ticket: Ticket,
+        op: &StoreOp,
+    ) -> Result<StoreReply, Fail> {
+        let (req, expect) = self.planner.stateless(ticket, op)?;
         expect.decode(self.send(&mut con, &req).await?)
     }
 }

@@ -28,7 +28,9 @@
 //!  Dialing      Dialed                        Subscribing   -
 //!  Subscribing  Ready                         Up            backoff reset; Recovered if it was
 //!                                                           up before, else FirstUp
-//!  Subscribing  Answered / TimedOut / Dropped  as Up         (a command of the handshake)
+//!  Subscribing  Answered                      Subscribing   (a command of the handshake)
+//!  Subscribing  TimedOut / Dropped            Down          Lost (due now): a handshake is
+//!                                                           whole or the connection is dropped
 //!  Up           Answered                      Up            timeouts = 0
 //!  Up           TimedOut (≤ retries in a row) Up            timeouts + 1
 //!  Up           TimedOut (> retries in a row) Down          Lost (due now; lost since now)
@@ -205,7 +207,10 @@ impl LinkMachine {
                 self.timeouts = 0;
                 LinkEffect::None
             }
-            (S::Subscribing | S::Up, E::TimedOut) if self.timeouts < self.limits.retries => {
+            // A handshake that timed out is dropped at once: kept, the connection would serve
+            // operations without its subscriptions (the follows never woken again) and
+            // without ever coming up (no recovery: the follows never read again).
+            (S::Up, E::TimedOut) if self.timeouts < self.limits.retries => {
                 self.timeouts += 1;
                 LinkEffect::None
             }
@@ -352,6 +357,23 @@ mod tests {
         assert_eq!(m.on(t0, LinkEvent::Dropped), LinkEffect::Lost);
         assert_eq!(m.on(t0, LinkEvent::Ready), LinkEffect::None, "stale");
         assert_eq!(m.state(), LinkState::Down);
+    }
+
+    #[test]
+    fn a_handshake_command_that_times_out_loses_the_connection_at_once() {
+        let t0 = Instant::now();
+        let mut m = LinkMachine::new(limits(), t0);
+        up(&mut m, t0);
+        m.on(t0, LinkEvent::Dropped);
+        m.on(t0, LinkEvent::DialStart);
+        m.on(t0, LinkEvent::Dialed);
+        assert_eq!(m.on(t0, LinkEvent::Answered), LinkEffect::None);
+        assert_eq!(m.state(), LinkState::Subscribing);
+        // The subscription (or a script load) timed out: dropped, dialed again at once.
+        assert_eq!(m.on(t0, LinkEvent::TimedOut), LinkEffect::Lost);
+        assert_eq!(m.state(), LinkState::Down);
+        assert!(m.dial_due(t0));
+        assert_eq!(up(&mut m, t0), LinkEffect::Recovered);
     }
 
     #[test]

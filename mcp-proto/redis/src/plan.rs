@@ -30,7 +30,8 @@
 //!                                                                            Failed (id taken)
 //!  Save          script Save: record, p:bus, SessionSaved  1 | other         Done | Session(None)
 //!  Touch         script Touch                              integer           Done
-//!  Publish       script Publish: payload, cap, p:wake:<s>  seq (0 missing)   Published { seq }
+//!  Publish       script Publish: payload, cap, p:wake:<s>, seq (0 missing)   Published { seq }
+//!                owner, ticket (a repeat: nothing)
 //!  Delivered     script Delivered: seq                     integer           Done
 //!  OpenStream    script OpenStream: name, owner,           integer           Done
 //!                requests, liveness TTL
@@ -62,6 +63,7 @@ use redis::{ToRedisArgs, Value};
 
 use mcp_proto::server::{
     BusMessage, LogEvent, RecordGuard, RecordOp, ServiceRecord, StoreError, StoreOp, StoreReply,
+    Ticket,
 };
 
 use crate::scripts::{ScriptId, Scripts};
@@ -381,7 +383,11 @@ impl Planner {
 
     /// The request of stateless operation `op` (`crate::is_stateless`), and how its reply
     /// reads.
-    pub(crate) fn stateless(&self, op: &StoreOp) -> Result<(Request, Expect), Fail> {
+    pub(crate) fn stateless(
+        &self,
+        ticket: Ticket,
+        op: &StoreOp,
+    ) -> Result<(Request, Expect), Fail> {
         let k = &self.keys;
         let script = |id, session: &str, ttl| ScriptCall::on_session(id, k, session, ttl);
         let (call, expect) = match op {
@@ -419,7 +425,9 @@ impl Planner {
                 let mut call = script(ScriptId::Publish, session, 0);
                 call.arg(payload.as_ref())
                     .arg(u64::try_from((*capacity).max(1)).unwrap_or(u64::MAX))
-                    .arg(k.wake(session));
+                    .arg(k.wake(session))
+                    .arg(&*self.owner)
+                    .arg(ticket.as_u64());
                 (call, Expect::Published)
             }
             StoreOp::Delivered { session, seq } => {
@@ -612,7 +620,7 @@ mod tests {
 
     use bytes::Bytes;
     use mcp_proto::jsonrpc::RequestId;
-    use mcp_proto::server::{FollowFrom, SessionRecord, StreamEnd, Ticket};
+    use mcp_proto::server::{FollowFrom, SessionRecord, StreamEnd};
 
     use crate::wire::decode_bus;
 
@@ -681,7 +689,9 @@ mod tests {
     }
 
     fn plan(op: StoreOp) -> (Request, Expect) {
-        planner().stateless(&op).expect("planned")
+        planner()
+            .stateless(Ticket::from_u64(7), &op)
+            .expect("planned")
     }
 
     fn bytes(s: &str) -> Value {
@@ -920,7 +930,11 @@ mod tests {
         assert_eq!(id, ScriptId::Publish);
         assert_eq!(keys, session_keys("s1"));
         // A capacity of 0 keeps one event.
-        assert_eq!(args, ["s1", "0", "{\"x\":1}", "1", "p:wake:s1"]);
+        // The publisher and its ticket: a repeat is recognised (the script appends once).
+        assert_eq!(
+            args,
+            ["s1", "0", "{\"x\":1}", "1", "p:wake:s1", "a:42", "7"]
+        );
         assert_eq!(
             expect.decode(Value::Int(12)).unwrap(),
             StoreReply::Published { seq: 12 }
@@ -1020,7 +1034,7 @@ mod tests {
                 follow: Ticket::from_u64(1),
             },
         ] {
-            let f = p.stateless(&op).unwrap_err();
+            let f = p.stateless(Ticket::from_u64(1), &op).unwrap_err();
             assert!(!f.sent, "{op:?}");
         }
     }

@@ -96,9 +96,18 @@ redis.call('PUBLISH', ARGV[3], ARGV[4])
 return 1
 ";
 
-/// Publish: ARGV\[3\] payload, ARGV\[4\] capacity, ARGV\[5\] wake channel. The seq, 0 missing.
+/// Publish: ARGV\[3\] payload, ARGV\[4\] capacity, ARGV\[5\] wake channel, ARGV\[6\] the
+/// publisher (the link's owner name), ARGV\[7\] its ticket. The seq, 0 missing. Idempotent:
+/// the meta hash keeps each publisher's last ticket (`o:<owner>`); a ticket not above it was
+/// applied already (a link's tickets grow, and one session's publishes are applied in
+/// submission order), so a repeat appends nothing and answers the log's last seq.
 const PUBLISH: &str = r"
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local done = redis.call('HGET', KEYS[4], 'o:' .. ARGV[6])
+if done and tonumber(ARGV[7]) <= tonumber(done) then
+  return tonumber(redis.call('HGET', KEYS[4], 'last') or 0)
+end
+redis.call('HSET', KEYS[4], 'o:' .. ARGV[6], ARGV[7])
 local seq = redis.call('HINCRBY', KEYS[4], 'last', 1)
 redis.call('XADD', KEYS[3], 'MAXLEN', '=', ARGV[4], seq .. '-0', 'p', ARGV[3])
 local ttl = redis.call('PTTL', KEYS[1])
