@@ -805,6 +805,8 @@ fn an_instance_waiting_on_a_store_that_is_behind_pushes_new_requests_back() {
         assert_eq!(body["error"]["code"], -32000);
         assert_eq!(body["error"]["data"]["retryAfter"], 2);
     }
+    // The pushed-back POST keeps its connection: its client comes back on it.
+    assert!(!c.node(1).response(pushed).stopped_reading);
     assert!(
         c.node(1).next_request().is_none(),
         "nothing reached the app"
