@@ -503,3 +503,81 @@ impl Body for ResponseBody {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+
+    use super::*;
+
+    /// A connection that gives one scripted piece per read (what fits of it), then EOF.
+    struct Script(VecDeque<Vec<u8>>);
+
+    impl hyper::rt::Read for Script {
+        fn poll_read(
+            mut self: Pin<&mut Self>,
+            _: &mut Context<'_>,
+            mut buf: hyper::rt::ReadBufCursor<'_>,
+        ) -> Poll<io::Result<()>> {
+            if let Some(mut piece) = self.0.pop_front() {
+                let n = piece.len().min(buf.remaining());
+                buf.put_slice(&piece[..n]);
+                if n < piece.len() {
+                    self.0.push_front(piece.split_off(n));
+                }
+            }
+            Poll::Ready(Ok(()))
+        }
+    }
+
+    fn ready<T>(f: impl Future<Output = T>) -> T {
+        let mut f = std::pin::pin!(f);
+        match f
+            .as_mut()
+            .poll(&mut Context::from_waker(std::task::Waker::noop()))
+        {
+            Poll::Ready(t) => t,
+            Poll::Pending => panic!("the future waited"),
+        }
+    }
+
+    /// Sniffs a connection that sends `pieces`; says whether it is HTTP/2, and what hyper's
+    /// first read (into 8 KiB) then gets.
+    fn sniffed(pieces: &[&[u8]]) -> (bool, Vec<u8>) {
+        let script = Script(pieces.iter().map(|p| p.to_vec()).collect());
+        let (h2, mut io) = ready(sniff(script)).expect("sniffed");
+        let mut room = [0u8; 8192];
+        let mut buf = hyper::rt::ReadBuf::new(&mut room);
+        let read = hyper::rt::Read::poll_read(
+            Pin::new(&mut io),
+            &mut Context::from_waker(std::task::Waker::noop()),
+            buf.unfilled(),
+        );
+        assert!(matches!(read, Poll::Ready(Ok(()))));
+        (h2, buf.filled().to_vec())
+    }
+
+    #[test]
+    fn an_http1_head_of_24_bytes_or_more_in_one_read_is_http1_and_read_whole_again() {
+        let head = b"POST /mcp HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}";
+        assert_eq!(sniffed(&[head]), (false, head.to_vec()));
+        // Exactly 24 bytes, all read at once: not the preface.
+        assert_eq!(sniffed(&[&head[..24]]), (false, head[..24].to_vec()));
+    }
+
+    #[test]
+    fn the_preface_in_pieces_is_http2_and_comes_back_with_what_follows() {
+        let frames = b"\0\0\0\x04\0\0\0\0\0";
+        let (h2, first) = sniffed(&[b"PRI * HT", b"TP/2.0\r\n\r\nSM\r\n\r\n", frames]);
+        assert!(h2);
+        // The preface and, in the same read, what came after it.
+        assert_eq!(first, [&H2_PREFACE[..], frames].concat());
+    }
+
+    #[test]
+    fn a_head_that_leaves_the_preface_partway_is_http1() {
+        let head = b"PRI * HTTP/1.1\r\nHost: a\r\n\r\n";
+        assert_eq!(sniffed(&[&head[..10], &head[10..]]), (false, head.to_vec()));
+        assert_eq!(sniffed(&[]), (false, Vec::new()));
+    }
+}
