@@ -168,7 +168,8 @@ impl Acceptor {
         #[cfg(feature = "tls")]
         if let Some(tls) = &self.tls {
             let accepted = mcp_driver::tls::handshake(rt, &tls.1, handle, peer, tls.0.accept(tcp));
-            return accepted.await.map(shared);
+            // Boxed: the connection's task keeps no room for the handshake after it.
+            return Box::pin(accepted).await.map(shared);
         }
         Some(shared(tcp))
     }
@@ -189,7 +190,7 @@ impl Acceptor {
 /// Writes made while the task is not polling (async-h1 answers `Expect: 100-continue` from
 /// a task of its own) go straight through, after whatever the buffer still holds. The buffer
 /// holds at most [`Corked::LIMIT`] bytes: a larger write first sends what it holds, and a
-/// write larger than the limit goes through as it is.
+/// write larger than the limit goes through as it is. Once all is sent, the buffer is freed.
 ///
 /// | cork | event | next |
 /// |---|---|---|
@@ -235,12 +236,12 @@ impl Corked {
 
     /// Runs `f` (the HTTP library's work on this connection) with the cork in during each of
     /// its polls; after each poll what was gathered is sent. A failed send ends it with the
-    /// error (the connection is then of no use).
-    pub(crate) async fn during<F: Future>(&self, f: F) -> std::io::Result<F::Output> {
-        let mut f = std::pin::pin!(f);
+    /// error (the connection is then of no use). `f` is pinned by the caller (an async fn's
+    /// argument is kept whole in its future: `f` by value would be held twice).
+    pub(crate) async fn during<F: Future + Unpin>(&self, mut f: F) -> std::io::Result<F::Output> {
         std::future::poll_fn(|cx| {
             lock(&self.cork).gathering = true;
-            let polled = f.as_mut().poll(cx);
+            let polled = std::pin::Pin::new(&mut f).poll(cx);
             let mut cork = lock(&self.cork);
             cork.gathering = false;
             // What the socket does not take now waits, with this task woken when it can.
@@ -274,8 +275,9 @@ fn send_held(
         }
     };
     buf.drain(..sent);
-    if buf.is_empty() && buf.capacity() > Corked::LIMIT {
-        // A write past the limit grew it once: an idle connection keeps no large buffer.
+    if buf.is_empty() {
+        // All sent: an SSE stream between two events, or a connection between two
+        // requests, holds no buffer.
         *buf = Vec::new();
     }
     result

@@ -138,7 +138,9 @@ pub(crate) fn method_to_h1(method: &Method) -> http_types::Method {
 
 /// Answers one request with `response` (the endpoint's answer to a request whose method was
 /// `method`, `close` when the request asked to close the connection), written to `io` by
-/// async-h1's encoder through `buf` (the connection's, 4 KiB). Says whether the connection
+/// async-h1's encoder through `buf` (the connection's, 4 KiB; freed while the body waits for
+/// its next chunk, so an SSE stream between two events holds none; `response` is best boxed,
+/// so that nothing keeps room for it once the head is in). Says whether the connection
 /// may carry another request (neither side asked `Connection: close`). The caller then reads
 /// what the endpoint left of the request body, so that the next request starts where it
 /// should.
@@ -169,12 +171,21 @@ where
     let response = response.await?;
     let close = close || asks_close_h1(response.header(http_types::headers::CONNECTION));
     let mut encoder = async_h1::server::Encoder::new(response, method);
-    if buf.len() < 4 * 1024 {
-        buf.resize(4 * 1024, 0);
-    }
     let mut out = io.clone();
     loop {
-        let n = std::future::poll_fn(|cx| Pin::new(&mut encoder).poll_read(cx, buf)).await?;
+        let n = std::future::poll_fn(|cx| {
+            if buf.len() < 4 * 1024 {
+                buf.resize(4 * 1024, 0);
+            }
+            let read = Pin::new(&mut encoder).poll_read(cx, buf);
+            if read.is_pending() {
+                // Waiting for the body's next chunk: an SSE stream between two events
+                // holds no buffer (the encoder keeps nothing in it meanwhile).
+                *buf = Vec::new();
+            }
+            read
+        })
+        .await?;
         let mut piece = &buf[..n];
         while !piece.is_empty() {
             let wrote = std::future::poll_fn(|cx| Pin::new(&mut out).poll_write(cx, piece)).await?;

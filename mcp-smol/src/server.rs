@@ -149,11 +149,12 @@ async fn connection(tcp: TcpStream, peer: SocketAddr, handle: ServerHandle, tls:
             Head::Plain(parts) => {
                 let close = convert::asks_close(&parts.headers);
                 let method = convert::method_to_h1(&parts.method);
-                let response = exchange(&handle, &tcp, peer, parts, &mut reader);
+                // Boxed, and freed once the head is in: waiting for the driver's answer takes
+                // the most room, which a streaming response would otherwise keep for its life.
+                let response = Box::pin(exchange(&handle, &tcp, peer, parts, &mut reader));
+                let respond = convert::respond(&io, method, close, &mut buf, response);
                 // Each poll sends what it wrote in one go (a JSON answer: one send).
-                let answered = io
-                    .during(convert::respond(&io, method, close, &mut buf, response))
-                    .await;
+                let answered = io.during(std::pin::pin!(respond)).await;
                 match answered {
                     Ok(Ok(again)) => reader
                         .drain_body()
@@ -166,7 +167,11 @@ async fn connection(tcp: TcpStream, peer: SocketAddr, handle: ServerHandle, tls:
             }
             Head::ForAsyncH1 => {
                 let replay = Replay::new(io.clone(), reader.take_buffered());
-                async_h1_exchange(&handle, &tcp, peer, &io, replay, &mut buf).await
+                // Boxed: async-h1's decoder holds 128 header slots (4 KiB) while it waits.
+                Box::pin(async_h1_exchange(
+                    &handle, &tcp, peer, &io, replay, &mut buf,
+                ))
+                .await
             }
         };
         match answered {
@@ -207,9 +212,8 @@ async fn async_h1_exchange(
             .map_err(no_response)?;
         Ok(response_to_h1(head)?.0)
     };
-    let again = io
-        .during(convert::respond(io, method, close, buf, response))
-        .await??;
+    let respond = convert::respond(io, method, close, buf, Box::pin(response));
+    let again = io.during(std::pin::pin!(respond)).await??;
     while std::future::poll_fn(|cx| Pin::new(&mut body).poll_read(cx, buf)).await? > 0 {}
     Ok(again)
 }

@@ -19,7 +19,7 @@
 //! ```
 //!
 //! [`serve`] runs an accept loop of hyper connections (HTTP/1.1, and HTTP/2 with prior
-//! knowledge; `TCP_NODELAY`) over [`McpService`], a hyper and tower service (axum's
+//! knowledge, told apart by the client's first bytes; `TCP_NODELAY`) over [`McpService`], a hyper and tower service (axum's
 //! `Router::route_service` mounts it) whose clones feed one driver task ([`ServerHandle`]).
 //! A response body dropped before its end (the client left) is a disconnect; a body the core cut ends with an error, so hyper
 //! aborts the connection. [`Serving::shutdown_within`] drains: new requests get the core's
