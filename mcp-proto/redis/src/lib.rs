@@ -24,9 +24,12 @@
 //! - a listen-log follow's start (subscribe, cursor, first read) in flight too, alone in its
 //!   lane's turn; the worker registers it when it comes back, and reads again if its
 //!   session was woken in between (an event published after that read is not missed);
+//! - the beat's renewal of the liveness key in flight: measured on one saturated core, a
+//!   worker that waited for it inline stalled for the command timeout now and then, and the
+//!   operations in flight timed out behind it;
 //! - every other operation here, in its lane's turn, to its end (as are the retries, the
-//!   dials, the wake-ups, the bus messages (RESP3 pushes) and the beats, between the other
-//!   inputs).
+//!   dials, the wake-ups, the bus messages (RESP3 pushes) and the beat's follow reads,
+//!   between the other inputs).
 //!
 //! A failed operation of a batch is attempted again, in order, only if no later one of its
 //! batch was applied (a retry would overtake that one: it is answered `Failed` instead); the
@@ -208,7 +211,10 @@ pub struct RedisConfig {
     /// Operations submitted on one link and not yet done (queued, waiting in their session's
     /// lane, or in flight), at most; beyond, an operation is answered `Failed` at once: a
     /// burst the store cannot absorb is refused at once rather than queued past the router's
-    /// store timeout. Default 10,000.
+    /// store timeout. Default 32,768: measured on one saturated core (the benchmark docs), a
+    /// link there drains ≈ 11,000 operations a second, so a full queue waits about 3 s,
+    /// within the router's 5 s store deadline, and a burst of 10,000 streaming calls (each
+    /// opening a stream, then appending to it) fits without a refusal.
     pub max_queued: usize,
     /// `(busy_above, calm_below)`: when the operations not yet done (as
     /// [`max_queued`](Self::max_queued) counts them) reach `busy_above`, the link says it is
@@ -223,7 +229,8 @@ pub struct RedisConfig {
     /// Operations in flight on the link's connection at once (pipelined: each session's
     /// sent in submission order, its next ones after the answers to these; different
     /// sessions' side by side). 1 runs every operation after the previous one's answer.
-    /// Default 256, at least 1.
+    /// Default 1,024, at least 1: with Redis on a busy core a round trip takes 20–200 ms, and
+    /// at 256 the places in flight, not Redis, bounded what a link drained.
     pub max_in_flight: usize,
     /// Log events read by one `XRANGE` (a longer backlog is answered in several answers).
     /// Default 256.
@@ -250,9 +257,9 @@ impl Default for RedisConfig {
             retry_backoff: Duration::from_millis(50),
             reconnect_backoff_max: Duration::from_secs(2),
             follow_grace: Duration::from_secs(5),
-            max_queued: 10_000,
+            max_queued: 32_768,
             pressure_marks: None,
-            max_in_flight: 256,
+            max_in_flight: 1024,
             read_batch: 256,
             liveness_ttl: Duration::from_secs(5),
         }
@@ -538,6 +545,11 @@ struct FollowDone {
 enum Landed {
     Batch(Done),
     Follow(Box<FollowDone>),
+    /// A beat's renewal of the liveness key.
+    Renewed {
+        generation: u64,
+        result: Result<(), Fail>,
+    },
 }
 
 /// What a stateless operation needs: cloned into its future when it runs in flight.
@@ -637,6 +649,14 @@ impl<R: Runtime> Worker<R> {
                 Input::Op(ticket, op) => self.submit(ticket, op).await,
                 Input::Done(Landed::Batch(done)) => self.finish(done).await,
                 Input::Done(Landed::Follow(done)) => self.follow_landed(done).await,
+                Input::Done(Landed::Renewed { generation, result }) => {
+                    if generation == self.link.generation() {
+                        self.note(result.as_ref().map(|_| ()));
+                    }
+                    if let Err(f) = result {
+                        tracing::debug!(why = f.why, "renewing the liveness key failed");
+                    }
+                }
                 Input::Push(generation, push) => self.on_push(generation, push).await,
                 Input::Timer => {
                     if self.link.dial_due(self.rt.now()) {
@@ -871,9 +891,14 @@ impl<R: Runtime> Worker<R> {
         let Ok(con) = self.connection().await else {
             return;
         };
-        if let Err(f) = self.renew_liveness(con.clone()).await {
-            tracing::debug!(why = f.why, "renewing the liveness key failed");
-        }
+        // In flight: the worker waits for no round trip of its own on a beat.
+        let s = self.stateless();
+        let (generation, req) = (self.link.generation(), self.planner.renew_liveness());
+        let mut renewing = con.clone();
+        self.in_flight.push(Box::pin(async move {
+            let result = s.send(&mut renewing, &req).await.and_then(decode_unit);
+            Landed::Renewed { generation, result }
+        }));
         let fx = self.follows.on(FollowEvent::Beat);
         let reads = self.perform(fx).await;
         self.follow_reads(con, reads).await;
