@@ -1353,3 +1353,83 @@ async fn a_publish_repeated_by_its_link_is_appended_once() {
     assert_eq!(seqs, [1, 2, 3], "each publish once");
     drop((link, other));
 }
+
+/// The beat renews the link's liveness key without the worker waiting for the answer: while
+/// Redis's answers are held back past a beat (the renewal unanswered), an operation
+/// submitted then is still sent. (A worker that waited for the renewal inline sent nothing
+/// until its answer came or the command timed out: measured under load, a 2 s stall.)
+#[test]
+fn the_link_sends_operations_while_its_liveness_renewal_is_unanswered() {
+    use std::sync::{Arc, Mutex};
+    let redis = require_service!(Redis::start());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let gate = Arc::new(Mutex::new(Gate::default()));
+    let backend = {
+        let _guard = rt.enter();
+        // A beat every 200 ms (a third of the TTL); no held answer times out.
+        let config = redis_config("beat").with_command_timeout(Duration::from_secs(30));
+        gated_backend(&redis.url(), config, &gate)
+    };
+    let _guard = rt.enter();
+    let (tx, rx) = mpsc::channel();
+    let mut link = backend.connect("a", inbox(tx));
+    let now = Instant::now();
+    let create = StoreOp::Create {
+        record: record("x", None),
+        max_sessions: 100,
+        ttl: Some(Duration::from_secs(60)),
+    };
+    link.submit(now, Ticket::from_u64(1), create);
+    assert_eq!(reply(&rx), (Ticket::from_u64(1), StoreReply::Created));
+    link.submit(now, Ticket::from_u64(2), publish("x", 1, 8));
+    assert_eq!(
+        reply(&rx),
+        (Ticket::from_u64(2), StoreReply::Published { seq: 1 })
+    );
+    {
+        let mut g = gate.lock().unwrap();
+        g.held = true;
+        g.written.clear();
+    }
+    let renewals = || {
+        let g = gate.lock().unwrap();
+        g.written.windows(8).filter(|w| w == b"beat:ins").count()
+    };
+    let deadline = Instant::now() + WAIT;
+    while renewals() == 0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(
+        renewals() > 0,
+        "a beat renewed the liveness key, unanswered"
+    );
+    link.submit(now, Ticket::from_u64(3), publish("x", 7501, 8));
+    let sent = || {
+        let g = gate.lock().unwrap();
+        g.written.windows(10).any(|w| w == b"{\"m\":7501}")
+    };
+    let deadline = Instant::now() + WAIT;
+    while !sent() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(
+        sent(),
+        "an operation is sent while the renewal waits for its answer"
+    );
+    {
+        let mut g = gate.lock().unwrap();
+        g.held = false;
+        if let Some(w) = g.waker.take() {
+            w.wake();
+        }
+    }
+    assert_eq!(
+        reply(&rx),
+        (Ticket::from_u64(3), StoreReply::Published { seq: 2 })
+    );
+    drop(link);
+}
