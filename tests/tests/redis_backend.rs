@@ -1088,6 +1088,46 @@ fn gated_backend(
     .unwrap()
 }
 
+/// A one-worker tokio runtime and a [`gated_backend`] on it (prefix `prefix`, a command
+/// timeout longer than any hold here: a held answer is never an attempt timing out).
+fn gated_runtime(
+    url: &str,
+    prefix: &str,
+) -> (
+    tokio::runtime::Runtime,
+    std::sync::Arc<std::sync::Mutex<Gate>>,
+    std::sync::Arc<dyn ClusterBackend>,
+) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let gate = std::sync::Arc::new(std::sync::Mutex::new(Gate::default()));
+    let backend = {
+        let _guard = rt.enter();
+        let config = redis_config(prefix).with_command_timeout(Duration::from_secs(30));
+        gated_backend(url, config, &gate)
+    };
+    (rt, gate, backend)
+}
+
+/// Creates `session` on `link` (ticket `ticket`), answered.
+fn create_on(
+    link: &mut Box<dyn StoreLink>,
+    rx: &mpsc::Receiver<ClusterDelivery>,
+    ticket: u64,
+    session: &str,
+) {
+    let create = StoreOp::Create {
+        record: record(session, None),
+        max_sessions: 100,
+        ttl: Some(Duration::from_secs(60)),
+    };
+    link.submit(Instant::now(), Ticket::from_u64(ticket), create);
+    assert_eq!(reply(rx), (Ticket::from_u64(ticket), StoreReply::Created));
+}
+
 /// The next reply `inbox` receives within [`WAIT`].
 fn reply(inbox: &mpsc::Receiver<ClusterDelivery>) -> (Ticket, StoreReply) {
     loop {
@@ -1105,33 +1145,14 @@ fn reply(inbox: &mpsc::Receiver<ClusterDelivery>) -> (Ticket, StoreReply) {
 /// and none that a session submitted after its first.
 #[test]
 fn the_redis_link_pipelines_sessions_and_keeps_each_sessions_order() {
-    use std::sync::{Arc, Mutex};
     let redis = require_service!(Redis::start());
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let gate = Arc::new(Mutex::new(Gate::default()));
-    let backend = {
-        let _guard = rt.enter();
-        // Longer than any hold here: a held answer is never an attempt timing out.
-        let config = redis_config("pipe").with_command_timeout(Duration::from_secs(30));
-        gated_backend(&redis.url(), config, &gate)
-    };
+    let (rt, gate, backend) = gated_runtime(&redis.url(), "pipe");
     let _guard = rt.enter();
     let (tx, rx) = mpsc::channel();
     let mut link = backend.connect("a", inbox(tx));
     let now = Instant::now();
     for (i, session) in ["warm", "x", "y", "z"].into_iter().enumerate() {
-        let create = StoreOp::Create {
-            record: record(session, None),
-            max_sessions: 100,
-            ttl: Some(Duration::from_secs(60)),
-        };
-        let ticket = Ticket::from_u64(100 + i as u64);
-        link.submit(now, ticket, create);
-        assert_eq!(reply(&rx), (ticket, StoreReply::Created));
+        create_on(&mut link, &rx, 100 + i as u64, session);
     }
     // Connected, subscribed, the publish script loaded: the held phase sends only EVALSHAs.
     link.submit(now, Ticket::from_u64(1), publish("warm", 1, 8));
@@ -1360,31 +1381,14 @@ async fn a_publish_repeated_by_its_link_is_appended_once() {
 /// until its answer came or the command timed out: measured under load, a 2 s stall.)
 #[test]
 fn the_link_sends_operations_while_its_liveness_renewal_is_unanswered() {
-    use std::sync::{Arc, Mutex};
     let redis = require_service!(Redis::start());
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let gate = Arc::new(Mutex::new(Gate::default()));
-    let backend = {
-        let _guard = rt.enter();
-        // A beat every 200 ms (a third of the TTL); no held answer times out.
-        let config = redis_config("beat").with_command_timeout(Duration::from_secs(30));
-        gated_backend(&redis.url(), config, &gate)
-    };
+    // A beat every 200 ms (a third of `redis_config`'s TTL).
+    let (rt, gate, backend) = gated_runtime(&redis.url(), "beat");
     let _guard = rt.enter();
     let (tx, rx) = mpsc::channel();
     let mut link = backend.connect("a", inbox(tx));
     let now = Instant::now();
-    let create = StoreOp::Create {
-        record: record("x", None),
-        max_sessions: 100,
-        ttl: Some(Duration::from_secs(60)),
-    };
-    link.submit(now, Ticket::from_u64(1), create);
-    assert_eq!(reply(&rx), (Ticket::from_u64(1), StoreReply::Created));
+    create_on(&mut link, &rx, 1, "x");
     link.submit(now, Ticket::from_u64(2), publish("x", 1, 8));
     assert_eq!(
         reply(&rx),
