@@ -1437,3 +1437,46 @@ fn the_link_sends_operations_while_its_liveness_renewal_is_unanswered() {
     );
     drop(link);
 }
+
+/// Redis that lost the store's scripts (`SCRIPT FLUSH`, or a server that took over) answers
+/// `NOSCRIPT`, and nothing ran: the link loads the scripts again and the operation is
+/// answered, even a Create, which is never sent twice once it may have run.
+fn the_link_loads_the_scripts_again_after_a_script_flush(
+    backend: &dyn ClusterBackend,
+    redis: &Redis,
+) {
+    let (tx, rx) = mpsc::channel();
+    let mut link = backend.connect("a", inbox(tx));
+    create_on(&mut link, &rx, 1, "before");
+    let mut admin = redis.connect().unwrap();
+    admin.command(&["SCRIPT", "FLUSH"]).unwrap();
+    create_on(&mut link, &rx, 2, "after");
+    link.submit(Instant::now(), Ticket::from_u64(3), publish("after", 1, 8));
+    assert_eq!(
+        reply(&rx),
+        (Ticket::from_u64(3), StoreReply::Published { seq: 1 })
+    );
+}
+
+#[test]
+fn a_tokio_link_loads_the_scripts_again_after_a_script_flush() {
+    let redis = require_service!(Redis::start());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let backend = {
+        let _guard = rt.enter();
+        mcp_tokio::redis_backend(&redis.url(), redis_config("flush")).unwrap()
+    };
+    let _guard = rt.enter();
+    the_link_loads_the_scripts_again_after_a_script_flush(&*backend, &redis);
+}
+
+#[test]
+fn a_smol_link_loads_the_scripts_again_after_a_script_flush() {
+    let redis = require_service!(Redis::start());
+    let backend = mcp_smol::redis_backend(&redis.url(), redis_config("flush")).unwrap();
+    the_link_loads_the_scripts_again_after_a_script_flush(&*backend, &redis);
+}

@@ -147,6 +147,19 @@ impl Fail {
     }
 }
 
+impl Fail {
+    /// An error reply: Redis answered the command with an error (nothing of the
+    /// connection), unless it no longer has the store's scripts (`NOSCRIPT`: after a
+    /// `SCRIPT FLUSH`, or on a server that took over). Nothing ran then, and the connection
+    /// counts as lost: the next one loads the scripts again before any operation.
+    pub(crate) fn from_reply(e: redis::ServerError) -> Fail {
+        if e.kind() == Some(redis::ServerErrorKind::NoScript) {
+            return Fail::dropped("Redis does not have the store's scripts (NOSCRIPT)");
+        }
+        Fail::redis(&e.into())
+    }
+}
+
 /// What to send: a command, or a call of one of the store's scripts.
 #[derive(Debug)]
 pub(crate) enum Request {
