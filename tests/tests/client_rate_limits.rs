@@ -1,5 +1,5 @@
-//! 429 on a POST, on the virtual clock: the client waits the server's `Retry-After` (or its
-//! backoff without one) and sends the same message again, same JSON-RPC id, at most
+//! 429 on a POST, on the virtual clock: the client waits the server's `Retry-After` (and up
+//! to a quarter more, spread by its seed; or its backoff without one) and sends the same message again, same JSON-RPC id, at most
 //! `RateLimitRetry::max_retries` times; then, or when the server asks for more than
 //! `max_wait`, the request fails with `ClientError::RateLimited`. A request cancelled or timed
 //! out during the wait is not sent again.
@@ -67,7 +67,9 @@ fn a_429_is_sent_again_after_retry_after_with_the_same_id() {
     }
     assert!(posts[1].0 - posts[0].0 >= Duration::from_secs(2));
     assert!(posts[2].0 - posts[1].0 >= Duration::from_secs(3));
-    assert!(posts[2].0 - posts[0].0 < Duration::from_secs(6));
+    // At most a quarter more than asked (the default jitter, 50 %, halved).
+    assert!(posts[1].0 - posts[0].0 <= Duration::from_millis(2_500));
+    assert!(posts[2].0 - posts[1].0 <= Duration::from_millis(3_750));
     let waits: Vec<(u32, Option<Duration>, Option<RequestId>)> = h
         .events()
         .into_iter()
@@ -89,6 +91,40 @@ fn a_429_is_sent_again_after_retry_after_with_the_same_id() {
             (2, Some(Duration::from_secs(3)), rid)
         ]
     );
+}
+
+/// Clients a server pushed back at the same moment (`Retry-After: 1`) come back spread over
+/// a quarter of a second after it, not all at once to be pushed back again: never earlier
+/// than asked.
+#[test]
+fn clients_pushed_back_together_come_back_spread_out() {
+    let mut waits = Vec::new();
+    for seed in 1..=8 {
+        let mut h = Harness::new(
+            ClientConfig::new().with_seed(seed),
+            ServerConfig::default(),
+            NetConfig::default(),
+        );
+        h.initialize();
+        h.server
+            .script(Match::Method("tools/call"), too_many(Some(1)));
+        let id = h.request("tools/call");
+        h.run_for(Duration::from_secs(3));
+        assert!(h.result_of(id).is_some(), "{:?}", h.outcomes_of(id));
+        let posts = posts_of(&h, "tools/call");
+        assert_eq!(posts.len(), 2, "{posts:?}");
+        waits.push(posts[1].0 - posts[0].0);
+    }
+    for w in &waits {
+        assert!(
+            (Duration::from_secs(1)..=Duration::from_millis(1_250)).contains(w),
+            "{waits:?}"
+        );
+    }
+    let mut distinct = waits.clone();
+    distinct.sort();
+    distinct.dedup_by(|a, b| a.abs_diff(*b) < Duration::from_millis(10));
+    assert!(distinct.len() >= 4, "spread out: {waits:?}");
 }
 
 #[test]

@@ -313,6 +313,36 @@ pub struct ServerDriver<X> {
     tap: Option<Tap>,
     /// A clustered router's link to its store (`ClusterConfig::backend`).
     store: Option<Box<dyn StoreLink>>,
+    /// The warnings that the store did not keep an event: one per [`QUIET`] at most.
+    not_stored: Quiet,
+}
+
+/// How often at most a warning repeated for every event under one trouble is logged (the
+/// others are counted, and the count is logged with the next one).
+const QUIET: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A warning logged at most once per [`QUIET`], with how many were held back since.
+#[derive(Debug, Default)]
+struct Quiet {
+    /// When it was last logged.
+    last: Option<Instant>,
+    /// How many were held back since.
+    held: u64,
+}
+
+impl Quiet {
+    /// `Some(held back since the last one)` when this one is to be logged at `now`.
+    fn admit(&mut self, now: Instant) -> Option<u64> {
+        if self
+            .last
+            .is_some_and(|last| now.saturating_duration_since(last) < QUIET)
+        {
+            self.held += 1;
+            return None;
+        }
+        self.last = Some(now);
+        Some(std::mem::take(&mut self.held))
+    }
 }
 
 /// Sees every router output before the driver acts on it ([`ServerDriver::with_tap`]).
@@ -352,6 +382,7 @@ impl<X: ExchangeSink> ServerDriver<X> {
             sessions: HandleMap::default(),
             tap: None,
             store: None,
+            not_stored: Quiet::default(),
         }
     }
 
@@ -542,7 +573,7 @@ impl<X: ExchangeSink> ServerDriver<X> {
                 return;
             }
             ServerOutput::Event(event) => {
-                self.event(event);
+                self.event(now, event);
                 return;
             }
             ServerOutput::Store { ticket, op } => {
@@ -571,7 +602,7 @@ impl<X: ExchangeSink> ServerDriver<X> {
     }
 
     /// Logs what the router reports, by name and fields.
-    fn event(&mut self, event: mcp_proto::server::ServerEvent) {
+    fn event(&mut self, now: Instant, event: mcp_proto::server::ServerEvent) {
         use mcp_proto::server::ServerEvent as E;
         match event {
             E::Rejected { stream, error } => {
@@ -585,7 +616,14 @@ impl<X: ExchangeSink> ServerDriver<X> {
                 }
             }
             E::NotStored { reason } => {
-                tracing::warn!(reason = &*reason, "the cluster store did not keep an event");
+                // One per event would flood the log while the store is in trouble.
+                if let Some(held_back) = self.not_stored.admit(now) {
+                    tracing::warn!(
+                        reason = &*reason,
+                        held_back,
+                        "the cluster store did not keep an event (held back: how many more since the last warning)"
+                    );
+                }
             }
             E::SlowReader { stream } => {
                 tracing::debug!(stream = stream.as_u64(), "slow reader: response cut");
@@ -1607,5 +1645,24 @@ impl Serving {
     pub async fn shutdown_within(self, grace: Duration) {
         self.handle.shutdown_within(grace);
         self.wait().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{QUIET, Quiet};
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_repeated_warning_is_logged_once_per_interval_with_the_count_held_back() {
+        let t0 = Instant::now();
+        let mut q = Quiet::default();
+        assert_eq!(q.admit(t0), Some(0));
+        for i in 1..=5 {
+            assert_eq!(q.admit(t0 + Duration::from_millis(i * 100)), None);
+        }
+        assert_eq!(q.admit(t0 + QUIET), Some(5));
+        assert_eq!(q.admit(t0 + QUIET + Duration::from_millis(1)), None);
+        assert_eq!(q.admit(t0 + QUIET * 3), Some(1));
     }
 }

@@ -166,6 +166,18 @@ impl Backoff {
     }
 }
 
+impl Backoff {
+    /// The wait before a message refused with `Retry-After: d` goes again: never less than
+    /// `d`, and up to half of `jitter_percent` of it more (25 % by default), so that the
+    /// clients a server pushed back at the same moment do not all come back at the same
+    /// moment, to be pushed back again.
+    pub(crate) fn spread(&mut self, d: Duration) -> Duration {
+        let d = d.min(self.cfg.max_server_retry);
+        let most = d.as_nanos() * u128::from(self.cfg.jitter_percent.min(100)) / 200;
+        d.saturating_add(nanos(self.rng.up_to(most)))
+    }
+}
+
 /// `now + d`, saturating far in the future instead of panicking on overflow (a configuration
 /// may hold `Duration::MAX`).
 pub(crate) fn after(now: Instant, d: Duration) -> Instant {

@@ -172,8 +172,9 @@ pub struct ClientConfig {
 /// `Retry-After` (a server pushing back under load), is sent again (part of
 /// [`ClientConfig`]). Such a refusal means the server did not process the message, so
 /// sending it again is safe: the
-/// client waits the server's `Retry-After` (delta-seconds; without one, the reconnect backoff
-/// of [`BackoffConfig`]) and re-sends the same message, with the same JSON-RPC id, at most
+/// client waits the server's `Retry-After` (delta-seconds), plus up to half of
+/// [`BackoffConfig::jitter_percent`] of it so that clients pushed back together come back
+/// spread out (without one, the reconnect backoff of [`BackoffConfig`]), and re-sends the same message, with the same JSON-RPC id, at most
 /// [`max_retries`](Self::max_retries) times; then, or at once when `Retry-After` asks for more
 /// than [`max_wait`](Self::max_wait), the request fails with
 /// [`ClientError::RateLimited`](super::ClientError::RateLimited). A request cancelled or timed

@@ -599,7 +599,7 @@ impl PostStream {
             return PostState::Discard { seen: 0 };
         }
         let delay = match retry_after {
-            Some(d) => d,
+            Some(d) => ctx.backoff.spread(d),
             None => ctx.backoff.delay(self.rate_retries, None),
         };
         let at = after(ctx.now, delay);
