@@ -182,8 +182,9 @@ impl ScriptCall {
     fn on_session(script: ScriptId, k: &Keys, session: &str, ttl: u64) -> ScriptCall {
         let mut call = ScriptCall {
             script,
-            keys: Vec::new(),
-            args: Vec::new(),
+            // The most any script takes (a request stream's: eight keys, eight arguments).
+            keys: Vec::with_capacity(8),
+            args: Vec::with_capacity(8),
         };
         call.key(k.record(session))
             .key(k.sessions())
@@ -195,8 +196,9 @@ impl ScriptCall {
         call
     }
 
-    fn key(&mut self, key: impl ToRedisArgs) -> &mut Self {
-        key.write_redis_args(&mut self.keys);
+    /// Adds a key, moved in (every key is a name made for this call).
+    fn key(&mut self, key: String) -> &mut Self {
+        self.keys.push(key.into_bytes());
         self
     }
 
@@ -208,9 +210,12 @@ impl ScriptCall {
     /// The `EVALSHA` command of this call, for a pipeline (the script is loaded on every
     /// connection before any operation runs; a pipeline does not fall back to loading it).
     pub(crate) fn evalsha(&self, scripts: &Scripts) -> redis::Cmd {
-        let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(scripts.get(self.script).get_hash())
-            .arg(self.keys.len());
+        let hash = scripts.get(self.script).get_hash();
+        let parts = self.keys.iter().chain(&self.args);
+        // Sized once: the command, the hash, the key count (at most 20 digits), every part.
+        let size = "EVALSHA".len() + hash.len() + 20 + parts.map(Vec::len).sum::<usize>();
+        let mut cmd = redis::Cmd::with_capacity(3 + self.keys.len() + self.args.len(), size);
+        cmd.arg("EVALSHA").arg(hash).arg(self.keys.len());
         for key in &self.keys {
             cmd.arg(key.as_slice());
         }

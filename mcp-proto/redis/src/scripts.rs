@@ -57,13 +57,26 @@ end
 ";
 
 /// Create: ARGV\[3\] record, ARGV\[4\] cap. 1 created, 0 at capacity, -1 the id is taken.
+/// A new session has no log, hash nor request streams yet: only its record and its place in
+/// the sessions set get its expiry (what `renew` would do, in a third of its commands). The
+/// set's expired members are dropped when they would count against the cap (so they are
+/// never more than the cap).
 const CREATE: &str = r"
 local ttl = tonumber(ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now_ms())
+local now = now_ms()
 if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
-if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then return 0 end
-redis.call('SET', KEYS[1], ARGV[3])
-renew(ttl)
+local cap = tonumber(ARGV[4])
+if redis.call('ZCARD', KEYS[2]) >= cap then
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+  if redis.call('ZCARD', KEYS[2]) >= cap then return 0 end
+end
+if ttl > 0 then
+  redis.call('SET', KEYS[1], ARGV[3], 'PX', ttl)
+  redis.call('ZADD', KEYS[2], now + ttl, ARGV[1])
+else
+  redis.call('SET', KEYS[1], ARGV[3])
+  redis.call('ZADD', KEYS[2], '+inf', ARGV[1])
+end
 return 1
 ";
 

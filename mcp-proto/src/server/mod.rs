@@ -673,6 +673,9 @@ impl std::fmt::Debug for Router {
     }
 }
 
+/// The outputs a router keeps room for once its queue is empty.
+const OUT_RETAINED: usize = 1024;
+
 impl Router {
     /// A router with `config`, at time `now`.
     pub fn new(mut config: ServerConfig, now: Instant) -> Self {
@@ -703,9 +706,11 @@ impl Router {
     /// timeout. See the run loop in the module docs.
     pub fn poll_output(&mut self) -> Option<ServerOutput> {
         let out = self.out.pop_front();
-        if out.is_none() && self.out.capacity() > 256 {
-            // A burst (thousands of sessions expiring at once) must not pin its peak.
-            self.out = VecDeque::new();
+        if out.is_none() && self.out.capacity() > OUT_RETAINED {
+            // A burst (thousands of sessions expiring at once) must not pin its peak; a busy
+            // router keeps room for its usual turn rather than growing it from nothing
+            // each time (a batch of store answers emits hundreds of outputs).
+            self.out.shrink_to(OUT_RETAINED);
         }
         out
     }

@@ -86,9 +86,9 @@ impl ClientBinding {
         if self.client.telemetry().is_some() {
             self.observe(session);
         }
-        let commands = self.queue.drain();
+        let mut commands = self.queue.drain();
         let any = !commands.is_empty();
-        for command in commands {
+        for command in commands.drain(..) {
             match command {
                 Command::Send(message) => {
                     let id = match &message {
@@ -107,6 +107,7 @@ impl ClientBinding {
                 }
             }
         }
+        self.queue.recycle(commands);
         any
     }
 

@@ -60,13 +60,22 @@ pub type Wake = Arc<dyn Fn() + Send + Sync>;
 /// A FIFO of commands from the service to the driver, with its wake-up callback.
 pub(crate) struct Queue<C> {
     commands: Mutex<VecDeque<C>>,
+    /// The buffer of the last [`drain`](Self::drain), emptied and given back
+    /// ([`recycle`](Self::recycle)): the next drain leaves it in the queue, so that a busy
+    /// binding does not grow a buffer from nothing for every turn (under load that regrowth
+    /// was a tenth of a server's allocations).
+    spare: Mutex<VecDeque<C>>,
     wake: Wake,
 }
+
+/// The most commands a recycled buffer keeps room for (a burst beyond it is not pinned).
+const RETAINED: usize = 256;
 
 impl<C> Queue<C> {
     pub(crate) fn new(wake: Wake) -> Self {
         Queue {
             commands: Mutex::new(VecDeque::new()),
+            spare: Mutex::new(VecDeque::new()),
             wake,
         }
     }
@@ -76,10 +85,21 @@ impl<C> Queue<C> {
         (self.wake)();
     }
 
-    /// Everything queued, in order. The queue is taken whole (an empty one without a buffer
-    /// is left): no copy, and an idle binding holds no buffer.
+    /// Everything queued, in order. The queue is taken whole, no copy; the spare buffer (if
+    /// any was given back) takes its place.
     pub(crate) fn drain(&self) -> VecDeque<C> {
-        std::mem::take(&mut *lock(&self.commands))
+        let spare = std::mem::take(&mut *lock(&self.spare));
+        std::mem::replace(&mut *lock(&self.commands), spare)
+    }
+
+    /// Gives back the buffer a [`drain`](Self::drain) returned, once its commands are
+    /// taken: emptied, and shrunk to [`RETAINED`] after a burst.
+    pub(crate) fn recycle(&self, mut used: VecDeque<C>) {
+        used.clear();
+        if used.capacity() > RETAINED {
+            used.shrink_to(RETAINED);
+        }
+        *lock(&self.spare) = used;
     }
 }
 
@@ -87,4 +107,46 @@ impl<C> Queue<C> {
 /// `prompts/get`) or `params.uri` (`resources/read`); `None` when its params name none.
 pub fn request_subject(params: Option<&serde_json::value::RawValue>) -> Option<String> {
     server::Subject::of_params(params)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Queue, RETAINED};
+    use std::sync::Arc;
+
+    #[test]
+    fn drained_buffers_given_back_take_turns_and_a_burst_is_not_pinned() {
+        let q = Queue::new(Arc::new(|| {}));
+        for i in 0..100 {
+            q.push(i);
+        }
+        let first = q.drain();
+        assert_eq!(
+            first.iter().copied().collect::<Vec<_>>(),
+            (0..100).collect::<Vec<_>>()
+        );
+        q.recycle(first);
+        // The buffer given back takes the queue's place at the next drain: from then on the
+        // two buffers take turns, and neither grows from nothing again.
+        q.push(7);
+        let second = q.drain();
+        assert_eq!(second.iter().copied().collect::<Vec<_>>(), vec![7]);
+        q.recycle(second);
+        q.push(8);
+        let third = q.drain();
+        assert_eq!(third.iter().copied().collect::<Vec<_>>(), vec![8]);
+        assert!(third.capacity() >= 100, "{}", third.capacity());
+        q.recycle(third);
+        // A burst far beyond the usual turn is shrunk when given back.
+        for i in 0..10 * RETAINED {
+            q.push(i);
+        }
+        let burst = q.drain();
+        q.recycle(burst);
+        q.push(1);
+        q.push(2);
+        let after = q.drain();
+        assert_eq!(after.len(), 2);
+        assert!(after.capacity() < 2 * RETAINED, "{}", after.capacity());
+    }
 }

@@ -418,9 +418,9 @@ impl ServerBinding {
                 self.voice = Some((id, voice));
             }
         }
-        let commands = self.link.queue.drain();
+        let mut commands = self.link.queue.drain();
         let any = !commands.is_empty();
-        for command in commands {
+        for command in commands.drain(..) {
             match command {
                 Command::Notify(owner, related, n) => {
                     if let Some(target) = self.target(owner, related.as_ref()) {
@@ -485,6 +485,7 @@ impl ServerBinding {
                 },
             }
         }
+        self.link.queue.recycle(commands);
         for key in self.link.outbound.abandoned() {
             self.link.end_outgoing(key, &Err(PeerError::Cancelled));
             if let Some(oid) = self.key_to_oid.remove(&key) {
