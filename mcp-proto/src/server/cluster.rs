@@ -195,7 +195,12 @@ pub struct ClusterConfig {
     /// request). `DELETE` is never refused for it. New requests are pushed back the same
     /// way while the store backend says its own queue runs high
     /// ([`Router::handle_store_pressure`]: the Redis backend's queue also holds operations
-    /// nothing waits for, and those the router stopped waiting for). Default 4,096.
+    /// nothing waits for, and those the router stopped waiting for). Default 16,384: half
+    /// the Redis link's own bound (`RedisConfig::max_queued`, 32,768 operations), so that
+    /// the router pushes back before that link refuses. Measured with 10,000 streaming
+    /// calls at once on one core with Redis, 4,096 pushed back 6,800–24,000 of 30,000 (each
+    /// a second exchange: 10–25 % more server CPU per call, and a p99 of 11–15 s); 16,384
+    /// pushed back none, with the p99 under 5 s.
     pub max_store_backlog: usize,
     /// The `Retry-After` of a request refused for [`max_store_backlog`](Self::max_store_backlog).
     /// Default 1 s.
@@ -231,7 +236,7 @@ impl ClusterConfig {
             store_timeout: Duration::from_secs(5),
             touch_interval: None,
             listen_log_capacity: 1024,
-            max_store_backlog: 4096,
+            max_store_backlog: 16_384,
             backlog_retry_after: Duration::from_secs(1),
         })
     }
