@@ -198,9 +198,9 @@ pub struct ClusterConfig {
     /// nothing waits for, and those the router stopped waiting for). Default 16,384: half
     /// the Redis link's own bound (`RedisConfig::max_queued`, 32,768 operations), so that
     /// the router pushes back before that link refuses. Measured with 10,000 streaming
-    /// calls at once on one core with Redis, 4,096 pushed back 6,800–24,000 of 30,000 (each
-    /// a second exchange: 10–25 % more server CPU per call, and a p99 of 11–15 s); 16,384
-    /// pushed back none, with the p99 under 5 s.
+    /// calls at once on one core with Redis, 4,096 pushed back 6,800–26,700 of 30,000 (each
+    /// a second exchange: 9–17 % more server CPU per call, and a p99 of 6–14 s); 16,384
+    /// pushed back none, with the p99 under 5.4 s.
     pub max_store_backlog: usize,
     /// The `Retry-After` of a request refused for [`max_store_backlog`](Self::max_store_backlog).
     /// Default 1 s.
