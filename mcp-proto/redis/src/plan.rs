@@ -196,6 +196,21 @@ impl ScriptCall {
         call
     }
 
+    /// The Create script's call: a new session has no log, hash nor streams, so only its
+    /// record's and the sessions set's keys, with the same first two arguments.
+    fn on_new_session(k: &Keys, session: &str, ttl: u64) -> ScriptCall {
+        let mut call = ScriptCall {
+            script: ScriptId::Create,
+            keys: Vec::with_capacity(2),
+            args: Vec::with_capacity(4),
+        };
+        call.key(k.record(session))
+            .key(k.sessions())
+            .arg(session)
+            .arg(ttl);
+        call
+    }
+
     /// Adds a key, moved in (every key is a name made for this call).
     fn key(&mut self, key: String) -> &mut Self {
         self.keys.push(key.into_bytes());
@@ -418,7 +433,7 @@ impl Planner {
                 max_sessions,
                 ttl,
             } => {
-                let mut call = script(ScriptId::Create, &record.id, ttl_ms(*ttl));
+                let mut call = ScriptCall::on_new_session(k, &record.id, ttl_ms(*ttl));
                 call.arg(encode_record(record))
                     .arg(u64::try_from(*max_sessions).unwrap_or(u64::MAX));
                 (call, Expect::Created)
@@ -837,7 +852,7 @@ mod tests {
         });
         let (id, keys, args) = script(req);
         assert_eq!(id, ScriptId::Create);
-        assert_eq!(keys, session_keys("s1"));
+        assert_eq!(keys, session_keys("s1")[..2]);
         let wire = String::from_utf8(encode_record(&r)).unwrap();
         assert_eq!(args, ["s1", "1500", &wire, "10"]);
         assert_eq!(expect, Expect::Created);
