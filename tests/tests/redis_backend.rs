@@ -558,27 +558,35 @@ fn redis_config(prefix: &str) -> mcp_redis::RedisConfig {
         .with_liveness_ttl(Duration::from_millis(600))
 }
 
-#[test]
-fn the_redis_backend_answers_as_memory_cluster_on_tokio() {
-    let redis = require_service!(Redis::start());
+/// Runs `check` on the tokio adapter's Redis backend (keys under `prefix`), inside a
+/// one-worker runtime.
+fn on_tokio_backend(redis: &Redis, prefix: &str, check: fn(&dyn ClusterBackend, &Redis)) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()
         .unwrap();
-    let backend = {
-        let _guard = rt.enter();
-        mcp_tokio::redis_backend(&redis.url(), redis_config("conf")).unwrap()
-    };
     let _guard = rt.enter();
-    conformance(&*backend, &redis);
+    let backend = mcp_tokio::redis_backend(&redis.url(), redis_config(prefix)).unwrap();
+    check(&*backend, redis);
+}
+
+/// Runs `check` on the smol adapter's Redis backend (keys under `prefix`).
+fn on_smol_backend(redis: &Redis, prefix: &str, check: fn(&dyn ClusterBackend, &Redis)) {
+    let backend = mcp_smol::redis_backend(&redis.url(), redis_config(prefix)).unwrap();
+    check(&*backend, redis);
+}
+
+#[test]
+fn the_redis_backend_answers_as_memory_cluster_on_tokio() {
+    let redis = require_service!(Redis::start());
+    on_tokio_backend(&redis, "conf", conformance);
 }
 
 #[test]
 fn the_redis_backend_answers_as_memory_cluster_on_smol() {
     let redis = require_service!(Redis::start());
-    let backend = mcp_smol::redis_backend(&redis.url(), redis_config("conf")).unwrap();
-    conformance(&*backend, &redis);
+    on_smol_backend(&redis, "conf", conformance);
 }
 
 #[test]
@@ -1461,22 +1469,19 @@ fn the_link_loads_the_scripts_again_after_a_script_flush(
 #[test]
 fn a_tokio_link_loads_the_scripts_again_after_a_script_flush() {
     let redis = require_service!(Redis::start());
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let backend = {
-        let _guard = rt.enter();
-        mcp_tokio::redis_backend(&redis.url(), redis_config("flush")).unwrap()
-    };
-    let _guard = rt.enter();
-    the_link_loads_the_scripts_again_after_a_script_flush(&*backend, &redis);
+    on_tokio_backend(
+        &redis,
+        "flush",
+        the_link_loads_the_scripts_again_after_a_script_flush,
+    );
 }
 
 #[test]
 fn a_smol_link_loads_the_scripts_again_after_a_script_flush() {
     let redis = require_service!(Redis::start());
-    let backend = mcp_smol::redis_backend(&redis.url(), redis_config("flush")).unwrap();
-    the_link_loads_the_scripts_again_after_a_script_flush(&*backend, &redis);
+    on_smol_backend(
+        &redis,
+        "flush",
+        the_link_loads_the_scripts_again_after_a_script_flush,
+    );
 }
