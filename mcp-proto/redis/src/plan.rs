@@ -145,9 +145,7 @@ impl Fail {
             },
         }
     }
-}
 
-impl Fail {
     /// An error reply: Redis answered the command with an error (nothing of the
     /// connection), unless it no longer has the store's scripts (`NOSCRIPT`: after a
     /// `SCRIPT FLUSH`, or on a server that took over). Nothing ran then, and the connection

@@ -59,9 +59,8 @@ end
 /// Create: KEYS\[1\] record, \[2\] sessions (no other: a new session has no log, hash nor
 /// request streams yet); ARGV\[3\] record, ARGV\[4\] cap. 1 created, 0 at capacity, -1 the
 /// id is taken. Only the record and its place in the sessions set get its expiry (what
-/// `renew` would do, in a third of its commands). The
-/// set's expired members are dropped when they would count against the cap (so they are
-/// never more than the cap).
+/// `renew` would do, in a third of its commands). The set's expired members are dropped
+/// when they would count against the cap (so they are never more than the cap).
 const CREATE: &str = r"
 local ttl = tonumber(ARGV[2])
 local now = now_ms()

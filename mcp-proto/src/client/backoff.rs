@@ -164,9 +164,7 @@ impl Backoff {
         let floor = floor.map_or(Duration::ZERO, |f| f.min(self.cfg.max_server_retry));
         delay.max(floor)
     }
-}
 
-impl Backoff {
     /// The wait before a message refused with `Retry-After: d` goes again: never less than
     /// `d`, and up to half of `jitter_percent` of it more (25 % by default), so that the
     /// clients a server pushed back at the same moment do not all come back at the same
