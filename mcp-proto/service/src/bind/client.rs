@@ -87,7 +87,8 @@ impl ClientBinding {
             self.observe(session);
         }
         let mut commands = self.queue.drain();
-        let any = !commands.is_empty();
+        let carried = commands.len();
+        let any = carried > 0;
         for command in commands.drain(..) {
             match command {
                 Command::Send(message) => {
@@ -107,7 +108,7 @@ impl ClientBinding {
                 }
             }
         }
-        self.queue.recycle(commands);
+        self.queue.recycle(commands, carried);
         any
     }
 

@@ -60,16 +60,20 @@ pub type Wake = Arc<dyn Fn() + Send + Sync>;
 /// A FIFO of commands from the service to the driver, with its wake-up callback.
 pub(crate) struct Queue<C> {
     commands: Mutex<VecDeque<C>>,
-    /// The buffer of the last [`drain`](Self::drain), emptied and given back
+    /// The buffer of the last busy [`drain`](Self::drain), emptied and given back
     /// ([`recycle`](Self::recycle)): the next drain leaves it in the queue, so that a busy
     /// binding does not grow a buffer from nothing for every turn (under load that regrowth
-    /// was a tenth of a server's allocations).
+    /// was a tenth of a server's allocations). A quiet turn's buffer is dropped, so that an
+    /// idle binding holds none.
     spare: Mutex<VecDeque<C>>,
     wake: Wake,
 }
 
 /// The most commands a recycled buffer keeps room for (a burst beyond it is not pinned).
 const RETAINED: usize = 256;
+
+/// The fewest commands of a turn whose buffer is kept for the next one.
+const BUSY: usize = 16;
 
 impl<C> Queue<C> {
     pub(crate) fn new(wake: Wake) -> Self {
@@ -92,9 +96,13 @@ impl<C> Queue<C> {
         std::mem::replace(&mut *lock(&self.commands), spare)
     }
 
-    /// Gives back the buffer a [`drain`](Self::drain) returned, once its commands are
-    /// taken: emptied, and shrunk to [`RETAINED`] after a burst.
-    pub(crate) fn recycle(&self, mut used: VecDeque<C>) {
+    /// Gives back the buffer a [`drain`](Self::drain) returned with `carried` commands,
+    /// once they are taken: kept (emptied, shrunk to [`RETAINED`] after a burst) when the
+    /// turn was busy ([`BUSY`]), else dropped.
+    pub(crate) fn recycle(&self, mut used: VecDeque<C>, carried: usize) {
+        if carried < BUSY {
+            return;
+        }
         used.clear();
         if used.capacity() > RETAINED {
             used.shrink_to(RETAINED);
@@ -111,42 +119,54 @@ pub fn request_subject(params: Option<&serde_json::value::RawValue>) -> Option<S
 
 #[cfg(test)]
 mod tests {
-    use super::{Queue, RETAINED};
+    use super::{BUSY, Queue, RETAINED};
     use std::sync::Arc;
+
+    /// Pushes `n` commands and drains them: the buffer and how many it carried.
+    fn turn(q: &Queue<usize>, n: usize) -> (std::collections::VecDeque<usize>, usize) {
+        for i in 0..n {
+            q.push(i);
+        }
+        let got = q.drain();
+        assert_eq!(
+            got.iter().copied().collect::<Vec<_>>(),
+            (0..n).collect::<Vec<_>>()
+        );
+        let carried = got.len();
+        (got, carried)
+    }
 
     #[test]
     fn drained_buffers_given_back_take_turns_and_a_burst_is_not_pinned() {
         let q = Queue::new(Arc::new(|| {}));
-        for i in 0..100 {
-            q.push(i);
-        }
-        let first = q.drain();
-        assert_eq!(
-            first.iter().copied().collect::<Vec<_>>(),
-            (0..100).collect::<Vec<_>>()
-        );
-        q.recycle(first);
-        // The buffer given back takes the queue's place at the next drain: from then on the
-        // two buffers take turns, and neither grows from nothing again.
-        q.push(7);
-        let second = q.drain();
-        assert_eq!(second.iter().copied().collect::<Vec<_>>(), vec![7]);
-        q.recycle(second);
-        q.push(8);
-        let third = q.drain();
-        assert_eq!(third.iter().copied().collect::<Vec<_>>(), vec![8]);
+        // Busy turns: the buffer given back takes the queue's place at the next drain; from
+        // then on the two buffers take turns, and neither grows from nothing again.
+        let (first, n) = turn(&q, 100);
+        q.recycle(first, n);
+        let (second, n) = turn(&q, BUSY);
+        q.recycle(second, n);
+        let (third, n) = turn(&q, BUSY);
         assert!(third.capacity() >= 100, "{}", third.capacity());
-        q.recycle(third);
+        q.recycle(third, n);
         // A burst far beyond the usual turn is shrunk when given back.
-        for i in 0..10 * RETAINED {
-            q.push(i);
-        }
-        let burst = q.drain();
-        q.recycle(burst);
-        q.push(1);
-        q.push(2);
-        let after = q.drain();
-        assert_eq!(after.len(), 2);
+        let (burst, n) = turn(&q, 10 * RETAINED);
+        q.recycle(burst, n);
+        let (_, _) = turn(&q, BUSY);
+        let (after, _) = turn(&q, 1);
         assert!(after.capacity() < 2 * RETAINED, "{}", after.capacity());
+    }
+
+    #[test]
+    fn an_idle_queue_holds_no_buffer() {
+        let q = Queue::new(Arc::new(|| {}));
+        // Once busy, then quiet: within two quiet turns neither buffer is kept.
+        let (busy, n) = turn(&q, 100);
+        q.recycle(busy, n);
+        for _ in 0..2 {
+            let (quiet, n) = turn(&q, 1);
+            q.recycle(quiet, n);
+        }
+        assert_eq!(super::lock(&q.spare).capacity(), 0);
+        assert_eq!(super::lock(&q.commands).capacity(), 0);
     }
 }

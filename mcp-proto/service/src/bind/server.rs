@@ -419,7 +419,8 @@ impl ServerBinding {
             }
         }
         let mut commands = self.link.queue.drain();
-        let any = !commands.is_empty();
+        let carried = commands.len();
+        let any = carried > 0;
         for command in commands.drain(..) {
             match command {
                 Command::Notify(owner, related, n) => {
@@ -485,7 +486,7 @@ impl ServerBinding {
                 },
             }
         }
-        self.link.queue.recycle(commands);
+        self.link.queue.recycle(commands, carried);
         for key in self.link.outbound.abandoned() {
             self.link.end_outgoing(key, &Err(PeerError::Cancelled));
             if let Some(oid) = self.key_to_oid.remove(&key) {
