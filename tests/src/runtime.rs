@@ -121,6 +121,16 @@ impl Client {
     }
 }
 
+/// A tokio runtime with one worker thread and every driver enabled (what the Redis tests
+/// enter to build and drive the tokio adapter's backend).
+pub fn one_worker_tokio() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
 impl Runtime {
     /// Runs `future` to completion on this runtime (a fresh multi-threaded tokio runtime, or
     /// `smol::block_on`).

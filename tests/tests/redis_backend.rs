@@ -561,11 +561,7 @@ fn redis_config(prefix: &str) -> mcp_redis::RedisConfig {
 /// Runs `check` on the tokio adapter's Redis backend (keys under `prefix`), inside a
 /// one-worker runtime.
 fn on_tokio_backend(redis: &Redis, prefix: &str, check: fn(&dyn ClusterBackend, &Redis)) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = mcp_tests::runtime::one_worker_tokio();
     let _guard = rt.enter();
     let backend = mcp_tokio::redis_backend(&redis.url(), redis_config(prefix)).unwrap();
     check(&*backend, redis);
@@ -1106,11 +1102,7 @@ fn gated_runtime(
     std::sync::Arc<std::sync::Mutex<Gate>>,
     std::sync::Arc<dyn ClusterBackend>,
 ) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = mcp_tests::runtime::one_worker_tokio();
     let gate = std::sync::Arc::new(std::sync::Mutex::new(Gate::default()));
     let backend = {
         let _guard = rt.enter();
@@ -1237,11 +1229,7 @@ fn the_redis_link_pipelines_sessions_and_keeps_each_sessions_order() {
 fn an_event_published_while_a_follow_starts_reaches_it() {
     use std::sync::{Arc, Mutex};
     let redis = require_service!(Redis::start());
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = mcp_tests::runtime::one_worker_tokio();
     let gate = Arc::new(Mutex::new(Gate::default()));
     let config = || redis_config("window").with_command_timeout(Duration::from_secs(30));
     let (backend, publisher) = {

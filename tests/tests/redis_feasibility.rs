@@ -135,14 +135,6 @@ fn text(v: &Value) -> String {
     redis::from_redis_value_ref::<String>(v).unwrap()
 }
 
-fn tokio_runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
 #[test]
 fn the_crates_own_connect_picks_the_calling_threads_runtime_and_dies_with_it() {
     let redis = require_service!(Redis::start());
@@ -153,7 +145,7 @@ fn the_crates_own_connect_picks_the_calling_threads_runtime_and_dies_with_it() {
     let (stop_tokio, stop) = std::sync::mpsc::channel::<()>();
     let c = client.clone();
     let tokio_thread = std::thread::spawn(move || {
-        let rt = tokio_runtime();
+        let rt = mcp_tests::runtime::one_worker_tokio();
         let con = rt.block_on(async move {
             let mut con = c.get_multiplexed_async_connection().await.unwrap();
             con.set("from", "tokio").await.unwrap();
@@ -211,7 +203,7 @@ fn a_connection_over_our_own_stream_runs_on_our_own_executor_and_stops_with_its_
     }));
 
     // tokio: the same with a tokio stream and tokio::spawn.
-    tokio_runtime().block_on(async {
+    mcp_tests::runtime::one_worker_tokio().block_on(async {
         let (mut con, driver) = dial_tokio(addr, ProtocolVersion::RESP2, runtime_free()).await;
         let task = tokio::spawn(driver);
         assert_eq!(con.get("k").await.unwrap().as_deref(), Some("smol"));
@@ -223,7 +215,7 @@ fn a_connection_over_our_own_stream_runs_on_our_own_executor_and_stops_with_its_
 
     // Across runtimes: an async-io stream needs no particular executor, so its background
     // future may run on tokio while smol code uses the connection.
-    let rt = tokio_runtime();
+    let rt = mcp_tests::runtime::one_worker_tokio();
     let (mut con, driver) = smol::block_on(dial_smol(addr, ProtocolVersion::RESP2, runtime_free()));
     let task = rt.spawn(driver);
     smol::block_on(async {
@@ -486,7 +478,7 @@ fn timed_out_requests_leave_the_connection_usable_and_a_dead_server_fails_them_p
         smol::spawn(driver).detach();
         timeouts(con).await;
     });
-    tokio_runtime().block_on(async {
+    mcp_tests::runtime::one_worker_tokio().block_on(async {
         let (con, driver) = dial_tokio(addr, ProtocolVersion::RESP3, with_timeout()).await;
         tokio::spawn(driver);
         timeouts(con).await;
@@ -650,7 +642,7 @@ fn child_under_prefer_smol() {
     redis::aio::prefer_smol().unwrap();
     // smol's timer and TcpStream (async-io) need no executor of theirs: the crate's own
     // connect works from a tokio thread, its task on smol's global executor.
-    tokio_runtime().block_on(async {
+    mcp_tests::runtime::one_worker_tokio().block_on(async {
         let client = redis::Client::open(format!("redis://{addr}")).unwrap();
         let config = AsyncConnectionConfig::new().set_response_timeout(Some(WAIT));
         let mut con = client

@@ -64,11 +64,7 @@ fn the_redis_link_thread_ends_with_the_backend_and_its_last_link() {
     assert_eq!(link_threads(), 0);
     let config = || mcp_smol::RedisConfig::default().with_prefix("thread");
     comes_and_goes(mcp_smol::redis_backend(&redis.url(), config()).unwrap());
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = mcp_tests::runtime::one_worker_tokio();
     let _guard = rt.enter();
     comes_and_goes(mcp_tokio::redis_backend(&redis.url(), config()).unwrap());
 }

@@ -1449,7 +1449,7 @@ impl<R: Runtime> Stateless<R> {
                 let expect = expect?;
                 let replies = replies.as_mut().map_err(|f| f.again())?;
                 match replies.next() {
-                    Some(Value::ServerError(e)) => Err(Fail::from_reply(e)),
+                    Some(Value::ServerError(e)) => Err(Fail::redis(&e.into())),
                     Some(v) => expect.decode(v),
                     None => Err(Fail::dropped("a pipeline's reply is missing")),
                 }
@@ -1496,23 +1496,13 @@ async fn send_on<R: Runtime>(
     match req {
         Request::Command(cmd) => timed_on(rt, timeout, cmd.query_async::<Value>(con)).await,
         Request::Script(call) => {
-            // `EVALSHA` as a plain command: the script is loaded on every connection, and the
-            // redis crate boxes a command's future, so this keeps each operation in flight
-            // small (`ScriptInvocation::invoke_async` made it ≈ 1.7 KB: an allocation glibc
-            // serves from its large bins, consolidating its fast bins each time). Should
-            // Redis have lost the script (`SCRIPT FLUSH`), the invocation loads it again.
+            // `EVALSHA` as a plain command: the script is loaded on every connection
+            // (`NOSCRIPT` counts as a lost one: `Fail::redis`), and the redis crate boxes a
+            // command's future, so each operation in flight stays small
+            // (`ScriptInvocation::invoke_async` made it ≈ 1.7 KB: an allocation glibc serves
+            // from its large bins, consolidating its fast bins each time).
             let cmd = call.evalsha(scripts);
-            match race(rt, rt.now() + timeout, cmd.query_async::<Value>(con)).await {
-                Some(Ok(v)) => Ok(v),
-                Some(Err(e))
-                    if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
-                {
-                    let inv = call.invocation(scripts);
-                    timed_on(rt, timeout, Box::pin(inv.invoke_async::<Value>(con))).await
-                }
-                Some(Err(e)) => Err(Fail::redis(&e)),
-                None => Err(Fail::timed_out()),
-            }
+            timed_on(rt, timeout, cmd.query_async::<Value>(con)).await
         }
     }
 }
