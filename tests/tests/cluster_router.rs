@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use http::StatusCode;
+use mcp_proto::jsonrpc::{Notification, Outcome};
 use mcp_proto::server::{ServerConfig, ServerOutput, Target};
 use mcp_tests::cluster_harness::Cluster;
 use mcp_tests::server_harness::{Req, init_body, init_result};
@@ -525,6 +526,122 @@ fn request_stream_events_are_written_only_once_stored() {
         "{ids:?}"
     );
     assert!(ids[1].ends_with("-1"), "{ids:?}");
+}
+
+/// Handlers' messages written in one turn, without the outputs being polled in between:
+/// for each handler, `n` progress notifications from `first`, then (`answer`) its result.
+fn write_together(
+    c: &mut Cluster,
+    on: usize,
+    handlers: &[mcp_proto::server::RequestHandle],
+    first: i64,
+    n: i64,
+    answer: bool,
+) {
+    let node = c.node(on);
+    let now = node.now;
+    let raw = |s: String| serde_json::value::RawValue::from_string(s).unwrap();
+    for &h in handlers {
+        for i in first..first + n {
+            let progress = Notification {
+                method: "notifications/progress".into(),
+                params: Some(raw(format!(r#"{{"n":{i}}}"#))),
+            };
+            node.router
+                .notify(now, Target::Request(h), progress)
+                .expect("sent");
+        }
+        if answer {
+            let result = Outcome::Result(raw(r#"{"content":[]}"#.into()));
+            node.router.respond(now, h, result).expect("answered");
+        }
+    }
+    node.pump();
+    c.settle();
+}
+
+#[test]
+fn what_a_session_s_request_streams_write_in_one_turn_is_one_store_operation() {
+    let mut c = cluster(3);
+    let sid = initialize(&mut c, 0);
+    let mut calls = Vec::new();
+    for id in [5, 6] {
+        let s = c
+            .node(1)
+            .send(Req::post(&call(id, "tools/call")).session(&sid).version(V));
+        c.settle();
+        let (h, _, _) = c.node(1).expect_request();
+        calls.push((s, h));
+    }
+    let handlers = [calls[0].1, calls[1].1];
+    // Both streams' registrations, priming events and first two notifications: one
+    // operation.
+    let before = c.store.operations();
+    write_together(&mut c, 1, &handlers, 1, 2, false);
+    assert_eq!(
+        c.store.operations() - before,
+        1,
+        "registered with their first events"
+    );
+    for (s, _) in &calls {
+        assert_eq!(ns(&mut c, 1, *s), [json!(1), json!(2)]);
+    }
+    // Three more each and the results, with the ends: one operation.
+    let before = c.store.operations();
+    write_together(&mut c, 1, &handlers, 3, 3, true);
+    assert_eq!(
+        c.store.operations() - before,
+        1,
+        "their last events and their ends"
+    );
+    for ((s, _), id) in calls.iter().zip([5, 6]) {
+        let r = c.node(1).response(*s).clone();
+        assert!(r.ended, "a stream ends once its last events are stored");
+        let want = [json!(1), json!(2), json!(3), json!(4), json!(5), json!(id)];
+        assert_eq!(ns(&mut c, 1, *s), want);
+        // Each event was stored with its own id: a resume elsewhere gets the rest, once.
+        let ids = r.event_ids();
+        let resumed = c
+            .node(2)
+            .send(Req::get(&sid).version(V).header("last-event-id", &ids[2]));
+        c.settle();
+        let r = c.node(2).response(resumed).clone();
+        assert!(r.ended, "finished: {:?}", r.frames());
+        assert_eq!(ns(&mut c, 2, resumed), want[2..]);
+    }
+}
+
+#[test]
+fn a_turn_s_writes_beyond_the_commit_cap_take_more_operations_in_order() {
+    let mut c = Cluster::tuned(
+        3,
+        |_| ServerConfig::default(),
+        |k| k.with_max_commit_events(4),
+    );
+    let sid = initialize(&mut c, 0);
+    let s = c
+        .node(1)
+        .send(Req::post(&call(5, "tools/call")).session(&sid).version(V));
+    c.settle();
+    let (h, _, _) = c.node(1).expect_request();
+    let before = c.store.operations();
+    write_together(&mut c, 1, &[h], 1, 9, true);
+    assert_eq!(
+        c.store.operations() - before,
+        3,
+        "10 events, at most 4 per operation"
+    );
+    let r = c.node(1).response(s).clone();
+    assert!(r.ended, "{:?}", r.frames());
+    let want: Vec<Value> = (1..=9).map(|n| json!(n)).chain([json!(5)]).collect();
+    assert_eq!(ns(&mut c, 1, s), want);
+    let resumed = c.node(2).send(
+        Req::get(&sid)
+            .version(V)
+            .header("last-event-id", &r.event_ids()[0]),
+    );
+    c.settle();
+    assert_eq!(ns(&mut c, 2, resumed), want, "stored in order, each once");
 }
 
 #[test]

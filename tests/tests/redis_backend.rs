@@ -15,8 +15,8 @@ use mcp_driver::{ClusterBackend, ClusterInbox, StoreLink};
 use mcp_proto::ProtocolVersion;
 use mcp_proto::jsonrpc::{RequestId, Response};
 use mcp_proto::server::{
-    BusMessage, ClusterDelivery, FollowFrom, MemberId, MemoryCluster, RecordGuard, RecordOp,
-    SessionRecord, StoreOp, StoreReply, Ticket,
+    BusMessage, ClusterDelivery, CommitEvent, FollowFrom, MemberId, MemoryCluster, RecordGuard,
+    RecordOp, SessionRecord, StoreOp, StoreReply, StreamCommit, Ticket,
 };
 use mcp_tests::require_service;
 use mcp_tests::services::Redis;
@@ -408,30 +408,53 @@ fn service_records(t: &mut Twin) {
     t.run(1, record_load("task:3"));
 }
 
-fn open(session: &str, stream: &str, requests: &[RequestId]) -> StoreOp {
-    StoreOp::OpenStream {
-        session: session.into(),
+/// One stream's writes in a commit: `open` registers it with these requests; each event is
+/// `(seq, the request it answers)`; `end` its retention.
+fn writes(
+    stream: &str,
+    open: Option<&[RequestId]>,
+    events: &[(u64, Option<RequestId>)],
+    end: Option<Duration>,
+) -> StreamCommit {
+    StreamCommit {
         stream: stream.into(),
-        requests: requests.to_vec(),
+        open: open.map(<[RequestId]>::to_vec),
+        events: events
+            .iter()
+            .map(|(seq, answers)| CommitEvent {
+                seq: *seq,
+                payload: Bytes::from(format!("{{\"event\":{seq}}}")),
+                answers: answers.clone(),
+            })
+            .collect(),
+        end,
     }
+}
+
+/// A commit of one stream's writes (see [`writes`]).
+fn commit(
+    session: &str,
+    stream: &str,
+    open: Option<&[RequestId]>,
+    events: &[(u64, Option<RequestId>)],
+    end: Option<Duration>,
+) -> StoreOp {
+    StoreOp::CommitStreams {
+        session: session.into(),
+        streams: vec![writes(stream, open, events, end)],
+    }
+}
+
+fn open(session: &str, stream: &str, requests: &[RequestId]) -> StoreOp {
+    commit(session, stream, Some(requests), &[], None)
 }
 
 fn append(session: &str, stream: &str, seq: u64, answers: Option<RequestId>) -> StoreOp {
-    StoreOp::Append {
-        session: session.into(),
-        stream: stream.into(),
-        seq,
-        payload: Bytes::from(format!("{{\"event\":{seq}}}")),
-        answers,
-    }
+    commit(session, stream, None, &[(seq, answers)], None)
 }
 
 fn end_stream(session: &str, stream: &str, retain: Duration) -> StoreOp {
-    StoreOp::EndStream {
-        session: session.into(),
-        stream: stream.into(),
-        retain,
-    }
+    commit(session, stream, None, &[], Some(retain))
 }
 
 fn follow_stream(session: &str, stream: &str, after: u64) -> StoreOp {
@@ -484,6 +507,41 @@ fn request_streams(
     t.run(1, end_stream("r1", "b.3", SHORT));
     std::thread::sleep(SHORT + Duration::from_millis(150));
     t.run(2, follow_stream("r1", "b.3", 0)); // Unknown
+    // One commit registers a stream with its first events; a repeated one (a retry) stores
+    // nothing twice; one commit carries the last events and the end; one commit carries
+    // several streams' writes, each applied as if alone (b.9 is neither registered nor
+    // registering: passed over).
+    let first = commit(
+        "r1",
+        "b.7",
+        Some(&[n(12), n(13)]),
+        &[(1, None), (2, Some(n(12)))],
+        None,
+    );
+    t.run(1, first);
+    let more = commit("r1", "b.7", None, &[(2, Some(n(12))), (3, None)], None);
+    t.run(1, more.clone());
+    t.run(1, more);
+    t.run(2, follow_stream("r1", "b.7", 1)); // events 2 and 3, live
+    t.run(
+        1,
+        StoreOp::CommitStreams {
+            session: "r1".into(),
+            streams: vec![
+                writes(
+                    "b.7",
+                    None,
+                    &[(4, Some(n(13))), (5, None)],
+                    Some(Duration::from_secs(60)),
+                ),
+                writes("b.9", None, &[(1, None)], None),
+                writes("b.8", Some(&[n(14)]), &[(1, Some(n(14)))], None),
+            ],
+        },
+    ); // c: events 4 and 5, Finished
+    t.run(0, follow_stream("r1", "b.7", 0)); // events 1 to 5, Finished
+    t.run(0, follow_stream("r1", "b.8", 0)); // event 1, live
+    t.run(0, follow_stream("r1", "b.9", 0)); // Unknown
     // The streams live as long as their session: a touch renews them, expiry removes them.
     // (A TTL longer than SHORT: each step takes some 100 ms of comparing; the sleeps count
     // from the instant the operations ran.)

@@ -75,9 +75,7 @@ impl Lane {
             | StoreOp::Publish { session, .. }
             | StoreOp::Follow { session, .. }
             | StoreOp::Delivered { session, .. }
-            | StoreOp::OpenStream { session, .. }
-            | StoreOp::Append { session, .. }
-            | StoreOp::EndStream { session, .. }
+            | StoreOp::CommitStreams { session, .. }
             | StoreOp::FollowStream { session, .. } => session,
             StoreOp::Create { record, .. } | StoreOp::Save { record, .. } => &record.id,
             StoreOp::Broadcast { message } => match message {

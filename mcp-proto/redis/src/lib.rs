@@ -60,9 +60,10 @@
 //!
 //! # Request streams
 //!
-//! OpenStream, Append and EndStream are scripts; an unfinished stream's keys share the
-//! session record's expiry (Save and Touch renew them with it, walking `p:rss:<s>`); EndStream
-//! sets the retention expiry; Delete removes them all. FollowStream reads (one script) the
+//! CommitStreams is one script per operation: a session's request-stream writes of one
+//! router turn, each stream's registration, events and end in order. An unfinished stream's
+//! keys share the session record's expiry (Save and Touch renew them with it, walking
+//! `p:rss:<s>`); its end sets the retention expiry; Delete removes them all. FollowStream reads (one script) the
 //! record's existence, the hash, the owner's liveness key and the events: no record or no
 //! stream answers [`StreamEnd::Unknown`] at once. A live follow reads again on every wake-up
 //! of its stream's channel and on every beat (a third of the liveness TTL): an owner whose

@@ -33,11 +33,10 @@
 //!  Publish       script Publish: payload, cap, p:wake:<s>, seq (0 missing)   Published { seq }
 //!                owner, ticket (a repeat: nothing)
 //!  Delivered     script Delivered: seq                     integer           Done
-//!  OpenStream    script OpenStream: name, owner,           integer           Done
-//!                requests, liveness TTL
-//!  Append        script Append: seq, payload, a:<id>,      integer           Done
-//!                p:rsw:<s>:<name>
-//!  EndStream     script EndStream: retention, p:rsw:..     integer           Done
+//!  CommitStreams script CommitStreams: owner, liveness     integer           Done
+//!                TTL; per stream: name, requests (or
+//!                none), retention (or 0), p:rsw:<s>:<name>,
+//!                n, then n × (seq, payload, a:<id>)
 //!  Broadcast     PUBLISH p:bus <message>                   integer           Done
 //!  Delete        script Delete: p:bus, SessionDeleted      integer           Done (the worker drops
 //!                                                                            the session's follows)
@@ -454,54 +453,33 @@ impl Planner {
                 let cmd = redis::cmd("PUBLISH").arg(k.bus()).arg(wire).to_owned();
                 return Ok((Request::Command(cmd), Expect::Done));
             }
-            StoreOp::OpenStream {
-                session,
-                stream,
-                requests,
-            } => {
-                let requests = serde_json::to_string(requests)
-                    .map_err(|_| Fail::unsent("the requests cannot be encoded"))?;
-                let mut call = script(ScriptId::OpenStream, session, 0);
-                call.key(k.stream_log(session, stream))
-                    .key(k.stream_meta(session, stream))
-                    .key(k.liveness(&self.owner))
-                    .arg(&**stream)
+            StoreOp::CommitStreams { session, streams } => {
+                let mut call = script(ScriptId::CommitStreams, session, 0);
+                call.key(k.liveness(&self.owner))
                     .arg(&*self.owner)
-                    .arg(requests)
                     .arg(ttl_ms(Some(self.liveness_ttl)));
-                (call, Expect::Done)
-            }
-            StoreOp::Append {
-                session,
-                stream,
-                seq,
-                payload,
-                answers,
-            } => {
-                let answered = match answers {
-                    None => String::new(),
-                    Some(id) => answered_field(id)
-                        .ok_or_else(|| Fail::unsent("the request id cannot be encoded"))?,
-                };
-                let mut call = script(ScriptId::Append, session, 0);
-                call.key(k.stream_log(session, stream))
-                    .key(k.stream_meta(session, stream))
-                    .arg(*seq)
-                    .arg(payload.as_ref())
-                    .arg(answered)
-                    .arg(k.stream_wake(session, stream));
-                (call, Expect::Done)
-            }
-            StoreOp::EndStream {
-                session,
-                stream,
-                retain,
-            } => {
-                let mut call = script(ScriptId::EndStream, session, 0);
-                call.key(k.stream_log(session, stream))
-                    .key(k.stream_meta(session, stream))
-                    .arg(ttl_ms(Some(*retain)))
-                    .arg(k.stream_wake(session, stream));
+                for c in streams {
+                    let requests = match &c.open {
+                        None => String::new(),
+                        Some(requests) => serde_json::to_string(requests)
+                            .map_err(|_| Fail::unsent("the requests cannot be encoded"))?,
+                    };
+                    call.key(k.stream_log(session, &c.stream))
+                        .key(k.stream_meta(session, &c.stream))
+                        .arg(&*c.stream)
+                        .arg(requests)
+                        .arg(c.end.map_or(0, |retain| ttl_ms(Some(retain))))
+                        .arg(k.stream_wake(session, &c.stream))
+                        .arg(c.events.len());
+                    for e in &c.events {
+                        let answered = match &e.answers {
+                            None => String::new(),
+                            Some(id) => answered_field(id)
+                                .ok_or_else(|| Fail::unsent("the request id cannot be encoded"))?,
+                        };
+                        call.arg(e.seq).arg(e.payload.as_ref()).arg(answered);
+                    }
+                }
                 (call, Expect::Done)
             }
             StoreOp::Record(RecordOp::Load { key }) => {
@@ -634,7 +612,7 @@ mod tests {
 
     use bytes::Bytes;
     use mcp_proto::jsonrpc::RequestId;
-    use mcp_proto::server::{FollowFrom, SessionRecord, StreamEnd};
+    use mcp_proto::server::{CommitEvent, FollowFrom, SessionRecord, StreamCommit, StreamEnd};
 
     use crate::wire::decode_bus;
 
@@ -978,53 +956,81 @@ mod tests {
         assert_eq!(expect.decode(Value::Int(2)).unwrap(), StoreReply::Done);
     }
 
+    fn stream(
+        name: &str,
+        open: Option<Vec<RequestId>>,
+        events: &[(u64, Option<RequestId>)],
+        end: Option<Duration>,
+    ) -> StreamCommit {
+        StreamCommit {
+            stream: name.into(),
+            open,
+            events: events
+                .iter()
+                .map(|(seq, answers)| CommitEvent {
+                    seq: *seq,
+                    payload: Bytes::from(format!("ev{seq}")),
+                    answers: answers.clone(),
+                })
+                .collect(),
+            end,
+        }
+    }
+
     #[test]
-    fn open_stream_registers_the_owner_and_its_liveness_key() {
-        let (req, expect) = plan(StoreOp::OpenStream {
+    fn a_commit_registers_ends_and_appends_to_each_of_its_streams() {
+        let requests = vec![RequestId::Number(1), RequestId::String("x".into())];
+        let answered = Some(RequestId::String("r".into()));
+        let (req, expect) = plan(StoreOp::CommitStreams {
             session: "s1".into(),
-            stream: "a.1".into(),
-            requests: vec![RequestId::Number(1), RequestId::String("x".into())],
+            streams: vec![
+                stream("a.1", Some(requests), &[(1, None)], None),
+                stream(
+                    "a.2",
+                    None,
+                    &[(4, None), (5, answered)],
+                    Some(Duration::ZERO),
+                ),
+                stream("a.3", None, &[], Some(Duration::from_secs(2))),
+            ],
         });
         let (id, keys, args) = script(req);
-        assert_eq!(id, ScriptId::OpenStream);
-        let mut want = stream_keys("s1", "a.1");
+        assert_eq!(id, ScriptId::CommitStreams);
+        let mut want = stream_keys("s1", "a.1")[..5].to_vec();
         want.push("p:inst:a:42".into());
+        for name in ["a.1", "a.2", "a.3"] {
+            want.extend_from_slice(&stream_keys("s1", name)[5..]);
+        }
         assert_eq!(keys, want);
-        assert_eq!(args, ["s1", "0", "a.1", "a:42", r#"[1,"x"]"#, "5000"]);
-        assert_eq!(expect, Expect::Done);
-    }
-
-    #[test]
-    fn append_names_the_answered_request_and_wakes_the_stream() {
-        let op = |answers| StoreOp::Append {
-            session: "s1".into(),
-            stream: "a.1".into(),
-            seq: 4,
-            payload: Bytes::from_static(b"ev"),
-            answers,
-        };
-        let (req, expect) = plan(op(Some(RequestId::String("r".into()))));
-        let (id, keys, args) = script(req);
-        assert_eq!(id, ScriptId::Append);
-        assert_eq!(keys, stream_keys("s1", "a.1"));
-        assert_eq!(args, ["s1", "0", "4", "ev", r#"a:"r""#, "p:rsw:s1:a.1"]);
-        assert_eq!(expect, Expect::Done);
-        let (req, _) = plan(op(None));
-        assert_eq!(script(req).2, ["s1", "0", "4", "ev", "", "p:rsw:s1:a.1"]);
-    }
-
-    #[test]
-    fn end_stream_sets_the_retention_and_wakes_the_stream() {
-        let (req, expect) = plan(StoreOp::EndStream {
-            session: "s1".into(),
-            stream: "a.1".into(),
-            retain: Duration::ZERO,
-        });
-        let (id, keys, args) = script(req);
-        assert_eq!(id, ScriptId::EndStream);
-        assert_eq!(keys, stream_keys("s1", "a.1"));
-        // The retention is at least 1 ms (0 would mean no expiry).
-        assert_eq!(args, ["s1", "0", "1", "p:rsw:s1:a.1"]);
+        assert_eq!(args[..4], ["s1", "0", "a:42", "5000"]);
+        // Registering with its requests; not ended (0).
+        let first = [
+            "a.1",
+            r#"[1,"x"]"#,
+            "0",
+            "p:rsw:s1:a.1",
+            "1",
+            "1",
+            "ev1",
+            "",
+        ];
+        assert_eq!(args[4..12], first);
+        // Registered already (no requests); the retention is at least 1 ms (0: not ended).
+        let second = [
+            "a.2",
+            "",
+            "1",
+            "p:rsw:s1:a.2",
+            "2",
+            "4",
+            "ev4",
+            "",
+            "5",
+            "ev5",
+            r#"a:"r""#,
+        ];
+        assert_eq!(args[12..23], second);
+        assert_eq!(args[23..], ["a.3", "", "2000", "p:rsw:s1:a.3", "0"]);
         assert_eq!(expect, Expect::Done);
     }
 

@@ -142,59 +142,74 @@ if ttl > 0 then redis.call('PEXPIRE', KEYS[4], ttl) end
 return 1
 ";
 
-/// OpenStream: KEYS\[6\] its log, \[7\] its hash, \[8\] the owner's liveness key; ARGV\[3\] name,
-/// ARGV\[4\] owner, ARGV\[5\] requests (JSON), ARGV\[6\] liveness TTL ms. Replaces a stream of the
-/// name. 1 opened, 0 no such session.
-const OPEN_STREAM: &str = r"
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('DEL', KEYS[6], KEYS[7])
-redis.call('HSET', KEYS[7], 'owner', ARGV[4], 'requests', ARGV[5])
-redis.call('SADD', KEYS[5], ARGV[3])
-redis.call('SET', KEYS[8], '1', 'PX', ARGV[6])
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl > 0 then
-  redis.call('PEXPIRE', KEYS[7], ttl)
-  redis.call('PEXPIRE', KEYS[5], ttl)
-else
-  redis.call('PERSIST', KEYS[5])
+/// CommitStreams: KEYS\[6\] the owner's liveness key, then two per stream: its log and its
+/// hash; ARGV\[3\] owner, ARGV\[4\] liveness TTL ms, then per stream: its name, its requests
+/// (JSON; empty: the stream is registered already), retention ms (0: not ended), wake
+/// channel, the number of its events, then three per event: seq, payload, the answered
+/// request's field (`a:<id JSON>`, empty: none). Each stream's writes are applied in that
+/// order: the registration (replacing a stream of the name; none without the session), the
+/// events (one at or below the log's last is there already, from a retry, and is not added
+/// again), the end; a stream neither registered nor registering is passed over. The number
+/// of streams committed.
+const COMMIT_STREAMS: &str = r"
+local function commit(log, hash, name, requests, retain, wake, first, n)
+  if requests ~= '' then
+    if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+    redis.call('DEL', log, hash)
+    redis.call('HSET', hash, 'owner', ARGV[3], 'requests', requests)
+    redis.call('SADD', KEYS[5], name)
+    redis.call('SET', KEYS[6], '1', 'PX', ARGV[4])
+    local ttl = redis.call('PTTL', KEYS[1])
+    if ttl > 0 then
+      redis.call('PEXPIRE', hash, ttl)
+      redis.call('PEXPIRE', KEYS[5], ttl)
+    else
+      redis.call('PERSIST', KEYS[5])
+    end
+  elseif redis.call('EXISTS', hash) == 0 then
+    return 0
+  end
+  local last = nil
+  for i = first, first + 3 * (n - 1), 3 do
+    if ARGV[i + 2] ~= '' then redis.call('HSET', hash, ARGV[i + 2], '1') end
+    if last == nil then
+      local top = redis.call('XREVRANGE', log, '+', '-', 'COUNT', 1)
+      last = 0
+      if #top > 0 then last = tonumber(string.match(top[1][1], '^(%d+)')) or 0 end
+    end
+    local seq = tonumber(ARGV[i])
+    if seq > last then
+      redis.call('XADD', log, seq .. '-0', 'p', ARGV[i + 1])
+      last = seq
+    end
+  end
+  if retain > 0 then
+    redis.call('HSET', hash, 'finished', '1')
+    redis.call('PEXPIRE', hash, retain)
+    redis.call('PEXPIRE', log, retain)
+  elseif n > 0 then
+    local ttl
+    if redis.call('HEXISTS', hash, 'finished') == 0 then
+      ttl = redis.call('PTTL', KEYS[1])
+    else
+      ttl = redis.call('PTTL', hash)
+    end
+    if ttl > 0 then redis.call('PEXPIRE', log, ttl) end
+  end
+  if n > 0 or retain > 0 then redis.call('PUBLISH', wake, 'c') end
+  return 1
 end
-return 1
-";
-
-/// Append: KEYS\[6\] log, \[7\] hash; ARGV\[3\] seq, ARGV\[4\] payload, ARGV\[5\] the answered
-/// request's field (`a:<id JSON>`, empty: none), ARGV\[6\] wake channel. An event at or below
-/// the log's last one is already there (a retry) and is not added again. 1 stored, 0 no such
-/// stream.
-const APPEND: &str = r"
-if redis.call('EXISTS', KEYS[7]) == 0 then return 0 end
-if ARGV[5] ~= '' then redis.call('HSET', KEYS[7], ARGV[5], '1') end
-local seq = tonumber(ARGV[3])
-if seq > 0 then
-  local top = redis.call('XREVRANGE', KEYS[6], '+', '-', 'COUNT', 1)
-  local last = 0
-  if #top > 0 then last = tonumber(string.match(top[1][1], '^(%d+)')) or 0 end
-  if seq > last then redis.call('XADD', KEYS[6], seq .. '-0', 'p', ARGV[4]) end
+local committed = 0
+local a = 5
+local k = 7
+while a <= #ARGV do
+  local n = tonumber(ARGV[a + 4])
+  committed = committed + commit(KEYS[k], KEYS[k + 1], ARGV[a], ARGV[a + 1],
+    tonumber(ARGV[a + 2]), ARGV[a + 3], a + 5, n)
+  a = a + 5 + 3 * n
+  k = k + 2
 end
-local ttl
-if redis.call('HEXISTS', KEYS[7], 'finished') == 0 then
-  ttl = redis.call('PTTL', KEYS[1])
-else
-  ttl = redis.call('PTTL', KEYS[7])
-end
-if ttl > 0 then redis.call('PEXPIRE', KEYS[6], ttl) end
-redis.call('PUBLISH', ARGV[6], 'a')
-return 1
-";
-
-/// EndStream: KEYS\[6\] log, \[7\] hash; ARGV\[3\] retention ms (at least 1), ARGV\[4\] wake
-/// channel. 1 ended, 0 no such stream.
-const END_STREAM: &str = r"
-if redis.call('EXISTS', KEYS[7]) == 0 then return 0 end
-redis.call('HSET', KEYS[7], 'finished', '1')
-redis.call('PEXPIRE', KEYS[7], ARGV[3])
-redis.call('PEXPIRE', KEYS[6], ARGV[3])
-redis.call('PUBLISH', ARGV[4], 'e')
-return 1
+return committed
 ";
 
 /// A request stream's state: KEYS\[6\] log, \[7\] hash; ARGV\[3\] after, ARGV\[4\] count, ARGV\[5\]
@@ -260,9 +275,7 @@ pub(crate) enum ScriptId {
     Delete,
     Publish,
     Delivered,
-    OpenStream,
-    Append,
-    EndStream,
+    CommitStreams,
     StreamRead,
     RecordLoad,
     RecordSave,
@@ -276,9 +289,7 @@ pub(crate) struct Scripts {
     delete: redis::Script,
     publish: redis::Script,
     delivered: redis::Script,
-    open_stream: redis::Script,
-    append: redis::Script,
-    end_stream: redis::Script,
+    commit_streams: redis::Script,
     stream_read: redis::Script,
     record_load: redis::Script,
     record_save: redis::Script,
@@ -294,9 +305,7 @@ impl Scripts {
             delete: s(DELETE),
             publish: s(PUBLISH),
             delivered: s(DELIVERED),
-            open_stream: s(OPEN_STREAM),
-            append: s(APPEND),
-            end_stream: s(END_STREAM),
+            commit_streams: s(COMMIT_STREAMS),
             stream_read: s(STREAM_READ),
             record_load: s(&format!("{READ_RECORD}{RECORD_LOAD}")),
             record_save: s(&format!("{READ_RECORD}{RECORD_SAVE}")),
@@ -312,9 +321,7 @@ impl Scripts {
             ScriptId::Delete => &self.delete,
             ScriptId::Publish => &self.publish,
             ScriptId::Delivered => &self.delivered,
-            ScriptId::OpenStream => &self.open_stream,
-            ScriptId::Append => &self.append,
-            ScriptId::EndStream => &self.end_stream,
+            ScriptId::CommitStreams => &self.commit_streams,
             ScriptId::StreamRead => &self.stream_read,
             ScriptId::RecordLoad => &self.record_load,
             ScriptId::RecordSave => &self.record_save,
@@ -322,7 +329,7 @@ impl Scripts {
     }
 
     /// Every script (loaded on every connection before any operation runs).
-    pub(crate) fn all(&self) -> [&redis::Script; 12] {
+    pub(crate) fn all(&self) -> [&redis::Script; 10] {
         [
             &self.create,
             &self.save,
@@ -330,9 +337,7 @@ impl Scripts {
             &self.delete,
             &self.publish,
             &self.delivered,
-            &self.open_stream,
-            &self.append,
-            &self.end_stream,
+            &self.commit_streams,
             &self.stream_read,
             &self.record_load,
             &self.record_save,

@@ -44,9 +44,12 @@
 //!   `notifications/cancelled` for a request not running here is broadcast
 //!   ([`BusMessage::Cancel`]) to the instance running it.
 //! - **Request streams** (a POST's SSE answer) are run by the instance that runs the
-//!   request, and stored as they go: the stream is registered ([`StoreOp::OpenStream`]) and
-//!   each event appended ([`StoreOp::Append`]) before any client sees it, the end recorded
-//!   ([`StoreOp::EndStream`]). Event ids are `"<instance>.<n>-<seq>"`; a `Last-Event-ID` of
+//!   request, and stored as they go ([`StoreOp::CommitStreams`]): every event is committed
+//!   before any client sees it, the stream registered with its first events and the end
+//!   recorded with its last. A session's writes of one turn (from one poll of the outputs to
+//!   the next), over all its streams, are one commit: the progress a handler reports and its
+//!   result, written together, and the session's other calls' events of that turn, are one
+//!   store operation. Event ids are `"<instance>.<n>-<seq>"`; a `Last-Event-ID` of
 //!   another instance's stream is served by following the stored stream
 //!   ([`StoreOp::FollowStream`]): the events after it, then the rest as the owner appends
 //!   them. When the owner is gone ([`StreamEnd::OwnerGone`]), the follower answers the
@@ -124,7 +127,8 @@
 //!  call                          registered as               answer / deadline   then
 //!  ----------------------------  --------------------------  ------------------  ---------------
 //!  Detached (touch, publish,     not kept                    ignored             -
-//!   broadcast, cursor)
+//!   broadcast, cursor, a
+//!   stream's end alone)
 //!  Load, Create, Save, Refresh,  Waiting, deadline armed     answer              gone, deadline
 //!   Delete, Commit, Record        (store_timeout)                                disarmed; run
 //!                                                            deadline            answered Failed
@@ -132,6 +136,11 @@
 //!                                                                                answers continue
 //!                                                                                until unfollowed
 //! ```
+//!
+//! A request stream's writes are not calls yet when they are made: they gather in
+//! `ClusterState::commits`, one entry per session, until the router's outputs are next
+//! polled; `Router::flush_commits` then makes each entry one `Commit` call (or, for ends
+//! alone, a detached one).
 //!
 //! # The parked request
 //!
@@ -205,6 +214,11 @@ pub struct ClusterConfig {
     /// The `Retry-After` of a request refused for [`max_store_backlog`](Self::max_store_backlog).
     /// Default 1 s.
     pub backlog_retry_after: Duration,
+    /// Events one store operation commits at most ([`StoreOp::CommitStreams`]: a session's
+    /// request-stream writes of one turn). A session that writes more in one turn has them
+    /// committed by several operations, in order, so that no single one holds the store
+    /// (a Redis script runs alone) for long. Default 256.
+    pub max_commit_events: usize,
 }
 
 impl std::fmt::Debug for ClusterConfig {
@@ -216,6 +230,7 @@ impl std::fmt::Debug for ClusterConfig {
             .field("listen_log_capacity", &self.listen_log_capacity)
             .field("max_store_backlog", &self.max_store_backlog)
             .field("backlog_retry_after", &self.backlog_retry_after)
+            .field("max_commit_events", &self.max_commit_events)
             .finish()
     }
 }
@@ -238,7 +253,14 @@ impl ClusterConfig {
             listen_log_capacity: 1024,
             max_store_backlog: 16_384,
             backlog_retry_after: Duration::from_secs(1),
+            max_commit_events: 256,
         })
+    }
+
+    /// Sets [`max_commit_events`](Self::max_commit_events) (at least 1).
+    pub fn with_max_commit_events(mut self, events: usize) -> Self {
+        self.max_commit_events = events.max(1);
+        self
     }
 
     /// Sets [`max_store_backlog`](Self::max_store_backlog) (at least 1) and
@@ -311,6 +333,33 @@ pub struct LogEvent {
     pub seq: u64,
     /// The JSON-RPC message.
     pub payload: Bytes,
+}
+
+/// One request stream's writes in a [`StoreOp::CommitStreams`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamCommit {
+    /// The stream's name (`<instance>.<n>`, the part of its event ids before `-`).
+    pub stream: Box<str>,
+    /// Registers the stream (replacing a stream of the name) with the client's ids of the
+    /// requests it owes an answer: a resuming instance writes their answers as errors should
+    /// this instance die first.
+    pub open: Option<Vec<RequestId>>,
+    /// The events, in order (their sequence numbers from 1, consecutive over the stream's
+    /// commits). An event at or below one already stored is not stored again.
+    pub events: Vec<CommitEvent>,
+    /// The stream wrote its last event: keep it this long for resumes.
+    pub end: Option<Duration>,
+}
+
+/// One event of a [`StreamCommit`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommitEvent {
+    /// Its number in its stream (from 1, consecutive).
+    pub seq: u64,
+    /// The JSON-RPC message.
+    pub payload: Bytes,
+    /// The client's request this event answers, if it does.
+    pub answers: Option<RequestId>,
 }
 
 /// Where a [`StoreOp::Follow`] starts.
@@ -398,40 +447,16 @@ pub enum StoreOp {
         /// The last event written to a client.
         seq: u64,
     },
-    /// Registers a request stream of this instance (before its first event): its requests,
-    /// whose answers a resuming instance writes as errors should this instance die first.
-    /// [`StoreReply::Done`].
-    OpenStream {
+    /// Commits request streams' writes before any client sees them: for each stream, in
+    /// this order, its registration (with its first commit), its events, and its end.
+    /// [`StoreReply::Done`]. The router sends one per session and turn (the writes since its
+    /// outputs were last polled): the events a handler writes together, and those of the
+    /// session's other streams written in the same turn, cost one store operation.
+    CommitStreams {
         /// The session id.
         session: Box<str>,
-        /// The stream's name (`<instance>.<n>`, the part of its event ids before `-`).
-        stream: Box<str>,
-        /// The client's ids of the requests the stream owes an answer.
-        requests: Vec<RequestId>,
-    },
-    /// Stores event `seq` of a request stream (committed before any client sees it):
-    /// [`StoreReply::Done`]. `answers` names the request the event answers, if it does.
-    Append {
-        /// The session id.
-        session: Box<str>,
-        /// The stream's name.
-        stream: Box<str>,
-        /// The event's sequence number in its stream (from 1, consecutive).
-        seq: u64,
-        /// The JSON-RPC message.
-        payload: Bytes,
-        /// The request this event answers.
-        answers: Option<RequestId>,
-    },
-    /// The request stream wrote its last event; keep it `retain` for resumes:
-    /// [`StoreReply::Done`].
-    EndStream {
-        /// The session id.
-        session: Box<str>,
-        /// The stream's name.
-        stream: Box<str>,
-        /// How long it stays replayable.
-        retain: Duration,
+        /// Each stream's writes (one entry per stream).
+        streams: Vec<StreamCommit>,
     },
     /// Follows a request stream (another instance's, resumed here): answers
     /// [`StoreReply::StreamEvents`] now and whenever it grows or ends, each answer continuing
@@ -707,6 +732,10 @@ impl Parked {
     }
 }
 
+/// Session entries of [`ClusterState::commits`] whose room is always kept from one turn to
+/// the next (more is kept while the turns use it).
+const COMMITS_RETAINED: usize = 1024;
+
 /// A store call the router waits on.
 #[derive(Debug)]
 pub(crate) enum Call {
@@ -716,8 +745,10 @@ pub(crate) enum Call {
     Create { session: SessionHandle },
     /// A state change; the session's later answers wait for it.
     Save { session: SessionHandle },
-    /// An event of request stream `lsid` is being committed (seq 0: its registration).
-    Commit { lsid: u64, seq: u64 },
+    /// Request streams' events are being committed: for each, its `lsid` and the sequence
+    /// numbers `first..=last` (seq 0: its priming event, committed with its registration;
+    /// none when `first > last`).
+    Commit(Vec<(u64, u64, u64)>),
     /// The remote stream `lsid` follows its log.
     FollowStream { lsid: u64 },
     /// A copy held here is loaded again (another instance saved it).
@@ -752,6 +783,26 @@ pub(crate) struct ClusterState {
     /// A parked request re-running after its session turned out missing (it must not park
     /// again).
     pub(crate) rerun_missing: Option<ExchangeId>,
+    /// Request streams' writes of this turn, one entry per session (or more, each of at
+    /// most [`ClusterConfig::max_commit_events`]), in the order they were begun: each
+    /// becomes one [`StoreOp::CommitStreams`] when the outputs are next polled. A session's
+    /// entry still open for more is in `commit_index`; a stream's place is its
+    /// `LogicalStream::commit`.
+    pub(crate) commits: Vec<PendingCommit>,
+    pub(crate) commit_index: HashMap<SessionHandle, usize>,
+}
+
+/// A session's request-stream writes not yet sent to the store (see
+/// [`ClusterState::commits`]).
+#[derive(Debug)]
+pub(crate) struct PendingCommit {
+    session: Box<str>,
+    streams: Vec<StreamCommit>,
+    /// For each of `streams`: its lsid and the sequence numbers `first..=last` of its
+    /// frames waiting on this commit (the priming event is 0; none: `first > last`).
+    frames: Vec<(u64, u64, u64)>,
+    /// Events in `streams`.
+    events: usize,
 }
 
 impl ClusterState {
@@ -901,7 +952,11 @@ impl Router {
             },
             Call::Follow { lsid } => self.followed(ticket, lsid, reply),
             Call::FollowStream { lsid } => self.stream_followed(ticket, lsid, reply),
-            Call::Commit { lsid, seq } => self.commit_answered(lsid, seq, reply),
+            Call::Commit(streams) => {
+                for (lsid, first, last) in streams {
+                    self.commit_answered(lsid, first..=last, &reply);
+                }
+            }
             Call::Record => self
                 .out
                 .push_back(ServerOutput::RecordAnswer { ticket, reply }),
@@ -1654,50 +1709,154 @@ impl Router {
         if !ls.resumable {
             return false;
         }
-        let Some(sid) = ls
-            .session
-            .and_then(|s| self.sessions.get(&s))
-            .map(|s| s.id.clone())
-        else {
+        // A live session's stream (the commit names the session).
+        let Some(handle) = ls.session.filter(|s| self.sessions.get(s).is_some()) else {
             return false;
         };
-        let name: Box<str> = self.config.stream_name(lsid).into();
-        if !ls.registered {
-            let requests = pending
+        let open = (!ls.registered).then(|| {
+            pending
                 .iter()
                 .filter_map(|h| self.inflight.get(h).map(|f| f.client_id.clone()))
-                .collect();
-            let op = StoreOp::OpenStream {
-                session: sid.clone(),
-                stream: name.clone(),
-                requests,
-            };
-            self.store_call(op, Call::Commit { lsid, seq: 0 });
-            if let Some(ls) = self.streams.stream_mut(&lsid) {
-                ls.registered = true;
-            }
+                .collect()
+        });
+        let (commit, frames) = self.pending_commit(lsid, handle);
+        if open.is_some() {
+            commit.open = open;
         }
+        let events = message.is_some();
         if let Some((payload, answers)) = message {
-            let op = StoreOp::Append {
-                session: sid,
-                stream: name,
+            commit.events.push(CommitEvent {
                 seq,
                 payload,
                 answers,
-            };
-            self.store_call(op, Call::Commit { lsid, seq });
+            });
         }
+        if frames.1 > frames.2 {
+            frames.1 = seq;
+        }
+        frames.2 = seq;
         if let Some(ls) = self.streams.stream_mut(&lsid) {
+            ls.registered = true;
             ls.uncommitted.push_back((seq, frame));
         }
+        if events {
+            self.count_commit_event(handle);
+        }
         true
+    }
+
+    /// The place in `ClusterState::commits` gathering stream `lsid`'s writes of this turn
+    /// (made when it has none), and its frames' entry. `session` is the stream's.
+    fn pending_commit(
+        &mut self,
+        lsid: u64,
+        session: SessionHandle,
+    ) -> (&mut StreamCommit, &mut (u64, u64, u64)) {
+        let cluster = &mut self.cluster;
+        let next = cluster.commits.len();
+        let entry = *cluster.commit_index.entry(session).or_insert(next);
+        if entry == next {
+            let id = self
+                .sessions
+                .get(&session)
+                .map_or_else(Box::default, |s| s.id.clone());
+            cluster.commits.push(PendingCommit {
+                session: id,
+                streams: Vec::new(),
+                frames: Vec::new(),
+                events: 0,
+            });
+        }
+        let commit = &mut cluster.commits[entry];
+        let place = self.streams.stream_mut(&lsid).map(|ls| &mut ls.commit);
+        let slot = match place {
+            Some(Some((e, slot))) if *e == entry => *slot,
+            place => {
+                let slot = commit.streams.len();
+                if let Some(place) = place {
+                    *place = Some((entry, slot));
+                }
+                commit.streams.push(StreamCommit {
+                    stream: self.config.stream_name(lsid).into(),
+                    open: None,
+                    events: Vec::new(),
+                    end: None,
+                });
+                commit.frames.push((lsid, 1, 0));
+                slot
+            }
+        };
+        (&mut commit.streams[slot], &mut commit.frames[slot])
+    }
+
+    /// One more event in `session`'s open commit entry: at
+    /// [`ClusterConfig::max_commit_events`] the entry is closed, and the session's next
+    /// writes begin another (committed after it).
+    fn count_commit_event(&mut self, session: SessionHandle) {
+        let max = self
+            .config
+            .cluster
+            .as_ref()
+            .map_or(usize::MAX, |c| c.max_commit_events);
+        let Some(&entry) = self.cluster.commit_index.get(&session) else {
+            return;
+        };
+        let commit = &mut self.cluster.commits[entry];
+        commit.events += 1;
+        if commit.events >= max {
+            self.cluster.commit_index.remove(&session);
+        }
+    }
+
+    /// Sends this turn's request-stream writes ([`ClusterState::commits`]): one
+    /// [`StoreOp::CommitStreams`] per entry, in order. Their frames wait on it (a `Commit`
+    /// call); ends alone are detached, as nothing waits for them.
+    pub(crate) fn flush_commits(&mut self) {
+        let mut commits = std::mem::take(&mut self.cluster.commits);
+        let used = commits.len();
+        self.cluster.commit_index.clear();
+        for c in commits.drain(..) {
+            let mut waits = false;
+            for &(lsid, first, last) in &c.frames {
+                if let Some(ls) = self.streams.stream_mut(&lsid) {
+                    ls.commit = None;
+                }
+                waits |= first <= last;
+            }
+            let call = if waits {
+                Call::Commit(c.frames)
+            } else {
+                Call::Detached
+            };
+            let op = StoreOp::CommitStreams {
+                session: c.session,
+                streams: c.streams,
+            };
+            self.store_call(op, call);
+        }
+        // The room is kept for the next turn (a busy router's turns are alike: regrowing it
+        // each turn was a large allocation, and glibc consolidates its fast bins for each),
+        // and given back after a turn that used less than a quarter of it.
+        let keep = used.max(COMMITS_RETAINED);
+        if commits.capacity() > keep * 4 {
+            commits.shrink_to(keep);
+        }
+        self.cluster.commits = commits;
+        if self.cluster.commit_index.capacity() > keep * 4 {
+            self.cluster.commit_index.shrink_to(keep);
+        }
     }
 
     /// The store answered a commit: the frames now committed in order go out. A commit the
     /// store refused (after its own retries) is written all the same and kept here, so the
     /// client still gets it on this instance (a resume elsewhere may then miss it).
-    fn commit_answered(&mut self, lsid: u64, seq: u64, reply: StoreReply) {
-        if let StoreReply::Failed(e) = &reply {
+    fn commit_answered(
+        &mut self,
+        lsid: u64,
+        seqs: std::ops::RangeInclusive<u64>,
+        reply: &StoreReply,
+    ) {
+        if let StoreReply::Failed(e) = reply {
             self.out
                 .push_back(ServerOutput::Event(super::ServerEvent::NotStored {
                     reason: e.0.clone(),
@@ -1706,7 +1865,7 @@ impl Router {
         let Some(ls) = self.streams.stream_mut(&lsid) else {
             return;
         };
-        ls.committed.insert(seq);
+        ls.committed.extend(seqs);
         let sid = ls
             .session
             .and_then(|s| self.sessions.get(&s))
@@ -1757,23 +1916,14 @@ impl Router {
             return false;
         }
         let retain = self.config.streams.finished_stream_retention;
-        let name: Box<str> = self.config.stream_name(lsid).into();
         let Some(ls) = self.streams.stream(&lsid) else {
             return false;
         };
-        let sid = ls
-            .session
-            .and_then(|s| self.sessions.get(&s))
-            .map(|s| s.id.clone());
+        let session = ls.session.filter(|s| self.sessions.get(s).is_some());
         let registered = ls.registered;
         let waiting = !ls.uncommitted.is_empty();
-        if registered && let Some(session) = sid {
-            let op = StoreOp::EndStream {
-                session,
-                stream: name,
-                retain,
-            };
-            self.store_call(op, Call::Detached);
+        if registered && let Some(session) = session {
+            self.pending_commit(lsid, session).0.end = Some(retain);
         }
         if waiting && let Some(ls) = self.streams.stream_mut(&lsid) {
             ls.end_after_commit = true;

@@ -409,54 +409,52 @@ impl MemoryCluster {
                 self.publish_bus(member, message);
                 self.reply(member, ticket, StoreReply::Done);
             }
-            StoreOp::OpenStream {
-                session,
-                stream,
-                requests,
-            } => {
-                if self.records.contains_key(&session) {
-                    self.streams.insert(
-                        (session, stream),
-                        StreamLog {
-                            owner: member,
-                            requests,
-                            answered: Vec::new(),
-                            events: Vec::new(),
-                            finished: None,
-                            orphaned: false,
-                        },
-                    );
-                }
-                self.reply(member, ticket, StoreReply::Done);
-            }
-            StoreOp::Append {
-                session,
-                stream,
-                seq,
-                payload,
-                answers,
-            } => {
-                let key = (session, stream);
-                if let Some(log) = self.streams.get_mut(&key) {
-                    if let Some(id) = answers {
-                        log.answered.push(id);
+            StoreOp::CommitStreams { session, streams } => {
+                let mut woken = Vec::new();
+                for c in streams {
+                    let key = (session.clone(), c.stream);
+                    if let Some(requests) = c.open
+                        && self.records.contains_key(&session)
+                    {
+                        self.streams.insert(
+                            key.clone(),
+                            StreamLog {
+                                owner: member,
+                                requests,
+                                answered: Vec::new(),
+                                events: Vec::new(),
+                                finished: None,
+                                orphaned: false,
+                            },
+                        );
                     }
-                    log.events.push(LogEvent { seq, payload });
+                    let Some(log) = self.streams.get_mut(&key) else {
+                        continue;
+                    };
+                    let wakes = !c.events.is_empty() || c.end.is_some();
+                    for e in c.events {
+                        if log.events.last().is_some_and(|last| last.seq >= e.seq) {
+                            continue; // stored already
+                        }
+                        if let Some(id) = e.answers {
+                            log.answered.push(id);
+                        }
+                        log.events.push(LogEvent {
+                            seq: e.seq,
+                            payload: e.payload,
+                        });
+                    }
+                    if let Some(retain) = c.end {
+                        log.finished = Some(Some(now + retain));
+                    }
+                    if wakes {
+                        woken.push(key);
+                    }
                 }
                 self.reply(member, ticket, StoreReply::Done);
-                self.wake_stream(&key);
-            }
-            StoreOp::EndStream {
-                session,
-                stream,
-                retain,
-            } => {
-                let key = (session, stream);
-                if let Some(log) = self.streams.get_mut(&key) {
-                    log.finished = Some(Some(now + retain));
+                for key in woken {
+                    self.wake_stream(&key);
                 }
-                self.reply(member, ticket, StoreReply::Done);
-                self.wake_stream(&key);
             }
             StoreOp::FollowStream {
                 session,

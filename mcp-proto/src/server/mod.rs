@@ -166,8 +166,9 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, StatusCode, Uri};
 
 pub use cluster::{
-    BusMessage, ClusterConfig, FollowFrom, InvalidInstanceName, LogEvent, RecordGuard, RecordOp,
-    ServiceRecord, SessionRecord, StoreError, StoreOp, StoreReply, StreamEnd, Ticket,
+    BusMessage, ClusterConfig, CommitEvent, FollowFrom, InvalidInstanceName, LogEvent, RecordGuard,
+    RecordOp, ServiceRecord, SessionRecord, StoreError, StoreOp, StoreReply, StreamCommit,
+    StreamEnd, Ticket,
 };
 pub use config::{
     OverflowPolicy, ResponseMode, SecurityConfig, ServerConfig, ServerLimits, StreamConfig,
@@ -705,6 +706,9 @@ impl Router {
     /// The next output, or `None` when there is nothing to do until the next input or
     /// timeout. See the run loop in the module docs.
     pub fn poll_output(&mut self) -> Option<ServerOutput> {
+        if !self.cluster.commits.is_empty() {
+            self.flush_commits();
+        }
         let out = self.out.pop_front();
         if out.is_none() && self.out.capacity() > OUT_RETAINED {
             // A burst (thousands of sessions expiring at once) must not pin its peak; a busy

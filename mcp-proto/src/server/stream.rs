@@ -263,6 +263,9 @@ pub(crate) struct LogicalStream {
     pub(crate) end_after_commit: bool,
     /// A close for polling waits for the commits (`Router::close_for_polling`).
     pub(crate) poll_close_after_commit: bool,
+    /// Its place in the router's cluster commits of this turn (`ClusterState::commits`):
+    /// the entry, and its slot there.
+    pub(crate) commit: Option<(usize, usize)>,
 }
 
 impl LogicalStream {
@@ -298,6 +301,7 @@ impl LogicalStream {
             uncommitted: Default::default(),
             committed: Default::default(),
             registered: false,
+            commit: None,
             end_after_commit: false,
             poll_close_after_commit: false,
         }
