@@ -642,6 +642,28 @@ fn a_turn_s_writes_beyond_the_commit_cap_take_more_operations_in_order() {
     );
     c.settle();
     assert_eq!(ns(&mut c, 2, resumed), want, "stored in order, each once");
+    assert!(c.node(2).response(resumed).ended, "the end is stored");
+    // Exactly at the cap: two full operations, and the end alone in a third (nothing waits
+    // for it, but it is stored: a resume elsewhere ends).
+    let s = c
+        .node(1)
+        .send(Req::post(&call(6, "tools/call")).session(&sid).version(V));
+    c.settle();
+    let (h, _, _) = c.node(1).expect_request();
+    let before = c.store.operations();
+    write_together(&mut c, 1, &[h], 1, 7, true);
+    assert_eq!(c.store.operations() - before, 3, "8 events, then the end");
+    let r = c.node(1).response(s).clone();
+    assert!(r.ended, "{:?}", r.frames());
+    let resumed = c.node(2).send(
+        Req::get(&sid)
+            .version(V)
+            .header("last-event-id", &r.event_ids()[7]),
+    );
+    c.settle();
+    let r = c.node(2).response(resumed).clone();
+    assert_eq!(ns(&mut c, 2, resumed), [json!(6)], "the last event");
+    assert!(r.ended, "the end alone is stored: {:?}", r.frames());
 }
 
 #[test]

@@ -63,9 +63,9 @@
 //! CommitStreams is one script per operation: a session's request-stream writes of one
 //! router turn, each stream's registration, events and end in order. An unfinished stream's
 //! keys share the session record's expiry (Save and Touch renew them with it, walking
-//! `p:rss:<s>`); its end sets the retention expiry; Delete removes them all. FollowStream reads (one script) the
-//! record's existence, the hash, the owner's liveness key and the events: no record or no
-//! stream answers [`StreamEnd::Unknown`] at once. A live follow reads again on every wake-up
+//! `p:rss:<s>`); its end sets the retention expiry; Delete removes them all. FollowStream
+//! reads (one script) the record's existence, the hash, the owner's liveness key and the
+//! events: no record or no stream answers [`StreamEnd::Unknown`] at once. A live follow reads again on every wake-up
 //! of its stream's channel and on every beat (a third of the liveness TTL): an owner whose
 //! liveness key is gone answers [`StreamEnd::OwnerGone`] with its requests not answered. The
 //! detection delay: a link dropped in order deletes its key, so at most one beat; a crashed

@@ -174,7 +174,7 @@ impl ScriptCall {
     fn on_session(script: ScriptId, k: &Keys, session: &str, ttl: u64) -> ScriptCall {
         let mut call = ScriptCall {
             script,
-            // The most any script takes (a request stream's: eight keys, eight arguments).
+            // Room for most calls (a commit of one stream: eight keys; more grow it).
             keys: Vec::with_capacity(8),
             args: Vec::with_capacity(8),
         };

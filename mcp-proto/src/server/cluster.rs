@@ -1719,18 +1719,31 @@ impl Router {
                 .filter_map(|h| self.inflight.get(h).map(|f| f.client_id.clone()))
                 .collect()
         });
-        let (commit, frames) = self.pending_commit(lsid, handle);
+        let (entry, slot) = self.pending_commit(lsid, handle);
+        let max = self
+            .config
+            .cluster
+            .as_ref()
+            .map_or(usize::MAX, |c| c.max_commit_events);
+        let commit = &mut self.cluster.commits[entry];
+        let stream = &mut commit.streams[slot];
         if open.is_some() {
-            commit.open = open;
+            stream.open = open;
         }
-        let events = message.is_some();
         if let Some((payload, answers)) = message {
-            commit.events.push(CommitEvent {
+            stream.events.push(CommitEvent {
                 seq,
                 payload,
                 answers,
             });
+            // At the cap the entry is closed: the session's next writes begin another,
+            // committed after it.
+            commit.events += 1;
+            if commit.events >= max {
+                self.cluster.commit_index.remove(&handle);
+            }
         }
+        let frames = &mut commit.frames[slot];
         if frames.1 > frames.2 {
             frames.1 = seq;
         }
@@ -1739,19 +1752,13 @@ impl Router {
             ls.registered = true;
             ls.uncommitted.push_back((seq, frame));
         }
-        if events {
-            self.count_commit_event(handle);
-        }
         true
     }
 
     /// The place in `ClusterState::commits` gathering stream `lsid`'s writes of this turn
-    /// (made when it has none), and its frames' entry. `session` is the stream's.
-    fn pending_commit(
-        &mut self,
-        lsid: u64,
-        session: SessionHandle,
-    ) -> (&mut StreamCommit, &mut (u64, u64, u64)) {
+    /// (made when it has none): its session entry and its slot there. `session` is the
+    /// stream's.
+    fn pending_commit(&mut self, lsid: u64, session: SessionHandle) -> (usize, usize) {
         let cluster = &mut self.cluster;
         let next = cluster.commits.len();
         let entry = *cluster.commit_index.entry(session).or_insert(next);
@@ -1786,26 +1793,7 @@ impl Router {
                 slot
             }
         };
-        (&mut commit.streams[slot], &mut commit.frames[slot])
-    }
-
-    /// One more event in `session`'s open commit entry: at
-    /// [`ClusterConfig::max_commit_events`] the entry is closed, and the session's next
-    /// writes begin another (committed after it).
-    fn count_commit_event(&mut self, session: SessionHandle) {
-        let max = self
-            .config
-            .cluster
-            .as_ref()
-            .map_or(usize::MAX, |c| c.max_commit_events);
-        let Some(&entry) = self.cluster.commit_index.get(&session) else {
-            return;
-        };
-        let commit = &mut self.cluster.commits[entry];
-        commit.events += 1;
-        if commit.events >= max {
-            self.cluster.commit_index.remove(&session);
-        }
+        (entry, slot)
     }
 
     /// Sends this turn's request-stream writes ([`ClusterState::commits`]): one
@@ -1923,7 +1911,8 @@ impl Router {
         let registered = ls.registered;
         let waiting = !ls.uncommitted.is_empty();
         if registered && let Some(session) = session {
-            self.pending_commit(lsid, session).0.end = Some(retain);
+            let (entry, slot) = self.pending_commit(lsid, session);
+            self.cluster.commits[entry].streams[slot].end = Some(retain);
         }
         if waiting && let Some(ls) = self.streams.stream_mut(&lsid) {
             ls.end_after_commit = true;
