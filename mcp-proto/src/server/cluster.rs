@@ -1763,14 +1763,19 @@ impl Router {
         let next = cluster.commits.len();
         let entry = *cluster.commit_index.entry(session).or_insert(next);
         if entry == next {
-            let id = self
-                .sessions
-                .get(&session)
-                .map_or_else(Box::default, |s| s.id.clone());
+            let (id, open) = self.sessions.get(&session).map_or_else(
+                || (Box::default(), 1),
+                |s| (s.id.clone(), s.open_connections),
+            );
+            // Room for a stream per open exchange of the session (the streams that write
+            // this turn, as a rule): grown one stream at a time, a session of ten calls
+            // reallocated both lists twice per turn, the last time past 1 KiB, which glibc
+            // serves after consolidating its fast bins.
+            let room = usize::try_from(open).unwrap_or(1).clamp(1, 64);
             cluster.commits.push(PendingCommit {
                 session: id,
-                streams: Vec::new(),
-                frames: Vec::new(),
+                streams: Vec::with_capacity(room),
+                frames: Vec::with_capacity(room),
                 events: 0,
             });
         }

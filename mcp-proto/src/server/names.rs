@@ -17,10 +17,30 @@ impl ServerConfig {
 
     /// The name of stream `lsid` in event ids and the store (`<instance>.<lsid>`).
     pub(crate) fn stream_name(&self, lsid: u64) -> String {
-        match &self.cluster {
-            Some(c) => format!("{}.{lsid}", c.instance),
-            None => lsid.to_string(),
+        self.stream_name_with(lsid, None)
+    }
+
+    /// `<stream name>` then `-<seq>` if `seq` is given, in one allocation of the exact size
+    /// (written per event and per commit: `format!` grew its buffer, and a `Box<str>` made
+    /// of it reallocated it again).
+    fn stream_name_with(&self, lsid: u64, seq: Option<u64>) -> String {
+        use std::fmt::Write as _;
+        let digits = |n: u64| n.checked_ilog10().map_or(1, |d| d as usize + 1);
+        let instance = self.cluster.as_ref().map(|c| &*c.instance);
+        let len = instance.map_or(0, |i| i.len() + 1)
+            + digits(lsid)
+            + seq.map_or(0, |n| 1 + digits(n));
+        let mut name = String::with_capacity(len);
+        if let Some(instance) = instance {
+            name.push_str(instance);
+            name.push('.');
         }
+        // Writes into a `String`, which do not fail.
+        let _ = write!(name, "{lsid}");
+        if let Some(seq) = seq {
+            let _ = write!(name, "-{seq}");
+        }
+        name
     }
 
     /// The JSON-RPC id of a server→client request: a number alone, `"<instance>.<n>"` in a
@@ -80,7 +100,7 @@ impl ServerConfig {
     pub(crate) fn stream_event_id(&self, lsid: u64, seq: u64) -> String {
         match &self.cluster {
             None => super::stream::event_id(lsid, seq),
-            Some(_) => format!("{}-{seq}", self.stream_name(lsid)),
+            Some(_) => self.stream_name_with(lsid, Some(seq)),
         }
     }
 }
@@ -108,4 +128,28 @@ fn digits(s: &str) -> Option<u64> {
     (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
         .then(|| s.parse().ok())
         .flatten()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::ClusterConfig;
+    use super::*;
+
+    #[test]
+    fn stream_names_and_event_ids_are_written_at_their_exact_size() {
+        let alone = ServerConfig::default();
+        let cluster = ServerConfig::default()
+            .with_cluster(ClusterConfig::new("east1").expect("a valid instance name"));
+        for (lsid, seq) in [(0, 0), (9, 10), (10, 9), (123, 4567), (u64::MAX, u64::MAX)] {
+            let name = cluster.stream_name(lsid);
+            assert_eq!(name, format!("east1.{lsid}"));
+            assert_eq!(name.capacity(), name.len(), "{name}");
+            let id = cluster.stream_event_id(lsid, seq);
+            assert_eq!(id, format!("east1.{lsid}-{seq}"));
+            assert_eq!(id.capacity(), id.len(), "{id}");
+            let name = alone.stream_name(lsid);
+            assert_eq!(name, lsid.to_string());
+            assert_eq!(name.capacity(), name.len(), "{name}");
+        }
+    }
 }
