@@ -280,16 +280,16 @@ impl Follows {
     /// subscribed again on every dial (a start whose subscription was made on the connection
     /// that broke must hear the wake-ups of the new one).
     pub(crate) fn channels(&self) -> Vec<String> {
-        let starting = self.starting.iter().map(|s| self.keys.wake(s));
+        let starting = self.starting.iter().map(|s| self.keys.wake(s).into());
         let logs = self
             .logs
             .values()
-            .map(|f| self.keys.wake(&f.session))
+            .map(|f| self.keys.wake(&f.session).into())
             .chain(starting);
         let streams = self
             .streams
             .values()
-            .map(|f| self.keys.stream_wake(&f.session, &f.stream));
+            .map(|f| self.keys.stream_wake(&f.session, &f.stream).into());
         let set: BTreeSet<String> = logs.chain(streams).collect();
         set.into_iter().collect()
     }
@@ -308,12 +308,13 @@ impl Follows {
 
     /// `session`'s wake-up channel, if no follow uses it.
     fn unused_wake(&self, session: &str) -> Option<String> {
-        (!self.is_followed(session)).then(|| self.keys.wake(session))
+        (!self.is_followed(session)).then(|| self.keys.wake(session).into())
     }
 
     /// The channel of `session`'s `stream`, if no follow uses it.
     fn unused_stream_wake(&self, session: &str, stream: &str) -> Option<String> {
-        (!self.is_stream_followed(session, stream)).then(|| self.keys.stream_wake(session, stream))
+        (!self.is_stream_followed(session, stream))
+            .then(|| self.keys.stream_wake(session, stream).into())
     }
 
     /// Ends stream follow `ticket`: its channel, if no other follow uses it.
@@ -485,7 +486,7 @@ impl Follows {
                 let streams: Vec<Ticket> = self
                     .streams
                     .iter()
-                    .filter(|(_, f)| self.keys.stream_wake(&f.session, &f.stream) == channel)
+                    .filter(|(_, f)| self.keys.stream_wake(&f.session, &f.stream) == *channel)
                     .map(|(t, _)| *t)
                     .collect();
                 if !streams.is_empty() {

@@ -135,6 +135,7 @@ mod lanes;
 mod link;
 mod plan;
 mod scripts;
+mod spent;
 mod wire;
 use follows::{FollowEffects, FollowEvent, Follows, Read};
 use lanes::{Lane, Lanes, Start, Submitted, is_stateless};
@@ -145,6 +146,7 @@ use plan::{
     Fail, LinkTrouble, Planner, Request, decode_cursor, decode_int, decode_log, decode_unit,
 };
 use scripts::Scripts;
+use spent::Spent;
 use wire::{StreamRead, bulk, decode_bus};
 
 /// A byte stream to Redis, with tokio's I/O traits (what the `redis` crate's codec reads).
@@ -412,6 +414,7 @@ impl<R: Runtime> RedisBackend<R> {
         incarnation: u64,
         push_tx: mpsc::UnboundedSender<(u64, PushInfo)>,
         queued: Arc<AtomicUsize>,
+        spent: Arc<Spent>,
     ) -> Worker<R> {
         let now = self.runtime.now();
         let planner = Planner::new(
@@ -448,6 +451,8 @@ impl<R: Runtime> RedisBackend<R> {
             follows,
             next_beat: now,
             queued,
+            spent,
+            answered: Vec::new(),
         }
     }
 }
@@ -457,6 +462,7 @@ impl<R: Runtime> ClusterBackend for RedisBackend<R> {
         let (ops_tx, ops_rx) = mpsc::unbounded();
         let (push_tx, push_rx) = mpsc::unbounded();
         let queued = Arc::new(AtomicUsize::new(0));
+        let spent = Arc::new(Spent::default());
         let incarnation = (self.incarnations)();
         let worker = self.worker(
             instance,
@@ -464,6 +470,7 @@ impl<R: Runtime> ClusterBackend for RedisBackend<R> {
             incarnation,
             push_tx,
             queued.clone(),
+            spent.clone(),
         );
         self.runtime.spawn(Box::pin(worker.run(ops_rx, push_rx)));
         Box::new(RedisLink {
@@ -473,6 +480,8 @@ impl<R: Runtime> ClusterBackend for RedisBackend<R> {
             inbox,
             cfg: self.config.clone(),
             busy: false,
+            spent,
+            dropping: Vec::new(),
         })
     }
 }
@@ -485,10 +494,15 @@ struct RedisLink {
     cfg: Arc<RedisConfig>,
     /// Whether [`StoreLink::busy`] said so last ([`busy_now`]'s hysteresis).
     busy: bool,
+    /// The operations the worker is done with, dropped here (on the submitting thread).
+    spent: Arc<Spent>,
+    /// The list they are dropped from (its room swapped with the worker's).
+    dropping: Vec<StoreOp>,
 }
 
 impl StoreLink for RedisLink {
     fn submit(&mut self, _now: Instant, ticket: Ticket, op: StoreOp) {
+        self.spent.drop_here(&mut self.dropping);
         let answered = !matches!(op, StoreOp::Unfollow { .. });
         if self.queued.load(Ordering::Relaxed) >= self.max_queued {
             if answered {
@@ -599,6 +613,10 @@ struct Worker<R: Runtime> {
     /// Operations submitted and not yet done (the link refuses more than
     /// [`RedisConfig::max_queued`]).
     queued: Arc<AtomicUsize>,
+    /// Where answered operations go to be dropped on the submitting thread ([`Spent`]).
+    spent: Arc<Spent>,
+    /// A batch's answered operations, handed to `spent` together (its room kept).
+    answered: Vec<StoreOp>,
 }
 
 /// Whether the link is busy with `queued` operations not yet done, having been `was` (a
@@ -849,6 +867,7 @@ impl<R: Runtime> Worker<R> {
             match result {
                 Ok(reply) => {
                     let _ = self.inbox.reply(ticket, reply);
+                    self.answered.push(op);
                 }
                 Err(f) if last_applied.is_some_and(|l| l > i) => self.give_up(ticket, &f.why),
                 Err(f) if f.sent && !is_idempotent(&op) => self.give_up(ticket, &f.why),
@@ -859,6 +878,7 @@ impl<R: Runtime> Worker<R> {
             }
             self.done_one();
         }
+        self.spent.give(&mut self.answered);
         // The operations failed together (one connection): one pause before their second
         // attempts, not one each (a batch of 64 would hold every lane for 64 pauses, past
         // the router's store timeout).
@@ -1031,7 +1051,7 @@ impl<R: Runtime> Worker<R> {
             }
         };
         self.link.on(self.rt.now(), LinkEvent::Dialed);
-        let mut channels = vec![self.planner.keys().bus()];
+        let mut channels = vec![String::from(self.planner.keys().bus())];
         channels.extend(self.follows.channels());
         self.conn = Some(con.clone());
         self.timed(con.subscribe(channels)).await?;
@@ -1089,7 +1109,7 @@ impl<R: Runtime> Worker<R> {
                 let Ok(channel) = std::str::from_utf8(channel) else {
                     return;
                 };
-                if channel == self.planner.keys().bus() {
+                if self.planner.keys().bus() == *channel {
                     match decode_bus(payload) {
                         Some((from, message)) if *from != *self.instance => {
                             let _ = self.inbox.bus(message);
@@ -1589,7 +1609,7 @@ mod tests {
         let b = backend();
         let (tx, _rx) = mpsc::unbounded();
         let inbox = ClusterInbox::new(|_| true);
-        let w = b.worker("a", inbox, 0x2a, tx, Arc::default());
+        let w = b.worker("a", inbox, 0x2a, tx, Arc::default(), Arc::default());
         assert_eq!(liveness_key(&w), "p:inst:a:000000000000002a");
         assert_eq!(owner_name("b", u64::MAX), "b:ffffffffffffffff");
     }

@@ -58,7 +58,7 @@
 
 use std::time::Duration;
 
-use redis::{ToRedisArgs, Value};
+use redis::{RedisWrite, ToRedisArgs, Value};
 
 use mcp_proto::server::{
     BusMessage, LogEvent, RecordGuard, RecordOp, ServiceRecord, StoreError, StoreOp, StoreReply,
@@ -67,8 +67,8 @@ use mcp_proto::server::{
 
 use crate::scripts::{ScriptId, Scripts};
 use crate::wire::{
-    Keys, StreamRead, answered_field, decode_record, encode_bus, encode_record, parse_entries,
-    parse_stream, ttl_ms,
+    Keys, Name, StreamRead, answered_field, decode_record, encode_bus, encode_record,
+    parse_entries, parse_stream, ttl_ms,
 };
 
 /// One failed attempt.
@@ -164,20 +164,119 @@ pub(crate) enum Request {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ScriptCall {
     pub(crate) script: ScriptId,
-    pub(crate) keys: Vec<Vec<u8>>,
-    pub(crate) args: Vec<Vec<u8>>,
+    pub(crate) keys: Parts,
+    pub(crate) args: Parts,
+}
+
+/// Parts of a command (keys, or arguments) end to end in one buffer, with where each ends.
+/// A commit names eight keys and three arguments per event: as one allocation each, they
+/// and their frees were most of the link thread's allocator time.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Parts {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Parts {
+    fn with_capacity(parts: usize, bytes: usize) -> Parts {
+        Parts {
+            bytes: Vec::with_capacity(bytes),
+            ends: Vec::with_capacity(parts),
+        }
+    }
+
+    /// Room for `parts` more parts of `bytes` bytes in all.
+    fn reserve(&mut self, parts: usize, bytes: usize) {
+        self.bytes.reserve(bytes);
+        self.ends.reserve(parts);
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Each part's bytes, in order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &[u8]> {
+        let mut start = 0;
+        self.ends.iter().map(move |&end| {
+            let part = &self.bytes[start..end];
+            start = end;
+            part
+        })
+    }
+}
+
+impl RedisWrite for Parts {
+    fn write_arg(&mut self, arg: &[u8]) {
+        self.bytes.extend_from_slice(arg);
+        self.ends.push(self.bytes.len());
+    }
+
+    fn write_arg_fmt(&mut self, arg: impl std::fmt::Display) {
+        use std::io::Write as _;
+        // Writes into memory, which do not fail.
+        let _ = write!(self.bytes, "{arg}");
+        self.ends.push(self.bytes.len());
+    }
+
+    fn reserve_space_for_args(&mut self, additional: impl IntoIterator<Item = usize>) {
+        let (parts, bytes) = additional
+            .into_iter()
+            .fold((0, 0), |(n, b), len| (n + 1, b + len));
+        self.reserve(parts, bytes);
+    }
+
+    fn writer_for_next_arg(&mut self) -> impl std::io::Write + '_ {
+        /// The part written ends where the writer is dropped.
+        struct Part<'a>(&'a mut Parts);
+        impl Drop for Part<'_> {
+            fn drop(&mut self) {
+                self.0.ends.push(self.0.bytes.len());
+            }
+        }
+        impl std::io::Write for Part<'_> {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0.bytes.extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        Part(self)
+    }
 }
 
 impl ScriptCall {
+    /// A call of `script` with room for `keys` keys and `args` arguments of about
+    /// `args_bytes` bytes in all.
+    fn with_capacity(script: ScriptId, keys: usize, args: usize, args_bytes: usize) -> Self {
+        ScriptCall {
+            script,
+            // A key: the prefix, its kind, a session id (a UUID), a stream's name.
+            keys: Parts::with_capacity(keys, keys * 64),
+            args: Parts::with_capacity(args, args_bytes),
+        }
+    }
+
     /// A call of `script` on `session`'s keys (record, sessions, log, meta, streams) with
     /// its first two arguments (id, ttl ms).
     fn on_session(script: ScriptId, k: &Keys, session: &str, ttl: u64) -> ScriptCall {
-        let mut call = ScriptCall {
-            script,
-            // Room for most calls (a commit of one stream: eight keys; more grow it).
-            keys: Vec::with_capacity(8),
-            args: Vec::with_capacity(8),
-        };
+        // Room for every call but a commit's, which sizes its own.
+        Self::on_session_with(script, k, session, ttl, (3, 6, 256))
+    }
+
+    /// [`on_session`](Self::on_session) with room for `more` (keys, arguments, arguments'
+    /// bytes) besides.
+    fn on_session_with(
+        script: ScriptId,
+        k: &Keys,
+        session: &str,
+        ttl: u64,
+        more: (usize, usize, usize),
+    ) -> ScriptCall {
+        let (keys, args, bytes) = more;
+        let mut call = ScriptCall::with_capacity(script, 5 + keys, 2 + args, 64 + bytes);
         call.key(k.record(session))
             .key(k.sessions())
             .key(k.log(session))
@@ -191,11 +290,7 @@ impl ScriptCall {
     /// The Create script's call: a new session has no log, hash nor streams, so only its
     /// record's and the sessions set's keys, with the same first two arguments.
     fn on_new_session(k: &Keys, session: &str, ttl: u64) -> ScriptCall {
-        let mut call = ScriptCall {
-            script: ScriptId::Create,
-            keys: Vec::with_capacity(2),
-            args: Vec::with_capacity(4),
-        };
+        let mut call = ScriptCall::with_capacity(ScriptId::Create, 2, 4, 512);
         call.key(k.record(session))
             .key(k.sessions())
             .arg(session)
@@ -203,9 +298,9 @@ impl ScriptCall {
         call
     }
 
-    /// Adds a key, moved in (every key is a name made for this call).
-    fn key(&mut self, key: String) -> &mut Self {
-        self.keys.push(key.into_bytes());
+    /// Adds a key, written in place.
+    fn key(&mut self, key: Name<'_>) -> &mut Self {
+        key.write_redis_args(&mut self.keys);
         self
     }
 
@@ -218,16 +313,13 @@ impl ScriptCall {
     /// any operation runs; a `NOSCRIPT` loses the connection, and the next one loads it).
     pub(crate) fn evalsha(&self, scripts: &Scripts) -> redis::Cmd {
         let hash = scripts.get(self.script).get_hash();
-        let parts = self.keys.iter().chain(&self.args);
         // Sized once: the command, the hash, the key count (at most 20 digits), every part.
-        let size = "EVALSHA".len() + hash.len() + 20 + parts.map(Vec::len).sum::<usize>();
+        let size =
+            "EVALSHA".len() + hash.len() + 20 + self.keys.bytes.len() + self.args.bytes.len();
         let mut cmd = redis::Cmd::with_capacity(3 + self.keys.len() + self.args.len(), size);
         cmd.arg("EVALSHA").arg(hash).arg(self.keys.len());
-        for key in &self.keys {
-            cmd.arg(key.as_slice());
-        }
-        for arg in &self.args {
-            cmd.arg(arg.as_slice());
+        for part in self.keys.iter().chain(self.args.iter()) {
+            cmd.arg(part);
         }
         cmd
     }
@@ -454,7 +546,15 @@ impl Planner {
                 return Ok((Request::Command(cmd), Expect::Done));
             }
             StoreOp::CommitStreams { session, streams } => {
-                let mut call = script(ScriptId::CommitStreams, session, 0);
+                // Sized once: per stream two keys and five arguments, per event three.
+                let events = streams.iter().flat_map(|c| &c.events);
+                let more = (
+                    1 + 2 * streams.len(),
+                    2 + 5 * streams.len() + 3 * events.clone().count(),
+                    64 + 128 * streams.len() + events.map(|e| 64 + e.payload.len()).sum::<usize>(),
+                );
+                let mut call =
+                    ScriptCall::on_session_with(ScriptId::CommitStreams, k, session, 0, more);
                 call.key(k.liveness(&self.owner))
                     .arg(&*self.owner)
                     .arg(ttl_ms(Some(self.liveness_ttl)));
@@ -483,11 +583,7 @@ impl Planner {
                 (call, Expect::Done)
             }
             StoreOp::Record(RecordOp::Load { key }) => {
-                let mut call = ScriptCall {
-                    script: ScriptId::RecordLoad,
-                    keys: Vec::new(),
-                    args: Vec::new(),
-                };
+                let mut call = ScriptCall::with_capacity(ScriptId::RecordLoad, 1, 1, 64);
                 call.key(k.service_record(key)).arg(k.instances());
                 (call, Expect::ServiceRecord)
             }
@@ -498,11 +594,8 @@ impl Planner {
                 owned,
                 ttl,
             }) => {
-                let mut call = ScriptCall {
-                    script: ScriptId::RecordSave,
-                    keys: Vec::new(),
-                    args: Vec::new(),
-                };
+                let mut call =
+                    ScriptCall::with_capacity(ScriptId::RecordSave, 2, 6, 128 + value.len());
                 let guard = match guard {
                     RecordGuard::Absent => 0,
                     RecordGuard::Version(v) => *v,
@@ -641,7 +734,7 @@ mod tests {
             .collect()
     }
 
-    fn text(v: &[Vec<u8>]) -> Vec<String> {
+    fn text(v: &Parts) -> Vec<String> {
         v.iter()
             .map(|b| String::from_utf8_lossy(b).into_owned())
             .collect()
@@ -1155,6 +1248,19 @@ mod tests {
         assert!(decode_unit(Value::Okay).is_ok());
         assert_eq!(decode_int(Value::Int(1)).unwrap(), 1);
         assert!(decode_int(Value::Okay).is_err());
+    }
+
+    #[test]
+    fn parts_keep_each_part_whole_however_it_was_written() {
+        let keys = Keys::new("p");
+        let mut parts = Parts::default();
+        parts.write_arg(b"raw");
+        parts.write_arg_fmt(42u64);
+        keys.stream_wake("s1", "r9").write_redis_args(&mut parts);
+        drop(parts.writer_for_next_arg());
+        7u8.write_redis_args(&mut parts);
+        assert_eq!(text(&parts), ["raw", "42", "p:rsw:s1:r9", "", "7"]);
+        assert_eq!(parts.len(), 5);
     }
 
     #[test]

@@ -3,11 +3,13 @@
 //! that carry them (log entries, a request stream's state). Pure: no connection, no clock;
 //! a value that does not decode is `None`, never a panic.
 
+use std::fmt;
+use std::io::Write as _;
 use std::time::Duration;
 
 use base64::Engine as _;
 use bytes::Bytes;
-use redis::Value;
+use redis::{RedisWrite, ToRedisArgs, Value};
 use serde::{Deserialize, Serialize};
 
 use mcp_proto::jsonrpc::{Message, RequestId};
@@ -18,63 +20,110 @@ pub(crate) struct Keys {
     prefix: String,
 }
 
+/// A key or channel name: the prefix and the parts that follow it, written where it goes (a
+/// command's buffer, a comparison) without an allocation of its own; `String::from` where one
+/// is kept. (Every operation names five to eight keys: `format!` once cost a tenth of the
+/// link's time, a `String` per key and the frees of them most of the rest.)
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Name<'a> {
+    pieces: [&'a str; 5],
+}
+
+impl Name<'_> {
+    fn len(&self) -> usize {
+        self.pieces.iter().map(|p| p.len()).sum()
+    }
+}
+
+impl fmt::Display for Name<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.pieces.iter().try_for_each(|p| f.write_str(p))
+    }
+}
+
+impl From<Name<'_>> for String {
+    fn from(name: Name<'_>) -> String {
+        let mut s = String::with_capacity(name.len());
+        name.pieces.iter().for_each(|p| s.push_str(p));
+        s
+    }
+}
+
+impl PartialEq<str> for Name<'_> {
+    fn eq(&self, other: &str) -> bool {
+        let mut rest = other;
+        for p in self.pieces {
+            match rest.strip_prefix(p) {
+                Some(r) => rest = r,
+                None => return false,
+            }
+        }
+        rest.is_empty()
+    }
+}
+
+impl ToRedisArgs for Name<'_> {
+    fn write_redis_args<W: ?Sized + RedisWrite>(&self, out: &mut W) {
+        let mut w = out.writer_for_next_arg();
+        for p in self.pieces {
+            // Writes into memory, which do not fail.
+            let _ = w.write_all(p.as_bytes());
+        }
+    }
+}
+
 impl Keys {
     pub(crate) fn new(prefix: &str) -> Keys {
         Keys {
             prefix: prefix.into(),
         }
     }
-    /// The prefix and `parts`, in one allocation of the exact size (every operation names
-    /// five to eight keys: `format!` cost a tenth of the link's time).
-    fn name(&self, parts: &[&str]) -> String {
-        let len = self.prefix.len() + parts.iter().map(|p| p.len()).sum::<usize>();
-        let mut name = String::with_capacity(len);
-        name.push_str(&self.prefix);
-        for p in parts {
-            name.push_str(p);
+    fn name<'a>(&'a self, parts: [&'a str; 4]) -> Name<'a> {
+        let [a, b, c, d] = parts;
+        Name {
+            pieces: [&self.prefix, a, b, c, d],
         }
-        name
     }
-    pub(crate) fn record(&self, s: &str) -> String {
-        self.name(&[":s:", s])
+    pub(crate) fn record<'a>(&'a self, s: &'a str) -> Name<'a> {
+        self.name([":s:", s, "", ""])
     }
-    pub(crate) fn sessions(&self) -> String {
-        self.name(&[":sessions"])
+    pub(crate) fn sessions(&self) -> Name<'_> {
+        self.name([":sessions", "", "", ""])
     }
-    pub(crate) fn log(&self, s: &str) -> String {
-        self.name(&[":log:", s])
+    pub(crate) fn log<'a>(&'a self, s: &'a str) -> Name<'a> {
+        self.name([":log:", s, "", ""])
     }
-    pub(crate) fn meta(&self, s: &str) -> String {
-        self.name(&[":meta:", s])
+    pub(crate) fn meta<'a>(&'a self, s: &'a str) -> Name<'a> {
+        self.name([":meta:", s, "", ""])
     }
-    pub(crate) fn bus(&self) -> String {
-        self.name(&[":bus"])
+    pub(crate) fn bus(&self) -> Name<'_> {
+        self.name([":bus", "", "", ""])
     }
-    pub(crate) fn wake(&self, s: &str) -> String {
-        self.name(&[":wake:", s])
+    pub(crate) fn wake<'a>(&'a self, s: &'a str) -> Name<'a> {
+        self.name([":wake:", s, "", ""])
     }
-    pub(crate) fn streams(&self, s: &str) -> String {
-        self.name(&[":rss:", s])
+    pub(crate) fn streams<'a>(&'a self, s: &'a str) -> Name<'a> {
+        self.name([":rss:", s, "", ""])
     }
-    pub(crate) fn stream_log(&self, s: &str, stream: &str) -> String {
-        self.name(&[":rs:", s, ":", stream])
+    pub(crate) fn stream_log<'a>(&'a self, s: &'a str, stream: &'a str) -> Name<'a> {
+        self.name([":rs:", s, ":", stream])
     }
-    pub(crate) fn stream_meta(&self, s: &str, stream: &str) -> String {
-        self.name(&[":rsm:", s, ":", stream])
+    pub(crate) fn stream_meta<'a>(&'a self, s: &'a str, stream: &'a str) -> Name<'a> {
+        self.name([":rsm:", s, ":", stream])
     }
-    pub(crate) fn stream_wake(&self, s: &str, stream: &str) -> String {
-        self.name(&[":rsw:", s, ":", stream])
+    pub(crate) fn stream_wake<'a>(&'a self, s: &'a str, stream: &'a str) -> Name<'a> {
+        self.name([":rsw:", s, ":", stream])
     }
     /// A service record's hash (`v` version, `d` bytes, `o` owner).
-    pub(crate) fn service_record(&self, key: &str) -> String {
-        self.name(&[":rec:", key])
+    pub(crate) fn service_record<'a>(&'a self, key: &'a str) -> Name<'a> {
+        self.name([":rec:", key, "", ""])
     }
-    pub(crate) fn instances(&self) -> String {
-        self.name(&[":inst:"])
+    pub(crate) fn instances(&self) -> Name<'_> {
+        self.name([":inst:", "", "", ""])
     }
     /// The liveness key of link `owner` (`<instance>:<incarnation>`).
-    pub(crate) fn liveness(&self, owner: &str) -> String {
-        self.name(&[":inst:", owner])
+    pub(crate) fn liveness<'a>(&'a self, owner: &'a str) -> Name<'a> {
+        self.name([":inst:", owner, "", ""])
     }
     pub(crate) fn wake_session<'a>(&self, channel: &'a str) -> Option<&'a str> {
         channel
@@ -373,6 +422,29 @@ pub(crate) fn parse_stream(v: &Value, batch: usize) -> Option<Option<StreamRead>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_name_reads_as_its_prefix_and_parts_end_to_end() {
+        let k = Keys::new("p");
+        let name = k.stream_wake("s1", "r9");
+        assert_eq!(String::from(name), "p:rsw:s1:r9");
+        assert_eq!(name.to_string(), "p:rsw:s1:r9");
+        assert!(name == *"p:rsw:s1:r9");
+        for other in [
+            "p:rsw:s1:r",
+            "p:rsw:s1:r99",
+            "p:rsw:s1r9",
+            "",
+            "q:rsw:s1:r9",
+        ] {
+            assert!(name != *other, "{other}");
+        }
+        assert!(k.bus() == *"p:bus" && k.bus() != *"p:bus:");
+        assert_eq!(
+            redis::cmd("GET").arg(k.record("s1")).get_packed_command(),
+            redis::cmd("GET").arg("p:s:s1").get_packed_command()
+        );
+    }
 
     #[test]
     fn records_and_bus_messages_round_trip_and_garbage_is_refused() {
