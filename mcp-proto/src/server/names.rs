@@ -27,9 +27,8 @@ impl ServerConfig {
         use std::fmt::Write as _;
         let digits = |n: u64| n.checked_ilog10().map_or(1, |d| d as usize + 1);
         let instance = self.cluster.as_ref().map(|c| &*c.instance);
-        let len = instance.map_or(0, |i| i.len() + 1)
-            + digits(lsid)
-            + seq.map_or(0, |n| 1 + digits(n));
+        let len =
+            instance.map_or(0, |i| i.len() + 1) + digits(lsid) + seq.map_or(0, |n| 1 + digits(n));
         let mut name = String::with_capacity(len);
         if let Some(instance) = instance {
             name.push_str(instance);
