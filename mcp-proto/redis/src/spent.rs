@@ -8,16 +8,38 @@
 //! through a per-thread cache, and the router's thread then misses its own cache for the next
 //! operation it builds. On `bench-scale`'s calls phase on Redis the drops were a quarter of
 //! the link thread's samples. So the worker hands the operations back after their answers,
-//! and the link drops them on the router's thread at its next submission (a router that
-//! submits nothing more leaves at most [`MAX_SPENT`] of them waiting; past that, the worker
-//! drops them itself).
+//! and the link drops them on the router's thread at its next submission. What may wait is
+//! bounded: at most [`MAX_SPENT`] operations, each carrying at most [`MAX_SPENT_BYTES`] of
+//! payload (a larger one is dropped by the worker at once: its buffers are large allocations,
+//! which glibc serves from its large bins or `mmap` whichever thread frees them), so that a
+//! router that submits nothing more holds at most a few megabytes until it does.
 
 use std::sync::{Mutex, PoisonError, TryLockError};
 
-use mcp_proto::server::StoreOp;
+use mcp_proto::server::{RecordOp, StoreOp};
 
 /// The most operations waiting to be dropped on the submitting thread.
-pub(crate) const MAX_SPENT: usize = 4096;
+pub(crate) const MAX_SPENT: usize = 1024;
+
+/// The most payload bytes an operation waiting to be dropped on the submitting thread
+/// carries ([`payload_bytes`]).
+pub(crate) const MAX_SPENT_BYTES: usize = 4096;
+
+/// The bytes of payload `op` holds (events, messages, records, states).
+fn payload_bytes(op: &StoreOp) -> usize {
+    let state = |r: &mcp_proto::server::SessionRecord| r.state.as_ref().map_or(0, |s| s.len());
+    match op {
+        StoreOp::CommitStreams { streams, .. } => streams
+            .iter()
+            .flat_map(|c| &c.events)
+            .map(|e| e.payload.len())
+            .sum(),
+        StoreOp::Publish { payload, .. } => payload.len(),
+        StoreOp::Create { record, .. } | StoreOp::Save { record, .. } => state(record),
+        StoreOp::Record(RecordOp::Save { value, .. }) => value.len(),
+        _ => 0,
+    }
+}
 
 /// Operations answered and not yet dropped (shared by a link and its worker).
 #[derive(Default)]
@@ -26,9 +48,10 @@ pub(crate) struct Spent {
 }
 
 impl Spent {
-    /// The worker hands back `ops` (emptied; its room kept): what does not fit under
-    /// [`MAX_SPENT`] is dropped here.
+    /// The worker hands back `ops` (emptied; its room kept): an operation over
+    /// [`MAX_SPENT_BYTES`], and what does not fit under [`MAX_SPENT`], is dropped here.
     pub(crate) fn give(&self, ops: &mut Vec<StoreOp>) {
+        ops.retain(|op| payload_bytes(op) <= MAX_SPENT_BYTES);
         if ops.is_empty() {
             return;
         }
@@ -95,6 +118,13 @@ mod tests {
         spent.give(&mut many);
         assert!(many.is_empty());
         assert_eq!(spent.ops.lock().unwrap().len(), MAX_SPENT);
+        spent.drop_here(&mut scratch);
+        assert!(payload.is_unique());
+
+        // An operation carrying more than the bound is dropped by the worker at once.
+        let large = Bytes::from(vec![b'x'; MAX_SPENT_BYTES + 1]);
+        spent.give(&mut vec![publish(&large), publish(&payload)]);
+        assert!(large.is_unique() && !payload.is_unique());
         spent.drop_here(&mut scratch);
         assert!(payload.is_unique());
     }
