@@ -566,11 +566,7 @@ fn what_a_session_s_request_streams_write_in_one_turn_is_one_store_operation() {
     let sid = initialize(&mut c, 0);
     let mut calls = Vec::new();
     for id in [5, 6] {
-        let s = c
-            .node(1)
-            .send(Req::post(&call(id, "tools/call")).session(&sid).version(V));
-        c.settle();
-        let (h, _, _) = c.node(1).expect_request();
+        let (s, (h, _, _)) = post_call(&mut c, 1, &sid, id, "tools/call");
         calls.push((s, h));
     }
     let handlers = [calls[0].1, calls[1].1];
@@ -619,11 +615,7 @@ fn a_turn_s_writes_beyond_the_commit_cap_take_more_operations_in_order() {
         |k| k.with_max_commit_events(4),
     );
     let sid = initialize(&mut c, 0);
-    let s = c
-        .node(1)
-        .send(Req::post(&call(5, "tools/call")).session(&sid).version(V));
-    c.settle();
-    let (h, _, _) = c.node(1).expect_request();
+    let (s, (h, _, _)) = post_call(&mut c, 1, &sid, 5, "tools/call");
     let before = c.store.operations();
     write_together(&mut c, 1, &[h], 1, 9, true);
     assert_eq!(
@@ -645,11 +637,7 @@ fn a_turn_s_writes_beyond_the_commit_cap_take_more_operations_in_order() {
     assert!(c.node(2).response(resumed).ended, "the end is stored");
     // Exactly at the cap: two full operations, and the end alone in a third (nothing waits
     // for it, but it is stored: a resume elsewhere ends).
-    let s = c
-        .node(1)
-        .send(Req::post(&call(6, "tools/call")).session(&sid).version(V));
-    c.settle();
-    let (h, _, _) = c.node(1).expect_request();
+    let (s, (h, _, _)) = post_call(&mut c, 1, &sid, 6, "tools/call");
     let before = c.store.operations();
     write_together(&mut c, 1, &[h], 1, 7, true);
     assert_eq!(c.store.operations() - before, 3, "8 events, then the end");

@@ -25,10 +25,10 @@ impl ServerConfig {
     /// of it reallocated it again).
     fn stream_name_with(&self, lsid: u64, seq: Option<u64>) -> String {
         use std::fmt::Write as _;
-        let digits = |n: u64| n.checked_ilog10().map_or(1, |d| d as usize + 1);
+        let width = |n: u64| n.checked_ilog10().map_or(1, |d| d as usize + 1);
         let instance = self.cluster.as_ref().map(|c| &*c.instance);
         let len =
-            instance.map_or(0, |i| i.len() + 1) + digits(lsid) + seq.map_or(0, |n| 1 + digits(n));
+            instance.map_or(0, |i| i.len() + 1) + width(lsid) + seq.map_or(0, |n| 1 + width(n));
         let mut name = String::with_capacity(len);
         if let Some(instance) = instance {
             name.push_str(instance);
@@ -97,10 +97,7 @@ impl ServerConfig {
 
     /// The event id of `seq` on stream `lsid` (`"<instance>.<lsid>-<seq>"` in a cluster).
     pub(crate) fn stream_event_id(&self, lsid: u64, seq: u64) -> String {
-        match &self.cluster {
-            None => super::stream::event_id(lsid, seq),
-            Some(_) => self.stream_name_with(lsid, Some(seq)),
-        }
+        self.stream_name_with(lsid, Some(seq))
     }
 }
 
@@ -149,6 +146,9 @@ mod tests {
             let name = alone.stream_name(lsid);
             assert_eq!(name, lsid.to_string());
             assert_eq!(name.capacity(), name.len(), "{name}");
+            let id = alone.stream_event_id(lsid, seq);
+            assert_eq!(id, format!("{lsid}-{seq}"));
+            assert_eq!(id.capacity(), id.len(), "{id}");
         }
     }
 }

@@ -787,11 +787,6 @@ pub(crate) fn parse_event_id(id: &str) -> Option<(u64, u64)> {
     Some((s.parse().ok()?, q.parse().ok()?))
 }
 
-/// Formats an event id.
-pub(crate) fn event_id(stream: u64, seq: u64) -> String {
-    format!("{stream}-{seq}")
-}
-
 // S-SSE-17.
 /// Encodes one SSE event with the workspace encoder (one `data:` line per line).
 /// Our ids are `<digits>-<digits>`, which the encoder always accepts; should it ever refuse
@@ -843,7 +838,7 @@ mod tests {
 
     #[test]
     fn event_ids_round_trip_and_reject_junk() {
-        assert_eq!(parse_event_id(&event_id(12, 7)), Some((12, 7)));
+        assert_eq!(parse_event_id("12-7"), Some((12, 7)));
         for bad in [
             "",
             "1",
