@@ -643,6 +643,84 @@ fn the_redis_backend_answers_as_memory_cluster_on_smol() {
     on_smol_backend(&redis, "conf", conformance);
 }
 
+/// A payload's buffer that records the thread which freed it.
+struct FreedOn(std::sync::Arc<std::sync::Mutex<Option<String>>>, Vec<u8>);
+
+impl AsRef<[u8]> for FreedOn {
+    fn as_ref(&self) -> &[u8] {
+        &self.1
+    }
+}
+
+impl Drop for FreedOn {
+    fn drop(&mut self) {
+        let here = std::thread::current();
+        *self.0.lock().unwrap() = Some(format!("{:?} {:?}", here.id(), here.name()));
+    }
+}
+
+/// An operation the link answered is dropped on the thread that submits (at its next
+/// submission), not on the link's own thread: its allocations are freed where they were made.
+fn answered_operations_are_dropped_on_the_submitting_thread(
+    backend: &dyn ClusterBackend,
+    _: &Redis,
+) {
+    let (tx, rx) = mpsc::channel();
+    let mut link = backend.connect("a", inbox(tx));
+    let answered = |ticket: u64| loop {
+        match rx.recv_timeout(WAIT).expect("an answer") {
+            ClusterDelivery::Reply(t, _) if t == Ticket::from_u64(ticket) => break,
+            _ => continue,
+        }
+    };
+    // Once connected (an operation submitted before runs with the dial, on the link's
+    // thread to its end), operations go in batches and come back answered.
+    let load = || StoreOp::Load {
+        session: "none".into(),
+    };
+    link.submit(Instant::now(), Ticket::from_u64(1), load());
+    answered(1);
+    let freed = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let payload = Bytes::from_owner(FreedOn(freed.clone(), b"{}".to_vec()));
+    let op = StoreOp::Publish {
+        session: "none".into(),
+        payload,
+        capacity: 8,
+    };
+    link.submit(Instant::now(), Ticket::from_u64(2), op);
+    answered(2);
+    // The worker hands the operation back after its batch's answers: the next submissions
+    // drop it here.
+    let deadline = Instant::now() + WAIT;
+    let mut ticket = 3;
+    while freed.lock().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+        link.submit(Instant::now(), Ticket::from_u64(ticket), load());
+        ticket += 1;
+    }
+    let here = std::thread::current();
+    assert_eq!(
+        *freed.lock().unwrap(),
+        Some(format!("{:?} {:?}", here.id(), here.name())),
+        "freed on the submitting thread"
+    );
+}
+
+#[test]
+fn answered_operations_are_dropped_on_the_submitting_thread_on_both_runtimes() {
+    let redis = require_service!(Redis::start());
+    on_tokio_backend(
+        &redis,
+        "spent",
+        answered_operations_are_dropped_on_the_submitting_thread,
+    );
+    on_smol_backend(
+        &redis,
+        "spent",
+        answered_operations_are_dropped_on_the_submitting_thread,
+    );
+}
+
 #[test]
 fn a_bad_redis_url_is_refused() {
     assert!(mcp_tokio::redis_backend("not a url", Default::default()).is_err());

@@ -12,7 +12,9 @@
 //! bounded: at most [`MAX_SPENT`] operations, each carrying at most [`MAX_SPENT_BYTES`] of
 //! payload (a larger one is dropped by the worker at once: its buffers are large allocations,
 //! which glibc serves from its large bins or `mmap` whichever thread frees them), so that a
-//! router that submits nothing more holds at most a few megabytes until it does.
+//! router that submits nothing more holds at most a few megabytes until it does. Only the
+//! operations answered from a batch come back; the rare ones run to their end on the link's
+//! thread (before a connection is up, retries, follows, deletes) are dropped there.
 
 use std::sync::{Mutex, PoisonError, TryLockError};
 
