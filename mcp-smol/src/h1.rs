@@ -13,6 +13,9 @@ use std::fmt;
 
 use futures_io::AsyncRead as _;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
+pub(crate) use mcp_driver::h1::{MAX_HEAD, asks_close};
+use mcp_driver::h1::{RequestHead, parse_request_head};
+use mcp_driver::h1::{close_token, header_name};
 
 /// A head that cannot be carried across the two type systems.
 #[derive(Debug)]
@@ -63,18 +66,6 @@ pub(crate) fn request_parts(
     Ok(parts)
 }
 
-/// `name` as an `http` header name; the transport's own names (sent with every request)
-/// without a parse or an allocation.
-fn header_name(name: &str) -> Result<HeaderName, http::header::InvalidHeaderName> {
-    use mcp_proto::http::header_name as ours;
-    Ok(match name {
-        mcp_proto::http::header::MCP_SESSION_ID => ours::MCP_SESSION_ID.clone(),
-        mcp_proto::http::header::MCP_PROTOCOL_VERSION => ours::MCP_PROTOCOL_VERSION.clone(),
-        mcp_proto::http::header::LAST_EVENT_ID => ours::LAST_EVENT_ID.clone(),
-        other => HeaderName::from_bytes(other.as_bytes())?,
-    })
-}
-
 /// An http-types status from an `http` one. http-types knows only the registered codes:
 /// any other is an error.
 pub(crate) fn status_to_h1(status: StatusCode) -> Result<http_types::StatusCode, Unrepresentable> {
@@ -111,19 +102,6 @@ pub(crate) fn headers_to_h1(
 /// connection.
 pub(crate) fn asks_close_h1(value: Option<&http_types::headers::HeaderValues>) -> bool {
     value.is_some_and(|v| v.iter().any(|v| close_token(v.as_str())))
-}
-
-/// Whether the `Connection` fields of a request head ask to close the connection.
-pub(crate) fn asks_close(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(http::header::CONNECTION)
-        .iter()
-        .any(|v| v.to_str().is_ok_and(close_token))
-}
-
-fn close_token(list: &str) -> bool {
-    list.split(',')
-        .any(|token| token.trim().eq_ignore_ascii_case("close"))
 }
 
 /// The http-types method async-h1's encoder is told of: it only asks whether it is `HEAD`
@@ -168,8 +146,12 @@ where
     Fut: Future<Output = http_types::Result<http_types::Response>>,
 {
     use std::pin::Pin;
-    let response = response.await?;
+    let mut response = response.await?;
     let close = close || asks_close_h1(response.header(http_types::headers::CONNECTION));
+    if close && response.header(http_types::headers::CONNECTION).is_none() {
+        // The request asked to close: the answer says so too (RFC 9112 §9.6), as hyper's.
+        response.insert_header(http_types::headers::CONNECTION, "close");
+    }
     let mut encoder = async_h1::server::Encoder::new(response, method);
     let mut out = io.clone();
     loop {
@@ -220,10 +202,6 @@ pub(crate) fn response_headers(res: &http_types::Response) -> Result<HeaderMap, 
 // ------------------------------------------------------------------------------------------
 // Request heads, parsed in place with httparse.
 
-/// The longest request head read: 8 KiB (async-h1's bound too).
-pub(crate) const MAX_HEAD: usize = 8 * 1024;
-/// The most header fields a request head may carry (async-h1's bound too).
-const MAX_HEADERS: usize = 128;
 /// What a connection's read buffer holds at first: a head and a small body, in one read.
 const READ_BUFFER: usize = 4 * 1024;
 
@@ -339,57 +317,17 @@ impl<IO: futures_io::AsyncRead + Unpin> Reader<IO> {
         }
     }
 
-    /// The head at the start of the buffer, if it is all there.
+    /// The head at the start of the buffer, if it is all there ([`parse_request_head`]).
     fn parse(&mut self) -> std::io::Result<Option<Head>> {
-        let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut req = httparse::Request::new(&mut fields);
-        let len = match req
-            .parse(&self.buf[self.start..self.end])
-            .map_err(bad_head)?
-        {
-            httparse::Status::Complete(len) => len,
-            httparse::Status::Partial => return Ok(None),
-        };
-        if req.version != Some(1) {
-            return Err(bad_head("not an HTTP/1.1 request"));
-        }
-        let mut headers = HeaderMap::with_capacity(req.headers.len());
-        let (mut length, mut host) = (None, false);
-        for field in req.headers.iter() {
-            let name = header_name(field.name).map_err(bad_head)?;
-            let value = HeaderValue::from_bytes(field.value).map_err(bad_head)?;
-            if name == http::header::TRANSFER_ENCODING || name == http::header::EXPECT {
-                // async-h1 decodes it all again, from the first byte.
-                return Ok(Some(Head::ForAsyncH1));
+        match parse_request_head(&self.buf[self.start..self.end])? {
+            None => Ok(None),
+            Some(RequestHead::Framed) => Ok(Some(Head::ForAsyncH1)),
+            Some(RequestHead::Plain { parts, len, body }) => {
+                self.start += len;
+                self.body_left = body;
+                Ok(Some(Head::Plain(parts)))
             }
-            if name == http::header::CONTENT_LENGTH {
-                let digits = value.as_bytes();
-                let n = std::str::from_utf8(digits)
-                    .ok()
-                    .filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
-                    .and_then(|d| d.parse::<u64>().ok())
-                    .ok_or_else(|| bad_head("bad Content-Length"))?;
-                if length.replace(n).is_some_and(|m| m != n) {
-                    return Err(bad_head("conflicting Content-Length fields"));
-                }
-            }
-            host |= name == http::header::HOST;
-            headers.append(name, value);
         }
-        if !host {
-            return Err(bad_head("no Host header"));
-        }
-        let method =
-            Method::from_bytes(req.method.unwrap_or_default().as_bytes()).map_err(bad_head)?;
-        let uri = origin_form(req.path.unwrap_or_default())?;
-        let (mut parts, ()) = http::Request::new(()).into_parts();
-        parts.method = method;
-        parts.uri = uri;
-        parts.version = http::Version::HTTP_11;
-        parts.headers = headers;
-        self.start += len;
-        self.body_left = length.unwrap_or(0);
-        Ok(Some(Head::Plain(parts)))
     }
 
     /// The next piece of the current body: its range in the buffer (consumed); `None` at
@@ -453,19 +391,6 @@ impl<IO: futures_io::AsyncRead + Unpin> Reader<IO> {
             (self.buf, self.start, self.end) = (Vec::new(), 0, 0);
         }
     }
-}
-
-/// A request target in origin form (path and query): one in absolute form (a proxy's) keeps
-/// only those, as async-h1 gave them.
-fn origin_form(target: &str) -> std::io::Result<Uri> {
-    let uri: Uri = target.parse().map_err(bad_head)?;
-    if uri.scheme().is_none() {
-        return Ok(uri);
-    }
-    let path = uri
-        .path_and_query()
-        .map_or("/", http::uri::PathAndQuery::as_str);
-    path.parse().map_err(bad_head)
 }
 
 /// A request body read through its connection's [`Reader`].

@@ -84,6 +84,7 @@
 #![warn(missing_docs)]
 
 mod client;
+mod first;
 #[cfg(feature = "redis")]
 mod redis;
 mod server;

@@ -24,6 +24,8 @@ use mcp_service::Server;
 use mcp_service::server::BoxFuture;
 use tokio::net::{TcpListener, TcpStream};
 
+use crate::first::{self, First};
+
 /// tokio as the driver's [`Runtime`]: `tokio::spawn` and tokio's timer.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Tokio;
@@ -142,16 +144,17 @@ impl futures_core::Stream for Accepted {
     }
 }
 
-/// Serves one connection, HTTP/1.1 or HTTP/2 (by the client's first bytes, [`sniff`]),
+/// Serves one connection, HTTP/1.1 or HTTP/2 (by the client's first bytes,
+/// [`first::sniff`]; a first `GET` is answered outside hyper, [`first::serve_get`]),
 /// until it ends, sends no request within [`DriverConfig::first_request_timeout`], or the
 /// driver stopped (the end of a drain: the connection then closes after its responses in
 /// progress, an HTTP/2 one with a GOAWAY).
 ///
 /// What a connection holds while a response streams (an open GET stream) is kept small:
-/// hyper keeps the slot of the connection's request future for the connection's life, so
-/// that future is boxed (freed once the response head is out); and hyper's HTTP/1 read
-/// buffer stays at its 8 KiB ([`Sniffed`]). hyper's 8 KiB write buffer and 8 KiB read
-/// buffer are its floor: it does not let them be sized.
+/// a GET that opens its connection holds none of hyper's buffers ([`first`]); on a
+/// connection hyper serves, its request future is boxed (hyper keeps the slot of the
+/// connection's request future for the connection's life; boxed, it is freed once the
+/// response head is out), and hyper's HTTP/1 read buffer stays at its 8 KiB ([`first::Sniffed`]).
 async fn connection<I>(io: I, peer: SocketAddr, service: McpService)
 where
     I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
@@ -160,6 +163,7 @@ where
     let first_request = service.handle.config().first_request_timeout;
     let served = Latch::new();
     let on_request = served.clone();
+    let handle = service.handle.clone();
     let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
         on_request.set();
         req.extensions_mut().insert(mcp_driver::PeerAddr(peer));
@@ -168,9 +172,20 @@ where
     });
     let serve = async {
         // A connection that sent nothing yet when the driver stops is closed at once.
-        let (h2, io) = tokio::select! {
-            sniffed = sniff(io) => sniffed?,
+        let (first, mut io) = tokio::select! {
+            sniffed = first::sniff(io) => sniffed?,
             () = stopped.as_mut() => return Ok(()),
+        };
+        let h2 = match first {
+            First::H2 => true,
+            First::Http1 => false,
+            First::Get(parts) => {
+                served.set();
+                if !first::serve_get(&mut io, parts, peer, &handle).await? {
+                    return Ok(());
+                }
+                false
+            }
         };
         // hyper's timer: its own defaults (the header read timeout) then apply, so a client
         // that never finishes a request head cannot hold the connection forever.
@@ -214,105 +229,6 @@ async fn until_stopped<C: Future<Output = hyper::Result<()>>>(
         () = stopped => shut(conn.as_mut()),
     }
     conn.await
-}
-
-/// The HTTP/2 connection preface ([RFC 9113 §3.4]): a client speaking HTTP/2 with prior
-/// knowledge (or after ALPN chose `h2`) starts with it.
-///
-/// [RFC 9113 §3.4]: https://www.rfc-editor.org/rfc/rfc9113#section-3.4
-const H2_PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
-
-/// Reads the first bytes of a connection until they are the HTTP/2 preface or cannot be
-/// (what hyper-util's `auto` builder does); says whether they are, and gives the connection
-/// with those bytes to be read again ([`Sniffed`]).
-async fn sniff<I: hyper::rt::Read + Unpin>(mut io: I) -> io::Result<(bool, Sniffed<I>)> {
-    let (mut first, mut len) = ([0u8; 24], 0);
-    while len < first.len() {
-        let n = std::future::poll_fn(|cx| {
-            let mut buf = hyper::rt::ReadBuf::new(&mut first[len..]);
-            std::task::ready!(Pin::new(&mut io).poll_read(cx, buf.unfilled()))?;
-            Poll::Ready(Ok::<_, io::Error>(buf.filled().len()))
-        })
-        .await?;
-        len += n;
-        if n == 0 || first[..len] != H2_PREFACE[..len] {
-            break;
-        }
-    }
-    // The whole preface, or HTTP/1.1 (24 other bytes in one read included).
-    let h2 = first[..len] == H2_PREFACE[..];
-    Ok((
-        h2,
-        Sniffed {
-            io,
-            first,
-            at: 0,
-            len,
-        },
-    ))
-}
-
-/// A connection whose first bytes were read ([`sniff`]): they are read again first, and in
-/// the same read whatever the client sent with them, so that hyper finds a whole request
-/// head in its first read (hyper-util's `auto` builder gave hyper the sniffed bytes alone,
-/// and hyper's next read doubled its 8 KiB read buffer to hold 8 KiB more).
-struct Sniffed<I> {
-    io: I,
-    first: [u8; 24],
-    /// `first[at..len]` is still to be read again.
-    at: usize,
-    len: usize,
-}
-
-impl<I: hyper::rt::Read + Unpin> hyper::rt::Read for Sniffed<I> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        mut buf: hyper::rt::ReadBufCursor<'_>,
-    ) -> Poll<io::Result<()>> {
-        let this = &mut *self;
-        if this.at == this.len {
-            return Pin::new(&mut this.io).poll_read(cx, buf);
-        }
-        let n = (this.len - this.at).min(buf.remaining());
-        buf.put_slice(&this.first[this.at..this.at + n]);
-        this.at += n;
-        if this.at == this.len && buf.remaining() > 0 {
-            // What came with them, if it is there; a failure shows at the next read.
-            let _ = Pin::new(&mut this.io).poll_read(cx, buf);
-        }
-        Poll::Ready(Ok(()))
-    }
-}
-
-impl<I: hyper::rt::Write + Unpin> hyper::rt::Write for Sniffed<I> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        b: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write(cx, b)
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.io).poll_shutdown(cx)
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.io.is_write_vectored()
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.io).poll_write_vectored(cx, bufs)
-    }
 }
 
 /// The MCP endpoint as a hyper [`Service`](hyper::service::Service) and a
@@ -501,83 +417,5 @@ impl Body for ResponseBody {
                 .map_or_else(SizeHint::default, SizeHint::with_exact),
             Inner::Fixed(body) => SizeHint::with_exact(body.as_ref().map_or(0, |b| b.len() as u64)),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::collections::VecDeque;
-
-    use super::*;
-
-    /// A connection that gives one scripted piece per read (what fits of it), then EOF.
-    struct Script(VecDeque<Vec<u8>>);
-
-    impl hyper::rt::Read for Script {
-        fn poll_read(
-            mut self: Pin<&mut Self>,
-            _: &mut Context<'_>,
-            mut buf: hyper::rt::ReadBufCursor<'_>,
-        ) -> Poll<io::Result<()>> {
-            if let Some(mut piece) = self.0.pop_front() {
-                let n = piece.len().min(buf.remaining());
-                buf.put_slice(&piece[..n]);
-                if n < piece.len() {
-                    self.0.push_front(piece.split_off(n));
-                }
-            }
-            Poll::Ready(Ok(()))
-        }
-    }
-
-    fn ready<T>(f: impl Future<Output = T>) -> T {
-        let mut f = std::pin::pin!(f);
-        match f
-            .as_mut()
-            .poll(&mut Context::from_waker(std::task::Waker::noop()))
-        {
-            Poll::Ready(t) => t,
-            Poll::Pending => panic!("the future waited"),
-        }
-    }
-
-    /// Sniffs a connection that sends `pieces`; says whether it is HTTP/2, and what hyper's
-    /// first read (into 8 KiB) then gets.
-    fn sniffed(pieces: &[&[u8]]) -> (bool, Vec<u8>) {
-        let script = Script(pieces.iter().map(|p| p.to_vec()).collect());
-        let (h2, mut io) = ready(sniff(script)).expect("sniffed");
-        let mut room = [0u8; 8192];
-        let mut buf = hyper::rt::ReadBuf::new(&mut room);
-        let read = hyper::rt::Read::poll_read(
-            Pin::new(&mut io),
-            &mut Context::from_waker(std::task::Waker::noop()),
-            buf.unfilled(),
-        );
-        assert!(matches!(read, Poll::Ready(Ok(()))));
-        (h2, buf.filled().to_vec())
-    }
-
-    #[test]
-    fn an_http1_head_of_24_bytes_or_more_in_one_read_is_http1_and_read_whole_again() {
-        let head = b"POST /mcp HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\r\n{}";
-        assert_eq!(sniffed(&[head]), (false, head.to_vec()));
-        // Exactly 24 bytes, all read at once: not the preface.
-        assert_eq!(sniffed(&[&head[..24]]), (false, head[..24].to_vec()));
-    }
-
-    #[test]
-    fn the_preface_in_pieces_is_http2_and_comes_back_with_what_follows() {
-        let frames = b"\0\0\0\x04\0\0\0\0\0";
-        let (h2, first) = sniffed(&[b"PRI * HT", b"TP/2.0\r\n\r\nSM\r\n\r\n", frames]);
-        assert!(h2);
-        // The preface and, in the same read, what came after it.
-        assert_eq!(first, [&H2_PREFACE[..], frames].concat());
-    }
-
-    #[test]
-    fn a_head_that_leaves_the_preface_partway_is_http1() {
-        let head = b"PRI * HTTP/1.1\r\nHost: a\r\n\r\n";
-        assert_eq!(sniffed(&[&head[..10], &head[10..]]), (false, head.to_vec()));
-        assert_eq!(sniffed(&[]), (false, Vec::new()));
     }
 }

@@ -424,6 +424,141 @@ async fn a_dropped_get_stream_is_noticed_before_any_write(rt: Runtime) {
     bounded("shutdown", serving.shutdown()).await;
 }
 
+/// A connection whose first request is a GET carries the requests after it: a GET answered
+/// with a length (400: no session) and a POST written behind it in the same send
+/// (pipelined) are both answered, in order, on the one connection; a GET that asks
+/// `Connection: close` is answered with it, and the connection then closes. (On tokio such
+/// a first GET is answered outside hyper, and hyper takes the connection on after it.)
+async fn requests_after_a_first_get_are_answered_on_its_connection(rt: Runtime) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let serving = start(rt, ServerConfig::default()).await;
+    let addr = serving.local_addr();
+    let sid = open_session(addr).await;
+    let get = |extra: &str| {
+        format!(
+            "GET /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\
+             MCP-Protocol-Version: 2025-06-18\r\n{extra}\r\n"
+        )
+    };
+    let note = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":99}}"#;
+    let post = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Type: application/json\r\nMcp-Session-Id: {sid}\r\n\
+         MCP-Protocol-Version: 2025-06-18\r\nContent-Length: {}\r\n\r\n{note}",
+        note.len()
+    );
+    let mut tcp = bounded("connect", tokio::net::TcpStream::connect(addr))
+        .await
+        .expect("connect");
+    let both = format!("{}{post}", get(""));
+    bounded("write", tcp.write_all(both.as_bytes()))
+        .await
+        .expect("write");
+    let mut buf = Vec::new();
+    let (status, head, body) = read_response(&mut tcp, &mut buf).await;
+    assert_eq!(status, 400, "{head}");
+    let refused: Value = serde_json::from_slice(&body).expect("a JSON error");
+    assert!(refused["error"]["code"].is_i64(), "{refused}");
+    let (status, head, _) = read_response(&mut tcp, &mut buf).await;
+    assert_eq!(status, 202, "the POST behind the GET: {head}");
+    // And one more on the same connection, after both.
+    bounded("write", tcp.write_all(post.as_bytes()))
+        .await
+        .expect("write");
+    let (status, head, _) = read_response(&mut tcp, &mut buf).await;
+    assert_eq!(status, 202, "{head}");
+    // `Connection: close`: answered with it, then EOF.
+    let mut tcp = bounded("connect", tokio::net::TcpStream::connect(addr))
+        .await
+        .expect("connect");
+    let closing = get("Connection: close\r\n");
+    bounded("write", tcp.write_all(closing.as_bytes()))
+        .await
+        .expect("write");
+    let mut buf = Vec::new();
+    let (status, head, _) = read_response(&mut tcp, &mut buf).await;
+    assert_eq!(status, 400, "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("\r\nconnection: close\r\n"),
+        "a `close` request is answered with `close` (RFC 9112 §9.6): {head}"
+    );
+    let mut rest = Vec::new();
+    bounded("EOF", tcp.read_to_end(&mut rest))
+        .await
+        .expect("EOF");
+    assert!(
+        rest.is_empty() && buf.is_empty(),
+        "nothing after the answer"
+    );
+    bounded("shutdown", serving.shutdown()).await;
+}
+
+/// Reads one response from `tcp` (`buf` keeps what came after it): its status, its head,
+/// its body (by its `Content-Length`, or its chunks: whether the driver gave a body whole
+/// by the time its head goes out is a race).
+async fn read_response(
+    tcp: &mut tokio::net::TcpStream,
+    buf: &mut Vec<u8>,
+) -> (u16, String, Vec<u8>) {
+    use tokio::io::AsyncReadExt;
+    async fn fill(buf: &mut Vec<u8>, tcp: &mut tokio::net::TcpStream) {
+        let mut room = [0u8; 4096];
+        let n = bounded("read", tcp.read(&mut room)).await.expect("read");
+        assert!(n > 0, "closed early: {:?}", String::from_utf8_lossy(buf));
+        buf.extend_from_slice(&room[..n]);
+    }
+    async fn line(buf: &mut Vec<u8>, tcp: &mut tokio::net::TcpStream) -> Vec<u8> {
+        loop {
+            if let Some(at) = buf.windows(2).position(|w| w == b"\r\n") {
+                let line = buf[..at].to_vec();
+                buf.drain(..at + 2);
+                return line;
+            }
+            fill(buf, tcp).await;
+        }
+    }
+    async fn take(buf: &mut Vec<u8>, tcp: &mut tokio::net::TcpStream, n: usize) -> Vec<u8> {
+        while buf.len() < n {
+            fill(buf, tcp).await;
+        }
+        buf.drain(..n).collect()
+    }
+    let mut head = String::new();
+    loop {
+        let l = String::from_utf8(line(buf, tcp).await).expect("an ASCII head");
+        if l.is_empty() {
+            break;
+        }
+        head.push_str(&l);
+        head.push_str("\r\n");
+    }
+    let status = head[9..12].parse().expect("a status");
+    let field = |wanted: &str| {
+        head.lines().find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case(wanted)
+                .then(|| value.trim().to_ascii_lowercase())
+        })
+    };
+    let body = if field("transfer-encoding").as_deref() == Some("chunked") {
+        let mut body = Vec::new();
+        loop {
+            let size = String::from_utf8(line(buf, tcp).await).expect("a chunk size");
+            let size = usize::from_str_radix(&size, 16).expect("a hex size");
+            body.extend(take(buf, tcp, size).await);
+            assert!(line(buf, tcp).await.is_empty(), "CRLF after a chunk");
+            if size == 0 {
+                break body;
+            }
+        }
+    } else {
+        let length = field("content-length").map_or(0, |n| n.parse().expect("a length"));
+        take(buf, tcp, length).await
+    };
+    (status, head, body)
+}
+
 /// S-SEC-1/S-SEC-2: a foreign `Origin` is refused with 403 before any session is looked up;
 /// a loopback one is fine.
 async fn a_foreign_origin_is_refused(rt: Runtime) {
@@ -1706,6 +1841,7 @@ e2e! {
         heartbeats_flow_on_an_idle_get_stream,
         a_client_that_leaves_cancels_its_handler,
         a_dropped_get_stream_is_noticed_before_any_write,
+        requests_after_a_first_get_are_answered_on_its_connection,
         a_foreign_origin_is_refused,
         an_async_authenticator_guards_the_endpoint,
         failed_and_stalled_handshakes_disturb_no_one,

@@ -101,6 +101,7 @@ mod cluster;
 #[cfg(feature = "jwt")]
 mod dpop_verify;
 mod era;
+pub mod h1;
 #[cfg(feature = "jwt")]
 mod jwt;
 mod memory;
