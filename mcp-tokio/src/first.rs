@@ -387,6 +387,8 @@ fn frame(out: &mut Vec<u8>, framing: Framing, chunk: &[u8]) {
         if chunk.is_empty() {
             return;
         }
+        // One allocation for the size line, the chunk and its CRLF (16 hex digits at most).
+        out.reserve(chunk.len() + 20);
         let _ = write!(out, "{:x}\r\n", chunk.len());
         out.extend_from_slice(chunk);
         out.extend_from_slice(b"\r\n");
