@@ -28,10 +28,10 @@ use std::path::{Path, PathBuf};
 /// open GET stream), and answers a connection's first `GET` outside hyper (`first.rs`,
 /// ≈ 200 lines more: the response head and its chunks written as they come, the socket
 /// watched for EOF meanwhile, the connection handed to hyper after; an open GET stream then
-/// holds none of hyper's two 8 KiB buffers, 23 KB → 6.3 KB of heap). And each runs the Redis links on a thread of its own (`LinkThread` in
-/// `redis.rs`, ≈ 30 lines each: a current-thread tokio runtime, a smol executor; where the
-/// link waited behind the server's connection tasks, a burst of streaming calls on Redis
-/// failed).
+/// holds none of hyper's two 8 KiB buffers, 23 KB → 6.3 KB of heap). And each runs the
+/// Redis links on a thread of its own (`LinkThread` in `redis.rs`, ≈ 30 lines each: a
+/// current-thread tokio runtime, a smol executor; where the link waited behind the server's
+/// connection tasks, a burst of streaming calls on Redis failed).
 pub const BOUNDS: [(&str, usize); 2] = [("mcp-tokio", 870), ("mcp-smol", 1260)];
 
 /// The `.rs` files below `dir`, sorted.

@@ -70,7 +70,7 @@ pub(crate) struct Queue<C> {
 }
 
 /// The most commands a recycled buffer keeps room for (a burst beyond it is not pinned).
-const RETAINED: usize = 256;
+const RETAINED: usize = 2048;
 
 /// The fewest commands of a turn whose buffer is kept for the next one.
 const BUSY: usize = 16;
@@ -97,15 +97,19 @@ impl<C> Queue<C> {
     }
 
     /// Gives back the buffer a [`drain`](Self::drain) returned with `carried` commands,
-    /// once they are taken: kept (emptied, shrunk to [`RETAINED`] after a burst) when the
-    /// turn was busy ([`BUSY`]), else dropped.
+    /// once they are taken: kept (emptied) when the turn was busy ([`BUSY`]), else dropped.
+    /// A kept buffer keeps room for a turn like this one, up to [`RETAINED`]: it is shrunk
+    /// only when it has more than twice that (a burst), so that turns of a steady load,
+    /// however many commands they carry, neither shrink it nor grow it again (shrunk to a
+    /// fixed 256 at every turn of a thousand commands, it was reallocated twice a turn).
     pub(crate) fn recycle(&self, mut used: VecDeque<C>, carried: usize) {
         if carried < BUSY {
             return;
         }
         used.clear();
-        if used.capacity() > RETAINED {
-            used.shrink_to(RETAINED);
+        let room = carried.min(RETAINED);
+        if used.capacity() > 2 * room {
+            used.shrink_to(room);
         }
         *lock(&self.spare) = used;
     }
@@ -154,6 +158,20 @@ mod tests {
         let (_, _) = turn(&q, BUSY);
         let (after, _) = turn(&q, 1);
         assert!(after.capacity() < 2 * RETAINED, "{}", after.capacity());
+    }
+
+    #[test]
+    fn turns_of_a_steady_load_keep_their_room() {
+        let q = Queue::new(Arc::new(|| {}));
+        // Turns of a thousand commands: a buffer given back keeps its room for the next
+        // such turn (not shrunk, so not grown again).
+        let mut rooms = Vec::new();
+        for _ in 0..6 {
+            let (used, n) = turn(&q, 1000);
+            q.recycle(used, n);
+            rooms.push(super::lock(&q.spare).capacity());
+        }
+        assert!(rooms.iter().all(|&c| c >= 1000), "{rooms:?}");
     }
 
     #[test]
