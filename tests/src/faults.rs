@@ -1078,6 +1078,12 @@ pub async fn get_ledger(
     for burst in 0..w.rounds {
         let b = i64::try_from(burst).unwrap_or(i64::MAX);
         let got = seen.remove(&b).unwrap_or_default();
+        // Which ones, to tell a cut's loss (around a reconnection) from another.
+        let have: BTreeSet<u64> = got.iter().copied().collect();
+        let missing: Vec<u64> = (1..=w.n).filter(|k| !have.contains(k)).collect();
+        if !missing.is_empty() {
+            eprintln!("burst {b}: lost {missing:?}");
+        }
         if tally(&mut ledger, &got, w.n) {
             ledger.ok += 1;
         }

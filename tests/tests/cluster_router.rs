@@ -194,6 +194,57 @@ fn a_message_from_a_handler_on_b_reaches_the_get_stream_on_c_and_resumes_anywher
     assert_eq!(got, [json!(2), json!(3)], "exactly what followed l-1, once");
 }
 
+/// A GET stream cut after events went out, resumed *on the same instance* with a
+/// `Last-Event-ID` from before them: the client never got them, so they come again (the
+/// instance's record of what its previous connection wrote does not hide them).
+#[test]
+fn a_get_resumed_on_the_same_instance_gets_what_its_cut_connection_wrote_after_the_id() {
+    let mut c = cluster(2);
+    let sid = initialize(&mut c, 0);
+    let get = c.node(1).send(Req::get(&sid).version(V));
+    c.settle();
+    assert_eq!(c.node(1).response(get).status(), StatusCode::OK);
+    let (_, (h, session, _)) = post_call(&mut c, 0, &sid, 7, "tools/call");
+    let session = session.unwrap();
+    for n in 1..=3 {
+        c.node(0).notify(
+            Target::Session(session),
+            "notifications/message",
+            &format!(r#"{{"n":{n}}}"#),
+        );
+    }
+    c.settle();
+    let ids = c.node(1).response(get).event_ids();
+    assert_eq!(ids, ["l-0", "l-1", "l-2", "l-3"]);
+    // The client got l-1 only: its connection was cut while l-2 and l-3 were on the way.
+    let now = c.node(1).now;
+    c.node(1).router.handle_disconnect(now, get);
+    c.settle();
+    let resumed = c
+        .node(1)
+        .send(Req::get(&sid).version(V).header("last-event-id", "l-1"));
+    c.settle();
+    c.node(0).notify(
+        Target::Session(session),
+        "notifications/message",
+        r#"{"n":4}"#,
+    );
+    c.node(0).reply(h, "{}");
+    c.settle();
+    let r = c.node(1).response(resumed).clone();
+    assert_eq!(r.status(), StatusCode::OK);
+    let got: Vec<Value> = r
+        .sse_messages()
+        .iter()
+        .map(|m| m["params"]["n"].clone())
+        .collect();
+    assert_eq!(
+        got,
+        [json!(2), json!(3), json!(4)],
+        "what followed l-1, once, then the rest"
+    );
+}
+
 #[test]
 fn a_get_opened_elsewhere_ends_the_old_one() {
     let mut c = cluster(2);

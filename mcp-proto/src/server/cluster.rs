@@ -1577,6 +1577,12 @@ impl Router {
         if let Some(ls) = self.streams.stream_mut(&lsid) {
             ls.follow = Some(ticket);
             ls.primed = false;
+            if let FollowFrom::After(seq) = from {
+                // The client has the log up to its Last-Event-ID, and nothing after it:
+                // what an earlier connection here wrote past it (cut on the way) is written
+                // again, not taken as delivered.
+                ls.last_seq = seq;
+            }
         }
         let by = self.config.instance().into();
         self.store_call(
