@@ -469,15 +469,20 @@ mod tests {
             First::Get(_) => "get",
             First::Http1 => "http1",
         };
+        (kind, hypers_first_read(&mut io))
+    }
+
+    /// What hyper's first read (into 8 KiB) of a sniffed connection gets.
+    fn hypers_first_read(io: &mut Sniffed<Script>) -> Vec<u8> {
         let mut room = [0u8; 8192];
         let mut buf = hyper::rt::ReadBuf::new(&mut room);
         let read = hyper::rt::Read::poll_read(
-            Pin::new(&mut io),
+            Pin::new(io),
             &mut Context::from_waker(std::task::Waker::noop()),
             buf.unfilled(),
         );
         assert!(matches!(read, Poll::Ready(Ok(()))));
-        (kind, buf.filled().to_vec())
+        buf.filled().to_vec()
     }
 
     #[test]
@@ -526,15 +531,7 @@ mod tests {
         assert_eq!(parts.headers["accept"], "text/event-stream");
         // Nothing of the head is read again; the next request is, once the GET is answered.
         assert_eq!(io.bytes.len() - io.at, 0);
-        let mut room = [0u8; 8192];
-        let mut buf = hyper::rt::ReadBuf::new(&mut room);
-        let read = hyper::rt::Read::poll_read(
-            Pin::new(&mut io),
-            &mut Context::from_waker(std::task::Waker::noop()),
-            buf.unfilled(),
-        );
-        assert!(matches!(read, Poll::Ready(Ok(()))));
-        assert_eq!(buf.filled(), next);
+        assert_eq!(hypers_first_read(&mut io), next);
         assert_eq!(
             io.bytes.capacity(),
             0,

@@ -7,7 +7,7 @@ use http::StatusCode;
 use mcp_proto::jsonrpc::{Notification, Outcome};
 use mcp_proto::server::{ServerConfig, ServerOutput, Target};
 use mcp_tests::cluster_harness::Cluster;
-use mcp_tests::server_harness::{Req, init_body, init_result};
+use mcp_tests::server_harness::{Collected, Req, init_body, init_result};
 use serde_json::{Value, json};
 
 const V: &str = "2025-11-25";
@@ -160,12 +160,7 @@ fn a_message_from_a_handler_on_b_reaches_the_get_stream_on_c_and_resumes_anywher
     c.node(1).reply(h, "{}");
     c.settle();
     let r = c.node(2).response(get).clone();
-    let got: Vec<Value> = r
-        .sse_messages()
-        .iter()
-        .map(|m| m["params"]["n"].clone())
-        .collect();
-    assert_eq!(got, [json!(1), json!(2)]);
+    assert_eq!(numbers(&r), [json!(1), json!(2)]);
     let ids = r.event_ids();
     assert_eq!(
         ids,
@@ -186,12 +181,20 @@ fn a_message_from_a_handler_on_b_reaches_the_get_stream_on_c_and_resumes_anywher
     c.settle();
     let r = c.node(0).response(resumed).clone();
     assert_eq!(r.status(), StatusCode::OK);
-    let got: Vec<Value> = r
-        .sse_messages()
+    assert_eq!(
+        numbers(&r),
+        [json!(2), json!(3)],
+        "exactly what followed l-1, once"
+    );
+}
+
+/// The `n` of each message of a GET stream's response (the tests' notifications number
+/// themselves).
+fn numbers(r: &Collected) -> Vec<Value> {
+    r.sse_messages()
         .iter()
         .map(|m| m["params"]["n"].clone())
-        .collect();
-    assert_eq!(got, [json!(2), json!(3)], "exactly what followed l-1, once");
+        .collect()
 }
 
 /// A GET stream cut after events went out, resumed *on the same instance* with a
@@ -233,13 +236,8 @@ fn a_get_resumed_on_the_same_instance_gets_what_its_cut_connection_wrote_after_t
     c.settle();
     let r = c.node(1).response(resumed).clone();
     assert_eq!(r.status(), StatusCode::OK);
-    let got: Vec<Value> = r
-        .sse_messages()
-        .iter()
-        .map(|m| m["params"]["n"].clone())
-        .collect();
     assert_eq!(
-        got,
+        numbers(&r),
         [json!(2), json!(3), json!(4)],
         "what followed l-1, once, then the rest"
     );
