@@ -14,7 +14,7 @@ use std::fmt;
 use futures_io::AsyncRead as _;
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri};
 pub(crate) use mcp_driver::h1::{MAX_HEAD, asks_close};
-use mcp_driver::h1::{RequestHead, parse_request_head};
+use mcp_driver::h1::{ParsedHead, parse_request_head};
 use mcp_driver::h1::{close_token, header_name};
 
 /// A head that cannot be carried across the two type systems.
@@ -321,8 +321,8 @@ impl<IO: futures_io::AsyncRead + Unpin> Reader<IO> {
     fn parse(&mut self) -> std::io::Result<Option<Head>> {
         match parse_request_head(&self.buf[self.start..self.end])? {
             None => Ok(None),
-            Some(RequestHead::Framed) => Ok(Some(Head::ForAsyncH1)),
-            Some(RequestHead::Plain { parts, len, body }) => {
+            Some(ParsedHead::Framed) => Ok(Some(Head::ForAsyncH1)),
+            Some(ParsedHead::Plain { parts, len, body }) => {
                 self.start += len;
                 self.body_left = body;
                 Ok(Some(Head::Plain(parts)))

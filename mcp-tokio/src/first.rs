@@ -46,7 +46,7 @@ use hyper::rt::Write as _;
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
 use mcp_driver::ServerHandle;
-use mcp_driver::h1::{MAX_HEAD, RequestHead, asks_close, parse_request_head};
+use mcp_driver::h1::{MAX_HEAD, ParsedHead, asks_close, parse_request_head};
 
 /// The HTTP/2 connection preface ([RFC 9113 §3.4]): a client speaking HTTP/2 with prior
 /// knowledge (or after ALPN chose `h2`) starts with it.
@@ -97,7 +97,7 @@ pub(crate) async fn sniff<I: hyper::rt::Read + Unpin>(io: I) -> io::Result<(Firs
     }
     loop {
         match parse_request_head(&io.bytes) {
-            Ok(Some(RequestHead::Plain {
+            Ok(Some(ParsedHead::Plain {
                 parts,
                 len,
                 body: 0,

@@ -21,7 +21,7 @@ pub const MAX_HEADERS: usize = 128;
 // per request for nothing.
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
-pub enum RequestHead {
+pub enum ParsedHead {
     /// A request without a body or with a `Content-Length` one.
     Plain {
         /// Its head (HTTP/1.1, the target in origin form).
@@ -49,7 +49,7 @@ fn bad_head(why: impl fmt::Display) -> io::Error {
 /// `Host`, with a bad or conflicting `Content-Length`, or whose method, a header or the
 /// target is not valid in `http`'s types. (A head longer than [`MAX_HEAD`] is the
 /// caller's bound to keep: it decides how much to read.)
-pub fn parse_request_head(buf: &[u8]) -> io::Result<Option<RequestHead>> {
+pub fn parse_request_head(buf: &[u8]) -> io::Result<Option<ParsedHead>> {
     let mut fields = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut req = httparse::Request::new(&mut fields);
     let len = match req.parse(buf).map_err(bad_head)? {
@@ -65,7 +65,7 @@ pub fn parse_request_head(buf: &[u8]) -> io::Result<Option<RequestHead>> {
         let name = header_name(field.name).map_err(bad_head)?;
         let value = HeaderValue::from_bytes(field.value).map_err(bad_head)?;
         if name == http::header::TRANSFER_ENCODING || name == http::header::EXPECT {
-            return Ok(Some(RequestHead::Framed));
+            return Ok(Some(ParsedHead::Framed));
         }
         if name == http::header::CONTENT_LENGTH {
             let digits = value.as_bytes();
@@ -91,7 +91,7 @@ pub fn parse_request_head(buf: &[u8]) -> io::Result<Option<RequestHead>> {
     parts.uri = uri;
     parts.version = http::Version::HTTP_11;
     parts.headers = headers;
-    Ok(Some(RequestHead::Plain {
+    Ok(Some(ParsedHead::Plain {
         parts,
         len,
         body: length.unwrap_or(0),
