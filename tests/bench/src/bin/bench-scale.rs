@@ -25,8 +25,14 @@
 //!    server's peak VmRSS growth per call in flight (sampled every 20 ms). Every reply is
 //!    checked: each progress notification, in order, then the result.
 //!
-//! Any wrong reply, refused session or stream that ends makes the exit status 1. `--quick`
-//! shrinks every size (a smoke test for CI).
+//! Phases 1 and 3 run three times (`--repeat`), every configuration once per repetition,
+//! so that a busy spell of the shared machine lands in one repetition of each: the tables
+//! show each configuration's median repetition, and the goals compare the Redis store with
+//! memory by the median of the repetitions' ratios (each repetition's Redis phase ran beside
+//! its memory phase), with their range.
+//!
+//! Any wrong reply, refused session or stream that ends, in any repetition, makes the exit
+//! status 1. `--quick` shrinks every size and runs each phase once (a smoke test for CI).
 
 use std::fmt::Write as _;
 use std::process::ExitCode;
@@ -107,6 +113,8 @@ struct Plan {
     delay_ms: u64,
     /// Which phases run (`--phases`).
     phases: [bool; 3],
+    /// How many times the idle-session and streaming-call phases run (`--repeat`).
+    repeats: usize,
 }
 
 impl Plan {
@@ -122,6 +130,7 @@ impl Plan {
             steps: 5,
             delay_ms: 100,
             phases: [true; 3],
+            repeats: 3,
         }
     }
 
@@ -137,6 +146,7 @@ impl Plan {
             steps: 3,
             delay_ms: 20,
             phases: [true; 3],
+            repeats: 1,
         }
     }
 
@@ -157,6 +167,9 @@ const USAGE: &str = "usage: bench-scale [--quick] [--runtimes tokio,smol] [--sto
               store operation at a time, as the link ran before it pipelined)
   --phases    which phases (default: idle,streams,calls)
   --streams   GET streams in the streams phase (default 10000)
+  --repeat    how many times the idle-session and streaming-call phases run, every
+              configuration once per repetition (default 3, --quick 1): the tables show
+              the median repetition, the goals the median of each repetition's ratio
   --baseline  the bench-scale binary of another build: its servers run every phase too
               (rows `tokio@base`, `smol@base`), interleaved with this build's, and the
               goals compare after with before
@@ -191,6 +204,7 @@ fn parse_args() -> Result<Mode, String> {
     let mut in_flight = None;
     let mut phases = None;
     let mut streams = None;
+    let mut repeats = None;
     let mut baseline = None;
     let mut args = std::env::args().skip(1);
     let number = |flag: &str, v: Option<String>| -> Result<u64, String> {
@@ -231,6 +245,7 @@ fn parse_args() -> Result<Mode, String> {
                 phases = Some(on);
             }
             "--streams" => streams = Some(number(&arg, args.next())? as usize),
+            "--repeat" => repeats = Some(number(&arg, args.next())? as usize),
             "--baseline" => {
                 let path = args.next().ok_or("--baseline needs a path")?;
                 baseline = Some(std::path::PathBuf::from(path));
@@ -268,6 +283,9 @@ fn parse_args() -> Result<Mode, String> {
     }
     if let Some(n) = streams {
         plan.streams = n.max(1);
+    }
+    if let Some(n) = repeats {
+        plan.repeats = n.max(1);
     }
     Ok(Mode::Bench {
         plan,
@@ -744,9 +762,44 @@ struct Row {
     store: Store,
     /// The baseline build's server (`--baseline`).
     base: bool,
-    idle: Result<Vec<Span>, String>,
+    /// One per repetition, in order.
+    idle: Vec<Result<Vec<Span>, String>>,
+    /// Run in the first repetition only.
     streams: Result<Streams, String>,
-    calls: Result<Calls, String>,
+    /// One per repetition, in order.
+    calls: Vec<Result<Calls, String>>,
+}
+
+impl Row {
+    /// The repetition the tables show: the idle phase's with the median sessions opened
+    /// per second.
+    fn idle_shown(&self) -> usize {
+        shown(&self.idle, |sp| sp.last().map_or(0.0, Span::rate))
+    }
+
+    /// The streaming-call phase's with the median server CPU per call.
+    fn calls_shown(&self) -> usize {
+        shown(&self.calls, |c| c.per_call.cpu_us)
+    }
+}
+
+/// Of one phase's repetitions, the one with the median `figure` (the lower middle of an
+/// even count); a failure (other than "not run") before any, so that it is seen.
+fn shown<T>(reps: &[Result<T, String>], figure: impl Fn(&T) -> f64) -> usize {
+    if let Some(i) = reps
+        .iter()
+        .position(|r| r.as_ref().is_err_and(|e| e != NOT_RUN))
+    {
+        return i;
+    }
+    let mut ok: Vec<(f64, usize)> = reps
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| r.as_ref().ok().map(|t| (figure(t), i)))
+        .collect();
+    ok.sort_by(|a, b| a.0.total_cmp(&b.0));
+    ok.get(ok.len().saturating_sub(1) / 2)
+        .map_or(0, |&(_, i)| i)
 }
 
 /// Runs `phase` (number `index` of [`PHASES`]) on a fresh setup of `rt` on `store`, unless
@@ -804,19 +857,37 @@ fn bench(
     // a busy spell of the shared machine touches both alike.
     let mut builds = vec![(false, current.as_path())];
     builds.extend(baseline.map(|b| (true, b)));
-    let mut rows = Vec::new();
-    for &rt in runtimes {
-        for &store in stores {
-            for &(base, exe) in &builds {
-                let l = row_label(rt, base);
-                rows.push(Row {
-                    rt,
-                    store,
-                    base,
-                    idle: phase(&runtime, rt, store, plan, IDLE, exe, &l, idle_sessions),
-                    streams: phase(&runtime, rt, store, plan, STREAMS, exe, &l, get_streams),
-                    calls: phase(&runtime, rt, store, plan, CALLS, exe, &l, streaming_calls),
-                });
+    // Every configuration once per repetition, so that a busy spell lands in one
+    // repetition of each rather than in every repetition of one.
+    let mut rows: Vec<Row> = Vec::new();
+    for repetition in 0..plan.repeats {
+        let mut at = 0;
+        for &rt in runtimes {
+            for &store in stores {
+                for &(base, exe) in &builds {
+                    let mut l = row_label(rt, base);
+                    if plan.repeats > 1 {
+                        let _ = write!(l, " (repetition {} of {})", repetition + 1, plan.repeats);
+                    }
+                    let idle = phase(&runtime, rt, store, plan, IDLE, exe, &l, idle_sessions);
+                    if repetition == 0 {
+                        let streams =
+                            phase(&runtime, rt, store, plan, STREAMS, exe, &l, get_streams);
+                        rows.push(Row {
+                            rt,
+                            store,
+                            base,
+                            idle: Vec::new(),
+                            streams,
+                            calls: Vec::new(),
+                        });
+                    }
+                    let calls = phase(&runtime, rt, store, plan, CALLS, exe, &l, streaming_calls);
+                    let row = &mut rows[at];
+                    row.idle.push(idle);
+                    row.calls.push(calls);
+                    at += 1;
+                }
             }
         }
     }
@@ -830,9 +901,13 @@ fn bench(
     }
     let failed_phase = |e: &String| e != NOT_RUN;
     let failed = rows.iter().any(|r| {
-        r.idle.as_ref().err().is_some_and(failed_phase)
+        r.idle
+            .iter()
+            .any(|i| i.as_ref().err().is_some_and(failed_phase))
             || r.streams.as_ref().err().is_some_and(failed_phase)
-            || r.calls.as_ref().map_or_else(failed_phase, |c| c.wrong > 0)
+            || r.calls
+                .iter()
+                .any(|c| c.as_ref().map_or_else(failed_phase, |c| c.wrong > 0))
     });
     if failed {
         eprintln!("bench-scale: a phase failed or a reply was wrong (see above)");
@@ -876,9 +951,15 @@ struct Key {
 }
 
 impl Key {
+    /// The figures the tables show (the median repetitions').
     fn of(r: &Row) -> Key {
+        Key::of_repetitions(r, r.idle_shown(), r.calls_shown())
+    }
+
+    /// The figures of the idle phase's repetition `idle` and the calls phase's `calls`.
+    fn of_repetitions(r: &Row, idle: usize, calls: usize) -> Key {
         let mut k = Key::default();
-        if let Ok(sp) = &r.idle
+        if let Some(Ok(sp)) = r.idle.get(idle)
             && let Some(l) = sp.last()
         {
             k.opens_per_s = Some(l.rate());
@@ -893,7 +974,7 @@ impl Key {
             Err(e) if e != NOT_RUN => k.streams_held = Some(false),
             Err(_) => {}
         }
-        if let Ok(c) = &r.calls {
+        if let Some(Ok(c)) = r.calls.get(calls) {
             k.calls_per_s = Some(c.calls as f64 / c.per_call.secs.max(1e-9));
             k.cpu_per_call = Some(c.per_call.cpu_us);
             k.wrong = Some(c.wrong);
@@ -903,11 +984,32 @@ impl Key {
     }
 }
 
-/// `a / b` to two places, or "–".
-fn ratio(a: Option<f64>, b: Option<f64>) -> String {
+/// `a / b`, when both are known and `b` is not 0.
+fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {
-        (Some(a), Some(b)) if b > 0.0 => format!("{:.2}", a / b),
-        _ => "–".into(),
+        (Some(a), Some(b)) if b > 0.0 => Some(a / b),
+        _ => None,
+    }
+}
+
+/// The median of a figure's ratio over the repetitions, each repetition's Redis row against
+/// its memory row (run one after the other), to two places; with the range when there is
+/// more than one: `1.27 (1.21–1.35 over 3)`. "–" when none is known.
+fn paired_median(ratios: impl Iterator<Item = Option<f64>>) -> String {
+    let mut known: Vec<f64> = ratios.flatten().collect();
+    known.sort_by(f64::total_cmp);
+    match known.as_slice() {
+        [] => "–".into(),
+        [one] => format!("{one:.2}"),
+        all => {
+            let n = all.len();
+            let median = if n % 2 == 1 {
+                all[n / 2]
+            } else {
+                (all[n / 2 - 1] + all[n / 2]) / 2.0
+            };
+            format!("{median:.2} ({:.2}–{:.2} over {n})", all[0], all[n - 1])
+        }
     }
 }
 
@@ -916,7 +1018,7 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> String {
 fn goals(out: &mut String, rows: &[Row]) {
     let _ = writeln!(
         out,
-        "\n### Redis against memory (same build, same run)\n\n| server | GET streams held on Redis | streaming calls failed on Redis (pushed back) | server CPU/call Redis ÷ memory (goal ≤ 1.3) | sessions opened/s Redis ÷ memory (goal ≥ 0.5) |\n|---|---|---:|---:|---:|"
+        "\n### Redis against memory (same build, same run; with repetitions, the median of each repetition's ratio)\n\n| server | GET streams held on Redis | streaming calls failed on Redis (pushed back) | server CPU/call Redis ÷ memory (goal ≤ 1.3) | sessions opened/s Redis ÷ memory (goal ≥ 0.5) |\n|---|---|---:|---:|---:|"
     );
     let mut seen = Vec::new();
     for r in rows {
@@ -927,26 +1029,40 @@ fn goals(out: &mut String, rows: &[Row]) {
         let find = |store: Store| {
             rows.iter()
                 .find(|x| x.rt == r.rt && x.base == r.base && x.store == store)
-                .map(Key::of)
         };
         let (Some(m), Some(d)) = (find(Store::Memory), find(Store::Redis)) else {
             continue;
         };
-        let held = match d.streams_held {
+        let held = match Key::of(d).streams_held {
             Some(true) => "all",
             Some(false) => "**no**",
             None => "–",
         };
-        let failed = match (d.wrong, d.pushbacks) {
-            (Some(w), Some(p)) => format!("{w} ({p})"),
-            _ => "–".into(),
+        // Every repetition's calls, not only the one the tables show.
+        let calls: Vec<&Calls> = d.calls.iter().filter_map(|c| c.as_ref().ok()).collect();
+        let failed = if calls.is_empty() {
+            "–".into()
+        } else {
+            let wrong: u64 = calls.iter().map(|c| c.wrong).sum();
+            let pushed: u64 = calls.iter().map(|c| c.pushbacks).sum();
+            format!("{wrong} ({pushed})")
         };
+        let reps = d.idle.len().min(m.idle.len());
+        let each = |i: usize| (Key::of_repetitions(d, i, i), Key::of_repetitions(m, i, i));
         let _ = writeln!(
             out,
             "| {} | {held} | {failed} | {} | {} |",
             row_label(r.rt, r.base),
-            ratio(d.cpu_per_call, m.cpu_per_call),
-            ratio(d.opens_per_s, m.opens_per_s),
+            paired_median(
+                (0..reps)
+                    .map(each)
+                    .map(|(d, m)| ratio(d.cpu_per_call, m.cpu_per_call))
+            ),
+            paired_median(
+                (0..reps)
+                    .map(each)
+                    .map(|(d, m)| ratio(d.opens_per_s, m.opens_per_s))
+            ),
         );
     }
 }
@@ -1016,6 +1132,12 @@ fn report(plan: &Plan, rows: &mut [Row], quick: bool) -> String {
             ""
         }
     );
+    // The repeated phases show their median repetition.
+    let median = if plan.repeats > 1 {
+        format!(" (the median of {} repetitions)", plan.repeats)
+    } else {
+        String::new()
+    };
     // Idle sessions.
     let spans: Vec<String> = plan
         .checkpoints
@@ -1028,7 +1150,7 @@ fn report(plan: &Plan, rows: &mut [Row], quick: bool) -> String {
         .collect();
     let _ = writeln!(
         out,
-        "### {} idle sessions: server RSS growth per session (B), sessions opened per second\n",
+        "### {} idle sessions: server RSS growth per session (B), sessions opened per second{median}\n",
         short(*plan.checkpoints.last().unwrap_or(&0))
     );
     let _ = write!(out, "| server | store |");
@@ -1045,7 +1167,7 @@ fn report(plan: &Plan, rows: &mut [Row], quick: bool) -> String {
         "---:|".repeat(spans.len())
     );
     for r in rows.iter() {
-        match &r.idle {
+        match &r.idle[r.idle_shown()] {
             Ok(sp) => {
                 let _ = write!(out, "| {} |", name(r));
                 for s in sp {
@@ -1117,7 +1239,7 @@ fn report(plan: &Plan, rows: &mut [Row], quick: bool) -> String {
     let ideal = plan.steps * plan.delay_ms;
     let _ = writeln!(
         out,
-        "\n### {} sessions × {} concurrent streaming calls ({} progress notifications {} ms apart: {ideal} ms asleep), {} rounds\n",
+        "\n### {} sessions × {} concurrent streaming calls ({} progress notifications {} ms apart: {ideal} ms asleep), {} rounds{median}\n",
         short(plan.call_sessions),
         plan.per_session,
         plan.steps,
@@ -1134,7 +1256,8 @@ fn report(plan: &Plan, rows: &mut [Row], quick: bool) -> String {
     );
     for r in rows.iter_mut() {
         let label = name(r);
-        match &mut r.calls {
+        let shown = r.calls_shown();
+        match &mut r.calls[shown] {
             Ok(c) => {
                 let p50 = percentile(&mut c.latencies_us, 0.5) / 1e3;
                 let p99 = percentile(&mut c.latencies_us, 0.99) / 1e3;
@@ -1164,7 +1287,33 @@ fn report(plan: &Plan, rows: &mut [Row], quick: bool) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::Counter;
+    use super::{Counter, NOT_RUN, paired_median, shown};
+
+    /// The repetition shown is the median one; a failure shows before any figure.
+    #[test]
+    fn the_median_repetition_is_shown_and_a_failure_first() {
+        let reps: Vec<Result<f64, String>> = vec![Ok(3.0), Ok(1.0), Ok(2.0)];
+        assert_eq!(shown(&reps, |v| *v), 2);
+        let even: Vec<Result<f64, String>> = vec![Ok(4.0), Ok(1.0), Ok(3.0), Ok(2.0)];
+        assert_eq!(shown(&even, |v| *v), 3, "the lower middle");
+        let failed = vec![Ok(1.0), Err("cut".to_owned()), Ok(2.0)];
+        assert_eq!(shown(&failed, |v| *v), 1);
+        let not_run: Vec<Result<f64, String>> = vec![Err(NOT_RUN.to_owned())];
+        assert_eq!(shown(&not_run, |v| *v), 0);
+    }
+
+    #[test]
+    fn ratios_are_the_median_of_the_repetitions_with_their_range() {
+        let r = |v: &[Option<f64>]| paired_median(v.iter().copied());
+        assert_eq!(r(&[]), "–");
+        assert_eq!(r(&[None]), "–");
+        assert_eq!(r(&[Some(1.234)]), "1.23");
+        assert_eq!(
+            r(&[Some(1.5), Some(1.1), None, Some(1.2)]),
+            "1.20 (1.10–1.50 over 3)"
+        );
+        assert_eq!(r(&[Some(1.0), Some(2.0)]), "1.50 (1.00–2.00 over 2)");
+    }
 
     /// Two heartbeats and some data, fed whole, byte by byte, and split at every offset:
     /// always counted twice (occurrences straddling chunks included).
