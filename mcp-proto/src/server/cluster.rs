@@ -92,8 +92,13 @@
 //! - *The GET stream* is exactly-once with `Last-Event-ID` on any instance (the log is the
 //!   only path to a client, in order, deduplicated by sequence number). A plain GET starts
 //!   after the last event this session's previous GET is known to have written (the log's
-//!   cursor, updated after each write): at least once, so after an instance crash a
-//!   client resuming without `Last-Event-ID` may see its last events again.
+//!   cursor, updated after each write). That is neither at least once nor at most once:
+//!   after an instance crash a client resuming without `Last-Event-ID` may see its last
+//!   events again, and events written into a connection that was cut before they reached
+//!   the client are not sent again (a plain GET cannot say what arrived). A client that
+//!   holds any event id of the stream resumes exactly once with it; on a revision that
+//!   allows priming, each stream opens with an event that carries one, so only a client cut
+//!   before that event reached it reconnects without one.
 //! - *Service records* are linearizable per key (one store; a save applies only from the
 //!   version it names, so concurrent writers never lose a write). An owner's death is seen
 //!   by every instance after the store's owner-liveness delay.
