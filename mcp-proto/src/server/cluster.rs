@@ -98,7 +98,9 @@
 //!   the client are not sent again (a plain GET cannot say what arrived). A client that
 //!   holds any event id of the stream resumes exactly once with it; on a revision that
 //!   allows priming, each stream opens with an event that carries one, so only a client cut
-//!   before that event reached it reconnects without one.
+//!   before that event reached it reconnects without one. Known gap: a message whose append
+//!   to the log fails past the store's retries (the store unreachable meanwhile) is dropped,
+//!   and the client is not told; it is to be held and retried in order, under a bound.
 //! - *Service records* are linearizable per key (one store; a save applies only from the
 //!   version it names, so concurrent writers never lose a write). An owner's death is seen
 //!   by every instance after the store's owner-liveness delay.
