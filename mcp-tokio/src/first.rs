@@ -629,30 +629,27 @@ mod tests {
     fn while_a_get_streams_what_the_client_sends_is_kept_up_to_a_head_and_eof_is_departure() {
         let cx = &mut Context::from_waker(std::task::Waker::noop());
         // A pipelined request is kept, to be read again by hyper; then EOF: the client left.
+        // What the watch makes of the client sending `sent` and then nothing: why it sees
+        // the client gone, and the bytes it kept for hyper.
+        let mut watch = |sent: Vec<u8>| {
+            let mut io = Sniffed {
+                io: Script([sent].into_iter().collect()),
+                bytes: Vec::new(),
+                at: 0,
+            };
+            let Poll::Ready(why) = io.poll_gone(cx) else {
+                panic!("no departure seen")
+            };
+            (why.kind(), io.bytes)
+        };
         let next = b"DELETE /mcp HTTP/1.1\r\nHost: a\r\n\r\n";
-        let script = Script([next.to_vec()].into_iter().collect());
-        let mut io = Sniffed {
-            io: script,
-            bytes: Vec::new(),
-            at: 0,
-        };
-        let Poll::Ready(why) = io.poll_gone(cx) else {
-            panic!("no departure seen")
-        };
-        assert_eq!(why.kind(), io::ErrorKind::UnexpectedEof);
-        assert_eq!(io.bytes, next);
+        let (why, kept) = watch(next.to_vec());
+        assert_eq!(why, io::ErrorKind::UnexpectedEof);
+        assert_eq!(kept, next);
         // More than a request head while the response streams: the connection is given up,
         // and no more than a head is kept.
-        let script = Script([vec![b'x'; MAX_HEAD + 1]].into_iter().collect());
-        let mut io = Sniffed {
-            io: script,
-            bytes: Vec::new(),
-            at: 0,
-        };
-        let Poll::Ready(why) = io.poll_gone(cx) else {
-            panic!("no departure seen")
-        };
-        assert_eq!(why.kind(), io::ErrorKind::InvalidData);
-        assert!(io.bytes.len() <= MAX_HEAD, "{}", io.bytes.len());
+        let (why, kept) = watch(vec![b'x'; MAX_HEAD + 1]);
+        assert_eq!(why, io::ErrorKind::InvalidData);
+        assert!(kept.len() <= MAX_HEAD, "{}", kept.len());
     }
 }
