@@ -243,6 +243,100 @@ fn a_get_resumed_on_the_same_instance_gets_what_its_cut_connection_wrote_after_t
     );
 }
 
+/// A GET stream's events, read as `l-<seq> n=<n>`, `l-0` (priming) or `lost after <id>`
+/// (an `events-lost` event, which carries no id).
+fn listen_events(r: &Collected) -> Vec<String> {
+    r.frames()
+        .into_iter()
+        .filter(|f| !f.comment && f.data_present)
+        .map(|f| {
+            let v: Value = serde_json::from_str(&f.data).unwrap_or(Value::Null);
+            match (&f.id, v["lastEventId"].as_str(), v["params"]["n"].as_i64()) {
+                (None, Some(after), _) => format!("lost after {after}"),
+                (Some(id), _, Some(n)) => format!("{id} n={n}"),
+                (Some(id), _, None) => id.clone(),
+                (None, None, _) => format!("? {}", f.data),
+            }
+        })
+        .collect()
+}
+
+/// A message whose append to the listen log failed is lost, and the client is told where:
+/// the instance that lost it appends the gap's marker alone at once, or, when that fails
+/// too, the session's next message from it carries the gap; the GET stream (on another
+/// instance) writes an `events-lost` event there, once per loss.
+#[test]
+fn a_message_lost_on_its_way_to_the_log_is_told_on_the_get_stream() {
+    let mut c = cluster(2);
+    let sid = initialize(&mut c, 0);
+    let get = c.node(1).send(Req::get(&sid).version(V));
+    c.settle();
+    assert_eq!(c.node(1).response(get).status(), StatusCode::OK);
+    let (_, (h, session, _)) = post_call(&mut c, 0, &sid, 7, "tools/call");
+    let session = session.unwrap();
+    let notify = |c: &mut Cluster, n: i64| {
+        c.node(0).notify(
+            Target::Session(session),
+            "notifications/message",
+            &format!(r#"{{"n":{n}}}"#),
+        );
+        c.settle();
+    };
+    notify(&mut c, 1);
+    // n=2's publish fails; the store is back when node 0 hears of it: the marker goes in.
+    c.hold(0, true);
+    c.store.set_available(false);
+    notify(&mut c, 2);
+    c.store.set_available(true);
+    c.hold(0, false);
+    c.settle();
+    // n=3's publish fails and so does its marker: n=4 carries the gap.
+    c.store.set_available(false);
+    notify(&mut c, 3);
+    c.store.set_available(true);
+    c.settle();
+    notify(&mut c, 4);
+    notify(&mut c, 5);
+    c.node(0).reply(h, "{}");
+    c.settle();
+    let r = c.node(1).response(get).clone();
+    assert_eq!(
+        listen_events(&r),
+        [
+            "l-0",
+            "l-1 n=1",
+            "lost after l-1",
+            "lost after l-2",
+            "l-3 n=4",
+            "l-4 n=5"
+        ],
+        "{}",
+        String::from_utf8_lossy(&r.body)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&r.body)
+            .matches("event: events-lost\n")
+            .count(),
+        2
+    );
+    // A GET resumed from l-1 on the other instance reads the log again: both gaps, then
+    // the rest.
+    let resumed = c
+        .node(0)
+        .send(Req::get(&sid).version(V).header("last-event-id", "l-1"));
+    c.settle();
+    assert_eq!(
+        listen_events(c.node(0).response(resumed)),
+        [
+            "l-1",
+            "lost after l-1",
+            "lost after l-2",
+            "l-3 n=4",
+            "l-4 n=5"
+        ]
+    );
+}
+
 #[test]
 fn a_get_opened_elsewhere_ends_the_old_one() {
     let mut c = cluster(2);

@@ -181,6 +181,21 @@ fn publish(session: &str, seq: u64, capacity: usize) -> StoreOp {
         session: session.into(),
         payload: Bytes::from(format!("{{\"m\":{seq}}}")),
         capacity,
+        gap: false,
+    }
+}
+
+/// A publish carrying a gap (`seq` 0: the gap's marker alone, no message).
+fn publish_gap(session: &str, seq: u64, capacity: usize) -> StoreOp {
+    let payload = match seq {
+        0 => Bytes::new(),
+        n => Bytes::from(format!("{{\"m\":{n}}}")),
+    };
+    StoreOp::Publish {
+        session: session.into(),
+        payload,
+        capacity,
+        gap: true,
     }
 }
 
@@ -288,6 +303,9 @@ fn conformance(backend: &dyn ClusterBackend, redis: &Redis) {
     ); // 5
     t.run(2, StoreOp::Unfollow { follow: c_follow });
     t.run(1, publish("s1", 6, 3)); // to a and b only
+    // A lost message's marker alone, then a message carrying a gap: both carry the flag.
+    t.run(1, publish_gap("s1", 0, 3));
+    t.run(0, publish_gap("s1", 8, 3));
     // Broadcasts reach every other member.
     t.run(
         0,
@@ -686,6 +704,7 @@ fn answered_operations_are_dropped_on_the_submitting_thread(
         session: "none".into(),
         payload,
         capacity: 8,
+        gap: false,
     };
     link.submit(Instant::now(), Ticket::from_u64(2), op);
     answered(2);
@@ -1145,10 +1164,12 @@ async fn a_list_change_reaches_legacy_sessions_across_smol_instances_once() {
 }
 
 /// What a [`Gated`] connection lets through: while `held`, reads wait (Redis's replies stay
-/// in the socket); every byte written is kept.
+/// in the socket); while `down`, writes fail and dials are refused (Redis unreachable);
+/// every byte written is kept.
 #[derive(Default)]
 struct Gate {
     held: bool,
+    down: bool,
     waker: Option<std::task::Waker>,
     written: Vec<u8>,
 }
@@ -1184,6 +1205,10 @@ impl tokio::io::AsyncWrite for Gated {
         buf: &[u8],
     ) -> std::task::Poll<std::io::Result<usize>> {
         let this = self.get_mut();
+        if this.gate.lock().unwrap().down {
+            let e = std::io::Error::from(std::io::ErrorKind::ConnectionReset);
+            return std::task::Poll::Ready(Err(e));
+        }
         let out = std::pin::Pin::new(&mut this.tcp).poll_write(cx, buf);
         if let std::task::Poll::Ready(Ok(n)) = out {
             this.gate
@@ -1220,6 +1245,9 @@ fn gated_backend(
     mcp_redis::backend(mcp_tokio::Tokio, url, config, move |host, port| {
         let gate = gate.clone();
         async move {
+            if gate.lock().unwrap().down {
+                return Err(std::io::ErrorKind::ConnectionRefused.into());
+            }
             let tcp = tokio::net::TcpStream::connect((&*host, port)).await?;
             tcp.set_nodelay(true)?;
             Ok(Box::new(Gated { tcp, gate }) as Box<dyn mcp_redis::RedisIo>)
@@ -1353,6 +1381,74 @@ fn the_redis_link_pipelines_sessions_and_keeps_each_sessions_order() {
         "x's operations applied in submission order"
     );
     assert!(at(7102) < at(7103), "and sent in it");
+    drop(link);
+}
+
+/// A publish whose attempts fail while Redis is unreachable is held, not answered `Failed`:
+/// once Redis is back (within `publish_hold`) it is appended, before the session's later
+/// publish and each once; a publish still failing past the hold is answered `Failed` (the
+/// router then marks the loss in the log).
+#[test]
+fn a_publish_failing_while_redis_is_away_is_held_then_appended_in_order() {
+    let redis = require_service!(Redis::start());
+    let rt = mcp_tests::runtime::one_worker_tokio();
+    let _guard = rt.enter();
+    let gate = std::sync::Arc::new(std::sync::Mutex::new(Gate::default()));
+    // Attempts over in ≈ 150 ms (three, 50 and 100 ms apart); dials again every ≤ 100 ms.
+    let config = redis_config("hold")
+        .with_command_timeout(Duration::from_millis(200))
+        .with_reconnect_backoff_max(Duration::from_millis(100))
+        .with_publish_hold(Duration::from_secs(3));
+    let backend = gated_backend(&redis.url(), config, &gate);
+    let (tx, rx) = mpsc::channel();
+    let mut link = backend.connect("a", inbox(tx));
+    create_on(&mut link, &rx, 1, "x");
+    let now = Instant::now();
+    gate.lock().unwrap().down = true;
+    link.submit(now, Ticket::from_u64(2), publish("x", 2, 8));
+    link.submit(now, Ticket::from_u64(3), publish("x", 3, 8));
+    std::thread::sleep(Duration::from_millis(800));
+    let early: Vec<_> = rx
+        .try_iter()
+        .filter(|d| matches!(d, ClusterDelivery::Reply(..)))
+        .collect();
+    assert!(early.is_empty(), "held, not answered: {early:?}");
+    gate.lock().unwrap().down = false;
+    assert_eq!(
+        reply(&rx),
+        (Ticket::from_u64(2), StoreReply::Published { seq: 1 })
+    );
+    assert_eq!(
+        reply(&rx),
+        (Ticket::from_u64(3), StoreReply::Published { seq: 2 })
+    );
+    // Past the hold: `Failed`.
+    gate.lock().unwrap().down = true;
+    let sent = Instant::now();
+    link.submit(sent, Ticket::from_u64(4), publish("x", 4, 8));
+    let (t, r) = reply(&rx);
+    assert_eq!(t, Ticket::from_u64(4));
+    assert!(matches!(r, StoreReply::Failed(_)), "{r:?}");
+    assert!(sent.elapsed() >= Duration::from_secs(3), "after the hold");
+    gate.lock().unwrap().down = false;
+    link.submit(
+        now,
+        Ticket::from_u64(5),
+        StoreOp::Follow {
+            session: "x".into(),
+            from: FollowFrom::After(0),
+        },
+    );
+    let (_, events) = reply(&rx);
+    let StoreReply::Events { events, .. } = events else {
+        panic!("events: {events:?}")
+    };
+    let payloads: Vec<_> = events.iter().map(|e| e.payload.clone()).collect();
+    assert_eq!(
+        payloads,
+        [&b"{\"m\":2}"[..], &b"{\"m\":3}"[..]],
+        "each once, in order"
+    );
     drop(link);
 }
 

@@ -4,10 +4,10 @@
 //! in either direction (mid-command or mid-reply), delays chunks (now and then past the
 //! command timeout) and fragments writes; nginx balances our client's requests over them
 //! (round robin, not sticky) through the HTTP proxy of `mcp_tests::faults`. The
-//! request-stream ledger also has its responses cut there (`Faults::cuts`), so that calls are
-//! resumed on other instances, through the store; the GET-stream ledger's HTTP is not cut
-//! (the bursts run on any instance, and reach the GET stream's instance through the store's
-//! log and wake-ups). The ledgers must show 0 lost, 0 duplicated, 0 hung, no error but the one
+//! ledgers have their responses cut there too (`Faults::cuts`): calls are resumed on other
+//! instances, through the store, and the GET stream is resumed on any instance (the bursts
+//! run on any instance, and reach the GET stream's instance through the store's log and
+//! wake-ups). The ledgers must show 0 lost, 0 duplicated, 0 hung, no error but the one
 //! allowed (a call whose response was cut before any event id: `PeerError::Interrupted`),
 //! and the Redis link must have been cut several times.
 //!
@@ -113,8 +113,7 @@ async fn ledger(rt: Runtime, kind: Kind) {
         .expect("the Redis proxy");
     let (w, http_faults) = match kind {
         Kind::Post => (POST, Faults::cuts(seed, 0.3).within(5_000)),
-        // The GET stream itself is not cut (see the module docs).
-        Kind::Get => (GET, Faults::none()),
+        Kind::Get => (GET, Faults::cuts(seed, 0.3).within(5_000)),
     };
     let servers = instances(rt, &link.url(), w.retry).await;
     let addrs: Vec<_> = servers.iter().map(Serving::local_addr).collect();

@@ -580,6 +580,7 @@ mod tests {
             .map(|&seq| LogEvent {
                 seq,
                 payload: Bytes::from(format!("{{\"n\":{seq}}}")),
+                gap: false,
             })
             .collect()
     }

@@ -44,11 +44,14 @@
 //!  Waiting
 //!  any      submit                                             same     Queued(lane) (queued at
 //!                                                                       its tail)
+//!  Queued,  hold(ops) (a failed publish the worker keeps: it   Busy     - (ops back at the
+//!  Busy     and what followed it in its turn)                           queue's head, in order)
+//!  Busy     resume (the hold's pause is over)                  Queued   -
 //! ```
 //!
 //! An `Unfollow` whose follow is not queued nor starting is `Now`: it runs at once.
-//! Every state change goes through [`Lanes::submit`], [`Lanes::next`], [`Lanes::landed`] or
-//! [`Lanes::next_waiting`].
+//! Every state change goes through [`Lanes::submit`], [`Lanes::next`], [`Lanes::landed`],
+//! [`Lanes::next_waiting`], [`Lanes::hold`] or [`Lanes::resume`].
 
 use std::collections::{HashMap, VecDeque};
 
@@ -256,6 +259,26 @@ impl Lanes {
         }
     }
 
+    /// `ops` of `lane` failed and are attempted again later, first (a publish the worker
+    /// keeps until it is applied, and what its turn held behind it): back at the lane's
+    /// head, in order, the lane busy until [`resume`](Self::resume), so that nothing of
+    /// the lane overtakes them. Their places in flight, if any, were freed by
+    /// [`landed`](Self::landed).
+    pub(crate) fn hold(&mut self, lane: &Lane, ops: Vec<(Ticket, StoreOp)>) {
+        let state = self.lanes.entry(lane.clone()).or_default();
+        for op in ops.into_iter().rev() {
+            state.queue.push_front(op);
+        }
+        state.busy = true;
+    }
+
+    /// A held lane's pause is over: ask for its next turn (its held operations first).
+    pub(crate) fn resume(&mut self, lane: &Lane) {
+        if let Some(state) = self.lanes.get_mut(lane) {
+            state.busy = false;
+        }
+    }
+
     /// The first lane waiting for a place, while places are free: ask for its next turn.
     pub(crate) fn next_waiting(&mut self) -> Option<Lane> {
         if self.in_flight >= self.max_in_flight {
@@ -302,6 +325,7 @@ mod tests {
             session: s.into(),
             payload: Bytes::from_static(b"x"),
             capacity: 8,
+            gap: false,
         }
     }
 
@@ -440,6 +464,40 @@ mod tests {
         }
         assert_eq!(l.in_flight(), 0);
         assert_eq!(l.next(&lane("s"), false), None);
+    }
+
+    #[test]
+    fn a_held_publish_and_what_followed_it_go_first_once_resumed_and_nothing_overtakes() {
+        let mut l = Lanes::new(8);
+        queue(&mut l, 1, publish("s"), "s");
+        queue(&mut l, 2, touch("s"), "s");
+        let batch = l.next(&lane("s"), true).expect("a batch");
+        assert_eq!(tickets(&batch).1, [1, 2]);
+        queue(&mut l, 3, publish("s"), "s");
+        // The batch failed: the worker keeps both, and the lane waits for the pause.
+        l.landed(&lane("s"), 2, None);
+        l.hold(&lane("s"), vec![(t(1), publish("s")), (t(2), touch("s"))]);
+        assert_eq!(l.in_flight(), 0);
+        assert_eq!(l.next(&lane("s"), true), None, "held: nothing goes");
+        // Other lanes go meanwhile.
+        queue(&mut l, 10, touch("o"), "o");
+        assert!(l.next(&lane("o"), true).is_some());
+        l.resume(&lane("s"));
+        let again = l.next(&lane("s"), true).expect("a batch");
+        assert_eq!(
+            tickets(&again).1,
+            [1, 2, 3],
+            "the held ones first, in order"
+        );
+        // Held while running here (no connection): the same.
+        l.landed(&lane("s"), 3, None);
+        l.hold(&lane("s"), vec![(t(3), publish("s"))]);
+        assert_eq!(l.next(&lane("s"), false), None);
+        l.resume(&lane("s"));
+        assert_eq!(
+            tickets(&l.next(&lane("s"), false).unwrap()),
+            ("run", vec![3])
+        );
     }
 
     #[test]

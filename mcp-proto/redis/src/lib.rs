@@ -47,7 +47,7 @@
 //! |---|---|---|
 //! | `p:s:<s>` | string | the record (JSON), `PEXPIRE` = idle TTL |
 //! | `p:sessions` | sorted set | live session ids, scored by expiry (ms, server clock; `+inf`: none): the cluster-wide cap |
-//! | `p:log:<s>` | stream | the listen log, entry ids `<seq>-0`, field `p` = payload, trimmed `MAXLEN =` capacity |
+//! | `p:log:<s>` | stream | the listen log, entry ids `<seq>-0`, field `p` = payload (and `g` = `1` when a message before it was lost), trimmed `MAXLEN =` capacity |
 //! | `p:meta:<s>` | hash | `last` (the log's sequence counter), `cursor`, `o:<owner>` (the last ticket each link published: a repeat is not appended again) |
 //! | `p:bus` | channel | [`BusMessage`](mcp_proto::server::BusMessage)s of every instance (JSON, with the sender's name) |
 //! | `p:wake:<s>` | channel | "the log of `s` grew" (the followers then read with `XRANGE`) |
@@ -84,7 +84,13 @@
 //! an operation that is not idempotent (Create, Broadcast) is not repeated once it may have
 //! reached Redis; then the answer is [`StoreReply::Failed`]. (Publish is repeated: its script
 //! keeps each link's last ticket per session, `o:<owner>` in `p:meta:<s>`, and appends a
-//! repeat no second time.) A broken connection is
+//! repeat no second time.) A publish whose attempts all failed is not answered yet: it is
+//! held at the head of its session's lane with what its batch held behind it, and attempted
+//! again after a pause, until it is applied or [`RedisConfig::publish_hold`] has passed
+//! (then `Failed`: the router marks the loss in the log). Nothing of its session overtakes
+//! it, so a message lost in a cut is neither dropped nor appended out of order (the
+//! publish script's repeat check needs the session's publishes in ticket order). A broken
+//! connection is
 //! re-dialed with a backoff (from `retry_backoff`, doubling, at most
 //! [`RedisConfig::reconnect_backoff_max`]); while a re-dial is not due, operations fail at
 //! once. After a reconnect the worker subscribes again, calls
@@ -113,6 +119,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+use std::collections::HashMap;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -211,6 +218,15 @@ pub struct RedisConfig {
     /// How long follows survive a lost connection before they are answered `Failed`.
     /// Default 5 s.
     pub follow_grace: Duration,
+    /// How long a publish to a listen log is kept once its attempts (`1 + retries`) have
+    /// failed: held at the head of its session's lane (nothing of the session overtakes
+    /// it, so the log keeps the order of the messages) and attempted again after a pause
+    /// (the retry backoff, doubling, at most `reconnect_backoff_max`), counted from its
+    /// first hold. Past it the publish is answered `Failed`, and the router marks the loss
+    /// in the log for the client (an `events-lost` event). Default 3 s: a cut connection is
+    /// dialed again within it, and it ends before the router's default store timeout (5 s),
+    /// past which the router counts the message lost anyway. 0: not held.
+    pub publish_hold: Duration,
     /// Operations submitted on one link and not yet done (queued, waiting in their session's
     /// lane, or in flight), at most; beyond, an operation is answered `Failed` at once: a
     /// burst the store cannot absorb is refused at once rather than queued past the router's
@@ -260,6 +276,7 @@ impl Default for RedisConfig {
             retry_backoff: Duration::from_millis(50),
             reconnect_backoff_max: Duration::from_secs(2),
             follow_grace: Duration::from_secs(5),
+            publish_hold: Duration::from_secs(3),
             max_queued: 32_768,
             pressure_marks: None,
             max_in_flight: 1024,
@@ -285,6 +302,12 @@ impl RedisConfig {
     /// Sets [`retries`](Self::retries).
     pub fn with_retries(mut self, retries: u32) -> Self {
         self.retries = retries;
+        self
+    }
+
+    /// Sets [`publish_hold`](Self::publish_hold).
+    pub fn with_publish_hold(mut self, hold: Duration) -> Self {
+        self.publish_hold = hold;
         self
     }
 
@@ -453,6 +476,8 @@ impl<R: Runtime> RedisBackend<R> {
             queued,
             spent,
             answered: Vec::new(),
+            held: HashMap::new(),
+            holds: Vec::new(),
         }
     }
 }
@@ -617,6 +642,11 @@ struct Worker<R: Runtime> {
     spent: Arc<Spent>,
     /// A batch's answered operations, handed to `spent` together (its room kept).
     answered: Vec<StoreOp>,
+    /// The publishes held after their attempts failed ([`RedisConfig::publish_hold`]):
+    /// since when, and the holds so far (for the pause).
+    held: HashMap<Ticket, (Instant, u32)>,
+    /// The lanes held ([`Lanes::hold`]), and when each goes on.
+    holds: Vec<(Instant, Lane)>,
 }
 
 /// Whether the link is busy with `queued` operations not yet done, having been `was` (a
@@ -664,6 +694,7 @@ impl<R: Runtime> Worker<R> {
                 .link
                 .deadline()
                 .map_or(self.next_beat, |due| due.min(self.next_beat));
+            let timer = self.holds.iter().fold(timer, |t, (due, _)| t.min(*due));
             match self.next_input(&mut ops, &mut pushes, Some(timer)).await {
                 Input::Op(ticket, op) => self.submit(ticket, op).await,
                 Input::Done(Landed::Batch(done)) => self.finish(done).await,
@@ -681,6 +712,7 @@ impl<R: Runtime> Worker<R> {
                     if self.link.dial_due(self.rt.now()) {
                         self.redial_idle().await;
                     }
+                    self.resume_holds().await;
                     if self.rt.now() >= self.next_beat {
                         self.beat().await;
                     }
@@ -716,7 +748,9 @@ impl<R: Runtime> Worker<R> {
         match self.lanes.submit(ticket, op) {
             Submitted::Queued(lane) => self.run_lane(lane).await,
             Submitted::Now(ticket, op) => {
-                self.execute(ticket, op).await;
+                // An `Unfollow`: never held.
+                let held = self.execute(ticket, op).await;
+                debug_assert!(held.is_none());
                 self.done_one();
             }
         }
@@ -774,7 +808,10 @@ impl<R: Runtime> Worker<R> {
                     return;
                 }
                 Start::Run(ticket, op) => {
-                    self.execute(ticket, op).await;
+                    if let Some((op, pause)) = self.execute(ticket, op).await {
+                        self.hold(&lane, vec![(ticket, op)], pause);
+                        return;
+                    }
                     self.done_one();
                 }
             }
@@ -826,7 +863,9 @@ impl<R: Runtime> Worker<R> {
                 let failed = FollowEvent::StartFailed { session: &session };
                 let fx = self.follows.on(failed);
                 debug_assert_eq!(fx, FollowEffects::default());
-                self.attempts(ticket, &op, 1, false, f.why).await;
+                // A follow: never held.
+                let held = self.attempts(ticket, &op, 1, false, f.why).await;
+                debug_assert!(held.is_none());
             }
         }
         self.done_one();
@@ -866,6 +905,7 @@ impl<R: Runtime> Worker<R> {
             }
             match result {
                 Ok(reply) => {
+                    self.unhold(ticket);
                     let _ = self.inbox.reply(ticket, reply);
                     self.answered.push(op);
                 }
@@ -881,17 +921,97 @@ impl<R: Runtime> Worker<R> {
         self.spent.give(&mut self.answered);
         // The operations failed together (one connection): one pause before their second
         // attempts, not one each (a batch of 64 would hold every lane for 64 pauses, past
-        // the router's store timeout).
-        if !again.is_empty() && self.cfg.retries > 0 {
+        // the router's store timeout). A held publish that failed again is held again at
+        // once, and what follows it with it: this was its attempt.
+        let held_first = again
+            .first()
+            .is_some_and(|(ticket, _, _)| self.held.contains_key(ticket));
+        if !again.is_empty() && self.cfg.retries > 0 && !held_first {
             let pause = self.retry_pause(1);
             self.rt.sleep_until(self.rt.now() + pause).await;
         }
-        for (ticket, op, why) in again {
-            self.attempts(ticket, &op, 1, true, why).await;
+        let mut hold = None;
+        let mut again = again.into_iter();
+        while let Some((ticket, op, why)) = again.next() {
+            let kept = if self.held.contains_key(&ticket) {
+                self.hold_again(ticket, &op, &why)
+            } else {
+                self.attempts(ticket, &op, 1, true, why).await
+            };
+            if let Some(pause) = kept {
+                // Held, and the rest of the batch behind it (they must not overtake it).
+                let mut ops = vec![(ticket, op)];
+                ops.extend(again.by_ref().map(|(ticket, op, _)| (ticket, op)));
+                hold = Some((ops, pause));
+                break;
+            }
             self.done_one();
         }
         self.lanes.landed(&lane, landed, None);
+        if let Some((ops, pause)) = hold {
+            self.hold(&lane, ops, pause);
+        }
         self.run_lane(lane).await;
+        self.fill_places().await;
+    }
+
+    /// A failed `op` whose attempts are over: held ([`RedisConfig::publish_hold`]) if it
+    /// is a publish within the hold since its first, with the pause before its next
+    /// attempt; else (`None`) answered `Failed` for `why`.
+    fn hold_again(&mut self, ticket: Ticket, op: &StoreOp, why: &str) -> Option<Duration> {
+        if !matches!(op, StoreOp::Publish { .. }) {
+            self.give_up(ticket, why);
+            return None;
+        }
+        let now = self.rt.now();
+        let (since, holds) = self.held.entry(ticket).or_insert((now, 0));
+        if now.saturating_duration_since(*since) >= self.cfg.publish_hold {
+            self.held.remove(&ticket);
+            self.give_up(ticket, why);
+            return None;
+        }
+        *holds += 1;
+        let holds = *holds;
+        Some(self.retry_pause(holds).min(self.cfg.reconnect_backoff_max))
+    }
+
+    /// A held operation is answered: no longer held.
+    fn unhold(&mut self, ticket: Ticket) {
+        if !self.held.is_empty() {
+            self.held.remove(&ticket);
+        }
+    }
+
+    /// Holds `lane` with `ops` back at its head ([`Lanes::hold`]) for `pause`.
+    fn hold(&mut self, lane: &Lane, ops: Vec<(Ticket, StoreOp)>, pause: Duration) {
+        tracing::debug!(
+            instance = &*self.instance,
+            ops = ops.len(),
+            ?pause,
+            "a publish is held"
+        );
+        self.lanes.hold(lane, ops);
+        self.holds.push((self.rt.now() + pause, lane.clone()));
+    }
+
+    /// The held lanes whose pause is over go on.
+    async fn resume_holds(&mut self) {
+        if self.holds.is_empty() {
+            return;
+        }
+        let now = self.rt.now();
+        let mut due = Vec::new();
+        self.holds.retain(|(at, lane)| {
+            let go = *at <= now;
+            if go {
+                due.push(lane.clone());
+            }
+            !go
+        });
+        for lane in due {
+            self.lanes.resume(&lane);
+            self.run_lane(lane).await;
+        }
         self.fill_places().await;
     }
 
@@ -1230,12 +1350,15 @@ impl<R: Runtime> Worker<R> {
         reads
     }
 
-    async fn execute(&mut self, ticket: Ticket, op: StoreOp) {
+    /// Runs `op` here to its end; `Some`: a publish held (with the pause before its next
+    /// attempt), given back to be put back in its lane.
+    async fn execute(&mut self, ticket: Ticket, op: StoreOp) -> Option<(StoreOp, Duration)> {
         if let StoreOp::Unfollow { follow } = op {
             self.unfollow(follow).await;
-            return;
+            return None;
         }
-        self.attempts(ticket, &op, 0, false, String::new()).await;
+        let pause = self.attempts(ticket, &op, 0, false, String::new()).await?;
+        Some((op, pause))
     }
 
     /// The pause before attempt `attempt` (≥ 1) of an operation: the retry backoff,
@@ -1248,7 +1371,9 @@ impl<R: Runtime> Worker<R> {
 
     /// Attempts `op` from attempt `first` (the later ones after a doubling pause; `first`'s
     /// too, unless `paused`: the caller took it) until one answers, or gives up with the
-    /// last failure's reason (`why` before any attempt here).
+    /// last failure's reason (`why` before any attempt here). A held publish has one
+    /// attempt here. `Some`: a publish held ([`hold_again`](Self::hold_again)), the pause
+    /// before its next attempt: the caller puts it back in its lane.
     async fn attempts(
         &mut self,
         ticket: Ticket,
@@ -1256,27 +1381,34 @@ impl<R: Runtime> Worker<R> {
         first: u32,
         paused: bool,
         mut why: String,
-    ) {
-        for attempt in first..=self.cfg.retries {
+    ) -> Option<Duration> {
+        let last = if self.held.contains_key(&ticket) {
+            first
+        } else {
+            self.cfg.retries
+        };
+        for attempt in first..=last {
             if attempt > 0 && !(paused && attempt == first) {
                 let pause = self.retry_pause(attempt);
                 self.rt.sleep_until(self.rt.now() + pause).await;
             }
             match self.once(ticket, op).await {
                 Ok(Some(reply)) => {
+                    self.unhold(ticket);
                     let _ = self.inbox.reply(ticket, reply);
-                    return;
+                    return None;
                 }
-                Ok(None) => return, // a follow, answered by `once`
+                Ok(None) => return None, // a follow, answered by `once`
                 Err(f) => {
                     why = f.why;
                     if f.sent && !is_idempotent(op) {
-                        break;
+                        self.give_up(ticket, &why);
+                        return None;
                     }
                 }
             }
         }
-        self.give_up(ticket, &why);
+        self.hold_again(ticket, op, &why)
     }
 
     /// Answers `ticket` `Failed` for `why` (a follow it named ends).

@@ -526,13 +526,15 @@ impl Planner {
                 session,
                 payload,
                 capacity,
+                gap,
             } => {
                 let mut call = script(ScriptId::Publish, session, 0);
                 call.arg(payload.as_ref())
                     .arg(u64::try_from((*capacity).max(1)).unwrap_or(u64::MAX))
                     .arg(k.wake(session))
                     .arg(&*self.owner)
-                    .arg(ticket.as_u64());
+                    .arg(ticket.as_u64())
+                    .arg(u8::from(*gap));
                 (call, Expect::Published)
             }
             StoreOp::Delivered { session, seq } => {
@@ -1010,6 +1012,7 @@ mod tests {
             session: "s1".into(),
             payload: Bytes::from_static(b"{\"x\":1}"),
             capacity: 0,
+            gap: false,
         });
         let (id, keys, args) = script(req);
         assert_eq!(id, ScriptId::Publish);
@@ -1018,8 +1021,17 @@ mod tests {
         // The publisher and its ticket: a repeat is recognised (the script appends once).
         assert_eq!(
             args,
-            ["s1", "0", "{\"x\":1}", "1", "p:wake:s1", "a:42", "7"]
+            ["s1", "0", "{\"x\":1}", "1", "p:wake:s1", "a:42", "7", "0"]
         );
+        // A gap's marker alone: an empty message, the gap flag set.
+        let (req, _) = plan(StoreOp::Publish {
+            session: "s1".into(),
+            payload: Bytes::new(),
+            capacity: 4,
+            gap: true,
+        });
+        let (_, _, args) = script(req);
+        assert_eq!(args, ["s1", "0", "", "4", "p:wake:s1", "a:42", "7", "1"]);
         assert_eq!(
             expect.decode(Value::Int(12)).unwrap(),
             StoreReply::Published { seq: 12 }
@@ -1192,7 +1204,8 @@ mod tests {
             decode_log(Value::Array(vec![entry("18-0")])).unwrap(),
             [LogEvent {
                 seq: 18,
-                payload: Bytes::from_static(b"x")
+                payload: Bytes::from_static(b"x"),
+                gap: false,
             }]
         );
         let f = decode_log(Value::Array(vec![entry("18-1")])).unwrap_err();

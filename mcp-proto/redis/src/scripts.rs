@@ -110,7 +110,8 @@ return 1
 ";
 
 /// Publish: ARGV\[3\] payload, ARGV\[4\] capacity, ARGV\[5\] wake channel, ARGV\[6\] the
-/// publisher (the link's owner name), ARGV\[7\] its ticket. The seq, 0 missing. Idempotent:
+/// publisher (the link's owner name), ARGV\[7\] its ticket, ARGV\[8\] `1` when the entry
+/// carries a gap (field `g`: a message before it was lost). The seq, 0 missing. Idempotent:
 /// the meta hash keeps each publisher's last ticket (`o:<owner>`); a ticket not above it was
 /// applied already (a link's tickets grow, and one session's publishes are applied in
 /// submission order), so a repeat appends nothing and answers the log's last seq.
@@ -122,7 +123,11 @@ if done and tonumber(ARGV[7]) <= tonumber(done) then
 end
 redis.call('HSET', KEYS[4], 'o:' .. ARGV[6], ARGV[7])
 local seq = redis.call('HINCRBY', KEYS[4], 'last', 1)
-redis.call('XADD', KEYS[3], 'MAXLEN', '=', ARGV[4], seq .. '-0', 'p', ARGV[3])
+if ARGV[8] == '1' then
+  redis.call('XADD', KEYS[3], 'MAXLEN', '=', ARGV[4], seq .. '-0', 'p', ARGV[3], 'g', '1')
+else
+  redis.call('XADD', KEYS[3], 'MAXLEN', '=', ARGV[4], seq .. '-0', 'p', ARGV[3])
+end
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl > 0 then
   redis.call('PEXPIRE', KEYS[3], ttl)

@@ -94,6 +94,7 @@ mod tests {
             session: "s1".into(),
             payload: payload.clone(),
             capacity: 8,
+            gap: false,
         }
     }
 

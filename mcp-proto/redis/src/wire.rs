@@ -347,20 +347,22 @@ pub(crate) fn parse_entries(v: &Value) -> Option<Vec<LogEvent>> {
             return None;
         }
         let seq: u64 = seq.parse().ok()?;
-        let payload = match fields {
+        let field = |name: &[u8]| match fields {
             Value::Array(kv) => kv
                 .chunks(2)
-                .find(|c| c.len() == 2 && bulk(&c[0]) == Some(b"p"))
+                .find(|c| c.len() == 2 && bulk(&c[0]) == Some(name))
                 .and_then(|c| bulk(&c[1])),
             Value::Map(kv) => kv
                 .iter()
-                .find(|(k, _)| bulk(k) == Some(b"p"))
+                .find(|(k, _)| bulk(k) == Some(name))
                 .and_then(|(_, v)| bulk(v)),
             _ => None,
-        }?;
+        };
+        let payload = field(b"p")?;
         out.push(LogEvent {
             seq,
             payload: Bytes::copy_from_slice(payload),
+            gap: field(b"g") == Some(b"1"),
         });
     }
     Some(out)
@@ -591,7 +593,26 @@ mod tests {
             parse_entries(&ok),
             Some(vec![LogEvent {
                 seq: 3,
-                payload: Bytes::from_static(b"x")
+                payload: Bytes::from_static(b"x"),
+                gap: false,
+            }])
+        );
+        // An entry after a lost message carries `g` = 1.
+        let gap = Value::Array(vec![Value::Array(vec![
+            Value::BulkString(b"4-0".to_vec()),
+            Value::Array(vec![
+                Value::BulkString(b"p".to_vec()),
+                Value::BulkString(Vec::new()),
+                Value::BulkString(b"g".to_vec()),
+                Value::BulkString(b"1".to_vec()),
+            ]),
+        ])]);
+        assert_eq!(
+            parse_entries(&gap),
+            Some(vec![LogEvent {
+                seq: 4,
+                payload: Bytes::new(),
+                gap: true,
             }])
         );
         for bad in [

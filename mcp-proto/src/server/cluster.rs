@@ -98,9 +98,14 @@
 //!   the client are not sent again (a plain GET cannot say what arrived). A client that
 //!   holds any event id of the stream resumes exactly once with it; on a revision that
 //!   allows priming, each stream opens with an event that carries one, so only a client cut
-//!   before that event reached it reconnects without one. Known gap: a message whose append
-//!   to the log fails past the store's retries (the store unreachable meanwhile) is dropped,
-//!   and the client is not told; it is to be held and retried in order, under a bound.
+//!   before that event reached it reconnects without one. A message whose append to the
+//!   log fails (the store unreachable past what its backend holds and retries, or past the
+//!   store timeout here) is lost, and the client is told: the next entry of the log carries
+//!   the gap ([`LogEvent::gap`]), and its follower writes an `events-lost` event before it.
+//!   The instance that lost the message appends that entry at once (a marker alone), or,
+//!   should that fail too, with the session's next message from it. A publish answered
+//!   `Failed` that did reach the store (its answer lost) marks a gap where none is: the
+//!   client may be told of a loss it did not have, never not told of one.
 //! - *Service records* are linearizable per key (one store; a save applies only from the
 //!   version it names, so concurrent writers never lose a write). An owner's death is seen
 //!   by every instance after the store's owner-liveness delay.
@@ -133,12 +138,12 @@
 //! ```text
 //!  call                          registered as               answer / deadline   then
 //!  ----------------------------  --------------------------  ------------------  ---------------
-//!  Detached (touch, publish,     not kept                    ignored             -
-//!   broadcast, cursor, a
-//!   stream's end alone)
+//!  Detached (touch, broadcast,   not kept                    ignored             -
+//!   cursor, a stream's end
+//!   alone)
 //!  Load, Create, Save, Refresh,  Waiting, deadline armed     answer              gone, deadline
-//!   Delete, Commit, Record        (store_timeout)                                disarmed; run
-//!                                                            deadline            answered Failed
+//!   Delete, Commit, Record,       (store_timeout)                                disarmed; run
+//!   Publish                                                  deadline            answered Failed
 //!  Follow, FollowStream          Following, no deadline      answer              kept: a follow's
 //!                                                                                answers continue
 //!                                                                                until unfollowed
@@ -338,8 +343,13 @@ pub struct SessionRecord {
 pub struct LogEvent {
     /// Its number in the log (from 1, increasing, never reused).
     pub seq: u64,
-    /// The JSON-RPC message.
+    /// The JSON-RPC message; empty in a gap's marker alone (`gap` set).
     pub payload: Bytes,
+    /// Messages meant for the log before this entry were lost (their appends failed past
+    /// the store's retries): the follower tells its client with an `events-lost` event
+    /// before this entry's message ([`StoreOp::Publish`]'s `gap`). Always `false` in a
+    /// request stream.
+    pub gap: bool,
 }
 
 /// One request stream's writes in a [`StoreOp::CommitStreams`].
@@ -428,10 +438,14 @@ pub enum StoreOp {
     Publish {
         /// The session id.
         session: Box<str>,
-        /// The message.
+        /// The message; empty with `gap`: the gap's marker alone.
         payload: Bytes,
         /// The log's capacity.
         capacity: usize,
+        /// An earlier message of this session for the log was lost (its publish was
+        /// answered `Failed`): the entry carries [`LogEvent::gap`], so that the client is
+        /// told.
+        gap: bool,
     },
     /// Follows a session's listen log: answers [`StoreReply::Events`] now (possibly empty)
     /// and again whenever events are appended, until [`StoreOp::Unfollow`]. Every answer
@@ -769,7 +783,10 @@ pub(crate) enum Call {
     Follow { lsid: u64 },
     /// The service's record operation: its answer goes to the service.
     Record,
-    /// Nothing waits (touch, publish, broadcast, cursor).
+    /// A message for the session's listen log (`gap`: it carried a gap): its failure is a
+    /// loss the client is told of.
+    Publish { session: SessionHandle, gap: bool },
+    /// Nothing waits (touch, broadcast, cursor).
     Detached,
 }
 
@@ -967,6 +984,7 @@ impl Router {
             Call::Record => self
                 .out
                 .push_back(ServerOutput::RecordAnswer { ticket, reply }),
+            Call::Publish { session, gap } => self.publish_answered(session, gap, &reply),
             Call::Detached => {}
         }
     }
@@ -1548,22 +1566,49 @@ impl Router {
 
     // ---- the listen stream ----------------------------------------------------------
 
-    /// A message for a clustered session's GET stream goes to its listen log.
+    /// A message for a clustered session's GET stream goes to its listen log. It carries
+    /// the gap when an earlier publish of the session failed (see
+    /// [`publish_answered`](Self::publish_answered)).
     pub(crate) fn publish(&mut self, session: SessionHandle, payload: Bytes) -> bool {
         let Some(c) = &self.config.cluster else {
             return false;
         };
         let capacity = c.listen_log_capacity;
-        let Some(s) = self.sessions.get(&session) else {
+        let Some(s) = self.sessions.get_mut(&session) else {
             return false;
         };
+        let gap = s.share.gap_owed;
+        if gap {
+            s.share.gap_owed = false;
+        }
         let op = StoreOp::Publish {
             session: s.id.clone(),
             payload,
             capacity,
+            gap,
         };
-        self.store_call(op, Call::Detached);
+        self.store_call(op, Call::Publish { session, gap });
         true
+    }
+
+    /// A publish was answered. One that failed (past the store's retries, or the store's
+    /// deadline here) lost its message: the session owes its client a gap. A message's
+    /// failure sends the gap's marker alone at once (so that the client is told though the
+    /// session publishes nothing more); a marker's failure (or a gap-carrying message's)
+    /// leaves the gap owed to the next publish, so that a store that stays away makes no
+    /// loop. Only a gap not yet on its way is owed: a marker and a message both in flight
+    /// do not mark one loss twice.
+    fn publish_answered(&mut self, session: SessionHandle, carried_gap: bool, reply: &StoreReply) {
+        if !matches!(reply, StoreReply::Failed(_)) {
+            return;
+        }
+        let Some(s) = self.sessions.get_mut(&session) else {
+            return; // gone here; nothing more of it is published from here
+        };
+        s.share.gap_owed = true;
+        if !carried_gap {
+            self.publish(session, Bytes::new());
+        }
     }
 
     /// A GET opened (or resumed, `after`) a clustered session's listen stream here: follow
@@ -1673,9 +1718,15 @@ impl Router {
             if e.seq <= ls.last_seq {
                 continue; // already written: the log is the only path, deduplicated here
             }
+            if e.gap {
+                // A message before this entry was lost: the client is told where.
+                chunks.push(events_lost_frame(&listen_event_id(e.seq - 1)));
+            }
             ls.last_seq = e.seq;
-            ls.id_sent = true;
-            chunks.push(event_frame(Some(&listen_event_id(e.seq)), &e.payload));
+            if !e.payload.is_empty() {
+                ls.id_sent = true;
+                chunks.push(event_frame(Some(&listen_event_id(e.seq)), &e.payload));
+            }
         }
         let written = ls.last_seq;
         let moved = chunks.len();

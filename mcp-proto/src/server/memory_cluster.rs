@@ -366,6 +366,7 @@ impl MemoryCluster {
                 session,
                 payload,
                 capacity,
+                gap,
             } => {
                 if !self.records.contains_key(&session) {
                     // A deleted or expired session's message goes nowhere.
@@ -375,7 +376,7 @@ impl MemoryCluster {
                 let log = self.logs.entry(session.clone()).or_default();
                 log.last += 1;
                 let seq = log.last;
-                log.events.push_back(LogEvent { seq, payload });
+                log.events.push_back(LogEvent { seq, payload, gap });
                 while log.events.len() > capacity.max(1) {
                     if let Some(e) = log.events.pop_front() {
                         log.evicted_upto = e.seq;
@@ -442,6 +443,7 @@ impl MemoryCluster {
                         log.events.push(LogEvent {
                             seq: e.seq,
                             payload: e.payload,
+                            gap: false,
                         });
                     }
                     if let Some(retain) = c.end {

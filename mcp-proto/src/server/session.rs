@@ -231,6 +231,9 @@ pub(crate) struct SessionShare {
     pub(crate) touched: Option<Instant>,
     /// The last activity seen here.
     pub(crate) active: Option<Instant>,
+    /// A publish to the listen log failed and no publish since has carried the gap:
+    /// the next one does ([`StoreOp::Publish`](super::cluster::StoreOp::Publish)'s `gap`).
+    pub(crate) gap_owed: bool,
 }
 
 static NO_SHARE: SessionShare = SessionShare {
@@ -241,6 +244,7 @@ static NO_SHARE: SessionShare = SessionShare {
     held: Vec::new(),
     touched: None,
     active: None,
+    gap_owed: false,
 };
 
 impl Empty for SessionShare {
