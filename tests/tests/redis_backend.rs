@@ -1384,12 +1384,12 @@ fn the_redis_link_pipelines_sessions_and_keeps_each_sessions_order() {
     drop(link);
 }
 
-/// A publish whose attempts fail while Redis is unreachable is held, not answered `Failed`:
-/// once Redis is back (within `publish_hold`) it is appended, before the session's later
-/// publish and each once; a publish still failing past the hold is answered `Failed` (the
-/// router then marks the loss in the log).
+/// Appends (a publish, a commit of request-stream events) whose attempts fail while Redis is
+/// unreachable are held, not answered `Failed`: once Redis is back (within `append_hold`)
+/// they are applied in submission order, each once; a publish still failing past the hold
+/// is answered `Failed` (the router then marks the loss in the log).
 #[test]
-fn a_publish_failing_while_redis_is_away_is_held_then_appended_in_order() {
+fn appends_failing_while_redis_is_away_are_held_then_applied_in_order() {
     let redis = require_service!(Redis::start());
     let rt = mcp_tests::runtime::one_worker_tokio();
     let _guard = rt.enter();
@@ -1398,15 +1398,18 @@ fn a_publish_failing_while_redis_is_away_is_held_then_appended_in_order() {
     let config = redis_config("hold")
         .with_command_timeout(Duration::from_millis(200))
         .with_reconnect_backoff_max(Duration::from_millis(100))
-        .with_publish_hold(Duration::from_secs(3));
+        .with_append_hold(Duration::from_secs(3));
     let backend = gated_backend(&redis.url(), config, &gate);
     let (tx, rx) = mpsc::channel();
     let mut link = backend.connect("a", inbox(tx));
     create_on(&mut link, &rx, 1, "x");
     let now = Instant::now();
     gate.lock().unwrap().down = true;
-    link.submit(now, Ticket::from_u64(2), publish("x", 2, 8));
-    link.submit(now, Ticket::from_u64(3), publish("x", 3, 8));
+    let events = [(1, Some(RequestId::Number(1)))];
+    let commit = commit("x", "a.1", Some(&[RequestId::Number(1)]), &events, None);
+    link.submit(now, Ticket::from_u64(2), commit);
+    link.submit(now, Ticket::from_u64(3), publish("x", 2, 8));
+    link.submit(now, Ticket::from_u64(4), publish("x", 3, 8));
     std::thread::sleep(Duration::from_millis(800));
     let early: Vec<_> = rx
         .try_iter()
@@ -1414,26 +1417,27 @@ fn a_publish_failing_while_redis_is_away_is_held_then_appended_in_order() {
         .collect();
     assert!(early.is_empty(), "held, not answered: {early:?}");
     gate.lock().unwrap().down = false;
+    assert_eq!(reply(&rx), (Ticket::from_u64(2), StoreReply::Done));
     assert_eq!(
         reply(&rx),
-        (Ticket::from_u64(2), StoreReply::Published { seq: 1 })
+        (Ticket::from_u64(3), StoreReply::Published { seq: 1 })
     );
     assert_eq!(
         reply(&rx),
-        (Ticket::from_u64(3), StoreReply::Published { seq: 2 })
+        (Ticket::from_u64(4), StoreReply::Published { seq: 2 })
     );
     // Past the hold: `Failed`.
     gate.lock().unwrap().down = true;
     let sent = Instant::now();
-    link.submit(sent, Ticket::from_u64(4), publish("x", 4, 8));
+    link.submit(sent, Ticket::from_u64(5), publish("x", 4, 8));
     let (t, r) = reply(&rx);
-    assert_eq!(t, Ticket::from_u64(4));
+    assert_eq!(t, Ticket::from_u64(5));
     assert!(matches!(r, StoreReply::Failed(_)), "{r:?}");
     assert!(sent.elapsed() >= Duration::from_secs(3), "after the hold");
     gate.lock().unwrap().down = false;
     link.submit(
         now,
-        Ticket::from_u64(5),
+        Ticket::from_u64(6),
         StoreOp::Follow {
             session: "x".into(),
             from: FollowFrom::After(0),

@@ -45,11 +45,11 @@ fn redis_faults(seed: u64) -> RedisFaults {
 }
 
 /// Retries of a failed command. One cut fails every command in flight on the connection (a
-/// batch of up to 64), and their retries, one after another, may meet the next cut: with
-/// the default 2, an event could fail three times in a row at this fault rate and be
-/// answered `Failed` (the router then writes it on its own instance but the store lacks it,
-/// so a resume elsewhere misses it: the documented cost of a store that stays broken past
-/// the retries).
+/// batch of up to 64), and their retries, one after another, may meet the next cut. An
+/// append (a publish, a commit of request streams' events) whose attempts all fail is held
+/// and attempted again (`RedisConfig::append_hold`, 3 s); the other operations are answered
+/// `Failed` past their retries. More retries than the default 2 keep that rare at this
+/// fault rate.
 const RETRIES: u32 = 4;
 
 /// Cuts of the Redis link a run must have made, at least.

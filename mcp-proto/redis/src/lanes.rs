@@ -44,7 +44,7 @@
 //!  Waiting
 //!  any      submit                                             same     Queued(lane) (queued at
 //!                                                                       its tail)
-//!  Queued,  hold(ops) (a failed publish the worker keeps: it   Busy     - (ops back at the
+//!  Queued,  hold(ops) (a failed append the worker keeps: it    Busy     - (ops back at the
 //!  Busy     and what followed it in its turn)                           queue's head, in order)
 //!  Busy     resume (the hold's pause is over)                  Queued   -
 //! ```
@@ -259,7 +259,7 @@ impl Lanes {
         }
     }
 
-    /// `ops` of `lane` failed and are attempted again later, first (a publish the worker
+    /// `ops` of `lane` failed and are attempted again later, first (an append the worker
     /// keeps until it is applied, and what its turn held behind it): back at the lane's
     /// head, in order, the lane busy until [`resume`](Self::resume), so that nothing of
     /// the lane overtakes them. Their places in flight, if any, were freed by

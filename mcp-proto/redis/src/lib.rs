@@ -84,13 +84,14 @@
 //! an operation that is not idempotent (Create, Broadcast) is not repeated once it may have
 //! reached Redis; then the answer is [`StoreReply::Failed`]. (Publish is repeated: its script
 //! keeps each link's last ticket per session, `o:<owner>` in `p:meta:<s>`, and appends a
-//! repeat no second time.) A publish whose attempts all failed is not answered yet: it is
-//! held at the head of its session's lane with what its batch held behind it, and attempted
-//! again after a pause, until it is applied or [`RedisConfig::publish_hold`] has passed
-//! (then `Failed`: the router marks the loss in the log). Nothing of its session overtakes
-//! it, so a message lost in a cut is neither dropped nor appended out of order (the
-//! publish script's repeat check needs the session's publishes in ticket order). A broken
-//! connection is
+//! repeat no second time; CommitStreams appends only events past a stream's last.) An append
+//! (Publish, CommitStreams) whose attempts all failed is not answered yet: it is held at the
+//! head of its session's lane with what its batch held behind it, and attempted again after
+//! a pause, until it is applied or [`RedisConfig::append_hold`] has passed (then `Failed`:
+//! for a publish the router marks the loss in the log). Nothing of its session overtakes
+//! it, so an event caught in a cut is neither dropped nor appended out of order (the
+//! publish script's repeat check needs the session's publishes in ticket order, and a
+//! repeated registration would drop a stream's later events). A broken connection is
 //! re-dialed with a backoff (from `retry_backoff`, doubling, at most
 //! [`RedisConfig::reconnect_backoff_max`]); while a re-dial is not due, operations fail at
 //! once. After a reconnect the worker subscribes again, calls
@@ -218,15 +219,17 @@ pub struct RedisConfig {
     /// How long follows survive a lost connection before they are answered `Failed`.
     /// Default 5 s.
     pub follow_grace: Duration,
-    /// How long a publish to a listen log is kept once its attempts (`1 + retries`) have
-    /// failed: held at the head of its session's lane (nothing of the session overtakes
-    /// it, so the log keeps the order of the messages) and attempted again after a pause
-    /// (the retry backoff, doubling, at most `reconnect_backoff_max`), counted from its
-    /// first hold. Past it the publish is answered `Failed`, and the router marks the loss
-    /// in the log for the client (an `events-lost` event). Default 3 s: a cut connection is
-    /// dialed again within it, and it ends before the router's default store timeout (5 s),
-    /// past which the router counts the message lost anyway. 0: not held.
-    pub publish_hold: Duration,
+    /// How long an append to a log is kept once its attempts (`1 + retries`) have failed:
+    /// a publish to a listen log, or a commit of request streams' events. It is held at the
+    /// head of its session's lane (nothing of the session overtakes it, so the logs keep
+    /// their order) and attempted again after a pause (the retry backoff, doubling, at most
+    /// `reconnect_backoff_max`), counted from its first hold. Past it the append is answered
+    /// `Failed`: for a publish the router marks the loss in the log for the client (an
+    /// `events-lost` event); a commit's events are written to their client unstored, and a
+    /// resume elsewhere misses them. Default 3 s: a cut connection is dialed again within
+    /// it, and it ends before the router's default store timeout (5 s), past which the
+    /// router gives up on the call anyway. 0: not held.
+    pub append_hold: Duration,
     /// Operations submitted on one link and not yet done (queued, waiting in their session's
     /// lane, or in flight), at most; beyond, an operation is answered `Failed` at once: a
     /// burst the store cannot absorb is refused at once rather than queued past the router's
@@ -276,7 +279,7 @@ impl Default for RedisConfig {
             retry_backoff: Duration::from_millis(50),
             reconnect_backoff_max: Duration::from_secs(2),
             follow_grace: Duration::from_secs(5),
-            publish_hold: Duration::from_secs(3),
+            append_hold: Duration::from_secs(3),
             max_queued: 32_768,
             pressure_marks: None,
             max_in_flight: 1024,
@@ -305,9 +308,9 @@ impl RedisConfig {
         self
     }
 
-    /// Sets [`publish_hold`](Self::publish_hold).
-    pub fn with_publish_hold(mut self, hold: Duration) -> Self {
-        self.publish_hold = hold;
+    /// Sets [`append_hold`](Self::append_hold).
+    pub fn with_append_hold(mut self, hold: Duration) -> Self {
+        self.append_hold = hold;
         self
     }
 
@@ -642,7 +645,7 @@ struct Worker<R: Runtime> {
     spent: Arc<Spent>,
     /// A batch's answered operations, handed to `spent` together (its room kept).
     answered: Vec<StoreOp>,
-    /// The publishes held after their attempts failed ([`RedisConfig::publish_hold`]):
+    /// The appends held after their attempts failed ([`RedisConfig::append_hold`]):
     /// since when, and the holds so far (for the pause).
     held: HashMap<Ticket, (Instant, u32)>,
     /// The lanes held ([`Lanes::hold`]), and when each goes on.
@@ -921,7 +924,7 @@ impl<R: Runtime> Worker<R> {
         self.spent.give(&mut self.answered);
         // The operations failed together (one connection): one pause before their second
         // attempts, not one each (a batch of 64 would hold every lane for 64 pauses, past
-        // the router's store timeout). A held publish that failed again is held again at
+        // the router's store timeout). A held append that failed again is held again at
         // once, and what follows it with it: this was its attempt.
         let held_first = again
             .first()
@@ -955,17 +958,17 @@ impl<R: Runtime> Worker<R> {
         self.fill_places().await;
     }
 
-    /// A failed `op` whose attempts are over: held ([`RedisConfig::publish_hold`]) if it
-    /// is a publish within the hold since its first, with the pause before its next
-    /// attempt; else (`None`) answered `Failed` for `why`.
+    /// A failed `op` whose attempts are over: held ([`RedisConfig::append_hold`]) if it
+    /// is an append (Publish, CommitStreams) within the hold since its first, with the
+    /// pause before its next attempt; else (`None`) answered `Failed` for `why`.
     fn hold_again(&mut self, ticket: Ticket, op: &StoreOp, why: &str) -> Option<Duration> {
-        if !matches!(op, StoreOp::Publish { .. }) {
+        if !matches!(op, StoreOp::Publish { .. } | StoreOp::CommitStreams { .. }) {
             self.give_up(ticket, why);
             return None;
         }
         let now = self.rt.now();
         let (since, holds) = self.held.entry(ticket).or_insert((now, 0));
-        if now.saturating_duration_since(*since) >= self.cfg.publish_hold {
+        if now.saturating_duration_since(*since) >= self.cfg.append_hold {
             self.held.remove(&ticket);
             self.give_up(ticket, why);
             return None;
@@ -988,7 +991,7 @@ impl<R: Runtime> Worker<R> {
             instance = &*self.instance,
             ops = ops.len(),
             ?pause,
-            "a publish is held"
+            "an append is held"
         );
         self.lanes.hold(lane, ops);
         self.holds.push((self.rt.now() + pause, lane.clone()));
@@ -1350,7 +1353,7 @@ impl<R: Runtime> Worker<R> {
         reads
     }
 
-    /// Runs `op` here to its end; `Some`: a publish held (with the pause before its next
+    /// Runs `op` here to its end; `Some`: an append held (with the pause before its next
     /// attempt), given back to be put back in its lane.
     async fn execute(&mut self, ticket: Ticket, op: StoreOp) -> Option<(StoreOp, Duration)> {
         if let StoreOp::Unfollow { follow } = op {
@@ -1371,8 +1374,8 @@ impl<R: Runtime> Worker<R> {
 
     /// Attempts `op` from attempt `first` (the later ones after a doubling pause; `first`'s
     /// too, unless `paused`: the caller took it) until one answers, or gives up with the
-    /// last failure's reason (`why` before any attempt here). A held publish has one
-    /// attempt here. `Some`: a publish held ([`hold_again`](Self::hold_again)), the pause
+    /// last failure's reason (`why` before any attempt here). A held append has one
+    /// attempt here. `Some`: an append held ([`hold_again`](Self::hold_again)), the pause
     /// before its next attempt: the caller puts it back in its lane.
     async fn attempts(
         &mut self,
