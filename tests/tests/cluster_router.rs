@@ -197,24 +197,43 @@ fn numbers(r: &Collected) -> Vec<Value> {
         .collect()
 }
 
+/// Two instances: a session made on 0, its GET stream open on 1, and a `tools/call` running
+/// on 0 (whose handler sends the GET stream's messages). Returns the session id, the GET,
+/// the call's handle and the session's.
+fn listening_on_1(
+    c: &mut Cluster,
+) -> (
+    String,
+    mcp_proto::server::ExchangeId,
+    mcp_proto::server::RequestHandle,
+    mcp_proto::server::SessionHandle,
+) {
+    let sid = initialize(c, 0);
+    let get = c.node(1).send(Req::get(&sid).version(V));
+    c.settle();
+    assert_eq!(c.node(1).response(get).status(), StatusCode::OK);
+    let (_, (h, session, _)) = post_call(c, 0, &sid, 7, "tools/call");
+    (sid, get, h, session.expect("a session"))
+}
+
+/// Node 0 sends the GET stream's message number `n` (not settled).
+fn notify_n(c: &mut Cluster, session: mcp_proto::server::SessionHandle, n: i64) {
+    c.node(0).notify(
+        Target::Session(session),
+        "notifications/message",
+        &format!(r#"{{"n":{n}}}"#),
+    );
+}
+
 /// A GET stream cut after events went out, resumed *on the same instance* with a
 /// `Last-Event-ID` from before them: the client never got them, so they come again (the
 /// instance's record of what its previous connection wrote does not hide them).
 #[test]
 fn a_get_resumed_on_the_same_instance_gets_what_its_cut_connection_wrote_after_the_id() {
     let mut c = cluster(2);
-    let sid = initialize(&mut c, 0);
-    let get = c.node(1).send(Req::get(&sid).version(V));
-    c.settle();
-    assert_eq!(c.node(1).response(get).status(), StatusCode::OK);
-    let (_, (h, session, _)) = post_call(&mut c, 0, &sid, 7, "tools/call");
-    let session = session.unwrap();
+    let (sid, get, h, session) = listening_on_1(&mut c);
     for n in 1..=3 {
-        c.node(0).notify(
-            Target::Session(session),
-            "notifications/message",
-            &format!(r#"{{"n":{n}}}"#),
-        );
+        notify_n(&mut c, session, n);
     }
     c.settle();
     let ids = c.node(1).response(get).event_ids();
@@ -227,11 +246,7 @@ fn a_get_resumed_on_the_same_instance_gets_what_its_cut_connection_wrote_after_t
         .node(1)
         .send(Req::get(&sid).version(V).header("last-event-id", "l-1"));
     c.settle();
-    c.node(0).notify(
-        Target::Session(session),
-        "notifications/message",
-        r#"{"n":4}"#,
-    );
+    notify_n(&mut c, session, 4);
     c.node(0).reply(h, "{}");
     c.settle();
     let r = c.node(1).response(resumed).clone();
@@ -268,18 +283,9 @@ fn listen_events(r: &Collected) -> Vec<String> {
 #[test]
 fn a_message_lost_on_its_way_to_the_log_is_told_on_the_get_stream() {
     let mut c = cluster(2);
-    let sid = initialize(&mut c, 0);
-    let get = c.node(1).send(Req::get(&sid).version(V));
-    c.settle();
-    assert_eq!(c.node(1).response(get).status(), StatusCode::OK);
-    let (_, (h, session, _)) = post_call(&mut c, 0, &sid, 7, "tools/call");
-    let session = session.unwrap();
+    let (sid, get, h, session) = listening_on_1(&mut c);
     let notify = |c: &mut Cluster, n: i64| {
-        c.node(0).notify(
-            Target::Session(session),
-            "notifications/message",
-            &format!(r#"{{"n":{n}}}"#),
-        );
+        notify_n(c, session, n);
         c.settle();
     };
     notify(&mut c, 1);

@@ -1292,6 +1292,27 @@ fn create_on(
     assert_eq!(reply(rx), (Ticket::from_u64(ticket), StoreReply::Created));
 }
 
+/// `session`'s listen log from its start: a follow (ticket `ticket`) on `link`, its first
+/// answer's events.
+fn listen_log(
+    link: &mut Box<dyn StoreLink>,
+    rx: &mpsc::Receiver<ClusterDelivery>,
+    ticket: u64,
+    session: &str,
+) -> Vec<mcp_proto::server::LogEvent> {
+    let follow = StoreOp::Follow {
+        session: session.into(),
+        from: FollowFrom::After(0),
+    };
+    link.submit(Instant::now(), Ticket::from_u64(ticket), follow);
+    let (t, answer) = reply(rx);
+    assert_eq!(t, Ticket::from_u64(ticket));
+    let StoreReply::Events { events, .. } = answer else {
+        panic!("events: {answer:?}")
+    };
+    events
+}
+
 /// The next reply `inbox` receives within [`WAIT`].
 fn reply(inbox: &mpsc::Receiver<ClusterDelivery>) -> (Ticket, StoreReply) {
     loop {
@@ -1435,18 +1456,7 @@ fn appends_failing_while_redis_is_away_are_held_then_applied_in_order() {
     assert!(matches!(r, StoreReply::Failed(_)), "{r:?}");
     assert!(sent.elapsed() >= Duration::from_secs(3), "after the hold");
     gate.lock().unwrap().down = false;
-    link.submit(
-        now,
-        Ticket::from_u64(6),
-        StoreOp::Follow {
-            session: "x".into(),
-            from: FollowFrom::After(0),
-        },
-    );
-    let (_, events) = reply(&rx);
-    let StoreReply::Events { events, .. } = events else {
-        panic!("events: {events:?}")
-    };
+    let events = listen_log(&mut link, &rx, 6, "x");
     let payloads: Vec<_> = events.iter().map(|e| e.payload.clone()).collect();
     assert_eq!(
         payloads,
@@ -1589,19 +1599,7 @@ async fn a_publish_repeated_by_its_link_is_appended_once() {
         (Ticket::from_u64(5), seq(2))
     );
     assert_eq!(published(&rx, &mut link, 6), (Ticket::from_u64(6), seq(3)));
-    link.submit(
-        now,
-        Ticket::from_u64(7),
-        StoreOp::Follow {
-            session: "x".into(),
-            from: FollowFrom::After(0),
-        },
-    );
-    let (t, events) = reply(&rx);
-    assert_eq!(t, Ticket::from_u64(7));
-    let StoreReply::Events { events, .. } = events else {
-        panic!("events: {events:?}")
-    };
+    let events = listen_log(&mut link, &rx, 7, "x");
     let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
     assert_eq!(seqs, [1, 2, 3], "each publish once");
     drop((link, other));
