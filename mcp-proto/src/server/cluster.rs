@@ -133,7 +133,10 @@
 //! requests, and which session loads they wait for. A store call is registered by
 //! `ClusterState::call` (the router then outputs its [`StoreOp`]) and leaves through
 //! `ClusterState::answered` (its answer, or its deadline firing as a `Failed` answer);
-//! the table below is those two functions, row for row.
+//! the table below is those two functions, row for row. The deadlines of the waiting calls
+//! are one line in the order the calls were made (each is its call's time plus the one
+//! store timeout), with one timer for its first: a call made or answered while others wait
+//! costs no operation on the router's timer set.
 //!
 //! ```text
 //!  call                          registered as               answer / deadline   then
@@ -141,8 +144,8 @@
 //!  Detached (touch, broadcast,   not kept                    ignored             -
 //!   cursor, a stream's end
 //!   alone)
-//!  Load, Create, Save, Refresh,  Waiting, deadline armed     answer              gone, deadline
-//!   Delete, Commit, Record,       (store_timeout)                                disarmed; run
+//!  Load, Create, Save, Refresh,  Waiting, its deadline       answer              gone (its deadline
+//!   Delete, Commit, Record,       (store_timeout) in line                        leaves the line); run
 //!   Publish                                                  deadline            answered Failed
 //!  Follow, FollowStream          Following, no deadline      answer              kept: a follow's
 //!                                                                                answers continue
@@ -790,11 +793,29 @@ pub(crate) enum Call {
     Detached,
 }
 
+/// Whether `call` waits for one answer (under a deadline): all but the detached ones and the
+/// follows.
+fn waits(call: &Call) -> bool {
+    !matches!(
+        call,
+        Call::Detached | Call::Follow { .. } | Call::FollowStream { .. }
+    )
+}
+
 /// The cluster state of a router.
 #[derive(Debug, Default)]
 pub(crate) struct ClusterState {
     next_ticket: u64,
-    pub(crate) calls: HandleMap<Ticket, (Call, Option<Instant>)>,
+    pub(crate) calls: HandleMap<Ticket, Call>,
+    /// The deadlines of the calls that wait for one answer, in the order they were made:
+    /// each is its call's time plus the one store timeout, so the line is in deadline order
+    /// (kept so should the clock pass a call's time twice). Answered calls leave it from
+    /// its front only (one further back is skipped when it gets there), and the timer set
+    /// holds one entry for the whole line ([`Timer::StoreDeadlines`], `armed`), not one per
+    /// call: a call costs no operation on the timer set while others are in flight.
+    deadlines: std::collections::VecDeque<(Instant, Ticket)>,
+    /// The deadline [`Timer::StoreDeadlines`] is armed at, if it is.
+    armed: Option<Instant>,
     /// The calls of `calls` that wait for one answer (not the follows): changed only by
     /// [`call`](Self::call) and [`answered`](Self::answered), the only two ways such a
     /// call comes and goes (the other removals from `calls` are follows').
@@ -831,7 +852,8 @@ pub(crate) struct PendingCommit {
 
 impl ClusterState {
     /// Registers a store call (`Detached` ones are not kept: nothing waits for them) and
-    /// arms its deadline; returns its ticket.
+    /// puts its deadline in line (arming the line's timer if it was empty); returns its
+    /// ticket.
     pub(crate) fn call(
         &mut self,
         call: Call,
@@ -840,21 +862,57 @@ impl ClusterState {
     ) -> Ticket {
         self.next_ticket += 1;
         let ticket = Ticket(self.next_ticket);
-        let waits = !matches!(
-            call,
-            Call::Detached | Call::Follow { .. } | Call::FollowStream { .. }
-        );
-        let mut slot = None;
+        let waits = waits(&call);
         if let (Some(at), true) = (deadline, waits) {
-            timers.set(&mut slot, Timer::Store(ticket), at);
+            let at = self.deadlines.back().map_or(at, |(last, _)| at.max(*last));
+            self.deadlines.push_back((at, ticket));
+            if self.armed.is_none() {
+                timers.set(&mut self.armed, Timer::StoreDeadlines, at);
+            }
         }
         if waits {
             self.waiting += 1;
         }
         if !matches!(call, Call::Detached) {
-            self.calls.insert(ticket, (call, slot));
+            self.calls.insert(ticket, call);
         }
         ticket
+    }
+
+    /// Whether `ticket` is a call that waits for its answer and has none yet.
+    fn waits_still(&self, ticket: Ticket) -> bool {
+        self.calls.get(&ticket).is_some_and(waits)
+    }
+
+    /// Takes the answered calls off the front of the line of deadlines; with none left
+    /// waiting, disarms its timer.
+    fn trim_deadlines(&mut self, timers: &mut TimerQueue) {
+        while let Some(&(_, ticket)) = self.deadlines.front() {
+            if self.waits_still(ticket) {
+                return;
+            }
+            self.deadlines.pop_front();
+        }
+        timers.clear(&mut self.armed, Timer::StoreDeadlines);
+    }
+
+    /// [`Timer::StoreDeadlines`] fired at `now`: the calls waiting past their deadline, in
+    /// order (each is then answered `Failed`); the timer is armed again for the next.
+    pub(crate) fn deadlines_due(&mut self, now: Instant, timers: &mut TimerQueue) -> Vec<Ticket> {
+        self.armed = None;
+        let mut due = Vec::new();
+        while let Some(&(at, ticket)) = self.deadlines.front() {
+            if !self.waits_still(ticket) {
+                self.deadlines.pop_front();
+            } else if at <= now {
+                self.deadlines.pop_front();
+                due.push(ticket);
+            } else {
+                timers.set(&mut self.armed, Timer::StoreDeadlines, at);
+                break;
+            }
+        }
+        due
     }
 
     /// Store calls that wait for their answer (the follows excluded).
@@ -867,23 +925,18 @@ impl ClusterState {
     /// `None`: nobody waits (late, after a timeout, or a detached call).
     pub(crate) fn answered(&mut self, ticket: Ticket, timers: &mut TimerQueue) -> Option<Call> {
         match self.calls.get(&ticket) {
-            Some((Call::Follow { lsid }, _)) => return Some(Call::Follow { lsid: *lsid }),
-            Some((Call::FollowStream { lsid }, _)) => {
+            Some(Call::Follow { lsid }) => return Some(Call::Follow { lsid: *lsid }),
+            Some(Call::FollowStream { lsid }) => {
                 return Some(Call::FollowStream { lsid: *lsid });
             }
             _ => {}
         }
-        let (call, mut deadline) = self.calls.remove(&ticket)?;
-        timers.clear(&mut deadline, Timer::Store(ticket));
+        let call = self.calls.remove(&ticket)?;
         self.waiting = self.waiting.saturating_sub(1);
-        Some(call)
-    }
-
-    /// A call's deadline fired: its timer is no longer armed.
-    pub(crate) fn deadline_fired(&mut self, ticket: Ticket) {
-        if let Some((_, deadline)) = self.calls.get_mut(&ticket) {
-            *deadline = None;
+        if self.deadlines.front().is_some_and(|(_, t)| *t == ticket) {
+            self.trim_deadlines(timers);
         }
+        Some(call)
     }
 
     /// Takes a parked request out, and out of the list of those waiting for its session.
@@ -1002,11 +1055,13 @@ impl Router {
         Some(self.store_call(StoreOp::Record(op), Call::Record))
     }
 
-    /// A store call timed out (the timer fired before its answer).
-    pub(crate) fn store_timed_out(&mut self, ticket: Ticket) {
-        self.cluster.deadline_fired(ticket);
-        let e = StoreError("no answer in time".into());
-        self.handle_store(self.now, ticket, StoreReply::Failed(e));
+    /// The line of store deadlines reached its first ([`Timer::StoreDeadlines`]): each call
+    /// waiting past its deadline is answered `Failed` (the timer before its answer).
+    pub(crate) fn store_deadlines(&mut self) {
+        for ticket in self.cluster.deadlines_due(self.now, &mut self.timers) {
+            let e = StoreError("no answer in time".into());
+            self.handle_store(self.now, ticket, StoreReply::Failed(e));
+        }
     }
 
     /// Input: a message another instance published on the bus.
@@ -2287,7 +2342,8 @@ mod tests {
                 Some(Call::Follow { lsid: 7 })
             ));
         }
-        // A deadline that fired leaves nothing armed; the Failed answer then takes it out.
+        // A deadline that fired: the call is due (its Failed answer then takes it out), and
+        // nothing is left armed.
         let load = state.call(
             Call::Load {
                 session: "s".into(),
@@ -2295,12 +2351,62 @@ mod tests {
             Some(at),
             &mut timers,
         );
-        assert_eq!(timers.pop_due(at), Some((at, Timer::Store(load))));
-        state.deadline_fired(load);
+        assert_eq!(timers.pop_due(at), Some((at, Timer::StoreDeadlines)));
+        assert_eq!(state.deadlines_due(at, &mut timers), [load]);
         assert!(matches!(
             state.answered(load, &mut timers),
             Some(Call::Load { .. })
         ));
+        assert_eq!(timers.len(), 0);
+    }
+
+    /// The store calls' deadlines are one line with one timer for its first: calls made
+    /// while others wait add no timer; answered ones leave from the front (one answered out
+    /// of order is skipped when the line reaches it); what is due when the timer fires is
+    /// the waiting calls past their deadline, in order, and the timer moves to the next.
+    #[test]
+    fn the_store_deadlines_are_one_line_with_one_timer() {
+        let t0 = Instant::now();
+        let s = |n| Duration::from_secs(n);
+        let mut state = ClusterState::default();
+        let mut timers = TimerQueue::default();
+        let save = |n| Call::Save {
+            session: SessionHandle(n),
+        };
+        let a = state.call(save(1), Some(t0 + s(5)), &mut timers);
+        let b = state.call(save(2), Some(t0 + s(6)), &mut timers);
+        let c = state.call(save(3), Some(t0 + s(7)), &mut timers);
+        let d = state.call(save(4), Some(t0 + s(8)), &mut timers);
+        assert_eq!(timers.len(), 1, "one timer for the line");
+        assert_eq!(timers.next(), Some(t0 + s(5)));
+        // b is answered out of order: the line keeps it until its front gets there.
+        assert!(state.answered(b, &mut timers).is_some());
+        assert_eq!(timers.next(), Some(t0 + s(5)));
+        // a is answered: the front moves past a and b; the timer stays where it was (no
+        // operation on the set per answer) and finds nothing due there.
+        assert!(state.answered(a, &mut timers).is_some());
+        assert_eq!(timers.len(), 1);
+        assert_eq!(
+            timers.pop_due(t0 + s(5)),
+            Some((t0 + s(5), Timer::StoreDeadlines))
+        );
+        assert_eq!(state.deadlines_due(t0 + s(5), &mut timers), []);
+        assert_eq!(timers.next(), Some(t0 + s(7)), "armed for c");
+        // At 8 s c and d are both due, in order.
+        assert!(timers.pop_due(t0 + s(8)).is_some());
+        assert_eq!(state.deadlines_due(t0 + s(8), &mut timers), [c, d]);
+        assert_eq!(timers.len(), 0);
+        for t in [c, d] {
+            assert!(state.answered(t, &mut timers).is_some());
+        }
+        assert_eq!(state.waiting(), 0);
+        // A deadline earlier than the last one in line (the clock passed twice) waits
+        // behind it; the line empties, and its timer goes, with the last answer.
+        let e = state.call(save(5), Some(t0 + s(20)), &mut timers);
+        let f = state.call(save(6), Some(t0 + s(19)), &mut timers);
+        assert!(state.answered(e, &mut timers).is_some());
+        assert_eq!(timers.len(), 1);
+        assert!(state.answered(f, &mut timers).is_some());
         assert_eq!(timers.len(), 0);
     }
 }

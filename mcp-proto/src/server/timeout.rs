@@ -57,7 +57,7 @@ impl Router {
                         }
                     }
                 }
-                Timer::Store(ticket) => self.store_timed_out(ticket),
+                Timer::StoreDeadlines => self.store_deadlines(),
                 Timer::ResumeGrace(lsid) => {
                     if let Some(ls) = self.streams.stream_mut(&lsid) {
                         ls.grace = None;

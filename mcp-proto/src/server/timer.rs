@@ -8,7 +8,9 @@
 //! entries and its size is bounded by the number of live owners. A session's idle timer is
 //! re-armed lazily: a request that moves its end later only notes how much later
 //! (`Session::idle_extension_ms`), and the timer, when it fires, is armed again for the rest
-//! (one operation on the set per TTL of a busy session instead of one per request).
+//! (one operation on the set per TTL of a busy session instead of one per request). The
+//! cluster's store calls, whose deadlines come in the order the calls are made (each the
+//! same timeout after it), are one line of their own with one entry here for its first.
 
 use std::collections::BTreeSet;
 use std::time::Instant;
@@ -31,8 +33,9 @@ pub(crate) enum Timer {
     /// A connection with data waiting whose client has taken nothing since it was armed is
     /// cut as a slow reader (`pace.rs`).
     Stall(ExchangeId),
-    /// A cluster store call got no answer in time (`cluster.rs`).
-    Store(super::Ticket),
+    /// The first of the cluster store calls' deadlines, one entry for all of them (their
+    /// line is `cluster.rs`'s `ClusterState::deadlines`).
+    StoreDeadlines,
 }
 
 /// The ordered set of armed timers.
