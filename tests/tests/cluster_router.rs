@@ -836,6 +836,58 @@ fn a_request_stream_resumes_on_another_instance_while_its_owner_runs_on() {
     );
 }
 
+/// A finished request stream resumed on the instance that ran it, after that instance
+/// dropped its copy of the session (the bus was lost, the session idle here): the events
+/// come from the store, as on any other instance. (Before, the owner answered 400, not
+/// knowing the stream any more, while every other instance served it.)
+#[test]
+fn a_stream_resumed_on_its_owner_after_it_dropped_the_session_comes_from_the_store() {
+    let mut c = cluster(2);
+    let sid = initialize(&mut c, 0);
+    let (s, h, _) = streaming_call(&mut c, 1, &sid, 4);
+    let first = c
+        .node(1)
+        .response(s)
+        .event_ids()
+        .last()
+        .expect("an id")
+        .clone();
+    // The client's connection drops after the first event; the handler then finishes.
+    let now = c.node(1).now;
+    c.node(1).router.handle_disconnect(now, s);
+    c.node(1)
+        .notify(Target::Request(h), "notifications/progress", r#"{"n":2}"#);
+    c.node(1).reply(h, r#"{"content":[]}"#);
+    c.settle();
+    // B loses the bus: its idle copy of the session goes, with the finished stream.
+    let now = c.node(1).now;
+    c.node(1).router.handle_bus_lost(now);
+    c.settle();
+    assert!(
+        other_outputs(&mut c, 1)
+            .iter()
+            .any(|o| matches!(o, ServerOutput::SessionUnloaded { .. })),
+        "the idle copy was dropped"
+    );
+    let resumed = c
+        .node(1)
+        .send(Req::get(&sid).version(V).header("last-event-id", &first));
+    c.settle();
+    let r = c.node(1).response(resumed).clone();
+    assert_eq!(
+        r.status(),
+        StatusCode::OK,
+        "{}",
+        String::from_utf8_lossy(&r.body)
+    );
+    assert!(r.ended, "the stream's end is in the store");
+    assert_eq!(
+        ns(&mut c, 1, resumed),
+        [json!(2), json!(4)],
+        "the rest, once"
+    );
+}
+
 #[test]
 fn a_killed_owner_leaves_typed_errors_not_a_hang() {
     let mut c = cluster(2);

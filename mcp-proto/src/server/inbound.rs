@@ -431,13 +431,26 @@ impl Router {
                         return Ok(());
                     }
                 };
-                let owned = self.streams.stream(&lsid).is_some_and(|s| {
-                    // Only streams whose ids reached the wire can be resumed: a pending
-                    // JSON answer has no ids, and a guessed id must not hijack it.
-                    s.session == Some(session)
-                        && s.resumable
-                        && matches!(s.phase(), Phase::Open | Phase::Detached | Phase::Finished)
-                });
+                let Some(here) = self.streams.stream(&lsid) else {
+                    if self.is_clustered() {
+                        // One of ours this instance no longer holds (its copy of the session
+                        // was dropped, say after the bus was lost, with its finished
+                        // streams): the store has every event it sent, as for another
+                        // instance's stream (an unknown one is refused there, 400).
+                        let name = self.config.stream_name(lsid).into();
+                        self.resume_remote(stream, session, name, seq, origin);
+                        return Ok(());
+                    }
+                    return Err(ProtocolError::UnknownLastEventId);
+                };
+                // Only streams whose ids reached the wire can be resumed: a pending JSON
+                // answer has no ids, and a guessed id must not hijack it.
+                let owned = here.session == Some(session)
+                    && here.resumable
+                    && matches!(
+                        here.phase(),
+                        Phase::Open | Phase::Detached | Phase::Finished
+                    );
                 if !owned {
                     return Err(ProtocolError::UnknownLastEventId);
                 }
