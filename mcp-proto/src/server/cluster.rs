@@ -812,7 +812,8 @@ pub(crate) struct ClusterState {
     /// (kept so should the clock pass a call's time twice). Answered calls leave it from
     /// its front only (one further back is skipped when it gets there), and the timer set
     /// holds one entry for the whole line ([`Timer::StoreDeadlines`], `armed`), not one per
-    /// call: a call costs no operation on the timer set while others are in flight.
+    /// call: a call costs no operation on the timer set while others are in flight. It
+    /// holds at most the calls made within one store timeout (its front is due by then).
     deadlines: std::collections::VecDeque<(Instant, Ticket)>,
     /// The deadline [`Timer::StoreDeadlines`] is armed at, if it is.
     armed: Option<Instant>,
