@@ -86,6 +86,7 @@ async fn instances(rt: Runtime, url: &str, retry: Duration) -> Vec<Serving> {
         let config = RedisConfig::default()
             .with_command_timeout(COMMAND_TIMEOUT)
             .with_retries(RETRIES)
+            .with_append_hold(APPEND_HOLD)
             .with_reconnect_backoff_max(Duration::from_millis(200));
         let backend: Arc<dyn ClusterBackend> = match rt {
             Runtime::Tokio => mcp_tokio::redis_backend(url, config),
@@ -149,10 +150,15 @@ async fn ledger(rt: Runtime, kind: Kind) {
     verdict(rt, kind, &ledger, stats);
 }
 
+/// How long the instances' links hold an append that keeps failing (the default).
+const APPEND_HOLD: Duration = Duration::from_secs(3);
+
 /// What a call's bound (`post_ledger`'s: its own duration, the waits the client announced,
 /// a quarter second per HTTP cut) gains with the Redis link broken: a stall past the command
-/// timeout, the retries' pauses (50 ms doubling, 4 of them), a re-dial and its handshake.
-const REDIS_SLACK: Duration = Duration::from_secs(3);
+/// timeout, the retries' pauses (50 ms doubling, 4 of them), a re-dial and its handshake
+/// (3 s), and a commit of its events held while the link stays broken (`APPEND_HOLD`: the
+/// events wait rather than go out unstored, which a resume elsewhere would miss).
+const REDIS_SLACK: Duration = Duration::from_secs(3).saturating_add(APPEND_HOLD);
 
 fn verdict(rt: Runtime, kind: Kind, ledger: &Ledger, stats: RedisProxyStats) {
     let mut bad = Vec::new();
