@@ -860,15 +860,8 @@ fn a_stream_resumed_on_its_owner_after_it_dropped_the_session_comes_from_the_sto
     c.node(1).reply(h, r#"{"content":[]}"#);
     c.settle();
     // B loses the bus: its idle copy of the session goes, with the finished stream.
-    let now = c.node(1).now;
-    c.node(1).router.handle_bus_lost(now);
+    bus_lost_drops_the_copy(&mut c, 1);
     c.settle();
-    assert!(
-        other_outputs(&mut c, 1)
-            .iter()
-            .any(|o| matches!(o, ServerOutput::SessionUnloaded { .. })),
-        "the idle copy was dropped"
-    );
     let resumed = c
         .node(1)
         .send(Req::get(&sid).version(V).header("last-event-id", &first));
@@ -965,6 +958,19 @@ fn a_json_tools_call_on_a_cached_session_costs_no_store_round_trip() {
     );
 }
 
+/// Node `i` is told that the bus was lost: it drops its idle copy of a session (asserted).
+fn bus_lost_drops_the_copy(c: &mut Cluster, i: usize) {
+    let now = c.node(i).now;
+    c.node(i).router.handle_bus_lost(now);
+    c.node(i).pump();
+    assert!(
+        other_outputs(c, i)
+            .iter()
+            .any(|o| matches!(o, ServerOutput::SessionUnloaded { .. })),
+        "the idle copy was dropped"
+    );
+}
+
 #[test]
 fn after_the_bus_is_lost_idle_copies_are_dropped_and_loaded_again() {
     let mut c = cluster(2);
@@ -982,15 +988,7 @@ fn after_the_bus_is_lost_idle_copies_are_dropped_and_loaded_again() {
     c.discard(1);
     c.hold(1, false);
     // Told that the bus was lost, B forgets its idle copy and asks the store again: 404.
-    let now = c.node(1).now;
-    c.node(1).router.handle_bus_lost(now);
-    c.node(1).pump();
-    assert!(
-        other_outputs(&mut c, 1)
-            .iter()
-            .any(|o| matches!(o, ServerOutput::SessionUnloaded { .. })),
-        "the idle copy was dropped"
-    );
+    bus_lost_drops_the_copy(&mut c, 1);
     let s = c
         .node(1)
         .send(Req::post(&call(3, "ping")).session(&sid).version(V));
