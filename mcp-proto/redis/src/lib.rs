@@ -227,8 +227,12 @@ pub struct RedisConfig {
     /// `Failed`: for a publish the router marks the loss in the log for the client (an
     /// `events-lost` event); a commit's events are written to their client unstored, and a
     /// resume elsewhere misses them. Default 3 s: a cut connection is dialed again within
-    /// it, and it ends before the router's default store timeout (5 s), past which the
-    /// router gives up on the call anyway. 0: not held.
+    /// it. It counts from the first hold, after the attempts: with a connection that is
+    /// down the attempts fail at once (≈ 150 ms) and the hold ends before the router's
+    /// default store timeout (5 s); attempts that time out (`command_timeout`, 2 s each)
+    /// can outlast that timeout, and then the router gives up first (a publish's gap is
+    /// marked even if the message is appended later: a client may be told of a loss it did
+    /// not have). 0: not held.
     pub append_hold: Duration,
     /// Operations submitted on one link and not yet done (queued, waiting in their session's
     /// lane, or in flight), at most; beyond, an operation is answered `Failed` at once: a
